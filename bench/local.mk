@@ -1,0 +1,1 @@
+# bench/local.mk: build and test rules owned by bench/ (included by the top Makefile.am).

@@ -1,0 +1,1 @@
+# dataplane/local.mk: build and test rules owned by dataplane/ (included by the top Makefile.am).

@@ -1,0 +1,1 @@
+# ike/local.mk: build and test rules owned by ike/ (included by the top Makefile.am).

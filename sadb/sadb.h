@@ -1,0 +1,326 @@
+/* sadb/sadb.h: libsadb, the shared-memory security association database (SAD + SPD) of xipsec.
+ *
+ * This header is the contract between the writers (xipsec-iked, ipsecctl), the readers (xipsecd's
+ * control thread and workers, ipsecctl's listings) and the runtime area the dataplane owns.
+ *
+ * Conventions: every function that can fail returns 0 (or a count) on success and a negative errno
+ * on failure; the handle then also holds a human-readable message (sadb_errmsg). Records are plain
+ * structs copied in and out: a reader never holds a pointer into a record that a writer may change.
+ *
+ * Threading and processes:
+ *  - Writers are serialised across processes by a robust process-shared mutex inside the segment. A
+ *    writer that dies holding it never leaves a half-done change visible; the next writer recovers.
+ *  - Readers never lock and never block: lookups copy a consistent version of a record (old or new,
+ *    never torn) and retry internally only while a writer is inside that very record.
+ *  - The runtime area (sadb_runtime) is written only by the dataplane, one owner per SA direction
+ *    (design.md rule 5); the writer API initialises it when an SA is added, before publication.
+ *
+ * Addresses are family-neutral everywhere (IPv4 and IPv6).
+ */
+#ifndef XIPSEC_SADB_H
+#define XIPSEC_SADB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "sadb/sadb_drops.h"
+
+#define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
+#define SADB_ENV_PATH       "XIPSEC_SADB"
+#define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
+#define SADB_LAYOUT_VERSION 1u
+
+#define SADB_DEFAULT_MAX_SA     65536u
+#define SADB_DEFAULT_MAX_POLICY 65536u
+#define SADB_MAX_SA_LIMIT       (1u << 22)  /* capacity must scale to 1M SAs; 4M is the hard cap */
+
+#define SADB_ENC_KEY_MAX   32   /* AES-256, ChaCha20, 3DES (24) */
+#define SADB_SALT_MAX      4    /* GCM/GMAC/ChaCha20-Poly1305 salt, CTR nonce (RFC 4106/4543/7634/3686) */
+#define SADB_AUTH_KEY_MAX  64   /* HMAC-SHA-512 */
+#define SADB_REPLAY_MAX    4096 /* largest anti-replay window in packets */
+#define SADB_REPLAY_DEFAULT 1024
+
+/* Address: family AF_INET or AF_INET6 (0 = unspecified/any); IPv4 in the first 4 bytes of a.b. */
+struct sadb_addr {
+	uint8_t family;
+	uint8_t pad[3];
+	union {
+		uint8_t  b[16];
+		uint32_t w[4];
+		struct in_addr v4;
+		struct in6_addr v6;
+	} a;
+};
+
+enum sadb_proto { SADB_PROTO_ANY = 0, SADB_PROTO_ESP = 50, SADB_PROTO_AH = 51 };
+enum sadb_mode  { SADB_MODE_TRANSPORT = 1, SADB_MODE_TUNNEL = 2 };
+enum sadb_dir   { SADB_DIR_IN = 1, SADB_DIR_OUT = 2, SADB_DIR_FWD = 3 };
+enum sadb_state { SADB_STATE_LARVAL = 0, SADB_STATE_MATURE = 1, SADB_STATE_DYING = 2, SADB_STATE_DEAD = 3 };
+
+/* Encryption transforms: IANA IKEv2 Transform Type 1 identifiers. */
+enum sadb_enc {
+	SADB_ENC_NONE            = 0,   /* AH, or no ESP confidentiality */
+	SADB_ENC_DES_CBC         = 2,   /* not offered: see dataplane/ESP engine (RFC 8221 MUST NOT) */
+	SADB_ENC_3DES_CBC        = 3,   /* legacy, only when explicitly enabled */
+	SADB_ENC_NULL            = 11,  /* RFC 2410 */
+	SADB_ENC_AES_CBC         = 12,
+	SADB_ENC_AES_CTR         = 13,  /* RFC 3686 */
+	SADB_ENC_AES_GCM16       = 20,  /* RFC 4106, 16-octet ICV */
+	SADB_ENC_AES_GMAC        = 21,  /* RFC 4543 ENCR_NULL_AUTH_AES_GMAC */
+	SADB_ENC_CHACHA20_POLY1305 = 28 /* RFC 7634 */
+};
+
+/* Integrity transforms: IANA IKEv2 Transform Type 3 identifiers. */
+enum sadb_auth {
+	SADB_AUTH_NONE              = 0,
+	SADB_AUTH_HMAC_MD5_96       = 1,  /* legacy */
+	SADB_AUTH_HMAC_SHA1_96      = 2,
+	SADB_AUTH_HMAC_SHA256_128   = 12,
+	SADB_AUTH_HMAC_SHA384_192   = 13,
+	SADB_AUTH_HMAC_SHA512_256   = 14,
+	SADB_AUTH_AES_128_GMAC      = 18, /* AH with GMAC (RFC 4543) */
+	SADB_AUTH_AES_256_GMAC      = 20
+};
+
+/* SA flags. */
+#define SADB_SAF_ESN          0x0001u /* extended (64-bit) sequence numbers */
+#define SADB_SAF_LEGACY_OK    0x0002u /* a legacy transform (3DES, MD5) was explicitly enabled */
+#define SADB_SAF_DECAP_DSCP   0x0004u /* copy outer DSCP to inner on decapsulation */
+#define SADB_SAF_NO_ECN       0x0008u /* do not propagate ECN (RFC 6040 compatibility mode) */
+#define SADB_SAF_DF_CLEAR     0x0010u /* tunnel mode: clear DF on the outer IPv4 header */
+#define SADB_SAF_DF_SET       0x0020u /* tunnel mode: set DF on the outer IPv4 header (default: copy) */
+#define SADB_SAF_NO_REPLAY    0x0040u /* no anti-replay check (manual keying only) */
+
+/* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
+struct sadb_lifetime {
+	uint64_t bytes;
+	uint64_t packets;
+	uint64_t add_seconds;   /* after the SA is added */
+	uint64_t use_seconds;   /* after its first use */
+};
+
+/* Traffic selector. Ports are host byte order ranges, [0, 65535] = any. For ICMP/ICMPv6 the "ports"
+ * carry type (sport) and code (dport) ranges, for the Mobility Header (135) the MH type in sport. */
+struct sadb_selector {
+	struct sadb_addr src, dst;  /* prefixes; family 0 = any family */
+	uint8_t src_plen, dst_plen;
+	uint8_t proto;              /* IP protocol number, 0 = any */
+	uint8_t pad;
+	uint16_t sport_lo, sport_hi;
+	uint16_t dport_lo, dport_hi;
+};
+
+/* One security association. Identity: (spi, proto, dst). */
+struct sadb_sa {
+	uint32_t spi;               /* host byte order; never 0..255 */
+	uint8_t  proto;             /* enum sadb_proto */
+	uint8_t  mode;              /* enum sadb_mode */
+	uint8_t  dir;               /* enum sadb_dir (IN or OUT) */
+	uint8_t  state;             /* enum sadb_state */
+	uint32_t reqid;             /* binds the SA to policies; 0 = none */
+	uint32_t flags;             /* SADB_SAF_* */
+	struct sadb_addr src, dst;  /* outer (tunnel) or host (transport) addresses */
+	uint16_t encap_sport;       /* NAT-T UDP encapsulation (RFC 3948): 0 = none, host byte order */
+	uint16_t encap_dport;
+	uint16_t enc_alg;           /* enum sadb_enc */
+	uint16_t auth_alg;          /* enum sadb_auth */
+	uint8_t  enc_key_len;       /* bytes, without salt */
+	uint8_t  salt_len;          /* bytes */
+	uint8_t  auth_key_len;      /* bytes */
+	uint8_t  icv_len;           /* bytes; 0 = the transform's default */
+	uint8_t  enc_key[SADB_ENC_KEY_MAX];
+	uint8_t  salt[SADB_SALT_MAX];
+	uint8_t  auth_key[SADB_AUTH_KEY_MAX];
+	uint32_t replay_window;     /* packets, 0..SADB_REPLAY_MAX; 0 with SADB_SAF_NO_REPLAY */
+	uint16_t tfc_pad;           /* pad ESP tunnel payloads to at least this many bytes (0 = off) */
+	uint8_t  ttl;               /* outer TTL/hop limit (0 = 64) */
+	uint8_t  dscp;              /* outer DSCP when not copied (0xff = copy inner) */
+	uint32_t mtu;               /* path MTU towards the peer, 0 = the interface's */
+	struct sadb_lifetime soft, hard;
+	struct sadb_selector sel;   /* inner traffic the SA may carry (checked after decapsulation) */
+	uint64_t created;           /* CLOCK_REALTIME seconds, set by sadb_sa_add */
+	uint64_t instance;          /* unique per add (never reused), set by sadb_sa_add: tells the
+	                             * dataplane whether runtime state belongs to this SA */
+	uint32_t ike_id;            /* IKE SA unique id that negotiated it, 0 = manual */
+	uint32_t checksum;          /* set by libsadb over the whole record; readers verify it */
+};
+
+enum sadb_action { SADB_ACT_PROTECT = 1, SADB_ACT_BYPASS = 2, SADB_ACT_DISCARD = 3 };
+
+/* One security policy (SPD entry). */
+struct sadb_policy {
+	uint32_t id;                /* assigned by sadb_policy_add; stable for the policy's life */
+	uint8_t  dir;               /* enum sadb_dir */
+	uint8_t  action;            /* enum sadb_action */
+	uint8_t  proto;             /* PROTECT: SADB_PROTO_ESP or SADB_PROTO_AH */
+	uint8_t  mode;              /* PROTECT: enum sadb_mode */
+	uint32_t priority;          /* lower value wins (as in XFRM and strongSwan); ties: lower id */
+	uint32_t reqid;             /* PROTECT: the SA(s) with this reqid */
+	struct sadb_selector sel;
+	struct sadb_addr tun_src, tun_dst; /* PROTECT in tunnel mode: outer endpoints */
+	uint32_t ike_id;            /* owner, 0 = manual */
+	uint32_t checksum;          /* set by libsadb; readers verify it */
+};
+
+/* The header fields of a packet that policy lookup matches on. */
+struct sadb_pkt_sel {
+	struct sadb_addr src, dst;
+	uint8_t proto;
+	uint8_t pad;
+	uint16_t sport, dport;      /* host byte order; ICMP type/code, MH type in sport */
+};
+
+/* Runtime state of one SA slot, owned by the dataplane (design.md "Runtime state"). Counters are
+ * written by the owning worker with relaxed atomics and read by anyone. */
+struct sadb_runtime {
+	uint64_t instance;          /* sadb_sa.instance this state belongs to */
+	uint64_t packets, bytes;    /* successfully processed */
+	uint64_t first_used;        /* CLOCK_REALTIME seconds, 0 = never */
+	uint64_t last_used;
+	uint64_t seq_reserved;      /* outbound: highest sequence number reserved (rule 1); a
+	                             * restarted dataplane resumes above it */
+	uint64_t replay_top;        /* inbound: highest authenticated sequence number */
+	uint64_t replay_bitmap[SADB_REPLAY_MAX / 64];
+	uint64_t drops[SADB_DROP_MAX];
+	uint32_t expired;           /* bit 0 soft, bit 1 hard: set by whoever raised the expiry */
+	uint32_t pad;
+};
+
+/* Change journal entry: which record changed, in publication order. */
+enum sadb_change_op {
+	SADB_CHG_SA_ADD = 1, SADB_CHG_SA_UPDATE, SADB_CHG_SA_DEL,
+	SADB_CHG_POL_ADD, SADB_CHG_POL_DEL, SADB_CHG_FLUSH_SA, SADB_CHG_FLUSH_POL
+};
+struct sadb_change {
+	uint64_t gen;               /* generation this change produced */
+	uint32_t op;                /* enum sadb_change_op */
+	uint32_t index;             /* SA slot or policy id */
+};
+
+struct sadb_params {
+	uint32_t max_sa;            /* 0 = SADB_DEFAULT_MAX_SA */
+	uint32_t max_policy;        /* 0 = SADB_DEFAULT_MAX_POLICY */
+};
+
+struct sadb_info {
+	uint64_t magic;
+	uint32_t layout_version;
+	uint32_t max_sa, max_policy;
+	uint32_t n_sa, n_policy;
+	uint64_t generation;
+	size_t   size;              /* bytes of the segment */
+};
+
+struct sadb;
+
+/* Open flags. */
+#define SADB_RDONLY  0x0
+#define SADB_RDWR    0x1  /* writer API allowed */
+#define SADB_CREATE  0x2  /* create (mode 0600) if missing, with params */
+
+/* Path to use: $XIPSEC_SADB if set and non-empty, else SADB_DEFAULT_PATH. Never NULL. */
+const char *sadb_default_path(void);
+
+/* Open (and with SADB_CREATE, create) the segment at path (NULL = sadb_default_path()).
+ * Fails with -EPROTO (wrong magic or layout version; message says which), -ENOENT, -EACCES,
+ * -EINVAL (bad params). On failure *out is NULL and, if errmsg is not NULL, a message of at most
+ * errlen bytes explains the failure. */
+int sadb_open(const char *path, int flags, const struct sadb_params *params,
+	      struct sadb **out, char *errmsg, size_t errlen);
+void sadb_close(struct sadb *db);
+/* Remove the segment file (ipsecctl/tests). */
+int sadb_unlink(const char *path);
+
+/* Message describing the last failure on this handle (per thread); "" when none. */
+const char *sadb_errmsg(const struct sadb *db);
+int sadb_info(const struct sadb *db, struct sadb_info *info);
+/* Generation: incremented once per published change (or transaction). Acquire load. */
+uint64_t sadb_generation(const struct sadb *db);
+
+/* ---- Writer API (needs SADB_RDWR). Each call is atomic: readers see all of it or none. ---- */
+
+/* Add an SA. Validates it (algorithms vs key lengths, SPI >= 256, addresses, window size) and fails
+ * with -EINVAL (message names the field), -EEXIST (same spi/proto/dst), -ENOSPC (table full).
+ * Sets created, instance and checksum; initialises the SA's runtime area. *slot (may be NULL)
+ * receives its slot index, stable until deletion. An SA made by sadb_spi_alloc (LARVAL) is
+ * completed with sadb_sa_update, not added again. */
+int sadb_sa_add(struct sadb *db, const struct sadb_sa *sa, uint32_t *slot);
+/* Replace the SA with the same identity (keys, state, lifetimes, endpoints after NAT/MOBIKE...).
+ * -ENOENT if absent. Keeps slot, instance and runtime state unless the SA was LARVAL. */
+int sadb_sa_update(struct sadb *db, const struct sadb_sa *sa);
+/* Change the outer endpoints (and NAT-T ports) of an SA, e.g. a Mobile IPv6 care-of address
+ * migration; identity changes if dst changes. */
+int sadb_sa_migrate(struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,
+		    const struct sadb_addr *new_src, const struct sadb_addr *new_dst,
+		    uint16_t encap_sport, uint16_t encap_dport);
+/* Delete an SA; its keys are wiped in the segment. -ENOENT if absent. */
+int sadb_sa_delete(struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
+/* Delete all SAs of proto (SADB_PROTO_ANY = all). Returns the number deleted. */
+int sadb_sa_flush(struct sadb *db, uint8_t proto);
+/* Allocate an SPI in [min, max] (0,0 = [256, 0xffffffff]) that no SA of proto to dst uses, chosen
+ * at random, and reserve it as a LARVAL SA (IKE's get_spi). -ENOSPC when none is free. */
+int sadb_spi_alloc(struct sadb *db, uint8_t proto, const struct sadb_addr *src,
+		   const struct sadb_addr *dst, uint32_t min, uint32_t max, uint32_t *spi);
+
+/* Add a policy; sets p->id-equivalent *id. -EEXIST for an identical dir+selector+priority,
+ * -EINVAL (message names the field), -ENOSPC. */
+int sadb_policy_add(struct sadb *db, const struct sadb_policy *p, uint32_t *id);
+int sadb_policy_delete(struct sadb *db, uint32_t id);
+/* Delete the policy with the same dir and selector (IKE's del_policy). */
+int sadb_policy_delete_sel(struct sadb *db, uint8_t dir, const struct sadb_selector *sel);
+int sadb_policy_flush(struct sadb *db);
+
+/* Transactions: changes made between begin and commit are published together (one generation)
+ * and abort undoes them all; readers never see part of a transaction. One per handle at a time. */
+int sadb_txn_begin(struct sadb *db);
+int sadb_txn_commit(struct sadb *db);
+void sadb_txn_abort(struct sadb *db);
+
+/* ---- Reader API: lock-free, never blocks, copies a consistent record. ---- */
+
+/* O(1) lookup by identity. -ENOENT if absent. *slot may be NULL. */
+int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,
+		   struct sadb_sa *out, uint32_t *slot);
+/* Copy the SA in a slot; -ENOENT if the slot is free. */
+int sadb_sa_get(const struct sadb *db, uint32_t slot, struct sadb_sa *out);
+/* Iterate: start with *cursor = 0; returns 0 and the next SA, or -ENOENT at the end. */
+int sadb_sa_next(const struct sadb *db, uint32_t *cursor, struct sadb_sa *out, uint32_t *slot);
+
+/* Highest-priority policy of direction dir matching the packet. -ENOENT if none. */
+int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt_sel *pkt,
+		       struct sadb_policy *out);
+int sadb_policy_get(const struct sadb *db, uint32_t id, struct sadb_policy *out);
+int sadb_policy_next(const struct sadb *db, uint32_t *cursor, struct sadb_policy *out);
+/* Whether a packet matches a selector (shared with the dataplane's post-decap check). */
+bool sadb_selector_match(const struct sadb_selector *sel, const struct sadb_pkt_sel *pkt);
+
+/* Changes after generation *since, oldest first, at most max; advances *since. Returns the number
+ * copied, or -ESTALE when the journal no longer holds them (the reader must resynchronise from a
+ * full iteration, then continue from the generation it read before iterating). */
+int sadb_changes(const struct sadb *db, uint64_t *since, struct sadb_change *out, unsigned max);
+
+/* Runtime area of a slot (read-write mapping needed to write). NULL for a bad slot. */
+struct sadb_runtime *sadb_runtime(const struct sadb *db, uint32_t slot);
+
+/* ---- Helpers shared by every part. ---- */
+/* Parse "192.0.2.1", "2001:db8::1" (no prefix). 0 or -EINVAL. */
+int sadb_addr_parse(const char *s, struct sadb_addr *out);
+/* Parse "10.0.0.0/8", "2001:db8::/32", a bare address (full length) or "any". */
+int sadb_prefix_parse(const char *s, struct sadb_addr *out, uint8_t *plen);
+/* Format an address into buf (at least INET6_ADDRSTRLEN); returns buf. "any" for family 0. */
+const char *sadb_addr_str(const struct sadb_addr *a, char *buf, size_t len);
+bool sadb_addr_eq(const struct sadb_addr *a, const struct sadb_addr *b);
+/* Key length (bytes, without salt), salt length and ICV length of a transform; -EINVAL if unknown
+ * or the key length is not one the transform takes. key_len 0 asks for the default. */
+int sadb_enc_lengths(uint16_t enc_alg, unsigned key_len, unsigned *salt_len, unsigned *icv_len);
+int sadb_auth_lengths(uint16_t auth_alg, unsigned *key_len, unsigned *icv_len);
+/* Validate an SA as sadb_sa_add would; 0 or -EINVAL with a message in msg. */
+int sadb_sa_validate(const struct sadb_sa *sa, char *msg, size_t len);
+int sadb_policy_validate(const struct sadb_policy *p, char *msg, size_t len);
+const char *sadb_enc_name(uint16_t enc_alg);   /* "aes-gcm-16", never NULL */
+const char *sadb_auth_name(uint16_t auth_alg); /* "hmac-sha256-128", never NULL */
+
+#endif

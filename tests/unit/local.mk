@@ -1,0 +1,1 @@
+# tests/unit/local.mk: build and test rules owned by tests/unit/ (included by the top Makefile.am).
