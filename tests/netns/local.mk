@@ -1,1 +1,4 @@
-# tests/netns/local.mk: build and test rules owned by tests/netns/ (included by the top Makefile.am).
+# tests/netns/local.mk: end-to-end tests in network namespaces (root). One fragment per part.
+include $(srcdir)/tests/netns/lib.mk
+include $(srcdir)/tests/netns/dataplane.mk
+include $(srcdir)/tests/netns/ike.mk

@@ -1,1 +1,6 @@
-# tests/unit/local.mk: build and test rules owned by tests/unit/ (included by the top Makefile.am).
+# tests/unit/local.mk: cmocka unit tests. Each part owns its own fragment here.
+include $(srcdir)/tests/unit/sadb.mk
+include $(srcdir)/tests/unit/esp.mk
+include $(srcdir)/tests/unit/ipsecctl.mk
+include $(srcdir)/tests/unit/dataplane.mk
+include $(srcdir)/tests/unit/ike.mk

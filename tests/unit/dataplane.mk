@@ -1,0 +1,1 @@
+# tests/unit/dataplane.mk: owned by its part; appended to the lists in the top Makefile.am.
