@@ -1,1 +1,3 @@
-# tests/netns/lib.mk: owned by its part; appended to the lists in the top Makefile.am.
+# tests/netns/lib.mk: the netns harness and its self-test (owned by the lead).
+NETNS_TESTS += tests/netns/test_lib.sh
+EXTRA_DIST += tests/netns/test_lib.sh
