@@ -1,1 +1,39 @@
-# ike/local.mk: build and test rules owned by ike/ (included by the top Makefile.am).
+# ike/local.mk: xipsec-iked (libcharon host + SADB kernel-ipsec backend + maxqm), built only when
+# configure found the prepared strongSwan source headers (HAVE_STRONGSWAN, platform.md).
+#
+# strongSwan's config.h is included by ike/swan.h after ours (both define the autoconf package
+# macros), never with -include. With that, strongSwan's headers compile clean under the project's
+# warning flags (-Wno-unused-parameter is already among them), so ike/ needs no relaxations.
+IKE_SWAN_CPPFLAGS = -DXIPSEC_SWAN_CONFIG='"$(SWAN_SRC)/config.h"' \
+	-I$(SWAN_SRC)/src/libstrongswan -I$(SWAN_SRC)/src/libcharon
+IKE_SWAN_LINKFLAGS = -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
+IKE_SWAN_LIBS = -lcharon -lstrongswan
+
+EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/maxqm.h
+
+if HAVE_STRONGSWAN
+sbin_PROGRAMS += ike/xipsec-iked
+ike_xipsec_iked_SOURCES = ike/iked.c ike/kernel_sadb.c ike/kernel_sadb.h ike/maxqm.c ike/maxqm.h \
+	ike/swan.h
+ike_xipsec_iked_CPPFLAGS = $(AM_CPPFLAGS) $(IKE_SWAN_CPPFLAGS)
+ike_xipsec_iked_LDFLAGS = $(AM_LDFLAGS) $(IKE_SWAN_LINKFLAGS)
+ike_xipsec_iked_LDADD = $(SADB_LIBS) $(IKE_SWAN_LIBS)
+dist_man_MANS += ike/xipsec-iked.8
+
+# A tiny SADB reader for the netns tests: prints SAs as lines both sides can be compared with.
+noinst_PROGRAMS += ike/ike-sadb-dump
+ike_ike_sadb_dump_SOURCES = ike/sadb_dump.c
+ike_ike_sadb_dump_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
+ike_ike_sadb_dump_LDADD = $(SADB_LIBS) $(CRYPTO_LIBS)
+endif
+
+# `ipsecctl ike` (tools/ike_cmd.c, ours) talks VICI through Debian's libvici (/usr/lib/ipsec): the
+# hooks tools/local.mk offers for it, plus the run path the library needs.
+if HAVE_STRONGSWAN
+IPSECCTL_IKE_CPPFLAGS += -DXIPSEC_HAVE_VICI -I$(SWAN_SRC)/src/libcharon/plugins/vici
+IPSECCTL_IKE_LIBS += -lvici
+IPSECCTL_IKE_LINK = -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
+else
+IPSECCTL_IKE_LINK =
+endif
+tools_ipsecctl_LDFLAGS = $(AM_LDFLAGS) $(IPSECCTL_IKE_LINK)

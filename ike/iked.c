@@ -1,0 +1,334 @@
+/* ike/iked.c: xipsec-iked, the IKE daemon of xipsec. A small libcharon host (like charon-cmd and
+ * charon-systemd) that registers our SADB kernel-ipsec backend before any plugin so that it is the one
+ * charon uses (the first registered backend wins), keeps kernel-netlink for addresses and routes, runs
+ * its own strongswan.conf, VICI socket and pid file under its own run directory so it never collides
+ * with a system charon, loads swanctl.conf from its configuration directory at start, and adds maxqm. */
+#include "ike/swan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <library.h>
+#include <daemon.h>
+#include <plugins/plugin_feature.h>
+
+#include "ike/kernel_sadb.h"
+#include "ike/maxqm.h"
+#include "sadb/sadb.h"
+
+#define IKED_DEFAULT_CONF_DIR "/etc/xipsec/iked"
+#define IKED_DEFAULT_RUN_DIR  "/run/xipsec-iked"
+#define IKED_SWANCTL          "/usr/sbin/swanctl"
+
+/* Plugins of Debian's strongSwan 5.9.8 (/usr/lib/ipsec/plugins) that an IKE gateway needs; openssl
+ * provides the crypto, kernel-netlink only kernel-net (our backend comes first for kernel-ipsec). */
+#define IKED_PLUGINS "random nonce openssl x509 revocation constraints pubkey pkcs1 pkcs7 pkcs8 pem " \
+		     "hmac kdf xcbc gcm drbg socket-default kernel-netlink vici counters"
+
+static level_t iked_loglevel = 1;
+
+/* Logging before charon's loggers exist (library and plugin initialisation). */
+static void dbg_stderr(debug_t group, level_t level, char *fmt, ...)
+{
+	va_list args;
+
+	if (level <= iked_loglevel) {
+		va_start(args, fmt);
+		fprintf(stderr, "00[%s] ", enum_to_name(debug_names, group));
+		vfprintf(stderr, fmt, args);
+		fprintf(stderr, "\n");
+		va_end(args);
+	}
+}
+
+static void usage(FILE *out, const char *argv0)
+{
+	fprintf(out,
+		"usage: %s [--conf-dir DIR] [--run-dir DIR] [--sadb PATH] [--debug LEVEL]\n"
+		"          [--no-load] [--help] [--version]\n"
+		"  --conf-dir DIR  strongswan.conf and swanctl.conf (default " IKED_DEFAULT_CONF_DIR ")\n"
+		"  --run-dir DIR   VICI socket charon.vici, pid file, status (default " IKED_DEFAULT_RUN_DIR ")\n"
+		"  --sadb PATH     SADB segment (default $" SADB_ENV_PATH " or " SADB_DEFAULT_PATH ")\n"
+		"  --debug LEVEL   charon log level -1..4 on stderr (default 1)\n"
+		"  --no-load       do not run `swanctl --load-all` on DIR/swanctl.conf at start\n",
+		argv0);
+}
+
+/* Lock the pid file: a second daemon on the same run directory is refused, whatever a stale file says. */
+static int take_pidfile(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		fprintf(stderr, "xipsec-iked: cannot open pid file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		fprintf(stderr, "xipsec-iked: another xipsec-iked (pid %s) uses this run directory (%s)\n",
+			buf[0] ? buf : "?", path);
+		close(fd);
+		return -1;
+	}
+	if (ftruncate(fd, 0) < 0)
+		goto fail;
+	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf))
+		goto fail;
+	return fd;
+fail:
+	fprintf(stderr, "xipsec-iked: cannot write pid file %s: %s\n", path, strerror(errno));
+	close(fd);
+	return -1;
+}
+
+/* swanctl --load-all on our own VICI socket: the "one command" start with a configuration directory. */
+static int load_swanctl(const char *conf_dir, const char *vici_uri)
+{
+	char file[PATH_MAX + 32];
+	pid_t pid;
+	int st;
+
+	snprintf(file, sizeof(file), "%s/swanctl.conf", conf_dir);
+	if (access(file, R_OK) != 0) {
+		DBG1(DBG_DMN, "xipsec: no %s, nothing loaded (use swanctl --uri %s)", file, vici_uri);
+		return 0;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* swanctl reads strongswan.conf for its own plugin list: ours, not the system's */
+		setenv("STRONGSWAN_CONF", lib->conf, 1);
+		execl(IKED_SWANCTL, "swanctl", "--load-all", "--noprompt", "--uri", vici_uri, "--file", file,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		DBG1(DBG_DMN, "xipsec: swanctl --load-all --file %s failed (status %d)", file,
+		     WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		return -EINVAL;
+	}
+	DBG1(DBG_DMN, "xipsec: loaded %s", file);
+	return 0;
+}
+
+static int write_empty_conf(const char *run_dir, char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/strongswan.conf", run_dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "# written by xipsec-iked: no strongswan.conf in its --conf-dir\n"
+			  "xipsec-iked {\n}\n") < 0 || fclose(f) != 0) {
+		fprintf(stderr, "xipsec-iked: cannot write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int run(maxqm_t *maxqm)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	for (;;) {
+		int sig = sigwaitinfo(&set, NULL);
+
+		if (sig == -1) {
+			if (errno == EINTR)
+				continue;
+			DBG1(DBG_DMN, "waiting for signal failed: %s", strerror(errno));
+			return 1;
+		}
+		if (sig == SIGHUP) {
+			DBG1(DBG_DMN, "SIGHUP: reloading %s", lib->conf);
+			if (lib->settings->load_files(lib->settings, lib->conf, FALSE)) {
+				charon->load_loggers(charon);
+				lib->plugins->reload(lib->plugins, NULL);
+				maxqm->write_status(maxqm);
+			} else {
+				DBG1(DBG_DMN, "reloading %s failed, keeping the old settings", lib->conf);
+			}
+			continue;
+		}
+		DBG1(DBG_DMN, "signal %d: shutting down", sig);
+		return 0;
+	}
+}
+
+int main(int argc, char *argv[])
+{
+	static const struct option opts[] = {
+		{ "conf-dir", required_argument, NULL, 'c' },
+		{ "run-dir", required_argument, NULL, 'r' },
+		{ "sadb", required_argument, NULL, 's' },
+		{ "debug", required_argument, NULL, 'd' },
+		{ "no-load", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *conf_dir = IKED_DEFAULT_CONF_DIR, *run_dir = IKED_DEFAULT_RUN_DIR, *sadb_path = NULL;
+	char run_abs[PATH_MAX], conf_abs[PATH_MAX], sconf[PATH_MAX + 32], vici[PATH_MAX + 32];
+	char pidf[PATH_MAX + 32], err[256];
+	static plugin_feature_t features[] = {
+		PLUGIN_CALLBACK(kernel_ipsec_register, kernel_sadb_create),
+			PLUGIN_PROVIDE(CUSTOM, "kernel-ipsec"),
+	};
+	bool load = TRUE;
+	level_t levels[DBG_MAX];
+	struct sadb *db = NULL;
+	maxqm_t *maxqm;
+	sigset_t set;
+	int c, group, pidfd, rc;
+	char *end, lvl[16];
+
+	while ((c = getopt_long(argc, argv, "c:r:s:d:nhv", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': conf_dir = optarg; break;
+		case 'r': run_dir = optarg; break;
+		case 's': sadb_path = optarg; break;
+		case 'd':
+			errno = 0;
+			iked_loglevel = strtol(optarg, &end, 10);
+			if (errno || *end || iked_loglevel < -1 || iked_loglevel > 4) {
+				fprintf(stderr, "xipsec-iked: --debug wants a level from -1 to 4, not '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case 'n': load = FALSE; break;
+		case 'h': usage(stdout, argv[0]); return 0;
+		case 'v': printf("xipsec-iked (xipsec) with strongSwan %s\n", VERSION); return 0;
+		default: usage(stderr, argv[0]); return 1;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr, argv[0]);
+		return 1;
+	}
+	if (!sadb_path)
+		sadb_path = sadb_default_path();
+	/* The VICI URI and the files handed to swanctl must not depend on the working directory. */
+	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "xipsec-iked: cannot create run directory %s: %s\n", run_dir, strerror(errno));
+		return 1;
+	}
+	if (!realpath(run_dir, run_abs)) {
+		fprintf(stderr, "xipsec-iked: run directory %s: %s\n", run_dir, strerror(errno));
+		return 1;
+	}
+	run_dir = run_abs;
+	if (realpath(conf_dir, conf_abs))
+		conf_dir = conf_abs;
+
+	snprintf(pidf, sizeof(pidf), "%s/xipsec-iked.pid", run_dir);
+	snprintf(vici, sizeof(vici), "unix://%s/charon.vici", run_dir);
+	snprintf(sconf, sizeof(sconf), "%s/strongswan.conf", conf_dir);
+	if ((pidfd = take_pidfile(pidf)) < 0)
+		return 1;
+
+	rc = sadb_open(sadb_path, SADB_RDWR | SADB_CREATE, NULL, &db, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "xipsec-iked: cannot open SADB %s: %s\n", sadb_path, err[0] ? err : strerror(-rc));
+		return 1;
+	}
+	kernel_sadb_set_db(db);
+
+	/* Never fall back to /etc/strongswan.conf: that one belongs to the system's charon. Without a
+	 * strongswan.conf of ours, an empty one in the run directory keeps the built-in defaults. */
+	if (access(sconf, R_OK) != 0 && write_empty_conf(run_dir, sconf, sizeof(sconf)) < 0)
+		return 1;
+	dbg = dbg_stderr;
+	if (!library_init(sconf, "xipsec-iked")) {
+		library_deinit();
+		return SS_RC_LIBSTRONGSWAN_INTEGRITY;
+	}
+	if (!libcharon_init()) {
+		libcharon_deinit();
+		library_deinit();
+		return SS_RC_INITIALIZATION_FAILED;
+	}
+	for (group = 0; group < DBG_MAX; group++)
+		levels[group] = iked_loglevel;
+	charon->set_default_loggers(charon, levels, TRUE);
+	/* Log to stderr (not syslog) unless strongswan.conf configures loggers of its own. */
+	snprintf(lvl, sizeof(lvl), "%d", iked_loglevel);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.default", lvl, lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.flush_line", "yes", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.ike_name", "yes", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.time_format", "%T", lib->ns);
+	charon->load_loggers(charon);
+
+	lib->settings->set_default_str(lib->settings, "%s.plugins.vici.socket", vici, lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.replay_window", "1024", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.install_routes", "no", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.install_virtual_ip", "no", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.plugins.kernel-netlink.fwmark", "", lib->ns);
+
+	lib->plugins->add_static_features(lib->plugins, "xipsec-sadb", features, countof(features), TRUE,
+					  NULL, NULL);
+	if (!charon->initialize(charon, lib->settings->get_str(lib->settings, "%s.load", IKED_PLUGINS,
+							       lib->ns))) {
+		fprintf(stderr, "xipsec-iked: charon failed to initialize (see the log above)\n");
+		libcharon_deinit();
+		library_deinit();
+		return SS_RC_INITIALIZATION_FAILED;
+	}
+	if (!lib->caps->drop(lib->caps)) {
+		libcharon_deinit();
+		library_deinit();
+		return SS_RC_INITIALIZATION_FAILED;
+	}
+
+	maxqm = maxqm_create(run_dir);
+	charon->bus->add_listener(charon->bus, &maxqm->listener);
+	maxqm->write_status(maxqm);
+
+	DBG1(DBG_DMN, "starting xipsec-iked (strongSwan %s), conf %s, VICI %s, SADB %s, maxqm %u", VERSION,
+	     lib->conf, vici, sadb_path, maxqm_limit(NULL));
+	lib->plugins->status(lib->plugins, LEVEL_CTRL);
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	charon->start(charon);
+	if (load)
+		load_swanctl(conf_dir, vici);
+
+	rc = run(maxqm);
+
+	charon->bus->remove_listener(charon->bus, &maxqm->listener);
+	maxqm->destroy(maxqm);
+	libcharon_deinit();
+	library_deinit();
+	unlink(pidf);
+	close(pidfd);
+	return rc;
+}

@@ -1,0 +1,125 @@
+# ike/netns-ike.sh: helpers for the IKE netns tests (tests/netns/test_ike*.sh), sourced after
+# tests/netns/lib.sh. Two gateways A (10.9.0.1) and B (10.9.0.2) on one veth, each running its own
+# xipsec-iked with its own configuration directory, run directory (VICI socket, pid, status) and SADB.
+#
+#   ike_pair                      namespaces A and B, the veth, addresses
+#   ike_dirs SIDE                 make $XT_DIR/SIDE/{conf,run}, print nothing
+#   ike_sconf SIDE [LINES]        write SIDE's strongswan.conf (xipsec-iked section body LINES)
+#   ike_start SIDE [ARGS]         start xipsec-iked for SIDE and wait for its VICI socket
+#   ike_ctl SIDE ARGS             swanctl against SIDE's daemon
+#   ike_ipsecctl SIDE ARGS        `ipsecctl ike` against SIDE's daemon (tools/ipsecctl, or skip)
+#   ike_dump SIDE [ARGS]          ike-sadb-dump of SIDE's SADB
+#   ike_match A B                 A's inbound SAs == B's outbound SAs and vice versa (fail otherwise)
+#   ike_status SIDE KEY           a counter from SIDE's status file
+
+IKE_IKED="$top_builddir/ike/xipsec-iked"
+IKE_DUMP="$top_builddir/ike/ike-sadb-dump"
+IKE_SWANCTL=/usr/sbin/swanctl
+
+ike_require() {
+	xt_require ip nsenter "$IKE_SWANCTL"
+	[ -x "$IKE_IKED" ] || xt_skip "xipsec-iked not built (strongSwan headers missing?)"
+	[ -x "$IKE_DUMP" ] || xt_skip "ike-sadb-dump not built"
+}
+
+ike_addr() { case "$1" in A) echo 10.9.0.1 ;; B) echo 10.9.0.2 ;; esac; }
+
+ike_pair() {
+	xt_ns_add A
+	xt_ns_add B
+	xt_veth A va B vb
+	ip -n "$(xt_ns A)" addr add 10.9.0.1/24 dev va
+	ip -n "$(xt_ns B)" addr add 10.9.0.2/24 dev vb
+}
+
+ike_dirs() {
+	mkdir -p "$XT_DIR/$1/conf" "$XT_DIR/$1/run"
+	# not $(xt_sadb): lib.sh must record the file for its cleanup in this shell, not a subshell
+	xt_sadb "iked-$1" > "$XT_DIR/$1/sadb-path"
+}
+
+ike_sadb() { cat "$XT_DIR/$1/sadb-path"; }
+
+# strongswan.conf: the daemon's section plus a plugin list for swanctl (quiet, no system config).
+ike_sconf() {
+	local side=$1; shift
+	{
+		echo "xipsec-iked {"
+		printf '  %s\n' "$@"
+		echo "}"
+		echo "swanctl {"
+		echo "  load = pem pkcs1 pkcs8 x509 revocation constraints pubkey openssl random"
+		echo "}"
+	} > "$XT_DIR/$side/conf/strongswan.conf"
+}
+
+ike_start() {
+	local side=$1; shift
+	[ -f "$XT_DIR/$side/conf/strongswan.conf" ] || ike_sconf "$side"
+	xt_bg "$side" "iked-$side" env ASAN_OPTIONS=detect_leaks=0 "$IKE_IKED" \
+		--conf-dir "$XT_DIR/$side/conf" --run-dir "$XT_DIR/$side/run" --sadb "$(ike_sadb "$side")" \
+		--debug "${IKE_DEBUG:-1}" "$@"
+	xt_wait 10 test -S "$XT_DIR/$side/run/charon.vici" || { ike_logs; xt_fail "xipsec-iked $side did not start"; }
+	# swanctl --load-all runs inside the daemon's start: wait until the connections are there
+	if [ -f "$XT_DIR/$side/conf/swanctl.conf" ]; then
+		xt_wait 10 grep -q "xipsec: loaded" "$XT_DIR/iked-$side.log" ||
+			{ ike_logs; xt_fail "xipsec-iked $side did not load swanctl.conf"; }
+	fi
+}
+
+ike_ctl() {
+	local side=$1; shift
+	STRONGSWAN_CONF="$XT_DIR/$side/conf/strongswan.conf" timeout 30 "$IKE_SWANCTL" "$@" \
+		--uri "unix://$XT_DIR/$side/run/charon.vici"
+}
+
+ike_ipsecctl() {
+	local side=$1; shift
+	[ -x "$top_builddir/tools/ipsecctl" ] || return 77
+	XIPSEC_IKED_RUN="$XT_DIR/$side/run" timeout 30 "$top_builddir/tools/ipsecctl" ike "$@"
+}
+
+ike_dump() {
+	local side=$1; shift
+	"$IKE_DUMP" --sadb "$(ike_sadb "$side")" "$@"
+}
+
+ike_status() { awk -v k="$2" '$1 == k { print $2 }' "$XT_DIR/$1/run/status"; }
+
+ike_logs() {
+	local f
+	for f in "$XT_DIR"/iked-*.log; do
+		[ -f "$f" ] || continue
+		echo "---- $f (last 40 lines)" >&2
+		tail -n 40 "$f" >&2
+	done
+}
+
+# The part of a dump line both ends must agree on (before " | "), for SAs of one direction.
+ike_sa_set() { ike_dump "$1" | grep " dir=$2 " | sed 's/ | .*//' | sort; }
+
+ike_match() {
+	local a=$1 b=$2 n1 n2
+	if ! diff <(ike_sa_set "$a" in) <(ike_sa_set "$b" out) >&2; then
+		ike_logs; xt_fail "inbound SAs of $a differ from outbound SAs of $b"
+	fi
+	if ! diff <(ike_sa_set "$a" out) <(ike_sa_set "$b" in) >&2; then
+		ike_logs; xt_fail "outbound SAs of $a differ from inbound SAs of $b"
+	fi
+	n1=$(ike_sa_set "$a" in | wc -l)
+	n2=$(ike_sa_set "$a" out | wc -l)
+	echo "$((n1 + n2))"
+}
+
+# swanctl.conf writer pieces. ike_psk_secret ID1 ID2
+ike_psk_secret() {
+	cat <<EOF
+secrets {
+  ike-psk {
+    id-1 = $1
+    id-2 = $2
+    secret = "xipsec test key: not a real secret 0123456789"
+  }
+}
+EOF
+}
