@@ -1,0 +1,209 @@
+/* dataplane/dp.h: xipsecd's internal declarations shared by its files: configuration, the per-worker
+ * state (AF_XDP ports, frame pool, route cache, counters) and the functions each file provides.
+ * Prefix dp_. Nothing here is a public API; ipsecctl and tests talk to xipsecd through the SADB and
+ * the control socket only. */
+#ifndef XIPSEC_DP_H
+#define XIPSEC_DP_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <xdp/xsk.h>
+
+#include "sadb/sadb.h"
+#include "dataplane/xdp_shared.h"
+
+#define DP_MAX_WORKERS   DP_MAX_QUEUES
+#define DP_FRAME_SIZE    XSK_UMEM__DEFAULT_FRAME_SIZE
+#define DP_NUM_FRAMES    16384u     /* per worker: 2 fill rings + 2 RX + 2 TX rings + hold queue */
+#define DP_RING_SIZE     4096u      /* platform.md: RX rings below 4096 drop above ~450 kpps */
+#define DP_BATCH         64u        /* constant burst cap: no VLAs sized by a burst */
+#define DP_HOLD_MAX      256u       /* packets waiting for neighbour resolution, per worker */
+#define DP_HOLD_NS       3000000000ull /* three ARP/ND retransmissions */
+#define DP_RCACHE_SIZE   1024u      /* per-worker route/neighbour cache entries (power of 2) */
+
+enum dp_port_id { DP_IN = 0, DP_OUT = 1, DP_NPORTS = 2 };
+
+struct dp_config {
+	char inside[IF_NAMESIZE], outside[IF_NAMESIZE];
+	unsigned workers;            /* 0 = one per queue of the interfaces */
+	const char *sadb_path;
+	const char *bpf_obj;         /* NULL = search XIPSEC_XDP_OBJ, build dir, pkgdatadir */
+	const char *ctl_path;        /* control socket */
+	const char *tun_name;        /* NULL = "xipsec0"; "" = none */
+	bool skb_mode;               /* force generic XDP */
+	bool copy_mode;              /* never try zero-copy */
+	bool no_pin;                 /* do not pin workers to CPUs */
+	int verbose;
+};
+
+/* Per-worker counters. Written by the worker only (relaxed), read by the control socket. */
+struct dp_wstats {
+	_Atomic uint64_t rx[DP_NPORTS], tx[DP_NPORTS];
+	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
+	_Atomic uint64_t drops[SADB_DROP_MAX];
+};
+
+struct dp_port {
+	struct xsk_socket *xsk;
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod tx;
+	struct xsk_ring_prod fill;
+	struct xsk_ring_cons comp;
+	int fd;
+	uint32_t tx_pending;         /* descriptors on the TX ring not yet completed */
+};
+
+struct dp_iface {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	uint8_t mac[6];
+	_Atomic uint32_t mtu;
+	unsigned queues;
+};
+
+/* One cached answer of the kernel's FIB + neighbour table for a destination. */
+struct dp_rentry {
+	uint64_t gen;                /* dp_ctx.route_gen when filled; stale when different */
+	uint64_t retry_ns;           /* unresolved neighbour: when to ask the kernel again */
+	uint8_t used, family, port;  /* port: DP_IN, DP_OUT, DP_RT_LOCAL, DP_RT_NONE */
+	uint8_t resolved;
+	int8_t want;                 /* output constrained to this port (-1: wherever it routes) */
+	uint8_t dst[16];
+	uint8_t nh[16];
+	uint8_t dmac[6];
+	uint32_t mtu;
+};
+#define DP_RT_LOCAL 2
+#define DP_RT_NONE  3
+
+struct dp_held {
+	uint64_t addr;               /* frame address of the packet start */
+	uint32_t len;
+	uint8_t port, family;
+	int8_t want;
+	uint64_t deadline_ns;
+};
+
+struct dp_ctx;
+
+struct dp_worker {
+	struct dp_ctx *ctx;
+	unsigned id, queue;
+	int cpu;
+	pthread_t thread;
+	void *umem_area;
+	struct xsk_umem *umem;
+	struct dp_port port[DP_NPORTS];
+	uint64_t *free_frames;
+	uint32_t n_free;
+	int nl_fd;                   /* synchronous route/neighbour queries */
+	uint32_t nl_seq;
+	struct dp_rentry rcache[DP_RCACHE_SIZE];
+	struct dp_held hold[DP_HOLD_MAX];
+	uint32_t n_hold;
+	uint64_t hold_retry_ns;
+	int icmp4_fd, icmp6_fd;      /* ICMP errors are sent through the kernel, which routes them */
+	uint64_t icmp_tokens_ns;     /* rate limit */
+	struct dp_wstats st;
+};
+
+struct dp_ctx {
+	struct dp_config cfg;
+	struct sadb *db;
+	struct dp_iface ifc[DP_NPORTS];
+	unsigned n_workers;
+	struct dp_worker *w;
+	_Atomic uint64_t route_gen;
+	_Atomic bool stop;
+	void *xdp;                   /* dp_xdp.c */
+	int tun_fd;
+	int tun_ifindex;
+	uint32_t tun_mtu;
+	pthread_mutex_t tun_tx_lock;
+	int ctl_fd;
+	void *satab;                 /* dp_sa.c: RCU-published table */
+	void *sa_state;              /* dp_sa.c: control thread's journal position, locks */
+	uint64_t sadb_gen;           /* generation applied by the control thread */
+	uint64_t start_ns;
+};
+
+/* ---- dp_util ---- */
+uint64_t dp_now_ns(void);
+void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern int dp_verbose;
+
+/* ---- dp_xdp.c: our one XDP program ---- */
+int dp_xdp_load(struct dp_ctx *ctx);
+int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk_socket *xsk);
+int dp_xdp_sync_addrs(struct dp_ctx *ctx);
+void dp_xdp_unload(struct dp_ctx *ctx);
+int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
+
+/* ---- dp_xsk.c: UMEM and sockets of a worker ---- */
+int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w);
+void dp_xsk_teardown(struct dp_worker *w);
+unsigned dp_if_queues(const char *name);
+
+/* ---- dp_nl.c: the kernel's routes, neighbours and addresses over netlink ---- */
+int dp_nl_open(int groups);
+/* Ask the kernel for the route to dst: *oif, nexthop (gateway or dst itself), *type (RTN_*). */
+int dp_nl_route_get(int fd, uint32_t *seq, uint8_t family, const uint8_t *dst, int *oif,
+		    uint8_t *nh, uint8_t *type);
+/* The same, constrained to leave through oif (the kernel skips routes through other devices). */
+int dp_nl_route_get_oif(int fd, uint32_t *seq, uint8_t family, const uint8_t *dst, int *oif,
+			uint8_t *nh, uint8_t *type);
+/* Neighbour entry: 0 and mac when usable, -ENOENT when unknown or unresolved. */
+int dp_nl_neigh_get(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr,
+		    uint8_t *mac);
+/* Have the kernel start resolving addr on ifindex (NTF_USE). */
+int dp_nl_neigh_resolve(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr);
+/* Dump every local address: cb(family, addr, arg). */
+int dp_nl_addrs(int fd, uint32_t *seq, void (*cb)(uint8_t family, const uint8_t *addr, void *arg),
+		void *arg);
+/* Read pending notifications from a monitor socket; returns a bitmask of DP_NL_CHG_*. */
+#define DP_NL_CHG_ROUTE 1
+#define DP_NL_CHG_ADDR  2
+#define DP_NL_CHG_LINK  4
+int dp_nl_monitor_read(int fd);
+int dp_if_info(const char *name, struct dp_iface *ifc);
+
+/* ---- dp_route.c: per-worker route/neighbour cache, hold queue ---- */
+/* Resolve the output for dst (want: DP_OUT to force the outside interface, as for ESP/AH whose
+ * peer the local stack may route into the TUN device; -1: wherever the kernel routes it). Returns 0
+ * and fills *e (port, dmac) when the packet can be sent, -EAGAIN when the neighbour is being
+ * resolved (hold the packet), or -reason (SADB_DROP_*). */
+int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
+		    struct dp_rentry **e);
+void dp_route_hold_retry(struct dp_worker *w, bool force);
+
+/* ---- dp_pkt.c ---- */
+bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len);
+void dp_frame_free(struct dp_worker *w, uint64_t addr);
+void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
+void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);
+
+/* ---- dp_worker.c ---- */
+void *dp_worker_main(void *arg);
+/* Deliver an L3 packet at addr (frame memory of w) to the next hop or the TUN device; consumes
+ * the frame (sent, held or freed with a counted drop). */
+void dp_forward(struct dp_worker *w, uint64_t addr, uint32_t len);
+
+/* ---- dp_tun.c ---- */
+int dp_tun_open(struct dp_ctx *ctx);
+void dp_tun_close(struct dp_ctx *ctx);
+int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len);
+
+/* ---- dp_ctl.c: control socket ---- */
+int dp_ctl_open(struct dp_ctx *ctx);
+void dp_ctl_handle(struct dp_ctx *ctx);
+void dp_ctl_close(struct dp_ctx *ctx);
+
+/* ---- dp_sa.c: private SA objects, SADB change pickup, RCU ---- */
+int dp_sa_init(struct dp_ctx *ctx);
+int dp_sa_sync(struct dp_ctx *ctx);     /* control thread: apply SADB changes */
+void dp_sa_fini(struct dp_ctx *ctx);
+
+#endif

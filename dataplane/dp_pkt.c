@@ -1,0 +1,142 @@
+/* dataplane/dp_pkt.c: frame bookkeeping of a worker (free pool, TX ring) and the ICMP errors the
+ * gateway owes senders (time exceeded, fragmentation needed / packet too big). ICMP errors go out
+ * through the kernel on raw sockets: it picks the source address, routes them back and resolves the
+ * neighbour, and they are rare enough (rate limited) that the kernel's cost does not matter. */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <netinet/ip_icmp.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "dataplane/dp.h"
+
+#define DP_ICMP_PER_SEC 200
+
+void dp_frame_free(struct dp_worker *w, uint64_t addr)
+{
+	w->free_frames[w->n_free++] = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+}
+
+bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len)
+{
+	struct dp_port *pt = &w->port[port];
+	uint32_t idx;
+
+	if (xsk_ring_prod__reserve(&pt->tx, 1, &idx) != 1) {
+		atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1, memory_order_relaxed);
+		dp_frame_free(w, addr);
+		return false;
+	}
+	xsk_ring_prod__tx_desc(&pt->tx, idx)->addr = addr;
+	xsk_ring_prod__tx_desc(&pt->tx, idx)->len = len;
+	xsk_ring_prod__tx_desc(&pt->tx, idx)->options = 0;
+	xsk_ring_prod__submit(&pt->tx, 1);
+	pt->tx_pending++;
+	atomic_fetch_add_explicit(&w->st.tx[port], 1, memory_order_relaxed);
+	return true;
+}
+
+static bool icmp_allowed(struct dp_worker *w)
+{
+	uint64_t now = dp_now_ns(), cost = 1000000000ull / DP_ICMP_PER_SEC;
+
+	/* token bucket of one second's worth */
+	if (w->icmp_tokens_ns + 1000000000ull < now)
+		w->icmp_tokens_ns = now - 1000000000ull;
+	if (w->icmp_tokens_ns + cost > now)
+		return false;
+	w->icmp_tokens_ns += cost;
+	return true;
+}
+
+static uint16_t csum16(const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint32_t s = 0;
+
+	for (; len > 1; len -= 2, p += 2)
+		s += (uint32_t)(p[0] << 8 | p[1]);
+	if (len)
+		s += (uint32_t)p[0] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* Send an ICMP(v6) error about the packet at l3 to its source. type/code per family; `info` is the
+ * 32-bit field after the checksum (next-hop MTU, pointer, unused). */
+static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint8_t type,
+		       uint8_t code, uint32_t info)
+{
+	uint8_t msg[576];
+	size_t quote;
+
+	if (len < 20 || !icmp_allowed(w))
+		return;
+	if ((l3[0] >> 4) == 4) {
+		const struct iphdr *ip = (const void *)l3;
+		struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = ip->saddr };
+
+		/* never about an ICMP error or a non-first fragment (RFC 1812 4.3.2.7) */
+		if (ip->protocol == IPPROTO_ICMP && len >= (uint32_t)ip->ihl * 4 + 1) {
+			uint8_t t = l3[ip->ihl * 4];
+
+			if (t != ICMP_ECHO && t != ICMP_ECHOREPLY)
+				return;
+		}
+		if (ntohs(ip->frag_off) & 0x1fff)
+			return;
+		quote = len < sizeof(msg) - 8 - 20 ? len : sizeof(msg) - 8 - 20;
+		memset(msg, 0, 8);
+		msg[0] = type;
+		msg[1] = code;
+		info = htonl(info);
+		memcpy(msg + 4, &info, 4);
+		memcpy(msg + 8, l3, quote);
+		uint16_t c = htons(csum16(msg, 8 + quote));
+		memcpy(msg + 2, &c, 2);
+		if (sendto(w->icmp4_fd, msg, 8 + quote, MSG_DONTWAIT, (struct sockaddr *)&to,
+			   sizeof(to)) >= 0)
+			atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
+	} else if ((l3[0] >> 4) == 6 && len >= 40) {
+		const struct ip6_hdr *ip6 = (const void *)l3;
+		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = ip6->ip6_src };
+
+		if (ip6->ip6_nxt == IPPROTO_ICMPV6 && len >= 41 && !(l3[40] & 0x80))
+			return; /* an ICMPv6 error itself */
+		quote = len < 1280 - 48 ? len : 1280 - 48;
+		if (quote > sizeof(msg) - 8)
+			quote = sizeof(msg) - 8;
+		memset(msg, 0, 8);
+		msg[0] = type;
+		msg[1] = code;
+		info = htonl(info);
+		memcpy(msg + 4, &info, 4);
+		memcpy(msg + 8, l3, quote);
+		/* the kernel computes the ICMPv6 checksum on raw ICMPv6 sockets */
+		if (sendto(w->icmp6_fd, msg, 8 + quote, MSG_DONTWAIT, (struct sockaddr *)&to,
+			   sizeof(to)) >= 0)
+			atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
+	}
+}
+
+void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu)
+{
+	if ((l3[0] >> 4) == 4)
+		icmp_error(w, l3, len, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu & 0xffff);
+	else
+		icmp_error(w, l3, len, ICMP6_PACKET_TOO_BIG, 0, mtu < 1280 ? 1280 : mtu);
+}
+
+void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len)
+{
+	if ((l3[0] >> 4) == 4)
+		icmp_error(w, l3, len, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0);
+	else
+		icmp_error(w, l3, len, ICMP6_TIME_EXCEEDED, ICMP6_TIME_EXCEED_TRANSIT, 0);
+}

@@ -1,0 +1,519 @@
+/* dataplane/dp_worker.c: a worker's packet path. One worker per queue, pinned to a CPU, owns a UMEM
+ * and the inside and outside AF_XDP sockets of its queue. Per burst: completions back to the pool,
+ * fill rings topped up, RX in bursts, then per packet:
+ *   inside  -> SPD (out): bypass -> forward | discard | protect -> engine (outbound) -> forward
+ *   outside -> ESP/AH/ESP-in-UDP -> SA by SPI -> engine (inbound) -> inner vs SA selector and
+ *              inbound policy (POLICY_MISMATCH otherwise) -> forward (or TUN if for us)
+ *           -> plaintext -> SPD (fwd, then in): bypass -> forward | anything else dropped
+ *   TUN (worker 0) -> as inside, never decrementing TTL (locally originated)
+ * Consecutive packets of one SA are handed to the engine as one burst. Every drop is counted with
+ * its reason (rule 4); a bad packet never stops the burst. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <urcu-qsbr.h>
+
+#include "dataplane/dp.h"
+#include "dataplane/dp_sa.h"
+
+#define L2 14u
+#define FWD_DEC_TTL  1u
+#define FWD_FROM_TUN 2u
+#define FWD_OUTSIDE  4u   /* ESP/AH we made: always through the outside interface */
+
+struct group {
+	struct dp_sa *sa;
+	bool out;
+	unsigned n;
+	unsigned flags[DP_BATCH];
+	struct esp_pkt pk[DP_BATCH];
+	struct esp_pkt *pp[DP_BATCH];
+};
+
+static inline uint8_t *mem(struct dp_worker *w, uint64_t addr)
+{
+	return (uint8_t *)w->umem_area + addr;
+}
+
+static inline void drop(struct dp_worker *w, uint64_t addr, unsigned reason)
+{
+	atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
+	dp_frame_free(w, addr);
+}
+
+static inline void sa_drop(struct dp_sa *sa, unsigned reason)
+{
+	__atomic_fetch_add(&sa->rt->drops[reason], 1, __ATOMIC_RELAXED);
+}
+
+/* TTL / hop limit, RFC 1812 5.3.1; the IPv4 checksum is updated incrementally (RFC 1624). */
+static bool dec_ttl(struct dp_worker *w, uint8_t *l3, uint32_t len)
+{
+	if ((l3[0] >> 4) == 4) {
+		struct iphdr *ip = (struct iphdr *)l3;
+		uint32_t c;
+
+		if (ip->ttl <= 1)
+			goto expired;
+		ip->ttl--;
+		c = (uint32_t)ip->check + htons(0x0100);
+		ip->check = (uint16_t)(c + (c >= 0xffff));
+		return true;
+	}
+	if (l3[7] <= 1)
+		goto expired;
+	l3[7]--;
+	return true;
+expired:
+	dp_icmp_ttl(w, l3, len);
+	return false;
+}
+
+/* Send the L3 packet at addr to its next hop; consumes the frame. */
+static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
+{
+	uint8_t *l3 = mem(w, addr);
+	uint8_t family = (l3[0] >> 4) == 4 ? AF_INET : AF_INET6;
+	const uint8_t *dst = family == AF_INET ? l3 + 16 : l3 + 24;
+	struct dp_rentry *e;
+	uint8_t *eth;
+	int r;
+
+	r = dp_route_lookup(w, family, dst, (flags & FWD_OUTSIDE) ? DP_OUT : -1, &e);
+	if (r < 0 && r != -EAGAIN) {
+		drop(w, addr, (unsigned)-r);
+		return;
+	}
+	if (r == 0 && e->port == DP_RT_LOCAL) {
+		if ((flags & FWD_FROM_TUN) || w->ctx->tun_fd < 0) {
+			drop(w, addr, SADB_DROP_NO_ROUTE);
+			return;
+		}
+		if (dp_tun_write(w->ctx, l3, len) == 0)
+			atomic_fetch_add_explicit(&w->st.to_tun, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1,
+						  memory_order_relaxed);
+		dp_frame_free(w, addr);
+		return;
+	}
+	if ((flags & FWD_DEC_TTL) && !dec_ttl(w, l3, len)) {
+		drop(w, addr, SADB_DROP_TTL);
+		return;
+	}
+	if (r == 0 && len > e->mtu) {
+		/* no fragmentation here: DF (always, for IPv6) gets the ICMP error that makes PMTUD work */
+		if (family == AF_INET6 || (((struct iphdr *)l3)->frag_off & htons(IP_DF)))
+			dp_icmp_too_big(w, l3, len, e->mtu);
+		drop(w, addr, SADB_DROP_MTU);
+		return;
+	}
+	eth = l3 - L2;
+	eth[12] = family == AF_INET ? 0x08 : 0x86;
+	eth[13] = family == AF_INET ? 0x00 : 0xdd;
+	if (r == -EAGAIN) {
+		struct dp_held *h;
+
+		if (w->n_hold >= DP_HOLD_MAX) {
+			drop(w, addr, SADB_DROP_NO_NEIGH);
+			return;
+		}
+		h = &w->hold[w->n_hold++];
+		h->addr = addr - L2;
+		h->len = len + L2;
+		h->family = family;
+		h->want = (flags & FWD_OUTSIDE) ? DP_OUT : -1;
+		h->deadline_ns = dp_now_ns() + DP_HOLD_NS;
+		atomic_fetch_add_explicit(&w->st.held, 1, memory_order_relaxed);
+		return;
+	}
+	memcpy(eth, e->dmac, 6);
+	memcpy(eth + 6, w->ctx->ifc[e->port].mac, 6);
+	dp_tx(w, e->port, addr - L2, len + L2);
+}
+
+void dp_forward(struct dp_worker *w, uint64_t addr, uint32_t len)
+{
+	forward(w, addr, len, FWD_DEC_TTL);
+}
+
+/* The policy for traffic arriving from the outside: a forward policy (as XFRM's "fwd") first, an
+ * inbound one otherwise. */
+static int lookup_in(struct dp_worker *w, const struct sadb_pkt_sel *sel, struct sadb_policy *pol)
+{
+	if (sadb_policy_lookup(w->ctx->db, SADB_DIR_FWD, sel, pol) == 0)
+		return 0;
+	return sadb_policy_lookup(w->ctx->db, SADB_DIR_IN, sel, pol);
+}
+
+static void flush(struct dp_worker *w, struct group *g)
+{
+	struct dp_sa *sa = g->sa;
+	unsigned k, n = g->n;
+
+	if (!n)
+		return;
+	g->n = 0;
+	if (g->out) {
+		k = esp_outbound_burst(sa->eo[w->id], g->pp, n);
+		atomic_fetch_add_explicit(&w->st.protect, k, memory_order_relaxed);
+	} else {
+		pthread_spin_lock(sa->in_lock);
+		k = esp_inbound_burst(sa->ei, g->pp, n);
+		pthread_spin_unlock(sa->in_lock);
+		atomic_fetch_add_explicit(&w->st.unprotect, k, memory_order_relaxed);
+	}
+	for (unsigned i = k; i < n; i++)
+		drop(w, g->pp[i]->user, g->pp[i]->drop);
+	for (unsigned i = 0; i < k; i++) {
+		struct esp_pkt *p = g->pp[i];
+		uint64_t base = p->user;
+		unsigned flags = g->flags[p - g->pk];
+
+		if (g->out) {
+			forward(w, base + p->off, p->len, (flags & FWD_FROM_TUN) | FWD_OUTSIDE);
+		} else {
+			struct sadb_pkt_sel sel;
+			struct sadb_policy pol;
+
+			/* rule: the inner packet must be what the SA and its policy allow */
+			if (esp_pkt_sel(p->buf + p->off, p->len, &sel) != SADB_DROP_NONE) {
+				sa_drop(sa, SADB_DROP_TRUNCATED);
+				drop(w, base, SADB_DROP_TRUNCATED);
+				continue;
+			}
+			if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
+			    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||
+			    (pol.reqid && sa->sa.reqid && pol.reqid != sa->sa.reqid)) {
+				sa_drop(sa, SADB_DROP_POLICY_MISMATCH);
+				drop(w, base, SADB_DROP_POLICY_MISMATCH);
+				continue;
+			}
+			forward(w, base + p->off, p->len, FWD_DEC_TTL);
+		}
+	}
+}
+
+static void group_add(struct dp_worker *w, struct group *g, struct dp_sa *sa, bool out,
+		      uint64_t addr, uint32_t len, unsigned flags)
+{
+	struct esp_pkt *p;
+	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+
+	if (g->n && (g->sa != sa || g->out != out))
+		flush(w, g);
+	g->sa = sa;
+	g->out = out;
+	p = &g->pk[g->n];
+	p->buf = mem(w, base);
+	p->buf_len = DP_FRAME_SIZE;
+	p->off = (uint32_t)(addr - base);
+	p->len = len;
+	p->drop = 0;
+	p->user = base;
+	g->flags[g->n] = flags;
+	g->pp[g->n] = p;
+	if (++g->n == DP_BATCH)
+		flush(w, g);
+}
+
+/* Plaintext that may need protection: from the inside or the TUN device. */
+static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len,
+		     unsigned flags)
+{
+	uint8_t *l3 = mem(w, addr);
+	struct sadb_pkt_sel sel;
+	struct sadb_policy pol;
+	struct dp_sa *sa;
+	uint32_t mtu;
+
+	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE) {
+		drop(w, addr, SADB_DROP_TRUNCATED);
+		return;
+	}
+	if (sadb_policy_lookup(w->ctx->db, SADB_DIR_OUT, &sel, &pol)) {
+		drop(w, addr, SADB_DROP_NO_POLICY);
+		return;
+	}
+	switch (pol.action) {
+	case SADB_ACT_BYPASS:
+		atomic_fetch_add_explicit(&w->st.bypass, 1, memory_order_relaxed);
+		forward(w, addr, len, flags);
+		return;
+	case SADB_ACT_PROTECT:
+		break;
+	default:
+		drop(w, addr, SADB_DROP_POLICY_DISCARD);
+		return;
+	}
+	sa = dp_sa_find_out(w->ctx, pol.reqid);
+	if (!sa) {
+		drop(w, addr, SADB_DROP_SA_STATE);
+		return;
+	}
+	if (sa->unusable) {
+		sa_drop(sa, SADB_DROP_UNSUPPORTED);
+		drop(w, addr, SADB_DROP_UNSUPPORTED);
+		return;
+	}
+	/* As a router we decrement the inner TTL before encapsulating (RFC 4301 5.1.2.1). */
+	if ((flags & FWD_DEC_TTL) && !dec_ttl(w, l3, len)) {
+		drop(w, addr, SADB_DROP_TTL);
+		return;
+	}
+	/* Checked here rather than by the engine so the ICMP error can quote the intact packet. */
+	mtu = sa->sa.mtu ? sa->sa.mtu : atomic_load_explicit(&w->ctx->ifc[DP_OUT].mtu,
+							      memory_order_relaxed);
+	mtu = esp_sa_inner_mtu(sa->eo[w->id], mtu, sel.src.family);
+	if (len > mtu) {
+		if (sel.src.family == AF_INET6 || (((struct iphdr *)l3)->frag_off & htons(IP_DF)))
+			dp_icmp_too_big(w, l3, len, mtu);
+		sa_drop(sa, SADB_DROP_MTU);
+		drop(w, addr, SADB_DROP_MTU);
+		return;
+	}
+	group_add(w, g, sa, true, addr, len, flags & FWD_FROM_TUN);
+}
+
+static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len)
+{
+	uint8_t *l3 = mem(w, addr);
+	struct esp_outer o;
+	struct sadb_pkt_sel sel;
+	struct sadb_policy pol;
+	struct dp_sa *sa;
+	enum sadb_drop r = esp_parse_outer(l3, len, DP_NATT_PORT, &o);
+
+	if (r == SADB_DROP_NONE) {
+		sa = dp_sa_find_in(w->ctx, o.spi, o.proto, &o.dst);
+		if (!sa) {
+			drop(w, addr, SADB_DROP_BAD_SPI);
+			return;
+		}
+		if (sa->unusable) {
+			sa_drop(sa, SADB_DROP_UNSUPPORTED);
+			drop(w, addr, SADB_DROP_UNSUPPORTED);
+			return;
+		}
+		if (o.udp_encap != (sa->sa.encap_dport != 0)) {
+			sa_drop(sa, SADB_DROP_BAD_ENCAP);
+			drop(w, addr, SADB_DROP_BAD_ENCAP);
+			return;
+		}
+		group_add(w, g, sa, false, addr, len, 0);
+		return;
+	}
+	if (r == SADB_DROP_TRUNCATED) {
+		drop(w, addr, r);
+		return;
+	}
+	/* plaintext from the outside (UNSUPPORTED: not ESP/AH; BAD_ENCAP: UDP 4500 not ESP) */
+	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE) {
+		drop(w, addr, SADB_DROP_TRUNCATED);
+		return;
+	}
+	if (lookup_in(w, &sel, &pol)) {
+		drop(w, addr, SADB_DROP_NO_POLICY);
+		return;
+	}
+	if (pol.action == SADB_ACT_BYPASS) {
+		atomic_fetch_add_explicit(&w->st.bypass, 1, memory_order_relaxed);
+		forward(w, addr, len, FWD_DEC_TTL);
+	} else {
+		/* plaintext where the policy demands protection is a mismatch, not a discard */
+		drop(w, addr, pol.action == SADB_ACT_PROTECT ? SADB_DROP_POLICY_MISMATCH :
+			       SADB_DROP_POLICY_DISCARD);
+	}
+}
+
+/* Trim Ethernet padding: the IP length is authoritative. */
+static bool l3_len(const uint8_t *l3, uint32_t caplen, uint32_t *len)
+{
+	uint32_t n;
+
+	if (caplen < 20)
+		return false;
+	if ((l3[0] >> 4) == 4) {
+		n = (uint32_t)(l3[2] << 8 | l3[3]);
+		if (n < 20 || n > caplen)
+			return false;
+	} else if ((l3[0] >> 4) == 6) {
+		if (caplen < 40)
+			return false;
+		n = 40u + (uint32_t)(l3[4] << 8 | l3[5]);
+		if (n > caplen)
+			return false;
+	} else {
+		return false;
+	}
+	*len = n;
+	return true;
+}
+
+static unsigned rx_burst(struct dp_worker *w, struct group *g, unsigned p)
+{
+	struct dp_port *pt = &w->port[p];
+	uint32_t idx, n;
+
+	n = xsk_ring_cons__peek(&pt->rx, DP_BATCH, &idx);
+	if (!n)
+		return 0;
+	atomic_fetch_add_explicit(&w->st.rx[p], n, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&pt->rx, idx + i);
+		uint64_t addr = d->addr;
+		uint8_t *eth = mem(w, addr);
+		uint32_t len;
+
+		if (d->len < L2 + 20 || !l3_len(eth + L2, d->len - L2, &len) ||
+		    (eth[12] != 0x08 && eth[12] != 0x86)) {
+			drop(w, addr, SADB_DROP_TRUNCATED);
+			continue;
+		}
+		if (p == DP_IN)
+			outbound(w, g, addr + L2, len, FWD_DEC_TTL);
+		else
+			from_outside(w, g, addr + L2, len);
+	}
+	xsk_ring_cons__release(&pt->rx, n);
+	flush(w, g);
+	return n;
+}
+
+static unsigned tun_burst(struct dp_worker *w, struct group *g)
+{
+	unsigned n = 0;
+
+	while (n < DP_BATCH && w->n_free > DP_BATCH) {
+		uint64_t base = w->free_frames[w->n_free - 1];
+		uint64_t addr = base + XDP_PACKET_HEADROOM + L2;
+		ssize_t r = read(w->ctx->tun_fd, mem(w, addr), DP_FRAME_SIZE - XDP_PACKET_HEADROOM - L2 -
+				 ESP_TAILROOM - 256);
+		uint32_t len;
+
+		if (r <= 0)
+			break;
+		w->n_free--;
+		n++;
+		atomic_fetch_add_explicit(&w->st.from_tun, 1, memory_order_relaxed);
+		if (!l3_len(mem(w, addr), (uint32_t)r, &len)) {
+			drop(w, addr, SADB_DROP_TRUNCATED);
+			continue;
+		}
+		outbound(w, g, addr, len, FWD_FROM_TUN);
+	}
+	flush(w, g);
+	return n;
+}
+
+static void complete(struct dp_worker *w, unsigned p)
+{
+	struct dp_port *pt = &w->port[p];
+	uint32_t idx, n;
+
+	if (!pt->tx_pending)
+		return;
+	n = xsk_ring_cons__peek(&pt->comp, DP_RING_SIZE, &idx);
+	for (uint32_t i = 0; i < n; i++)
+		dp_frame_free(w, *xsk_ring_cons__comp_addr(&pt->comp, idx + i));
+	xsk_ring_cons__release(&pt->comp, n);
+	pt->tx_pending -= n;
+}
+
+static void refill(struct dp_worker *w, unsigned p)
+{
+	struct dp_port *pt = &w->port[p];
+	uint32_t idx, n = xsk_prod_nb_free(&pt->fill, DP_RING_SIZE);
+
+	/* keep a reserve for the TUN device and held packets */
+	if (w->n_free <= 2 * DP_BATCH)
+		return;
+	if (n > w->n_free - 2 * DP_BATCH)
+		n = w->n_free - 2 * DP_BATCH;
+	if (!n || xsk_ring_prod__reserve(&pt->fill, n, &idx) != n)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&pt->fill, idx + i) = w->free_frames[--w->n_free];
+	xsk_ring_prod__submit(&pt->fill, n);
+}
+
+static void kick(struct dp_worker *w)
+{
+	for (unsigned p = 0; p < DP_NPORTS; p++) {
+		struct dp_port *pt = &w->port[p];
+
+		/* copy mode transmits only from sendto(); at most a small budget per call */
+		if (pt->tx_pending && xsk_ring_prod__needs_wakeup(&pt->tx))
+			sendto(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+		if (xsk_ring_prod__needs_wakeup(&pt->fill))
+			recvfrom(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	}
+}
+
+static void pin(struct dp_worker *w)
+{
+	cpu_set_t set;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (w->ctx->cfg.no_pin || ncpu <= 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET((int)(w->id % (unsigned)ncpu), &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+		dp_log(LOG_WARNING, "worker %u: cannot pin to CPU %u", w->id, w->id % (unsigned)ncpu);
+	else
+		w->cpu = (int)(w->id % (unsigned)ncpu);
+}
+
+void *dp_worker_main(void *arg)
+{
+	struct dp_worker *w = arg;
+	struct dp_ctx *ctx = w->ctx;
+	static __thread struct group g;
+	bool tun = w->id == 0 && ctx->tun_fd >= 0;
+
+	pin(w);
+	rcu_register_thread();
+	while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed)) {
+		unsigned work = 0;
+		bool busy = false;
+
+		for (unsigned p = 0; p < DP_NPORTS; p++) {
+			complete(w, p);
+			refill(w, p);
+		}
+		for (unsigned p = 0; p < DP_NPORTS; p++)
+			work += rx_burst(w, &g, p);
+		if (tun)
+			work += tun_burst(w, &g);
+		kick(w);
+		dp_route_hold_retry(w, false);
+		rcu_quiescent_state();
+		if (work)
+			continue;
+		for (unsigned p = 0; p < DP_NPORTS; p++)
+			busy |= w->port[p].tx_pending != 0;
+		{
+			struct pollfd pf[3] = {
+				{ .fd = w->port[DP_IN].fd, .events = POLLIN },
+				{ .fd = w->port[DP_OUT].fd, .events = POLLIN },
+				{ .fd = tun ? ctx->tun_fd : -1, .events = POLLIN },
+			};
+
+			rcu_thread_offline();
+			poll(pf, 3, (busy || w->n_hold) ? 1 : 100);
+			rcu_thread_online();
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
