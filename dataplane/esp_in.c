@@ -1,0 +1,284 @@
+/* dataplane/esp_in.c: inbound ESP (RFC 4303 §3.4): header and length checks, the replay check
+ * before decryption, batch decryption with ICV verification, trailer checks (padding, pad length,
+ * next header), decapsulation (tunnel: RFC 6040 ECN, optional DSCP copy; transport: the headers
+ * put back together) and the replay window update only for packets that passed everything. */
+#include "config.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "dataplane/esp_internal.h"
+
+/* Per-packet facts carried from the checks to the completion. */
+struct in_state {
+	uint8_t *ip;        /* packet start */
+	uint8_t *esp;       /* ESP header */
+	uint32_t len;       /* IP packet length (trimmed to its header's length) */
+	uint32_t prefix;    /* bytes before ESP (or before the UDP header) */
+	uint32_t nh_off;    /* byte naming ESP/UDP */
+	uint32_t clen;      /* payload + padding + pad length + next header */
+};
+
+static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struct in_state *st)
+{
+	uint8_t *ip = p->buf + p->off;
+	uint32_t len = p->len, l4, nho;
+	uint8_t proto;
+	bool frag;
+
+	if (len < 20)
+		goto truncated;
+	if ((ip[0] >> 4) == 4) {
+		uint32_t tl = esp_rd16(ip + 2);
+		if (tl > len || tl < 20)
+			goto truncated;
+		len = tl;
+	} else if ((ip[0] >> 4) == 6 && len >= 40) {
+		uint32_t tl = 40u + esp_rd16(ip + 4);
+		if (tl > len)
+			goto truncated;
+		len = tl;
+	} else {
+		goto truncated;
+	}
+	if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag))
+		goto truncated;
+	if (frag) {
+		p->drop = SADB_DROP_UNSUPPORTED; /* reassembly happens before the engine */
+		return false;
+	}
+	st->prefix = l4;
+	st->nh_off = nho;
+	if (sa->encap_dport) {
+		if (proto != IPPROTO_UDP) {
+			p->drop = SADB_DROP_BAD_ENCAP;
+			return false;
+		}
+		if (l4 + 8 > len || esp_rd16(ip + l4 + 4) < 8 || esp_rd16(ip + l4 + 4) > len - l4)
+			goto truncated;
+		if (len - l4 - 8 < 4 || esp_rd32(ip + l4 + 8) == 0) {
+			p->drop = SADB_DROP_BAD_ENCAP; /* keepalive or IKE (non-ESP marker) */
+			return false;
+		}
+		l4 += 8;
+	} else if (proto != IPPROTO_ESP) {
+		p->drop = proto == IPPROTO_UDP ? SADB_DROP_BAD_ENCAP : SADB_DROP_UNSUPPORTED;
+		return false;
+	}
+	uint8_t *esp = ip + l4;
+	uint32_t elen = len - l4;
+	if (elen < 8u + sa->iv_len + sa->icv_len + 2u)
+		goto truncated;
+	if (memcmp(esp, &sa->spi_be, 4) != 0) {
+		p->drop = SADB_DROP_BAD_SPI;
+		return false;
+	}
+	uint32_t clen = elen - 8u - sa->iv_len - sa->icv_len;
+	if (sa->blk > 1 && clen % sa->blk)
+		goto truncated;
+
+	/* RFC 4303 §3.4.3: the replay check comes before any cryptographic work. */
+	uint64_t seq = esp_replay_infer(sa, esp_rd32(esp + 4));
+	enum sadb_drop r = esp_replay_check(sa, seq);
+	if (r != SADB_DROP_NONE) {
+		p->drop = r;
+		return false;
+	}
+	p->seq = seq;
+
+	uint8_t *ivp = esp + 8;
+	uint8_t *pl = ivp + sa->iv_len;
+	uint8_t *icv = pl + clen;
+	memset(c, 0, offsetof(struct esp_cop, aadbuf));
+	c->fix = NULL;
+	c->icv_in = icv;
+	c->tag = c->calc;
+	switch (sa->kind) {
+	case ESP_KIND_AEAD:
+		memcpy(c->iv, sa->salt, 4);
+		memcpy(c->iv + 4, ivp, 8);
+		c->data = pl;
+		c->data_len = clen;
+		if (sa->flags & SADB_SAF_ESN) {
+			memcpy(c->aadbuf, esp, 4);
+			esp_wr32(c->aadbuf + 4, (uint32_t)(seq >> 32));
+			memcpy(c->aadbuf + 8, esp + 4, 4);
+			c->aad = c->aadbuf;
+			c->aad_len = 12;
+		} else {
+			c->aad = esp;
+			c->aad_len = 8;
+		}
+		break;
+	case ESP_KIND_GMAC:
+		memcpy(c->iv, sa->salt, 4);
+		memcpy(c->iv + 4, ivp, 8);
+		c->data = pl;
+		c->data_len = 0;
+		c->auth = esp;
+		c->auth_len = 8u + 8u + clen;
+		if (sa->flags & SADB_SAF_ESN) {
+			c->fix = esp - 4;
+			memcpy(c->fix_save, esp - 4, 4);
+			memcpy(esp - 4, esp, 4);
+			esp_wr32(esp, (uint32_t)(seq >> 32));
+			c->auth = esp - 4;
+			c->auth_len += 4;
+		}
+		break;
+	default:
+		c->auth = esp;
+		c->auth_len = 8u + sa->iv_len + clen;
+		c->data = pl;
+		c->data_len = sa->cipher == ESP_C_NULL ? 0 : clen;
+		if (sa->cipher == ESP_C_AES_CBC || sa->cipher == ESP_C_3DES_CBC) {
+			memcpy(c->iv, ivp, sa->iv_len);
+		} else if (sa->cipher == ESP_C_AES_CTR) {
+			memcpy(c->iv, sa->salt, 4);
+			memcpy(c->iv + 4, ivp, 8);
+			esp_wr32(c->iv + 12, 1);
+		}
+		if (sa->flags & SADB_SAF_ESN) {
+			/* The high bits are hashed where the ICV is: keep the received ICV aside. */
+			memcpy(c->icv_save, icv, sa->icv_len);
+			c->icv_in = c->icv_save;
+			esp_wr32(icv, (uint32_t)(seq >> 32));
+			c->auth_len += 4;
+		}
+		break;
+	}
+	st->ip = ip;
+	st->esp = esp;
+	st->len = len;
+	st->clen = clen;
+	return true;
+truncated:
+	p->drop = SADB_DROP_TRUNCATED;
+	return false;
+}
+
+/* After a verified ICV: trailer checks and decapsulation. */
+static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *st)
+{
+	uint8_t *pl = st->esp + 8 + sa->iv_len;
+	uint32_t clen = st->clen;
+	uint8_t padlen = pl[clen - 2], next = pl[clen - 1];
+	if (padlen + 2u > clen) {
+		p->drop = SADB_DROP_BAD_PAD;
+		return;
+	}
+	/* RFC 4303 §2.4: default padding is 1, 2, 3, ...; the receiver checks it. */
+	const uint8_t *pad = pl + clen - 2 - padlen;
+	uint8_t bad = 0;
+	for (unsigned i = 0; i < padlen; i++)
+		bad |= (uint8_t)(pad[i] ^ (uint8_t)(i + 1));
+	if (bad) {
+		p->drop = SADB_DROP_BAD_PAD;
+		return;
+	}
+	uint32_t plen = clen - 2u - padlen;
+	uint8_t *ip = st->ip;
+	if (next == IPPROTO_NONE) {
+		/* A dummy packet (RFC 4303 §2.6): authentic, discarded. */
+		p->drop = SADB_DROP_BAD_NEXT_HDR;
+		return;
+	}
+	if (sa->mode == SADB_MODE_TUNNEL) {
+		uint32_t ilen;
+		if (next == IPPROTO_IPIP) {
+			if (plen < 20 || (pl[0] >> 4) != 4) {
+				p->drop = SADB_DROP_BAD_NEXT_HDR;
+				return;
+			}
+			ilen = esp_rd16(pl + 2);
+			if (ilen < 20 || ilen > plen || (pl[0] & 0x0f) < 5) {
+				p->drop = SADB_DROP_TRUNCATED;
+				return;
+			}
+		} else if (next == IPPROTO_IPV6) {
+			if (plen < 40 || (pl[0] >> 4) != 6) {
+				p->drop = SADB_DROP_BAD_NEXT_HDR;
+				return;
+			}
+			ilen = 40u + esp_rd16(pl + 4);
+			if (ilen > plen) {
+				p->drop = SADB_DROP_TRUNCATED;
+				return;
+			}
+		} else {
+			p->drop = SADB_DROP_BAD_NEXT_HDR;
+			return;
+		}
+		/* ilen < plen: TFC padding (RFC 4303 §2.7), cut off here. */
+		uint8_t otos = esp_ip_tos(ip), itos = esp_ip_tos(pl), ntos = itos;
+		if (!(sa->flags & SADB_SAF_NO_ECN)) {
+			int ecn = esp_ecn_decap(otos & 3, itos & 3);
+			if (ecn < 0) {
+				p->drop = SADB_DROP_UNSUPPORTED; /* RFC 6040 §4.2: CE on a Not-ECT inner packet */
+				return;
+			}
+			ntos = (uint8_t)((ntos & 0xfc) | ecn);
+		}
+		if (sa->flags & SADB_SAF_DECAP_DSCP)
+			ntos = (uint8_t)((otos & 0xfc) | (ntos & 3));
+		enum sadb_drop r = esp_replay_update(sa, p->seq);
+		if (r != SADB_DROP_NONE) {
+			p->drop = r;
+			return;
+		}
+		if (ntos != itos)
+			esp_ip_set_tos(pl, ntos);
+		p->off = (uint32_t)(pl - p->buf);
+		p->len = ilen;
+		p->family = next == IPPROTO_IPIP ? AF_INET : AF_INET6;
+		return;
+	}
+	/* Transport: the headers before ESP move up to the payload, naming its protocol. */
+	enum sadb_drop r = esp_replay_update(sa, p->seq);
+	if (r != SADB_DROP_NONE) {
+		p->drop = r;
+		return;
+	}
+	uint32_t prefix = st->prefix;
+	ip[st->nh_off] = next;
+	uint8_t *n = pl - prefix;
+	memmove(n, ip, prefix);
+	uint32_t nlen = prefix + plen;
+	if ((n[0] >> 4) == 4) {
+		esp_wr16(n + 2, (uint16_t)nlen);
+		esp_ip4_set_csum(n);
+		p->family = AF_INET;
+	} else {
+		esp_wr16(n + 4, (uint16_t)(nlen - 40));
+		p->family = AF_INET6;
+	}
+	p->off = (uint32_t)(n - p->buf);
+	p->len = nlen;
+}
+
+void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
+{
+	struct esp_cop cops[ESP_BURST_MAX];
+	struct in_state st[ESP_BURST_MAX];
+	struct esp_pkt *live[ESP_BURST_MAX];
+	unsigned nl = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (check(sa, pkts[i], &cops[nl], &st[nl]))
+			live[nl++] = pkts[i];
+	if (!nl)
+		return;
+	sa->ops->decrypt(sa, cops, nl);
+	for (unsigned i = 0; i < nl; i++) {
+		struct esp_cop *c = &cops[i];
+		if (c->fix) {
+			memcpy(c->fix + 4, c->fix, 4);
+			memcpy(c->fix, c->fix_save, 4);
+		}
+		if (!c->ok) {
+			live[i]->drop = SADB_DROP_ICV;
+			continue;
+		}
+		finish(sa, live[i], &st[i]);
+	}
+}

@@ -1,0 +1,172 @@
+/* dataplane/esp_internal.h: what the engine's files share and nobody else sees: the SA object, the
+ * per-packet crypto operation handed to a backend in batches, the backend vtable and the small IP
+ * helpers. Not part of the API (esp.h is). */
+#ifndef XIPSEC_ESP_INTERNAL_H
+#define XIPSEC_ESP_INTERNAL_H
+
+#include <stdatomic.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "dataplane/esp.h"
+
+#define ESP_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define ESP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* How a transform protects a packet; picks the code path in the backends. */
+enum esp_kind {
+	ESP_KIND_AEAD = 1,   /* GCM, ChaCha20-Poly1305: cipher + tag over aad */
+	ESP_KIND_GMAC,       /* GMAC (ESP ENCR_NULL_AUTH_AES_GMAC or AH): tag over auth region only */
+	ESP_KIND_CIPHER_HMAC,/* CBC, CTR, 3DES, NULL cipher, each with HMAC (ESP) */
+	ESP_KIND_HMAC        /* AH with HMAC */
+};
+
+/* Cipher of an ESP_KIND_CIPHER_HMAC / AEAD transform. */
+enum esp_cipher {
+	ESP_C_NONE = 0, ESP_C_AES_CBC, ESP_C_AES_CTR, ESP_C_3DES_CBC, ESP_C_NULL,
+	ESP_C_AES_GCM, ESP_C_CHACHA_POLY, ESP_C_AES_GMAC
+};
+enum esp_hmac { ESP_H_NONE = 0, ESP_H_MD5, ESP_H_SHA1, ESP_H_SHA256, ESP_H_SHA384, ESP_H_SHA512 };
+
+/* One crypto operation on one packet, in place. Built by the protocol code, run by a backend in a
+ * batch, so that multi-buffer backends can overlap packets. */
+struct esp_cop {
+	uint8_t *data;          /* cipher region (CBC: whole blocks), in place */
+	uint32_t data_len;
+	uint32_t auth_len;      /* HMAC: bytes hashed from auth; GMAC: bytes of AAD from auth */
+	uint8_t *auth;          /* HMAC/GMAC region (ESN high bits already appended) */
+	const uint8_t *aad;     /* AEAD: additional data (SPI, [seq hi,] seq) */
+	uint32_t aad_len;
+	uint32_t ok;            /* set by the backend: 1 = encrypted / ICV verified, 0 = failed */
+	uint8_t *tag;           /* encrypt: tag written here (icv_len bytes) */
+	const uint8_t *icv_in;  /* decrypt: the received ICV */
+	uint8_t iv[16];         /* CBC IV, CTR counter block (16) or AEAD/GMAC nonce (12) */
+	uint8_t aadbuf[12];     /* AEAD with ESN: SPI, seq hi, seq lo (RFC 4106 §5) */
+	uint8_t fix_save[4];    /* bytes to put back at fix after the operation (ESN shifts) */
+	uint8_t *fix;
+	uint8_t icv_save[32];   /* decrypt: the received ICV when its place holds ESN high bits */
+	uint8_t calc[64];       /* decrypt: scratch for the computed tag */
+};
+
+struct esp_crypto_ops;
+
+struct esp_sa {
+	/* Hot fields first: read for every packet. */
+	struct sadb_runtime *rt;
+	const struct esp_crypto_ops *ops;
+	void *cctx;              /* backend context (keys), owned by the backend */
+	uint64_t seq_next;       /* outbound: next number to use */
+	uint64_t seq_limit;      /* outbound: last number reserved in rt */
+	uint64_t seq_max;        /* 2^32 - 1 or 2^64 - 1 */
+	uint32_t spi;            /* host order */
+	uint32_t spi_be;
+	uint32_t window;         /* replay window, 0 = off */
+	uint32_t mtu;            /* outer MTU, 0 = no check */
+	uint32_t flags;          /* SADB_SAF_* */
+	uint8_t  proto, mode, dir, kind;
+	uint8_t  cipher, hmac;   /* enum esp_cipher / esp_hmac */
+	uint8_t  icv_len;        /* bytes on the wire */
+	uint8_t  iv_len;         /* explicit IV on the wire */
+	uint8_t  align;          /* ESP payload+trailer alignment (cipher block or 4) */
+	uint8_t  blk;            /* cipher block for CBC (16 AES, 8 3DES), else 1 */
+	uint8_t  ttl, dscp;
+	uint16_t tfc_pad;
+	uint16_t ip_id;
+	uint16_t encap_sport, encap_dport;
+	uint8_t  ah_hdr_len;     /* AH: header bytes incl. IV and ICV, padded for IPv4 (4) */
+	uint8_t  ah_hdr_len6;    /* AH: same, padded for IPv6 (8) */
+	uint8_t  salt[4];
+	bool     seq_done;       /* outbound: the sequence space is used up */
+	uint32_t seq_block;
+	enum esp_backend backend;
+	esp_iv_fn iv_fn;
+	void *iv_arg;
+	struct sadb_addr src, dst;
+	uint16_t enc_alg, auth_alg;
+	uint8_t enc_key_len, auth_key_len;
+	uint8_t enc_key[SADB_ENC_KEY_MAX];
+	uint8_t auth_key[SADB_AUTH_KEY_MAX];
+};
+
+/* A backend: sets up keys once per SA, then runs batches of operations. */
+struct esp_crypto_ops {
+	enum esp_backend id;
+	const char *name;
+	bool (*supports)(uint8_t kind, uint8_t cipher, uint8_t hmac, unsigned key_len);
+	int (*init)(struct esp_sa *sa);          /* 0 or -errno; fills sa->cctx */
+	void (*fini)(struct esp_sa *sa);         /* wipes and frees sa->cctx */
+	/* n <= ESP_BURST_MAX. Encrypt writes tags; decrypt sets ok, and may decrypt data even when the
+	 * ICV fails (the packet is dropped then). */
+	void (*encrypt)(struct esp_sa *sa, struct esp_cop *ops, unsigned n);
+	void (*decrypt)(struct esp_sa *sa, struct esp_cop *ops, unsigned n);
+};
+
+extern const struct esp_crypto_ops esp_crypto_openssl;
+extern const struct esp_crypto_ops esp_crypto_sodium;
+#ifdef HAVE_IPSEC_MB
+extern const struct esp_crypto_ops esp_crypto_ipsecmb;
+#endif
+
+/* Digest size of an HMAC hash (the full one) and its block size. */
+unsigned esp_hmac_digest_len(uint8_t hmac);
+unsigned esp_hmac_block_len(uint8_t hmac);
+
+/* Protocol halves (esp_out.c, esp_in.c, ah.c): process up to ESP_BURST_MAX packets; set drop. */
+void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
+void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
+void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
+void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
+
+/* Reserve one outbound sequence number; false (SEQ_OVERFLOW) when the space is used up. */
+bool esp_seq_take(struct esp_sa *sa, uint64_t *seq);
+
+/* Replay window (replay.c) over rt->replay_top/replay_bitmap. */
+/* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half). */
+uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo);
+/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD. Reads only. */
+enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq);
+/* Check again and mark seq as received (after the ICV verified). */
+enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq);
+
+/* ---- IP helpers (esp_ip.c) ---- */
+static inline uint16_t esp_rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t esp_rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline void esp_wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void esp_wr32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+
+/* Internet checksum of an IPv4 header (checksum field included as it is). */
+uint16_t esp_ip4_csum(const uint8_t *hdr, unsigned len);
+/* Recompute the IPv4 header checksum in place. */
+void esp_ip4_set_csum(uint8_t *hdr);
+/* UDP checksum over an IPv6 pseudo header + UDP header + payload (udp points to the UDP header). */
+uint16_t esp_udp6_csum(const uint8_t *ip6, const uint8_t *udp, unsigned udp_len);
+
+/* Length of an IP header chain before the point where ESP/AH goes in transport mode, and the offset
+ * of the next-header byte to rewrite. Returns false if malformed. */
+bool esp_transport_split(const uint8_t *pkt, uint32_t len, uint32_t *hdr_len, uint32_t *nh_off);
+/* Walk the received IP packet to the ESP/AH/UDP header: offset of that header, offset of the byte
+ * that names it, protocol. False if malformed. */
+bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *nh_off, uint8_t *proto,
+		 bool *frag);
+
+/* RFC 6040 decapsulation: new inner ECN from outer and inner ECN; -1 = drop. */
+int esp_ecn_decap(unsigned outer, unsigned inner);
+
+/* Traffic class byte (DSCP+ECN) of an IP header, and set it (fixing the IPv4 checksum). */
+uint8_t esp_ip_tos(const uint8_t *ip);
+void esp_ip_set_tos(uint8_t *ip, uint8_t tos);
+
+/* Counters: relaxed atomics, the owner is the only writer (design.md rule 5). */
+static inline void esp_count_drop(struct sadb_runtime *rt, unsigned reason)
+{
+	if (reason < SADB_DROP_MAX)
+		atomic_fetch_add_explicit((_Atomic uint64_t *)&rt->drops[reason], 1, memory_order_relaxed);
+}
+
+#endif

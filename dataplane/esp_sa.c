@@ -1,0 +1,492 @@
+/* dataplane/esp_sa.c: the engine's SA object (esp_sa_create/destroy), the choice of crypto backend,
+ * outbound sequence number reservation (design.md rule 1) and the burst entry points that split
+ * good packets from bad ones (the DPDK burst contract written in esp.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <time.h>
+#include <openssl/crypto.h>
+
+#include "dataplane/esp_internal.h"
+
+static const struct esp_crypto_ops *backend_ops(enum esp_backend b)
+{
+	switch (b) {
+#ifdef HAVE_IPSEC_MB
+	case ESP_BACKEND_IPSECMB: return &esp_crypto_ipsecmb;
+#endif
+	case ESP_BACKEND_OPENSSL: return &esp_crypto_openssl;
+	case ESP_BACKEND_SODIUM:  return &esp_crypto_sodium;
+	default: return NULL;
+	}
+}
+
+const char *esp_backend_name(enum esp_backend b)
+{
+	switch (b) {
+	case ESP_BACKEND_AUTO:    return "auto";
+	case ESP_BACKEND_IPSECMB: return "ipsecmb";
+	case ESP_BACKEND_OPENSSL: return "openssl";
+	case ESP_BACKEND_SODIUM:  return "sodium";
+	default: return "unknown";
+	}
+}
+
+enum esp_backend esp_sa_backend(const struct esp_sa *sa)
+{
+	return sa->backend;
+}
+
+unsigned esp_hmac_digest_len(uint8_t hmac)
+{
+	static const uint8_t len[] = { 0, 16, 20, 32, 48, 64 };
+	return hmac < sizeof(len) ? len[hmac] : 0;
+}
+
+unsigned esp_hmac_block_len(uint8_t hmac)
+{
+	return hmac == ESP_H_SHA384 || hmac == ESP_H_SHA512 ? 128 : 64;
+}
+
+/* What a transform is, filled into the SA; -EINVAL/-ENOTSUP as esp_sa_create documents. */
+struct xform {
+	uint8_t kind, cipher, hmac, icv_len, iv_len, align, blk;
+	bool legacy;
+};
+
+static int hmac_of(uint16_t auth, struct xform *x)
+{
+	switch (auth) {
+	case SADB_AUTH_HMAC_MD5_96:     x->hmac = ESP_H_MD5;    x->icv_len = 12; x->legacy = true; return 0;
+	case SADB_AUTH_HMAC_SHA1_96:    x->hmac = ESP_H_SHA1;   x->icv_len = 12; return 0;
+	case SADB_AUTH_HMAC_SHA256_128: x->hmac = ESP_H_SHA256; x->icv_len = 16; return 0;
+	case SADB_AUTH_HMAC_SHA384_192: x->hmac = ESP_H_SHA384; x->icv_len = 24; return 0;
+	case SADB_AUTH_HMAC_SHA512_256: x->hmac = ESP_H_SHA512; x->icv_len = 32; return 0;
+	default: return -EINVAL;
+	}
+}
+
+static int classify(const struct sadb_sa *s, struct xform *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->blk = 1;
+	x->align = 4;
+	if (s->proto == SADB_PROTO_AH) {
+		if (s->enc_alg != SADB_ENC_NONE)
+			return -EINVAL;
+		if (s->auth_alg == SADB_AUTH_AES_128_GMAC || s->auth_alg == SADB_AUTH_AES_256_GMAC) {
+			x->kind = ESP_KIND_GMAC;
+			x->cipher = ESP_C_AES_GMAC;
+			x->icv_len = 16;
+			x->iv_len = 8;
+			return 0;
+		}
+		x->kind = ESP_KIND_HMAC;
+		return hmac_of(s->auth_alg, x);
+	}
+	if (s->proto != SADB_PROTO_ESP)
+		return -EINVAL;
+	switch (s->enc_alg) {
+	case SADB_ENC_AES_GCM16:
+	case SADB_ENC_CHACHA20_POLY1305:
+	case SADB_ENC_AES_GMAC:
+		if (s->auth_alg != SADB_AUTH_NONE)
+			return -EINVAL;
+		x->kind = s->enc_alg == SADB_ENC_AES_GMAC ? ESP_KIND_GMAC : ESP_KIND_AEAD;
+		x->cipher = s->enc_alg == SADB_ENC_AES_GCM16 ? ESP_C_AES_GCM :
+			    s->enc_alg == SADB_ENC_AES_GMAC ? ESP_C_AES_GMAC : ESP_C_CHACHA_POLY;
+		x->icv_len = 16;
+		x->iv_len = 8;
+		return 0;
+	case SADB_ENC_AES_CBC:
+		x->cipher = ESP_C_AES_CBC; x->iv_len = 16; x->blk = 16; x->align = 16;
+		break;
+	case SADB_ENC_AES_CTR:
+		x->cipher = ESP_C_AES_CTR; x->iv_len = 8;
+		break;
+	case SADB_ENC_3DES_CBC:
+		x->cipher = ESP_C_3DES_CBC; x->iv_len = 8; x->blk = 8; x->align = 8; x->legacy = true;
+		break;
+	case SADB_ENC_NULL:
+		x->cipher = ESP_C_NULL;
+		break;
+	case SADB_ENC_DES_CBC:
+		/* RFC 8221 §5: DES MUST NOT be implemented. Deliberately not offered. */
+		return -ENOTSUP;
+	default:
+		return -EINVAL;
+	}
+	x->kind = ESP_KIND_CIPHER_HMAC;
+	bool legacy = x->legacy;
+	/* RFC 4303 §3.2: ESP with NULL encryption needs integrity; we also refuse confidentiality without
+	 * integrity (RFC 8221 §4, and the replay window would be meaningless). */
+	int r = hmac_of(s->auth_alg, x);
+	x->legacy |= legacy;
+	return r;
+}
+
+static bool key_len_ok(const struct xform *x, unsigned len)
+{
+	switch (x->cipher) {
+	case ESP_C_AES_GCM:
+	case ESP_C_AES_GMAC:
+	case ESP_C_AES_CBC:
+	case ESP_C_AES_CTR:
+		return len == 16 || len == 24 || len == 32;
+	case ESP_C_CHACHA_POLY:
+		return len == 32;
+	case ESP_C_3DES_CBC:
+		return len == 24;
+	case ESP_C_NULL:
+	case ESP_C_NONE:
+		return len == 0;
+	default:
+		return false;
+	}
+}
+
+bool esp_backend_supports(enum esp_backend b, uint16_t enc_alg, uint16_t auth_alg, unsigned enc_key_len)
+{
+	const struct esp_crypto_ops *ops = backend_ops(b);
+	if (!ops)
+		return false;
+	struct sadb_sa s = { .proto = enc_alg == SADB_ENC_NONE ? SADB_PROTO_AH : SADB_PROTO_ESP,
+			     .enc_alg = enc_alg, .auth_alg = auth_alg };
+	struct xform x;
+	if (classify(&s, &x) < 0)
+		return false;
+	if (s.proto == SADB_PROTO_AH && x.kind == ESP_KIND_GMAC)
+		enc_key_len = auth_alg == SADB_AUTH_AES_128_GMAC ? 16 : 32;
+	return ops->supports(x.kind, x.cipher, x.hmac, enc_key_len);
+}
+
+static enum esp_backend backend_from_env(void)
+{
+	const char *e = getenv(ESP_ENV_CRYPTO);
+	if (!e || !*e)
+		return ESP_BACKEND_AUTO;
+	for (int b = ESP_BACKEND_IPSECMB; b < ESP_BACKEND_MAX; b++)
+		if (!strcasecmp(e, esp_backend_name((enum esp_backend)b)))
+			return (enum esp_backend)b;
+	return ESP_BACKEND_MAX; /* unknown name: refuse rather than silently pick another */
+}
+
+/* Default order, by the per-packet costs measured on this CPU (platform.md crypto table and
+ * bench/esp-micro): ipsec-mb wins every transform it has; libsodium's ChaCha20-Poly1305 and AES-GCM
+ * beat OpenSSL 3.0's at small sizes; OpenSSL covers everything. */
+static const enum esp_backend default_order[] = {
+	ESP_BACKEND_IPSECMB, ESP_BACKEND_SODIUM, ESP_BACKEND_OPENSSL
+};
+
+int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct esp_sa_opts *opts,
+		  struct esp_sa **out)
+{
+	static const struct esp_sa_opts defaults;
+	struct xform x;
+	int r;
+
+	*out = NULL;
+	if (!opts)
+		opts = &defaults;
+	if (!s || !rt)
+		return -EINVAL;
+	if (s->mode != SADB_MODE_TUNNEL && s->mode != SADB_MODE_TRANSPORT)
+		return -EINVAL;
+	if (s->dir != SADB_DIR_IN && s->dir != SADB_DIR_OUT)
+		return -EINVAL;
+	if (rt->instance != s->instance)
+		return -ESTALE;
+	r = classify(s, &x);
+	if (r < 0)
+		return r;
+	if (x.legacy && !(s->flags & SADB_SAF_LEGACY_OK))
+		return -ENOTSUP;
+	if (s->icv_len && s->icv_len != x.icv_len)
+		return -EINVAL; /* only the ICV lengths of the registered transforms */
+	if (s->replay_window > SADB_REPLAY_MAX)
+		return -EINVAL;
+	if (s->proto == SADB_PROTO_AH && (s->encap_sport || s->encap_dport))
+		return -EINVAL; /* RFC 3948 encapsulates ESP only */
+	if (s->mode == SADB_MODE_TUNNEL && s->dir == SADB_DIR_OUT &&
+	    (s->src.family != s->dst.family || (s->dst.family != AF_INET && s->dst.family != AF_INET6)))
+		return -EINVAL;
+
+	struct esp_sa *sa = aligned_alloc(64, (sizeof(*sa) + 63) & ~(size_t)63);
+	if (!sa)
+		return -ENOMEM;
+	memset(sa, 0, sizeof(*sa));
+	sa->rt = rt;
+	sa->spi = s->spi;
+	sa->spi_be = htonl(s->spi);
+	sa->proto = s->proto;
+	sa->mode = s->mode;
+	sa->dir = s->dir;
+	sa->flags = s->flags;
+	sa->kind = x.kind;
+	sa->cipher = x.cipher;
+	sa->hmac = x.hmac;
+	sa->icv_len = x.icv_len;
+	sa->iv_len = x.iv_len;
+	sa->align = x.align;
+	sa->blk = x.blk;
+	sa->window = (s->flags & SADB_SAF_NO_REPLAY) ? 0 : s->replay_window;
+	sa->mtu = s->mtu ? s->mtu : opts->mtu;
+	sa->ttl = s->ttl ? s->ttl : 64;
+	sa->dscp = s->dscp;
+	sa->tfc_pad = s->mode == SADB_MODE_TUNNEL && s->proto == SADB_PROTO_ESP ? s->tfc_pad : 0;
+	sa->encap_sport = s->encap_sport;
+	sa->encap_dport = s->encap_dport;
+	if ((sa->encap_sport == 0) != (sa->encap_dport == 0))
+		goto einval;
+	sa->src = s->src;
+	sa->dst = s->dst;
+	sa->enc_alg = s->enc_alg;
+	sa->auth_alg = s->auth_alg;
+	sa->iv_fn = opts->iv_fn;
+	sa->iv_arg = opts->iv_arg;
+	sa->seq_block = opts->seq_block ? opts->seq_block : ESP_SEQ_BLOCK_DEFAULT;
+	sa->seq_max = (s->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
+	sa->ip_id = (uint16_t)(s->spi ^ (s->spi >> 16));
+
+	/* Keys. AH-GMAC takes its AES key from auth_key and its salt either from the last 4 bytes of
+	 * auth_key (the IKEv2 keying material layout, RFC 4543 §7) or from salt[]. */
+	if (s->proto == SADB_PROTO_AH && x.kind == ESP_KIND_GMAC) {
+		unsigned kl = s->auth_alg == SADB_AUTH_AES_128_GMAC ? 16 : 32;
+		if (s->auth_key_len == kl + 4) {
+			memcpy(sa->salt, s->auth_key + kl, 4);
+		} else if (s->auth_key_len == kl && s->salt_len == 4) {
+			memcpy(sa->salt, s->salt, 4);
+		} else {
+			goto einval;
+		}
+		memcpy(sa->enc_key, s->auth_key, kl);
+		sa->enc_key_len = (uint8_t)kl;
+	} else {
+		if (!key_len_ok(&x, s->enc_key_len) || s->enc_key_len > SADB_ENC_KEY_MAX)
+			goto einval;
+		unsigned want_salt = (x.cipher == ESP_C_AES_GCM || x.cipher == ESP_C_AES_GMAC ||
+				      x.cipher == ESP_C_CHACHA_POLY || x.cipher == ESP_C_AES_CTR) ? 4 : 0;
+		if (s->salt_len != want_salt)
+			goto einval;
+		memcpy(sa->salt, s->salt, want_salt);
+		memcpy(sa->enc_key, s->enc_key, s->enc_key_len);
+		sa->enc_key_len = s->enc_key_len;
+		if (x.hmac) {
+			if (!s->auth_key_len || s->auth_key_len > SADB_AUTH_KEY_MAX ||
+			    s->auth_key_len > esp_hmac_block_len(x.hmac))
+				goto einval;
+			memcpy(sa->auth_key, s->auth_key, s->auth_key_len);
+			sa->auth_key_len = s->auth_key_len;
+		}
+	}
+	if (s->proto == SADB_PROTO_AH && x.kind == ESP_KIND_HMAC) {
+		if (!s->auth_key_len || s->auth_key_len > SADB_AUTH_KEY_MAX ||
+		    s->auth_key_len > esp_hmac_block_len(x.hmac))
+			goto einval;
+		memcpy(sa->auth_key, s->auth_key, s->auth_key_len);
+		sa->auth_key_len = s->auth_key_len;
+	}
+	if (s->proto == SADB_PROTO_AH) {
+		/* RFC 4302 §2.2/§3.3.3.2.1: AH is a multiple of 32 bits (IPv4) or 64 bits (IPv6). */
+		unsigned l = 12u + x.iv_len + x.icv_len;
+		sa->ah_hdr_len = (uint8_t)((l + 3) & ~3u);
+		sa->ah_hdr_len6 = (uint8_t)((l + 7) & ~7u);
+	}
+
+	/* Outbound sequence numbers resume above what any earlier instance reserved (rule 1). */
+	uint64_t reserved = atomic_load_explicit((_Atomic uint64_t *)&rt->seq_reserved, memory_order_acquire);
+	sa->seq_next = reserved + 1;
+	sa->seq_limit = reserved;
+
+	/* Backend. */
+	enum esp_backend want = opts->backend;
+	if (want == ESP_BACKEND_AUTO)
+		want = backend_from_env();
+	if (want >= ESP_BACKEND_MAX) {
+		r = -EINVAL;
+		goto fail;
+	}
+	unsigned kl = sa->enc_key_len;
+	if (want != ESP_BACKEND_AUTO) {
+		const struct esp_crypto_ops *ops = backend_ops(want);
+		if (!ops || !ops->supports(x.kind, x.cipher, x.hmac, kl)) {
+			r = -ENOTSUP;
+			goto fail;
+		}
+		sa->ops = ops;
+		sa->backend = want;
+		r = ops->init(sa);
+	} else {
+		r = -ENOTSUP;
+		for (size_t i = 0; i < sizeof(default_order) / sizeof(default_order[0]); i++) {
+			const struct esp_crypto_ops *ops = backend_ops(default_order[i]);
+			if (!ops || !ops->supports(x.kind, x.cipher, x.hmac, kl))
+				continue;
+			sa->ops = ops;
+			sa->backend = default_order[i];
+			r = ops->init(sa);
+			if (r == 0)
+				break;
+		}
+	}
+	if (r < 0)
+		goto fail;
+	*out = sa;
+	return 0;
+einval:
+	r = -EINVAL;
+fail:
+	OPENSSL_cleanse(sa, sizeof(*sa));
+	free(sa);
+	return r;
+}
+
+void esp_sa_destroy(struct esp_sa *sa)
+{
+	if (!sa)
+		return;
+	if (sa->ops && sa->cctx)
+		sa->ops->fini(sa);
+	OPENSSL_cleanse(sa, sizeof(*sa));
+	free(sa);
+}
+
+bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
+{
+	if (ESP_UNLIKELY(sa->seq_next > sa->seq_limit || sa->seq_done)) {
+		if (sa->seq_done)
+			return false;
+		/* Reserve a block in the shared runtime before using any number of it (rule 1): a crash
+		 * loses at most the rest of the block, never reuses one. A CAS rather than a fetch-add so
+		 * that the recorded mark never wraps past the end of the space. */
+		_Atomic uint64_t *res = (_Atomic uint64_t *)&sa->rt->seq_reserved;
+		uint64_t old = atomic_load_explicit(res, memory_order_acquire), want;
+		do {
+			if (old >= sa->seq_max) {
+				sa->seq_done = true; /* used up: the SA must be rekeyed */
+				return false;
+			}
+			want = sa->seq_max - old < sa->seq_block ? sa->seq_max : old + sa->seq_block;
+		} while (!atomic_compare_exchange_weak_explicit(res, &old, want, memory_order_acq_rel,
+							       memory_order_acquire));
+		sa->seq_next = old + 1;
+		sa->seq_limit = want;
+	}
+	*seq = sa->seq_next;
+	if (ESP_UNLIKELY(sa->seq_next == sa->seq_max))
+		sa->seq_done = true; /* the last number of the space: no wrap to 0 afterwards */
+	else
+		sa->seq_next++;
+	return true;
+}
+
+uint32_t esp_sa_inner_mtu(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family)
+{
+	uint32_t fixed; /* bytes added before the payload's padding */
+	uint8_t ofam = sa->mode == SADB_MODE_TUNNEL ? sa->dst.family : inner_family;
+	if (sa->mode == SADB_MODE_TUNNEL)
+		fixed = ofam == AF_INET6 ? 40 : 20;
+	else
+		fixed = 0;
+	if (sa->proto == SADB_PROTO_AH) {
+		fixed += ofam == AF_INET6 ? sa->ah_hdr_len6 : sa->ah_hdr_len;
+		return outer_mtu > fixed ? outer_mtu - fixed : 0;
+	}
+	fixed += (sa->encap_dport ? 8u : 0u) + 8u + sa->iv_len + sa->icv_len;
+	if (outer_mtu < fixed + sa->align)
+		return 0;
+	uint32_t room = (outer_mtu - fixed) & ~(uint32_t)(sa->align - 1);
+	return room - 2; /* pad length and next header */
+}
+
+static void count_time(struct sadb_runtime *rt)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec;
+	if (ESP_UNLIKELY(rt->first_used == 0))
+		atomic_store_explicit((_Atomic uint64_t *)&rt->first_used, now, memory_order_relaxed);
+	if (rt->last_used != now)
+		atomic_store_explicit((_Atomic uint64_t *)&rt->last_used, now, memory_order_relaxed);
+}
+
+/* Run one chunk and partition it: good ones first (stable), bad ones after. */
+static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, bool out)
+{
+	struct sadb_runtime *rt = sa->rt;
+	uint32_t len_in[ESP_BURST_MAX];
+	for (unsigned i = 0; i < n; i++) {
+		pkts[i]->drop = SADB_DROP_NONE;
+		len_in[i] = pkts[i]->len;
+	}
+	if (ESP_UNLIKELY(rt->expired & 2)) {
+		for (unsigned i = 0; i < n; i++)
+			pkts[i]->drop = SADB_DROP_SA_EXPIRED;
+	} else if (out) {
+		if (sa->proto == SADB_PROTO_ESP)
+			esp_proto_out(sa, pkts, n);
+		else
+			ah_proto_out(sa, pkts, n);
+	} else {
+		if (sa->proto == SADB_PROTO_ESP)
+			esp_proto_in(sa, pkts, n);
+		else
+			ah_proto_in(sa, pkts, n);
+	}
+	struct esp_pkt *bad[ESP_BURST_MAX];
+	unsigned k = 0, nb = 0;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct esp_pkt *p = pkts[i];
+		if (p->drop == SADB_DROP_NONE) {
+			pkts[k++] = p;
+			bytes += len_in[i];
+		} else {
+			bad[nb++] = p;
+			esp_count_drop(rt, p->drop);
+		}
+	}
+	memcpy(pkts + k, bad, nb * sizeof(bad[0]));
+	if (k) {
+		atomic_fetch_add_explicit((_Atomic uint64_t *)&rt->packets, k, memory_order_relaxed);
+		atomic_fetch_add_explicit((_Atomic uint64_t *)&rt->bytes, bytes, memory_order_relaxed);
+		count_time(rt);
+	}
+	return k;
+}
+
+static unsigned run(struct esp_sa *sa, struct esp_pkt *pkts[], unsigned n, bool out)
+{
+	unsigned good = 0;
+	for (unsigned done = 0; done < n;) {
+		unsigned m = n - done > ESP_BURST_MAX ? ESP_BURST_MAX : n - done;
+		unsigned k = run_chunk(sa, pkts + done, m, out);
+		/* Keep the whole array partitioned: move this chunk's good ones after earlier good ones. */
+		if (done != good) {
+			struct esp_pkt *tmp[ESP_BURST_MAX];
+			memcpy(tmp, pkts + done, k * sizeof(tmp[0]));
+			memmove(pkts + good + k, pkts + good, (done - good) * sizeof(tmp[0]));
+			memcpy(pkts + good, tmp, k * sizeof(tmp[0]));
+		}
+		good += k;
+		done += m;
+	}
+	return good;
+}
+
+unsigned esp_outbound_burst(struct esp_sa *sa, struct esp_pkt *pkts[], unsigned n)
+{
+	return run(sa, pkts, n, true);
+}
+
+unsigned esp_inbound_burst(struct esp_sa *sa, struct esp_pkt *pkts[], unsigned n)
+{
+	return run(sa, pkts, n, false);
+}
+
+unsigned esp_burst(struct esp_sa *sa, struct esp_pkt *pkts[], unsigned n)
+{
+	return run(sa, pkts, n, sa->dir == SADB_DIR_OUT);
+}
