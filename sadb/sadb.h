@@ -194,6 +194,8 @@ enum sadb_change_op {
 	SADB_CHG_SA_ADD = 1, SADB_CHG_SA_UPDATE, SADB_CHG_SA_DEL,
 	SADB_CHG_POL_ADD, SADB_CHG_POL_DEL, SADB_CHG_FLUSH_SA, SADB_CHG_FLUSH_POL
 };
+/* index: SA slot (SA_*), policy id (POL_*), the flushed proto (FLUSH_SA, 0 = all), 0 (FLUSH_POL).
+ * A flush is one entry, not one per record. */
 struct sadb_change {
 	uint64_t gen;               /* generation this change produced */
 	uint32_t op;                /* enum sadb_change_op */
@@ -219,7 +221,8 @@ struct sadb;
 /* Open flags. */
 #define SADB_RDONLY  0x0
 #define SADB_RDWR    0x1  /* writer API allowed */
-#define SADB_CREATE  0x2  /* create (mode 0600) if missing, with params */
+#define SADB_CREATE  0x2  /* create (mode 0600) if missing, with params (ignored if it exists) */
+#define SADB_RUNTIME 0x4  /* read-only, except the runtime area (the dataplane's mapping) */
 
 /* Path to use: $XIPSEC_SADB if set and non-empty, else SADB_DEFAULT_PATH. Never NULL. */
 const char *sadb_default_path(void);
@@ -299,7 +302,8 @@ bool sadb_selector_match(const struct sadb_selector *sel, const struct sadb_pkt_
 
 /* Changes after generation *since, oldest first, at most max; advances *since. Returns the number
  * copied, or -ESTALE when the journal no longer holds them (the reader must resynchronise from a
- * full iteration, then continue from the generation it read before iterating). */
+ * full iteration, then continue from the generation it read before iterating). Only whole
+ * generations are returned; a single transaction with more than max changes also gives -ESTALE. */
 int sadb_changes(const struct sadb *db, uint64_t *since, struct sadb_change *out, unsigned max);
 
 /* Runtime area of a slot (read-write mapping needed to write). NULL for a bad slot. */
@@ -314,7 +318,8 @@ int sadb_prefix_parse(const char *s, struct sadb_addr *out, uint8_t *plen);
 const char *sadb_addr_str(const struct sadb_addr *a, char *buf, size_t len);
 bool sadb_addr_eq(const struct sadb_addr *a, const struct sadb_addr *b);
 /* Key length (bytes, without salt), salt length and ICV length of a transform; -EINVAL if unknown
- * or the key length is not one the transform takes. key_len 0 asks for the default. */
+ * or the key length is not one the transform takes. key_len 0 asks for the default.
+ * sadb_enc_lengths returns the key length (key_len, or the default when 0 was asked) on success. */
 int sadb_enc_lengths(uint16_t enc_alg, unsigned key_len, unsigned *salt_len, unsigned *icv_len);
 int sadb_auth_lengths(uint16_t auth_alg, unsigned *key_len, unsigned *icv_len);
 /* Validate an SA as sadb_sa_add would; 0 or -EINVAL with a message in msg. */
@@ -322,5 +327,12 @@ int sadb_sa_validate(const struct sadb_sa *sa, char *msg, size_t len);
 int sadb_policy_validate(const struct sadb_policy *p, char *msg, size_t len);
 const char *sadb_enc_name(uint16_t enc_alg);   /* "aes-gcm-16", never NULL */
 const char *sadb_auth_name(uint16_t auth_alg); /* "hmac-sha256-128", never NULL */
+
+/* ---- Extensions (tests, benchmarks, diagnostics). ---- */
+/* Reference policy lookup: a linear scan of every policy, same answer as sadb_policy_lookup. */
+int sadb_policy_lookup_linear(const struct sadb *db, uint8_t dir, const struct sadb_pkt_sel *pkt,
+			      struct sadb_policy *out);
+/* How many times this thread's lookups retried because a writer changed what they were copying. */
+uint64_t sadb_read_retries(void);
 
 #endif

@@ -1,0 +1,195 @@
+/* sadb/sadb_int.h: libsadb's private layout of the shared segment and the helpers its files share.
+ * Nothing outside sadb/ (and its tests) may include this: the layout is versioned by
+ * SADB_LAYOUT_VERSION and only libsadb interprets it.
+ *
+ * Segment layout (offsets in the header, every region 64-byte aligned):
+ *   header | SA slots | SA writer meta | SA runtime | SPI hash | SA free ring
+ *          | policy slots | policy writer meta | policy free ring | SPD index 0 | SPD index 1 | txn log
+ *
+ * How a reader never sees a torn or uncommitted record (multi-version slots):
+ *  - The header holds the committed generation G (one 64-bit atomic). A transaction in progress
+ *    works at N = G + 1 and becomes visible by the single release store G = N (the commit point).
+ *  - Every record slot has two copies, each tagged with the generation at which it was written
+ *    (0 = empty, TAG_WRITING while a writer fills it). A reader loads G, takes the copy with the
+ *    largest tag <= G, copies it, and re-reads that tag: unchanged means the copy is whole (a
+ *    seqlock per copy). A writer only ever writes the copy that is not the committed one, so the
+ *    committed version stays intact while the new one is prepared, and a writer that dies half-way
+ *    leaves a copy that no reader will ever choose (tag WRITING or > G).
+ *  - After the commit point the writer "normalises" every slot it touched: the superseded copy is
+ *    wiped (explicit_bzero: old keys do not linger) and tagged 0, deleted records lose both copies,
+ *    SPI hash entries are reconciled with the committed identity, freed slots go to the free ring.
+ *  - Which slots a transaction touched is logged in the txn log before they are touched. A writer
+ *    that finds the lock's previous owner dead (EOWNERDEAD) or a transaction still marked active
+ *    replays the log: if G already equals the dead transaction's N it finishes the normalisation
+ *    (redo), else it throws away every copy tagged N or WRITING (undo). Either way readers saw the
+ *    whole transaction or none of it.
+ *  - The SPI hash holds hints (fingerprint + slot) that a reader always validates against the
+ *    record it copies, so an entry may appear early (before commit) or disappear late (after it)
+ *    without harm; entries move between buckets insert-first, remove-second, so a present SA is
+ *    never missed.
+ *  - The SPD index is compiled by the writer into the inactive one of two buffers and tagged with
+ *    the generation it describes before that generation is published; readers use the newest buffer
+ *    whose tag is <= G and re-check the tag after the lookup.
+ */
+#ifndef XIPSEC_SADB_INT_H
+#define XIPSEC_SADB_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "sadb/sadb.h"
+
+#define SADB_JOURNAL_LEN  65536u           /* change journal ring entries (power of two) */
+#define SADB_HASH_WAYS    8u               /* entries per SPI hash bucket: one cache line */
+#define SADB_TAG_WRITING  UINT64_MAX
+#define SADB_READ_RETRIES 100000u          /* a reader gives up (-EAGAIN) after this many */
+#define SADB_LOCK_TIMEOUT_S 10             /* a writer waits at most this long for the lock */
+
+enum { SADB_TXN_IDLE = 0, SADB_TXN_ACTIVE = 1 };
+
+struct sadb_txn_state {
+	_Atomic uint32_t state;     /* SADB_TXN_* */
+	_Atomic uint32_t nlog;      /* entries in the txn log */
+	uint64_t gen;               /* N: generation this transaction publishes */
+	uint64_t jcount0;           /* journal count at begin */
+	uint64_t sa_free_head0, pol_free_head0;
+	uint32_t sa_hwm0, pol_hwm0;
+	uint32_t jn;                /* journal entries staged */
+	uint32_t n_sa, n_policy;    /* counts as of this transaction */
+	uint32_t pol_changed;       /* the SPD index must be rebuilt */
+	uint32_t pad;
+};
+
+struct sadb_hdr {
+	/* Identity and layout: checked by every opener before anything else is read. */
+	uint64_t magic;
+	uint32_t layout_version;
+	uint32_t hdr_size;
+	uint32_t sizeof_sa, sizeof_policy, sizeof_runtime, sizeof_mutex;
+	uint32_t max_sa, max_policy;
+	uint64_t size;
+	uint64_t off_sa, off_sa_meta, off_rt, off_hash, off_sa_free;
+	uint64_t off_pol, off_pol_meta, off_pol_free, off_idx[2], off_log;
+	uint32_t sa_slot_size, pol_slot_size, rt_size, hash_nbuckets;
+	uint64_t idx_size;
+	uint32_t log_cap, journal_len;
+	uint64_t hash_seed;
+	uint64_t created;
+
+	/* Writers only (under the lock). */
+	pthread_mutex_t lock __attribute__((aligned(64)));
+	_Atomic int32_t owner_pid;
+	uint32_t pad0;
+	uint64_t next_instance;
+	_Atomic uint32_t sa_hwm, pol_hwm;     /* slots [0, hwm) have ever been used */
+	uint64_t sa_free_head, sa_free_tail;  /* FIFO of free slots below hwm */
+	uint64_t pol_free_head, pol_free_tail;
+	struct sadb_txn_state txn;
+
+	/* Published state: readers load these. */
+	_Atomic uint64_t gen __attribute__((aligned(64)));
+	_Atomic uint32_t n_sa, n_policy;
+	_Atomic uint64_t idx_gen[2];
+	_Atomic uint64_t jcount;   /* journal entries ever published */
+	_Atomic uint64_t jmin;     /* every change with gen >= jmin is still in the ring */
+	struct sadb_change journal[SADB_JOURNAL_LEN] __attribute__((aligned(64)));
+};
+
+/* A record copy: a used flag then the record. */
+struct sadb_copy_hdr {
+	uint32_t used;
+	uint32_t pad;
+};
+
+struct sadb_sa_meta {
+	uint64_t lgen;     /* txn that logged this slot */
+	uint64_t h[2];     /* SPI hash keys with entries pointing here (0 = none) */
+	uint32_t used;     /* committed state */
+	uint32_t pad;
+};
+
+struct sadb_pol_meta {
+	uint64_t lgen;
+	uint32_t used;
+	uint32_t reuse;    /* how many times the slot was reused: part of the policy id */
+};
+
+/* Compiled SPD index (see sadb_spd.c). */
+struct sadb_idx_tuple {
+	uint8_t fam, splen, dplen, dir;
+	uint32_t min_prio, min_id;
+	uint32_t ht_off, ht_mask;
+	uint32_t n;
+};
+struct sadb_idx_entry {
+	struct sadb_policy p;
+	uint32_t next;     /* next entry (+1) with the same masked addresses, in (priority, id) order */
+};
+struct sadb_idx_hdr {
+	uint32_t dir_start[4], dir_n[4];
+	uint32_t ntuples, nentries;
+	uint64_t seed;
+};
+
+#define SADB_LOG_POLICY 0x80000000u
+
+struct sadb {
+	int fd;
+	int flags;
+	uint8_t *base;
+	size_t size;
+	struct sadb_hdr *h;
+	uint8_t *sa_slots, *pol_slots, *rt, *idx[2];
+	struct sadb_sa_meta *sa_meta;
+	struct sadb_pol_meta *pol_meta;
+	_Atomic uint64_t *hash;
+	uint32_t *sa_free, *pol_free, *log;
+	bool txn_open;      /* this handle holds the lock inside a transaction */
+	bool txn_explicit;  /* opened by sadb_txn_begin */
+	int stop_point;     /* test hook: XIPSEC_SADB_TEST_STOP */
+	unsigned stop_count;
+	char path[256];
+};
+
+/* Test hook points (XIPSEC_SADB_TEST_STOP=point[:n] raises SIGSTOP at the n-th passage). */
+enum { SADB_STOP_NONE = 0, SADB_STOP_LOCKED, SADB_STOP_COPY, SADB_STOP_PRECOMMIT, SADB_STOP_POSTCOMMIT };
+void sadb__test_stop(struct sadb *db, int point);
+
+/* sadb_util.c */
+void sadb__set_err(const struct sadb *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sadb__clear_err(const struct sadb *db);
+uint32_t sadb__checksum(const void *p, size_t len);
+void sadb__read_retry(void);
+uint32_t sadb__sa_checksum(const struct sadb_sa *sa);
+uint32_t sadb__policy_checksum(const struct sadb_policy *p);
+int sadb__selector_validate(const struct sadb_selector *sel, char *msg, size_t len);
+void sadb__selector_normalize(struct sadb_selector *sel);
+uint8_t sadb__sel_family(const struct sadb_selector *sel);
+bool sadb__selector_eq(const struct sadb_selector *a, const struct sadb_selector *b);
+void sadb__addr_mask(struct sadb_addr *a, unsigned plen);
+static inline uint32_t sadb__plen_mask(unsigned plen, unsigned word)
+{
+	int bits = (int)plen - 32 * (int)word;
+	if (bits <= 0)
+		return 0;
+	if (bits >= 32)
+		return UINT32_MAX;
+	return __builtin_bswap32(UINT32_MAX << (32 - bits));
+}
+static inline uint64_t sadb__mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* sadb_spd.c */
+size_t sadb__idx_size(uint32_t max_policy);
+int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed);
+int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir,
+		     const struct sadb_pkt_sel *pkt, struct sadb_policy *out);
+
+#endif
