@@ -92,6 +92,7 @@ struct ctl_item {
 	struct sadb_sa sa;
 	struct sadb_policy pol;
 	char *key_file, *authkey_file; /* keys read from files: printed as file references */
+	unsigned key_part, authkey_part; /* 1/2: the OUT/IN half of a file holding "OUT:IN" */
 };
 
 struct ctl_conf {
@@ -115,7 +116,7 @@ int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv);
 int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db);
 /* Normalised text: parses back to the same items. */
 void ctl_conf_print(const struct ctl_conf *c, FILE *out);
-void ctl_sa_print(const struct sadb_sa *sa, FILE *out, bool keys, const char *kf, const char *akf);
+void ctl_sa_print(const struct sadb_sa *sa, FILE *out, bool keys, const struct ctl_item *it);
 void ctl_policy_print(const struct sadb_policy *p, FILE *out);
 void ctl_selector_print(const struct sadb_selector *s, FILE *out);
 void ctl_conf_error(struct ctl_conf *c, struct ctl_pos pos, const char *fmt, ...)

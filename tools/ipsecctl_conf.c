@@ -36,6 +36,14 @@ struct toks {
 	size_t n, cap;
 };
 
+static void wipe_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
 static void toks_free(struct toks *ts)
 {
 	for (size_t i = 0; i < ts->n; i++) {
@@ -121,6 +129,12 @@ static int lex(struct ctl_conf *c, const char *text, size_t len, struct toks *ts
 			while (text[i] != '\n')
 				ADV();
 			ADV();
+			if (i >= len) {
+				ctl_conf_error(c, pos, "the file ends after '\\' although the statement "
+					       "continues (truncated file?)");
+				if ((rc = toks_push(ts, T_BAD, NULL, 0, false, pos)))
+					return rc;
+			}
 		} else if (ch == '"') {
 			size_t start;
 			char *buf;
@@ -159,12 +173,12 @@ static int lex(struct ctl_conf *c, const char *text, size_t len, struct toks *ts
 			if ((rc = toks_push(ts, T_WORD, text + start, i - start, false, pos)))
 				return rc;
 		} else {
-			ctl_conf_error(c, pos, "invalid byte 0x%02x (is this a text configuration "
-				       "file?)", ch);
+			/* One message is enough: a binary file would otherwise yield one per line. */
+			ctl_conf_error(c, pos, "invalid byte 0x%02x: not a text configuration file",
+				       ch);
 			if ((rc = toks_push(ts, T_BAD, NULL, 0, false, pos)))
 				return rc;
-			while (i < len && text[i] != '\n')
-				ADV();
+			return toks_push(ts, T_EOF, NULL, 0, false, pos);
 		}
 	}
 #undef ADV
@@ -376,6 +390,19 @@ static int sel_option(struct ps *p, struct selopt *so)
 		}
 		return 1;
 	}
+	/* A bare "port" is the destination port, as in "to 10.0.0.1 proto tcp port 443". */
+	if (acc(p, "dport") || acc(p, "port")) {
+		so->dport = true;
+		so->port_pos = pos;
+		return parse_range(p, "a port or port range", 65535, &so->sel.dport_lo,
+				   &so->sel.dport_hi) ? -1 : 1;
+	}
+	if (acc(p, "sport")) {
+		so->sport = true;
+		so->port_pos = pos;
+		return parse_range(p, "a port or port range", 65535, &so->sel.sport_lo,
+				   &so->sel.sport_hi) ? -1 : 1;
+	}
 	if (acc(p, "proto")) {
 		const char *s;
 
@@ -437,6 +464,7 @@ struct saopt {
 	struct ctl_pos enc_pos, auth_pos, key_pos, akey_pos, reqid_pos;
 	char *key, *akey;           /* text as written ("0x..", "0x..:0x.."), owned */
 	char *key_file, *akey_file;
+	unsigned key_part, akey_part;
 	bool reqid_set, replay_set;
 	struct selopt sel;          /* `selector ...` (sa) */
 	bool sel_set;
@@ -452,13 +480,6 @@ static void saopt_init(struct saopt *o)
 	selopt_init(&o->sel);
 }
 
-static void wipe_free(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
 
 static void saopt_free(struct saopt *o)
 {
@@ -503,7 +524,7 @@ static char *read_key_file(struct ps *p, struct ctl_pos pos, const char *path)
 	return out;
 }
 
-static int parse_key(struct ps *p, char **key, char **file, struct ctl_pos *pos)
+static int parse_key(struct ps *p, char **key, char **file, unsigned *part, struct ctl_pos *pos)
 {
 	const char *s;
 
@@ -517,7 +538,28 @@ static int parse_key(struct ps *p, char **key, char **file, struct ctl_pos *pos)
 			return -1;
 		*file = strdup(s);
 		*key = read_key_file(p, fpos, s);
-		return *key ? 0 : -1;
+		if (!*key)
+			return -1;
+		/* "part out|in": one SA keyed from a file that holds a pair's "OUT:IN" (what -n
+		 * prints for the halves of an expanded pair). */
+		if (acc(p, "part")) {
+			char *colon = strchr(*key, ':'), *half;
+
+			if (acc(p, "out"))
+				*part = 1;
+			else if (acc(p, "in"))
+				*part = 2;
+			else
+				return PERR(p, here(p), "expected 'out' or 'in' after 'part', got %s",
+					    got(p));
+			if (!colon)
+				return PERR(p, fpos, "key file '%s' holds one key, not 'OUT:IN'", s);
+			half = *part == 1 ? strndup(*key, (size_t)(colon - *key)) : strdup(colon + 1);
+			wipe_free(*key);
+			*key = half;
+			return half ? 0 : -1;
+		}
+		return 0;
 	}
 	if (!(s = next(p, "a hex key (0x...) or 'file PATH'")))
 		return -1;
@@ -625,9 +667,9 @@ static int sa_option(struct ps *p, struct saopt *o, bool allow_selector)
 		return 1;
 	}
 	if (acc(p, "key") || acc(p, "enckey"))
-		return parse_key(p, &o->key, &o->key_file, &o->key_pos) ? -1 : 1;
+		return parse_key(p, &o->key, &o->key_file, &o->key_part, &o->key_pos) ? -1 : 1;
 	if (acc(p, "authkey"))
-		return parse_key(p, &o->akey, &o->akey_file, &o->akey_pos) ? -1 : 1;
+		return parse_key(p, &o->akey, &o->akey_file, &o->akey_part, &o->akey_pos) ? -1 : 1;
 	if (acc(p, "reqid")) {
 		o->reqid_pos = here(p);
 		o->reqid_set = true;
@@ -1014,6 +1056,8 @@ static int parse_sa(struct ps *p)
 	it->key_pos = o.key_pos;
 	it->key_file = o.key_file;
 	it->authkey_file = o.akey_file;
+	it->key_part = o.key_part;
+	it->authkey_part = o.akey_part;
 	o.key_file = o.akey_file = NULL;
 	rc = 0;
 out:
@@ -1117,7 +1161,7 @@ static int parse_policy(struct ps *p)
 		if ((r = sel_option(p, &po.sel)) < 0 || (r == 0 && (r = pol_option(p, &po, false)) < 0))
 			return -1;
 		if (r == 0)
-			return unknown(p, "policy", "from, to, proto, type, code, mhtype, protect, "
+			return unknown(p, "policy", "from, to, proto, port, sport, dport, type, code, mhtype, protect, "
 				       "bypass, discard, esp, ah, tunnel, transport, local, peer, reqid, "
 				       "priority");
 	}
@@ -1147,6 +1191,14 @@ static int parse_policy(struct ps *p)
 				    "families");
 		if (!po.reqid_set || !pol->reqid)
 			return PERR(p, here(p), "protect policy needs 'reqid N' naming its SAs");
+	}
+	/* "local" is always this gateway: outbound packets leave from it, inbound ones arrive at it,
+	 * so for in/fwd the outer source is the peer. */
+	if (pol->mode == SADB_MODE_TUNNEL && pol->dir != SADB_DIR_OUT) {
+		struct sadb_addr tmp = pol->tun_src;
+
+		pol->tun_src = pol->tun_dst;
+		pol->tun_dst = tmp;
 	}
 	if (!(it = item_new(p->c, CTL_IT_POLICY, p->t[0].pos)))
 		return -1;
@@ -1272,6 +1324,11 @@ static int parse_pair(struct ps *p)
 	}
 	if (sel_finish(p, &po.sel))
 		goto out;
+	if (o.key_part || o.akey_part) {
+		PERR(p, o.key_part ? o.key_pos : o.akey_pos, "'part' selects one SA's half of a key "
+		     "file; a pair takes both halves");
+		goto out;
+	}
 	if (!o.reqid_set)
 		o.t.reqid = (uint32_t)spi[0];
 	if (split_pair(p, o.key, o.key_pos, true, &k[0], &k[1], "key") ||
@@ -1299,6 +1356,14 @@ static int parse_pair(struct ps *p)
 		it->dst_pos = d == 0 ? peer_pos : local_pos;
 		it->reqid_pos = o.reqid_set ? o.reqid_pos : spi_pos;
 		it->key_pos = o.key_pos;
+		if (o.key_file) {
+			it->key_file = strdup(o.key_file);
+			it->key_part = (unsigned)d + 1;
+		}
+		if (o.akey_file) {
+			it->authkey_file = strdup(o.akey_file);
+			it->authkey_part = (unsigned)d + 1;
+		}
 	}
 	for (int d = 0; d < 2; d++) {
 		struct ctl_item *it = item_new(p->c, CTL_IT_POLICY, p->t[0].pos);
@@ -1525,23 +1590,40 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 				}
 			}
 			if (pol->action == SADB_ACT_PROTECT) {
-				bool found = false;
+				bool found = false, fits = false;
 
-				for (size_t j = 0; j < c->n && !found; j++)
-					found = c->items[j].kind == CTL_IT_SA &&
-						c->items[j].sa.reqid == pol->reqid;
-				if (!found && db && !(flush & CTL_FLUSH_SA)) {
+				for (size_t j = 0; j < c->n; j++) {
+					const struct sadb_sa *sa = &c->items[j].sa;
+
+					if (c->items[j].kind != CTL_IT_SA || sa->reqid != pol->reqid)
+						continue;
+					found = true;
+					fits |= sa->proto == pol->proto && sa->mode == pol->mode;
+				}
+				if (db && !(flush & CTL_FLUSH_SA)) {
 					uint32_t cur = 0;
 					struct sadb_sa sa;
 
-					while (!found && sadb_sa_next(db, &cur, &sa, NULL) == 0)
-						found = sa.reqid == pol->reqid;
+					while (sadb_sa_next(db, &cur, &sa, NULL) == 0) {
+						if (sa.reqid != pol->reqid)
+							continue;
+						found = true;
+						fits |= sa.proto == pol->proto && sa.mode == pol->mode;
+					}
 					explicit_bzero(&sa, sizeof(sa));
 				}
+				if (found && !fits)
+					ctl_conf_error(c, it->reqid_pos, "policy protects with %s %s, but the "
+						       "SAs with reqid %u are not %s %s SAs",
+						       ctl_proto_name(pol->proto),
+						       ctl_mode_name(pol->mode), pol->reqid,
+						       ctl_proto_name(pol->proto),
+						       ctl_mode_name(pol->mode));
 				if (!found)
 					ctl_conf_error(c, it->reqid_pos, "policy names reqid %u, but no SA "
-						       "has that reqid (in this file%s)", pol->reqid,
-						       db ? " or the SADB" : "");
+						       "has that reqid (%s)", pol->reqid,
+						       it->pos.line == 0 ? "in the SADB" :
+						       db ? "in this file or the SADB" : "in this file");
 			}
 			if (sadb_policy_validate(pol, msg, sizeof(msg)))
 				ctl_conf_error(c, it->pos, "invalid policy: %s", msg);
@@ -1621,12 +1703,14 @@ static void lifetime_print(FILE *f, const char *kw, const struct sadb_lifetime *
 		fprintf(f, " use %" PRIu64, lt->use_seconds);
 }
 
-static void key_print(FILE *f, const char *kw, const char *file, const uint8_t *k, size_t kl,
-		      const uint8_t *salt, size_t sl, bool keys)
+static void key_print(FILE *f, const char *kw, const char *file, unsigned part, const uint8_t *k,
+		      size_t kl, const uint8_t *salt, size_t sl, bool keys)
 {
 	if (file) {
 		fprintf(f, " %s file ", kw);
 		ctl_json_escape(f, file); /* a quoted string with \" and \\ escapes, as the lexer reads */
+		if (part)
+			fprintf(f, " part %s", part == 1 ? "out" : "in");
 		return;
 	}
 	if (!kl && !sl)
@@ -1639,8 +1723,9 @@ static void key_print(FILE *f, const char *kw, const char *file, const uint8_t *
 		fprintf(f, "%02x", salt[i]);
 }
 
-void ctl_sa_print(const struct sadb_sa *sa, FILE *f, bool keys, const char *kf, const char *akf)
+void ctl_sa_print(const struct sadb_sa *sa, FILE *f, bool keys, const struct ctl_item *it)
 {
+	const char *kf = it ? it->key_file : NULL, *akf = it ? it->authkey_file : NULL;
 	char b1[INET6_ADDRSTRLEN], b2[INET6_ADDRSTRLEN];
 	const struct ctl_enc_alg *enc = ctl_enc_by_id(sa->enc_alg, sa->enc_key_len);
 	const struct ctl_auth_alg *auth = ctl_auth_by_id(sa->auth_alg);
@@ -1651,29 +1736,29 @@ void ctl_sa_print(const struct sadb_sa *sa, FILE *f, bool keys, const char *kf, 
 		ctl_addr_str(&sa->dst, b2, sizeof(b2)), sa->spi, ctl_dir_name(sa->dir));
 	if (sa->reqid)
 		fprintf(f, " reqid %u", sa->reqid);
-	if (sa->proto == SADB_PROTO_ESP) {
+	if (sa->proto == SADB_PROTO_ESP && sa->enc_alg != SADB_ENC_NONE) {
 		fputs(" \\\n\t", f);
 		if (enc)
 			fprintf(f, "enc %s", enc->name);
 		else
 			fprintf(f, "enc <unknown %u/%u>", sa->enc_alg, sa->enc_key_len);
-		key_print(f, "key", kf, sa->enc_key, sa->enc_key_len, sa->salt,
+		key_print(f, "key", kf, it ? it->key_part : 0, sa->enc_key, sa->enc_key_len, sa->salt,
 			  enc ? enc->salt_len : sa->salt_len, keys);
 	}
 	if (sa->auth_alg) {
-		fputs(sa->proto == SADB_PROTO_ESP ? " " : " \\\n\t", f);
+		fputs(" \\\n\t", f);
 		if (auth)
 			fprintf(f, "auth %s", auth->name);
 		else
 			fprintf(f, "auth <unknown %u>", sa->auth_alg);
-		key_print(f, "authkey", akf, sa->auth_key, sa->auth_key_len, sa->salt,
+		key_print(f, "authkey", akf, it ? it->authkey_part : 0, sa->auth_key, sa->auth_key_len, sa->salt,
 			  auth && auth->salt_len ? sa->salt_len : 0, keys);
 	}
 #define OPT(...) do { if (!opts) { fputs(" \\\n\t", f); opts = true; } else fputc(' ', f); \
 	fprintf(f, __VA_ARGS__); } while (0)
 	if (sa->flags & SADB_SAF_NO_REPLAY)
 		OPT("replay off");
-	else
+	else if (sa->replay_window)
 		OPT("replay %u", sa->replay_window);
 	if (sa->flags & SADB_SAF_ESN)
 		OPT("esn");
@@ -1722,9 +1807,13 @@ void ctl_policy_print(const struct sadb_policy *p, FILE *f)
 	fprintf(f, " \\\n\t%s", ctl_action_name(p->action));
 	if (p->action == SADB_ACT_PROTECT) {
 		fprintf(f, " %s %s", ctl_proto_name(p->proto), ctl_mode_name(p->mode));
-		if (p->mode == SADB_MODE_TUNNEL)
-			fprintf(f, " local %s peer %s", ctl_addr_str(&p->tun_src, b1, sizeof(b1)),
-				ctl_addr_str(&p->tun_dst, b2, sizeof(b2)));
+		if (p->mode == SADB_MODE_TUNNEL) {
+			bool out = p->dir == SADB_DIR_OUT;
+
+			fprintf(f, " local %s peer %s",
+				ctl_addr_str(out ? &p->tun_src : &p->tun_dst, b1, sizeof(b1)),
+				ctl_addr_str(out ? &p->tun_dst : &p->tun_src, b2, sizeof(b2)));
+		}
 		fprintf(f, " reqid %u", p->reqid);
 	}
 	fprintf(f, " priority %u\n", p->priority);
@@ -1741,7 +1830,7 @@ void ctl_conf_print(const struct ctl_conf *c, FILE *out)
 				it->flush == CTL_FLUSH_POL ? "policy" : "all");
 			break;
 		case CTL_IT_SA:
-			ctl_sa_print(&it->sa, out, true, it->key_file, it->authkey_file);
+			ctl_sa_print(&it->sa, out, true, it);
 			break;
 		case CTL_IT_POLICY:
 			ctl_policy_print(&it->pol, out);

@@ -321,7 +321,7 @@ void ctl_sa_text(FILE *f, struct sadb *db, const struct sadb_sa *sa, uint32_t sl
 	bool times = !o->no_times;
 
 	rt_read(db, sa, slot, &rc);
-	ctl_sa_print(sa, f, o->show_keys, NULL, NULL);
+	ctl_sa_print(sa, f, o->show_keys, NULL);
 	if (times) {
 		fmt_time(sa->created, t1, sizeof(t1));
 		fprintf(f, "\t# slot %u, instance %" PRIu64 ", created %s, state %s\n", slot,
@@ -378,8 +378,8 @@ void ctl_policy_json(struct ctl_json *j, const struct sadb_policy *p)
 		ctl_json_u64(j, "reqid", p->reqid);
 		if (p->mode == SADB_MODE_TUNNEL) {
 			ctl_json_obj(j, "tunnel");
-			ctl_json_str(j, "local", ctl_addr_str(&p->tun_src, buf, sizeof(buf)));
-			ctl_json_str(j, "peer", ctl_addr_str(&p->tun_dst, buf, sizeof(buf)));
+			ctl_json_str(j, "src", ctl_addr_str(&p->tun_src, buf, sizeof(buf)));
+			ctl_json_str(j, "dst", ctl_addr_str(&p->tun_dst, buf, sizeof(buf)));
 			ctl_json_end_obj(j);
 		} else {
 			ctl_json_null(j, "tunnel");

@@ -33,22 +33,24 @@ int ctl_hex_parse(const char *s, uint8_t *out, size_t max, size_t *len, char *ms
 	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
 		p += 2;
 	n = strlen(p);
+	/* Messages never quote the text: a mistyped key is still mostly a key. */
 	if (n == 0) {
-		snprintf(msg, mlen, "bad hex key '%s': no hex digits", s);
+		snprintf(msg, mlen, "bad hex key: no hex digits");
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (hexval((unsigned char)p[i]) < 0) {
 			if (isprint((unsigned char)p[i]))
-				snprintf(msg, mlen, "bad hex key '%s': '%c' is not a hex digit", s, p[i]);
+				snprintf(msg, mlen, "bad hex key: '%c' (hex digit %zu) is not a hex digit",
+					 p[i], i + 1);
 			else
-				snprintf(msg, mlen, "bad hex key: byte 0x%02x is not a hex digit",
-					 (unsigned char)p[i]);
+				snprintf(msg, mlen, "bad hex key: byte 0x%02x (hex digit %zu) is not a "
+					 "hex digit", (unsigned char)p[i], i + 1);
 			return -EINVAL;
 		}
 	}
 	if (n % 2) {
-		snprintf(msg, mlen, "bad hex key '%s': odd number of hex digits (%zu)", s, n);
+		snprintf(msg, mlen, "bad hex key: odd number of hex digits (%zu)", n);
 		return -EINVAL;
 	}
 	if (n / 2 > max) {

@@ -1,1 +1,24 @@
 # tools/local.mk: build and test rules owned by tools/ (included by the top Makefile.am).
+# ipsecctl: the administration command line. Its logic lives in tools/libipsecctl.a so the unit
+# tests (tests/unit/ipsecctl.mk) link the same parsers the command uses.
+noinst_LIBRARIES += tools/libipsecctl.a
+tools_libipsecctl_a_SOURCES = \
+	tools/ipsecctl.h \
+	tools/ipsecctl_alg.c \
+	tools/ipsecctl_util.c \
+	tools/ipsecctl_json.c \
+	tools/ipsecctl_conf.c \
+	tools/ipsecctl_show.c \
+	tools/ipsecctl_export.c
+
+# `ipsecctl ike` lives in tools/ike_cmd.c (owned by the IKE part); it adds what it needs to these
+# two variables from its own fragment.
+IPSECCTL_IKE_CPPFLAGS =
+IPSECCTL_IKE_LIBS =
+
+sbin_PROGRAMS += tools/ipsecctl
+tools_ipsecctl_SOURCES = tools/ipsecctl.c tools/ike_cmd.h tools/ike_cmd.c
+tools_ipsecctl_CPPFLAGS = $(AM_CPPFLAGS) $(IPSECCTL_IKE_CPPFLAGS)
+tools_ipsecctl_LDADD = tools/libipsecctl.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm
+
+dist_man_MANS += tools/ipsecctl.8

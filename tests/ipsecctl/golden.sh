@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# tests/ipsecctl/golden.sh: ipsecctl's golden-file tests (ipsecctl -nv -f file | diff -u file.ok -,
+# as OpenBSD's regress does). Every tests/ipsecctl/*.in has a *.ok with the exact expected output;
+# the file name says how it is run:
+#   load-*.in  `ipsecctl -n load` (stdout+stderr+exit); the output must also parse back to itself
+#   err-*.in   `ipsecctl load` on an SADB holding base.conf: the exact error messages, exit 1, and
+#              the SADB unchanged: same generation, same `show --json` before and after
+#   show-*.in  load into an empty SADB, then `show --json --no-times` and `show --no-times`
+#   cmd-*.in   one ipsecctl command line per line on a fresh SADB ("%gen" prints the generation)
+# UPDATE_GOLDEN=1 rewrites the .ok files from the current output (review the diff before committing).
+set -u
+: "${top_srcdir:?}" "${top_builddir:?}"
+CTL="$top_builddir/tools/ipsecctl"
+DIR="$top_srcdir/tests/ipsecctl"
+T=$(mktemp -d /tmp/ipsecctl-golden.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail=0 n=0
+
+[ -x "$CTL" ] || { echo "golden.sh: $CTL not built" >&2; exit 1; }
+cd "$DIR" || exit 1
+
+ctl() { "$CTL" --sadb "$DB" "$@"; }
+gen() { ctl --json show info | sed -n 's/^ *"generation": \([0-9]*\),*$/\1/p'; }
+
+check() { # name, actual-file
+	local ok="${1%.in}.ok"
+	n=$((n + 1))
+	# The temporary directory differs per run: name it by a fixed word.
+	sed -i "s|$T|\$T|g" "$2"
+	if [ "${UPDATE_GOLDEN:-}" = 1 ]; then
+		cp "$2" "$ok"
+	elif ! diff -u "$ok" "$2" > "$T/diff"; then
+		echo "FAIL: $1"; cat "$T/diff"; fail=$((fail + 1)); return 1
+	fi
+	echo "ok: $1"
+}
+
+newdb() {
+	DB="$T/sadb.$1"
+	rm -f "$DB"
+	ctl init max-sa "${2:-64}" max-policy 64 || { echo "FAIL: init $DB"; exit 1; }
+}
+
+for f in load-*.in; do
+	[ -e "$f" ] || continue
+	DB="$T/absent"
+	{ "$CTL" --sadb "$DB" -n load "$f"; echo "[exit $?]"; } > "$T/out" 2>&1
+	check "$f" "$T/out" || continue
+	# Round trip: the normalised output parses to the same normalised output.
+	"$CTL" --sadb "$DB" -n load "$f" > "$T/norm1" 2>/dev/null
+	if ! "$CTL" --sadb "$DB" -n load "$T/norm1" > "$T/norm2" 2> "$T/err" ||
+	   ! diff -u "$T/norm1" "$T/norm2"; then
+		echo "FAIL: $f: -n output does not parse back to itself"; cat "$T/err"
+		fail=$((fail + 1))
+	fi
+done
+
+for f in err-*.in; do
+	[ -e "$f" ] || continue
+	newdb err 16
+	ctl load base.conf || { echo "FAIL: $f: base.conf does not load"; fail=$((fail + 1)); continue; }
+	g0=$(gen)
+	ctl --json --no-times show > "$T/before"
+	{ ctl load "$f"; echo "[exit $?]"; } > "$T/out" 2>&1
+	check "$f" "$T/out"
+	g1=$(gen)
+	ctl --json --no-times show > "$T/after"
+	if [ -z "$g0" ] || [ "$g0" != "$g1" ] || ! cmp -s "$T/before" "$T/after"; then
+		echo "FAIL: $f changed the SADB (generation $g0 -> $g1)"
+		diff -u "$T/before" "$T/after" | head -40
+		fail=$((fail + 1))
+	fi
+	if ! grep -q '^\[exit 1\]$' "$T/out"; then
+		echo "FAIL: $f: exit status is not 1"; fail=$((fail + 1))
+	fi
+done
+
+for f in show-*.in; do
+	[ -e "$f" ] || continue
+	newdb show
+	{
+		ctl load "$f"; echo "[load exit $?]"
+		ctl --json --no-times show; echo "[exit $?]"
+		ctl --no-times show; echo "[exit $?]"
+	} > "$T/out" 2>&1
+	check "$f" "$T/out"
+done
+
+for f in cmd-*.in; do
+	[ -e "$f" ] || continue
+	newdb cmd
+	while IFS= read -r line; do
+		case "$line" in
+		''|'#'*) continue ;;
+		%gen) echo "% generation $(gen)"; continue ;;
+		esac
+		echo "\$ ipsecctl $line"
+		eval "set -- $line"
+		ctl "$@" 2>&1
+		rc=$?
+		[ "$rc" = 0 ] || echo "[exit $rc]"
+	done < "$f" > "$T/out"
+	check "$f" "$T/out"
+done
+
+echo "golden.sh: $n checks, $fail failed"
+[ "$n" -gt 0 ] && [ "$fail" = 0 ]
