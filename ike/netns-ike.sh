@@ -11,6 +11,7 @@
 #   ike_dump SIDE [ARGS]          ike-sadb-dump of SIDE's SADB
 #   ike_match A B                 A's inbound SAs == B's outbound SAs and vice versa (fail otherwise)
 #   ike_status SIDE KEY           a counter from SIDE's status file
+#   ike_nsa SIDE N                SIDE's SADB holds exactly N mature SAs (for xt_wait)
 
 IKE_IKED="$top_builddir/ike/xipsec-iked"
 IKE_DUMP="$top_builddir/ike/ike-sadb-dump"
@@ -56,7 +57,8 @@ ike_sconf() {
 ike_start() {
 	local side=$1; shift
 	[ -f "$XT_DIR/$side/conf/strongswan.conf" ] || ike_sconf "$side"
-	xt_bg "$side" "iked-$side" env ASAN_OPTIONS=detect_leaks=0 "$IKE_IKED" \
+	# check_printf=0: the ASan printf interceptor does not know strongSwan's %N/%H/%R extensions
+	xt_bg "$side" "iked-$side" env ASAN_OPTIONS=detect_leaks=0:check_printf=0 "$IKE_IKED" \
 		--conf-dir "$XT_DIR/$side/conf" --run-dir "$XT_DIR/$side/run" --sadb "$(ike_sadb "$side")" \
 		--debug "${IKE_DEBUG:-1}" "$@"
 	xt_wait 10 test -S "$XT_DIR/$side/run/charon.vici" || { ike_logs; xt_fail "xipsec-iked $side did not start"; }
@@ -84,7 +86,21 @@ ike_dump() {
 	"$IKE_DUMP" --sadb "$(ike_sadb "$side")" "$@"
 }
 
+# SIDE's SADB holds exactly N mature SAs (a function, so xt_wait re-evaluates it every poll).
+ike_status_is() { [ "$(ike_status "$1" "$2")" = "$3" ]; }
+ike_nsa() { [ "$(ike_dump "$1" | wc -l)" -eq "$2" ]; }
+
 ike_status() { awk -v k="$2" '$1 == k { print $2 }' "$XT_DIR/$1/run/status"; }
+
+# Sanitizer reports in any daemon log fail the test (ASan/UBSan abort the daemon, which other
+# checks notice too, but this names the cause).
+ike_check_logs() {
+	if grep -l "ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer" "$XT_DIR"/iked-*.log* 2>/dev/null; then
+		grep -h -A30 "ERROR: AddressSanitizer\|runtime error:" "$XT_DIR"/iked-*.log* >&2
+		xt_fail "sanitizer report in an xipsec-iked log"
+	fi
+	return 0
+}
 
 ike_logs() {
 	local f

@@ -1,0 +1,119 @@
+#!/bin/bash
+# tests/netns/test_ike_maxqm.sh: maxqm. With maxqm = 3 on the initiator, establishing 10 CHILD SAs to
+# one peer must take ceil(10/3) = 4 IKE SAs: for IKEv1 four Main Modes (the IKE SA is reauthenticated
+# after every third Quick Mode), for IKEv2 one IKE_SA_INIT/IKE_AUTH plus three IKE_SA rekeys. Checked
+# in the daemon's log, in its status counters, through `ipsecctl ike`, on the responder's side (it
+# sees every Main Mode too), and in both SADBs (all 20 SAs present and matching: the CHILD SAs
+# survive the renewals). Also checks that `ipsecctl ike maxqm set` changes the limit at run time.
+. "$top_srcdir/tests/netns/lib.sh"
+. "$top_srcdir/ike/netns-ike.sh"
+ike_require
+ike_pair
+
+conf() { # ME PEER MYNET PEERNET VERSION
+	echo "connections {"
+	echo "  gw {"
+	echo "    version = $5"
+	echo "    local_addrs = $1"
+	echo "    remote_addrs = $2"
+	echo "    proposals = aes128-sha256-modp2048"
+	echo "    local { auth = psk"
+	echo "            id = $1 }"
+	echo "    remote { auth = psk"
+	echo "             id = $2 }"
+	echo "    children {"
+	for i in $(seq 1 10); do
+		echo "      c$i {"
+		echo "        local_ts = $3.$i.0/24"
+		echo "        remote_ts = $4.$i.0/24"
+		echo "        esp_proposals = aes128gcm16"
+		echo "      }"
+	done
+	echo "    }"
+	echo "  }"
+	echo "}"
+	ike_psk_secret 10.9.0.1 10.9.0.2
+}
+
+# The next CHILD SA goes on the fresh IKE SA only once the renewal completed: wait for it, as an
+# operator script would (the race is charon's: a CHILD SA initiated meanwhile lands on the old one).
+settled() { ! grep -q renewing "$XT_DIR/A/run/status"; }
+
+run_round() { # VERSION EXPECTED_IKE_SAS
+	local v=$1 exp=$2 i key n
+	ike_sconf A "maxqm = 3"
+	ike_sconf B "maxqm = 3"
+	conf 10.9.0.1 10.9.0.2 10.1 10.2 "$v" > "$XT_DIR/A/conf/swanctl.conf"
+	conf 10.9.0.2 10.9.0.1 10.2 10.1 "$v" > "$XT_DIR/B/conf/swanctl.conf"
+	ike_start A
+	ike_start B
+	for i in $(seq 1 10); do
+		ike_ctl A --initiate --child "c$i" >/dev/null || { ike_logs; xt_fail "IKEv$v: initiating c$i failed"; }
+		xt_wait 10 settled || { cat "$XT_DIR/A/run/status" >&2; xt_fail "IKEv$v: renewal after c$i did not finish"; }
+	done
+	xt_wait 10 ike_nsa B 20 || { ike_dump B >&2; ike_logs; xt_fail "IKEv$v: B's SADB does not hold 20 SAs"; }
+	xt_wait 5 ike_nsa A 20 || { ike_dump A >&2; ike_logs; xt_fail "IKEv$v: A's SADB does not hold 20 SAs"; }
+	n=$(ike_match A B) || exit 1
+	[ "$n" -eq 20 ] || xt_fail "IKEv$v: expected 20 matching SAs, got $n"
+
+	if [ "$v" = 1 ]; then
+		key=main_modes
+		n=$(grep -c "xipsec: Main Mode established IKE_SA gw" "$XT_DIR/iked-A.log")
+		[ "$n" -eq "$exp" ] || { ike_logs; xt_fail "IKEv1: $n Main Modes in A's log, expected $exp"; }
+		n=$(grep -c "xipsec: Main Mode established IKE_SA gw" "$XT_DIR/iked-B.log")
+		[ "$n" -eq "$exp" ] || xt_fail "IKEv1: the responder saw $n Main Modes, expected $exp"
+	else
+		key=ike_sa_established
+		n=$(grep -c "xipsec: maxqm 3 reached on IKE_SA gw.*IKEv2 IKE_SA rekey" "$XT_DIR/iked-A.log")
+		[ "$n" -eq $((exp - 1)) ] || { ike_logs; xt_fail "IKEv2: $n IKE_SA rekeys logged, expected $((exp - 1))"; }
+	fi
+	n=$(ike_status A "$key")
+	[ "$n" -eq "$exp" ] || { cat "$XT_DIR/A/run/status" >&2; xt_fail "IKEv$v: status $key = $n, expected $exp"; }
+	n=$(ike_status A maxqm_renewals)
+	[ "$n" -eq $((exp - 1)) ] || xt_fail "IKEv$v: status maxqm_renewals = $n, expected $((exp - 1))"
+	n=$(ike_status A child_sa_established)
+	[ "$n" -eq 10 ] || xt_fail "IKEv$v: status child_sa_established = $n, expected 10"
+
+	# one IKE SA left, carrying the 10 CHILD SAs, and 10 - 3*(exp-1) Quick Modes on it
+	if out=$(ike_ipsecctl A list); then
+		[ "$(echo "$out" | grep -c "^gw\[")" -eq 1 ] || { echo "$out" >&2; xt_fail "IKEv$v: ipsecctl ike list shows not exactly one IKE SA"; }
+		[ "$(echo "$out" | grep -c "INSTALLED TUNNEL ESP")" -eq 10 ] || { echo "$out" >&2; xt_fail "IKEv$v: ipsecctl ike list does not show 10 CHILD SAs"; }
+		echo "$out" | grep -q "quick modes $((10 - 3 * (exp - 1))) of maxqm 3" || { echo "$out" >&2; xt_fail "IKEv$v: ipsecctl ike list: wrong Quick Mode count"; }
+		out=$(ike_ipsecctl A --json stats) || xt_fail "ipsecctl ike stats failed"
+		echo "$out" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if d['$key'] == $exp and d['maxqm'] == 3 else 1)" ||
+			{ echo "$out" >&2; xt_fail "IKEv$v: ipsecctl ike --json stats: $key is not $exp"; }
+	else
+		[ $? -eq 77 ] || xt_fail "ipsecctl ike list failed"
+		xt_log "ipsecctl not built: skipped its checks"
+	fi
+	xt_log "IKEv$v: 10 CHILD SAs with maxqm 3 took $exp IKE SAs"
+	xt_stop iked-A
+	xt_stop iked-B
+	# the daemons remove what they installed when they stop
+	[ "$(ike_dump A | wc -l)" -eq 0 ] || { ike_dump A >&2; xt_fail "IKEv$v: A left SAs in its SADB at exit"; }
+	[ "$(ike_dump A --policies | wc -l)" -eq 0 ] || xt_fail "IKEv$v: A left policies in its SADB at exit"
+	mv "$XT_DIR/iked-A.log" "$XT_DIR/iked-A-v$v.log.old"
+	mv "$XT_DIR/iked-B.log" "$XT_DIR/iked-B-v$v.log.old"
+}
+
+for s in A B; do ike_dirs $s; done
+run_round 1 4
+run_round 2 4
+
+# maxqm at run time: ipsecctl ike maxqm set changes the daemon's limit
+ike_sconf A "maxqm = 100"
+conf 10.9.0.1 10.9.0.2 10.1 10.2 1 > "$XT_DIR/A/conf/swanctl.conf"
+ike_start A
+if ike_ipsecctl A maxqm show >/dev/null; then
+	ike_ipsecctl A maxqm show | grep -q "^maxqm 100" || xt_fail "maxqm show: not 100 from strongswan.conf"
+	ike_ipsecctl A maxqm set 7 || xt_fail "maxqm set 7 failed"
+	[ "$(ike_status A maxqm)" = 7 ] || xt_fail "maxqm set 7: the daemon's status says $(ike_status A maxqm)"
+	ike_ipsecctl A maxqm set x 2>/dev/null && xt_fail "maxqm set x was accepted"
+	ike_ipsecctl A maxqm unset || xt_fail "maxqm unset failed"
+	xt_wait 3 ike_status_is A maxqm 100 || xt_fail "maxqm unset: status says $(ike_status A maxqm)"
+else
+	[ $? -eq 77 ] || xt_fail "ipsecctl ike maxqm show failed"
+fi
+ike_check_logs
+xt_log "PASS: maxqm=3, 10 CHILD SAs: 4 Main Modes (IKEv1), 4 IKE SAs (IKEv2)"
+exit 0
