@@ -1,5 +1,5 @@
 # tests/unit/sadb.mk: libsadb's cmocka unit tests (owned by sadb/); appended to the top Makefile.am lists.
-SADB_TESTS = tests/unit/test_sadb
+SADB_TESTS = tests/unit/test_sadb tests/unit/test_sadb_spd tests/unit/test_sadb_concurrency
 UNIT_TESTS += $(SADB_TESTS)
 check_PROGRAMS += $(SADB_TESTS)
 EXTRA_DIST += tests/unit/sadb_testlib.h
@@ -7,3 +7,11 @@ EXTRA_DIST += tests/unit/sadb_testlib.h
 tests_unit_test_sadb_SOURCES = tests/unit/test_sadb.c tests/unit/sadb_testlib.h
 tests_unit_test_sadb_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_sadb_LDADD = sadb/libsadb.a $(CMOCKA_LIBS)
+
+tests_unit_test_sadb_spd_SOURCES = tests/unit/test_sadb_spd.c tests/unit/sadb_testlib.h
+tests_unit_test_sadb_spd_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_sadb_spd_LDADD = sadb/libsadb.a $(CMOCKA_LIBS)
+
+tests_unit_test_sadb_concurrency_SOURCES = tests/unit/test_sadb_concurrency.c tests/unit/sadb_testlib.h
+tests_unit_test_sadb_concurrency_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_sadb_concurrency_LDADD = sadb/libsadb.a $(CMOCKA_LIBS)

@@ -135,6 +135,78 @@ static inline struct sadb_pkt_sel t_pkt(const char *src, const char *dst, uint8_
 	return k;
 }
 
+/* Versioned records for the concurrency and crash tests: every byte a writer sets derives from
+ * (identity, version), and a test checksum over them sits in ike_id, so a reader can tell a whole
+ * version from a mix of two without trusting libsadb. */
+static inline uint64_t t_mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x7fb5d329728ea185ULL;
+	x ^= x >> 27;
+	x *= 0x81dadef4bc2dd44dULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint32_t t_fnv(const void *p, size_t n, uint32_t h)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static inline uint32_t t_sa_sum(const struct sadb_sa *sa)
+{
+	uint32_t h = 2166136261u;
+	h = t_fnv(&sa->spi, 4, h);
+	h = t_fnv(&sa->reqid, 4, h);
+	h = t_fnv(sa->enc_key, sizeof(sa->enc_key), h);
+	h = t_fnv(sa->salt, sizeof(sa->salt), h);
+	h = t_fnv(&sa->soft, sizeof(sa->soft), h);
+	h = t_fnv(&sa->hard, sizeof(sa->hard), h);
+	h = t_fnv(&sa->mtu, 4, h);
+	h = t_fnv(&sa->tfc_pad, 2, h);
+	return h;
+}
+
+static inline struct sadb_sa t_sa_version(uint32_t spi, uint32_t version)
+{
+	struct sadb_sa sa = t_sa(spi, "10.0.0.1", "10.0.0.2");
+	uint64_t x = t_mix((uint64_t)spi << 32 | version);
+
+	sa.reqid = version;
+	for (int i = 0; i < 32; i++) {
+		x = t_mix(x + (uint64_t)i);
+		sa.enc_key[i] = (uint8_t)x;
+	}
+	memcpy(sa.salt, &x, 4);
+	sa.soft.bytes = t_mix(x + 1) >> 2;
+	sa.hard.bytes = sa.soft.bytes + 1000;
+	sa.soft.packets = t_mix(x + 2) >> 2;
+	sa.hard.packets = sa.soft.packets + 1;
+	sa.soft.add_seconds = 100 + version;
+	sa.hard.add_seconds = 200 + version;
+	sa.mtu = (uint32_t)t_mix(x + 3);
+	sa.tfc_pad = (uint16_t)version;
+	sa.ike_id = t_sa_sum(&sa);
+	return sa;
+}
+
+/* The version of a whole record, or -1 for a torn or foreign one. */
+static inline long t_sa_check(const struct sadb_sa *sa)
+{
+	struct sadb_sa want;
+
+	if (sa->ike_id != t_sa_sum(sa))
+		return -1;
+	want = t_sa_version(sa->spi, sa->reqid);
+	if (memcmp(want.enc_key, sa->enc_key, 32) || memcmp(want.salt, sa->salt, 4) ||
+	    want.hard.bytes != sa->hard.bytes || want.mtu != sa->mtu)
+		return -1;
+	return (long)sa->reqid;
+}
+
 static inline struct sadb *t_open(const char *path, uint32_t max_sa, uint32_t max_pol)
 {
 	struct sadb_params prm = { max_sa, max_pol };
