@@ -299,6 +299,8 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	uint64_t reserved = atomic_load_explicit((_Atomic uint64_t *)&rt->seq_reserved, memory_order_acquire);
 	sa->seq_next = reserved + 1;
 	sa->seq_limit = reserved;
+	if (reserved >= sa->seq_max)
+		sa->seq_done = true; /* everything was used before: only a rekey helps */
 
 	/* Backend. */
 	enum esp_backend want = opts->backend;

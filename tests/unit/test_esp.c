@@ -268,7 +268,7 @@ static void cipher_kat(uint16_t enc, const char *key_h, const char *iv_h, const 
 		}
 		free(rt);
 	}
-	assert_true(tried >= 2);
+	assert_true(tried >= 1);
 }
 
 static void test_kat_cipher(void **state)

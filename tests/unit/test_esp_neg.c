@@ -1,0 +1,906 @@
+/* tests/unit/test_esp_neg.c: the ESP/AH engine's behaviour on bad input and at its edges: tampered
+ * ICV and ciphertext, unknown SPI, replays, too-old numbers, truncation at every length, bad padding
+ * and next header (each dropped with its reason and no state changed), the replay window against a
+ * naive reference, ESN inference, sequence number reservation and exhaustion, the MTU check, AH's
+ * mutable fields, RFC 6040 ECN, DF/TTL, the parse helpers, the burst contract, and a long run
+ * through ipsec-mb's job ring (the Debian 1.3 wrap bug) checked against OpenSSL. */
+#include "config.h"
+
+#include "tests/unit/test_esp_util.h"
+#include "dataplane/esp_internal.h"
+
+static const struct xf *xf_by_name(const char *name)
+{
+	for (size_t i = 0; i < N_XFORMS; i++)
+		if (!strcmp(xforms[i].name, name))
+			return &xforms[i];
+	fail_msg("no transform %s", name);
+	return NULL;
+}
+
+struct pair {
+	struct esp_sa *out, *in;
+	struct sadb_runtime *rto, *rti;
+	struct sadb_sa so, si;
+};
+
+static void pair_make(struct pair *p, const struct xf *x, uint8_t mode, int ofam, uint32_t flags, bool natt,
+		      uint32_t window, enum esp_backend b)
+{
+	mk_sa(&p->so, x, mode, SADB_DIR_OUT, ofam, flags, natt, 3);
+	mk_sa(&p->si, x, mode, SADB_DIR_IN, ofam, flags, natt, 3);
+	p->si.replay_window = window;
+	p->rto = rt_new();
+	p->rti = rt_new();
+	struct esp_sa_opts o = { .backend = b };
+	assert_int_equal(esp_sa_create(&p->so, p->rto, &o, &p->out), 0);
+	assert_int_equal(esp_sa_create(&p->si, p->rti, &o, &p->in), 0);
+}
+
+static void pair_free(struct pair *p)
+{
+	esp_sa_destroy(p->out);
+	esp_sa_destroy(p->in);
+	free(p->rto);
+	free(p->rti);
+}
+
+/* Protect one UDP packet of family ifam with `size` bytes of payload into f. */
+static void protect(struct pair *p, struct frame *f, int ifam, uint32_t size, uint32_t seed)
+{
+	uint8_t pkt[2000];
+	uint32_t len = mk_udp(pkt, ifam, size, 0, seed);
+	frame_set(f, pkt, len);
+	struct esp_pkt *pk = &f->p;
+	assert_int_equal(esp_outbound_burst(p->out, &pk, 1), 1);
+}
+
+/* Run one packet inbound; its drop reason. */
+static unsigned deliver(struct pair *p, const uint8_t *data, uint32_t len)
+{
+	static struct frame f;
+	frame_set(&f, data, len);
+	struct esp_pkt *pk = &f.p;
+	unsigned good = esp_inbound_burst(p->in, &pk, 1);
+	return good ? SADB_DROP_NONE : f.p.drop;
+}
+
+static uint64_t drops_total(const struct sadb_runtime *rt)
+{
+	uint64_t t = 0;
+	for (int i = 0; i < SADB_DROP_MAX; i++)
+		t += rt->drops[i];
+	return t;
+}
+
+/* The inbound state must be exactly as before (a copy taken earlier), drop counters aside. */
+static void assert_state_same(const struct sadb_runtime *a, const struct sadb_runtime *b)
+{
+	assert_int_equal(a->replay_top, b->replay_top);
+	assert_memory_equal(a->replay_bitmap, b->replay_bitmap, sizeof(a->replay_bitmap));
+	assert_int_equal(a->packets, b->packets);
+	assert_int_equal(a->bytes, b->bytes);
+}
+
+static const char *neg_xforms[] = {
+	"esp aes-gcm-16-128", "esp chacha20-poly1305", "esp aes-gmac-128", "esp aes-cbc-128/sha1-96",
+	"esp aes-ctr-128/sha1-96", "esp 3des-cbc/md5-96", "esp null/sha256-128", "ah hmac-sha1-96",
+	"ah hmac-sha512-256", "ah aes-128-gmac",
+};
+
+/* Tampered ICV, tampered payload, tampered SPI, replay, truncation at every length: dropped with
+ * the right reason, and the replay window, counters and packet count do not move. */
+static void test_tamper(void **state)
+{
+	(void)state;
+	for (size_t t = 0; t < sizeof(neg_xforms) / sizeof(neg_xforms[0]); t++)
+		for (int esn = 0; esn < 2; esn++)
+			for (int fam = 0; fam < 2; fam++) {
+				const struct xf *x = xf_by_name(neg_xforms[t]);
+				struct pair p;
+				int ofam = fam ? AF_INET6 : AF_INET;
+				pair_make(&p, x, SADB_MODE_TUNNEL, ofam, esn ? SADB_SAF_ESN : 0, false, 64,
+					  ESP_BACKEND_AUTO);
+				static struct frame f1, f2;
+				protect(&p, &f1, AF_INET, 100, 1);
+				protect(&p, &f2, AF_INET, 100, 2);
+				uint8_t pkt[2000], bad[2000];
+				uint32_t len = f1.p.len;
+				memcpy(pkt, frame_data(&f1), len);
+				/* Accept the second first, so the window is not empty. */
+				assert_int_equal(deliver(&p, frame_data(&f2), f2.p.len), SADB_DROP_NONE);
+				struct sadb_runtime before = *p.rti;
+
+				uint32_t hl = ofam == AF_INET ? 20 : 40;
+				/* ICV: last byte (ESP) or the ICV field inside AH. */
+				memcpy(bad, pkt, len);
+				if (x->proto == SADB_PROTO_ESP)
+					bad[len - 1] ^= 0x01;
+				else
+					bad[hl + 12 + (x->auth >= SADB_AUTH_AES_128_GMAC ? 8 : 0)] ^= 0x80;
+				assert_string_equal(dropname(deliver(&p, bad, len)), "ICV");
+				assert_state_same(p.rti, &before);
+				/* Ciphertext / payload. */
+				memcpy(bad, pkt, len);
+				bad[len - 40] ^= 0x10;
+				assert_string_equal(dropname(deliver(&p, bad, len)), "ICV");
+				assert_state_same(p.rti, &before);
+				/* Sequence number (authenticated, also in the ESN high half's inference). */
+				memcpy(bad, pkt, len);
+				bad[hl + (x->proto == SADB_PROTO_ESP ? 7 : 11)] ^= 0x04;
+				unsigned d = deliver(&p, bad, len);
+				assert_true(d == SADB_DROP_ICV || d == SADB_DROP_REPLAY_OLD);
+				assert_state_same(p.rti, &before);
+				/* Unknown SPI. */
+				memcpy(bad, pkt, len);
+				bad[hl + (x->proto == SADB_PROTO_ESP ? 3 : 7)] ^= 0x01;
+				assert_string_equal(dropname(deliver(&p, bad, len)), "BAD_SPI");
+				assert_state_same(p.rti, &before);
+				/* Truncation at every length, with the IP length left (inconsistent) and fixed. */
+				for (uint32_t l = 0; l < len; l++) {
+					memcpy(bad, pkt, len);
+					d = deliver(&p, bad, l);
+					assert_int_not_equal(d, SADB_DROP_NONE);
+					if (l >= hl) {
+						if (ofam == AF_INET)
+							bad[2] = (uint8_t)(l >> 8), bad[3] = (uint8_t)l;
+						else
+							bad[4] = (uint8_t)((l - 40) >> 8), bad[5] = (uint8_t)(l - 40);
+						d = deliver(&p, bad, l);
+						assert_true(d == SADB_DROP_TRUNCATED || d == SADB_DROP_ICV ||
+							    d == SADB_DROP_BAD_ENCAP || d == SADB_DROP_UNSUPPORTED);
+					}
+				}
+				assert_state_same(p.rti, &before);
+				/* The genuine packet still passes, then its replay is refused. */
+				assert_int_equal(deliver(&p, pkt, len), SADB_DROP_NONE);
+				assert_int_equal(p.rti->packets, before.packets + 1);
+				before = *p.rti;
+				assert_string_equal(dropname(deliver(&p, pkt, len)), "REPLAY");
+				assert_state_same(p.rti, &before);
+				assert_int_equal(p.rti->drops[SADB_DROP_REPLAY], 1);
+				assert_true(p.rti->drops[SADB_DROP_ICV] >= 2);
+				assert_int_equal(p.rti->drops[SADB_DROP_BAD_SPI], 1);
+				pair_free(&p);
+			}
+}
+
+/* Too old for the window, and a duplicate inside one burst. */
+static void test_replay_old(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_make(&p, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, AF_INET, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	static struct frame fr[100];
+	for (int i = 0; i < 100; i++)
+		protect(&p, &fr[i], AF_INET, 20, (uint32_t)i);
+	/* 100 (seq 100) first; then seq 36 is exactly 64 behind: too old; 37 fits. */
+	assert_int_equal(deliver(&p, frame_data(&fr[99]), fr[99].p.len), SADB_DROP_NONE);
+	struct sadb_runtime before = *p.rti;
+	assert_string_equal(dropname(deliver(&p, frame_data(&fr[35]), fr[35].p.len)), "REPLAY_OLD");
+	assert_state_same(p.rti, &before);
+	assert_int_equal(deliver(&p, frame_data(&fr[36]), fr[36].p.len), SADB_DROP_NONE);
+	/* One burst holding seq 50 twice: the first passes, the second is a replay. */
+	static struct frame a, b;
+	frame_set(&a, frame_data(&fr[49]), fr[49].p.len);
+	frame_set(&b, frame_data(&fr[49]), fr[49].p.len);
+	struct esp_pkt *pk[2] = { &a.p, &b.p };
+	assert_int_equal(esp_inbound_burst(p.in, pk, 2), 1);
+	assert_ptr_equal(pk[0], &a.p);
+	assert_string_equal(dropname(b.p.drop), "REPLAY");
+	pair_free(&p);
+}
+
+/* Re-seal an ESP packet (tunnel, IPv4 outer, no ESN/NAT-T) after changing its plaintext with mod():
+ * gives authentic packets with bad contents, which only the key holder can make. */
+static uint32_t reseal(struct pair *p, uint8_t *pkt, uint32_t len, void (*mod)(uint8_t *pl, uint32_t *plen))
+{
+	struct esp_sa *in = p->in, *out = p->out;
+	uint8_t *esp = pkt + 20;
+	uint8_t *ivp = esp + 8, *pl = ivp + in->iv_len;
+	uint32_t clen = len - 20 - 8 - in->iv_len - in->icv_len;
+	struct esp_cop c;
+	memset(&c, 0, sizeof(c));
+	c.auth = esp;
+	c.auth_len = 8 + in->iv_len + clen;
+	c.data = pl;
+	c.data_len = in->cipher == ESP_C_NULL ? 0 : clen;
+	c.icv_in = pl + clen;
+	c.tag = c.calc;
+	if (in->kind == ESP_KIND_AEAD) {
+		memcpy(c.iv, in->salt, 4);
+		memcpy(c.iv + 4, ivp, 8);
+		c.aad = esp;
+		c.aad_len = 8;
+	} else {
+		memcpy(c.iv, ivp, in->iv_len);
+	}
+	in->ops->decrypt(in, &c, 1);
+	assert_true(c.ok);
+	mod(pl, &clen);
+	len = 20 + 8 + in->iv_len + clen + in->icv_len;
+	pkt[2] = (uint8_t)(len >> 8);
+	pkt[3] = (uint8_t)len;
+	pkt[10] = pkt[11] = 0;
+	uint16_t cs = t_csum(pkt, 20);
+	pkt[10] = (uint8_t)(cs >> 8);
+	pkt[11] = (uint8_t)cs;
+	c.auth_len = 8 + in->iv_len + clen;
+	c.data_len = in->cipher == ESP_C_NULL ? 0 : clen;
+	c.tag = pl + clen;
+	out->ops->encrypt(out, &c, 1);
+	assert_true(c.ok);
+	return len;
+}
+
+static void mod_pad_byte(uint8_t *pl, uint32_t *clen) { pl[*clen - 3] ^= 0x40; /* >= 1 pad byte here */ }
+static void mod_pad_len(uint8_t *pl, uint32_t *clen) { pl[*clen - 2] = (uint8_t)(*clen - 1); }
+static void mod_nh_udp(uint8_t *pl, uint32_t *clen) { pl[*clen - 1] = IPPROTO_UDP; }
+static void mod_nh_dummy(uint8_t *pl, uint32_t *clen) { pl[*clen - 1] = IPPROTO_NONE; }
+static void mod_nh_v6(uint8_t *pl, uint32_t *clen) { pl[*clen - 1] = IPPROTO_IPV6; }
+static void mod_inner_len(uint8_t *pl, uint32_t *clen) { pl[2] = 0x7f; }
+
+static void test_bad_trailer(void **state)
+{
+	(void)state;
+	static const struct {
+		void (*mod)(uint8_t *, uint32_t *);
+		const char *want;
+	} cases[] = {
+		{ mod_pad_byte, "BAD_PAD" },        /* RFC 4303 §2.4: padding must be 1, 2, 3, ... */
+		{ mod_pad_len, "BAD_PAD" },         /* pad length beyond the payload */
+		{ mod_nh_udp, "BAD_NEXT_HDR" },     /* tunnel mode carries IP only */
+		{ mod_nh_dummy, "BAD_NEXT_HDR" },   /* dummy packet (§2.6): discarded */
+		{ mod_nh_v6, "BAD_NEXT_HDR" },      /* says IPv6, holds IPv4 */
+		{ mod_inner_len, "TRUNCATED" },     /* inner IP length beyond the payload */
+	};
+	const char *names[] = { "esp aes-gcm-16-128", "esp aes-cbc-128/sha1-96", "esp null/sha256-128" };
+	for (size_t n = 0; n < 3; n++)
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct pair p;
+			pair_make(&p, xf_by_name(names[n]), SADB_MODE_TUNNEL, AF_INET, 0, false, 64,
+				  ESP_BACKEND_OPENSSL);
+			static struct frame f;
+			/* 21 bytes of payload: 49-byte inner packet, so there is padding to corrupt. */
+			protect(&p, &f, AF_INET, 21, 9);
+			uint8_t pkt[2000];
+			uint32_t len = f.p.len;
+			memcpy(pkt, frame_data(&f), len);
+			len = reseal(&p, pkt, len, cases[i].mod);
+			struct sadb_runtime before = *p.rti;
+			unsigned d = deliver(&p, pkt, len);
+			if (strcmp(dropname(d), cases[i].want))
+				fail_msg("%s case %zu: got %s want %s", names[n], i, dropname(d), cases[i].want);
+			assert_state_same(p.rti, &before);
+			assert_int_equal(drops_total(p.rti), 1);
+			pair_free(&p);
+		}
+}
+
+/* The ring-bitmap window against a naive set of seen numbers, for several window sizes. */
+static void test_replay_window_reference(void **state)
+{
+	(void)state;
+	static const uint32_t windows[] = { 1, 32, 64, 100, 1024, 4095, 4096 };
+	static uint8_t seen[70000];
+	for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
+		struct sadb_sa s;
+		mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_IN, AF_INET, 0, false, 1);
+		s.replay_window = windows[w];
+		struct sadb_runtime *rt = rt_new();
+		struct esp_sa *sa;
+		assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), 0);
+		memset(seen, 0, sizeof(seen));
+		uint64_t top = 0;
+		srandom((unsigned)w + 1);
+		for (int i = 0; i < 60000; i++) {
+			uint64_t seq;
+			long r = random() % 10;
+			if (r < 5)
+				seq = top + 1 + (uint64_t)(random() % 3);
+			else if (r < 6)
+				seq = top + (uint64_t)(random() % 5000);
+			else
+				seq = top > 5000 ? top - (uint64_t)(random() % 5000) : (uint64_t)(random() % 5000);
+			if (seq >= sizeof(seen) || seq == 0)
+				continue;
+			enum sadb_drop want;
+			if (seq > top)
+				want = SADB_DROP_NONE;
+			else if (top - seq >= windows[w])
+				want = SADB_DROP_REPLAY_OLD;
+			else
+				want = seen[seq] ? SADB_DROP_REPLAY : SADB_DROP_NONE;
+			assert_int_equal(esp_replay_check(sa, seq), want);
+			if (want == SADB_DROP_NONE && (random() & 1)) {
+				assert_int_equal(esp_replay_update(sa, seq), SADB_DROP_NONE);
+				seen[seq] = 1;
+				if (seq > top)
+					top = seq;
+				assert_int_equal(rt->replay_top, top);
+			}
+		}
+		esp_sa_destroy(sa);
+		free(rt);
+	}
+}
+
+/* RFC 4303 Appendix A.2: the high half inferred from the window's position. */
+static void test_esn_infer(void **state)
+{
+	(void)state;
+	struct sadb_sa s;
+	mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_IN, AF_INET, SADB_SAF_ESN, false, 1);
+	s.replay_window = 1024;
+	struct sadb_runtime *rt = rt_new();
+	struct esp_sa *sa;
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), 0);
+	static const struct { uint64_t top; uint32_t lo; uint64_t want; } v[] = {
+		{ 0x00000005000000f0ULL, 0x000000f1, 0x00000005000000f1ULL }, /* case A, ahead */
+		{ 0x00000005000000f0ULL, 0x00000010, 0x0000000500000010ULL }, /* case B, behind in window */
+		{ 0x00000005000000f0ULL, 0xfffffff0, 0x00000004fffffff0ULL }, /* case B, previous subspace */
+		{ 0x00000005000000f0ULL, 0x80000000, 0x0000000580000000ULL }, /* case B, far ahead */
+		{ 0x00000005fffffff0ULL, 0x00000002, 0x0000000600000002ULL }, /* case A, wrapped */
+		{ 0x00000005fffffff0ULL, 0xfffffc00, 0x00000005fffffc00ULL }, /* case A, left edge */
+		{ 0x00000005fffffff0ULL, 0xfffffbf0, 0x00000006fffffbf0ULL }, /* left of the window */
+		{ 0x0000000000000003ULL, 0xfffffff0, 0x00000000fffffff0ULL }, /* no subspace below 0 */
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		rt->replay_top = v[i].top;
+		assert_int_equal(esp_replay_infer(sa, v[i].lo), v[i].want);
+	}
+	esp_sa_destroy(sa);
+	free(rt);
+}
+
+/* Sequence numbers: resume above the recorded mark, reserve in blocks before use, never wrap. */
+static void test_seq(void **state)
+{
+	(void)state;
+	const struct xf *x = xf_by_name("esp aes-gcm-16-128");
+	for (int esn = 0; esn < 2; esn++) {
+		struct sadb_sa s;
+		mk_sa(&s, x, SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, esn ? SADB_SAF_ESN : 0, false, 1);
+		struct sadb_runtime *rt = rt_new();
+		uint64_t max = esn ? UINT64_MAX : UINT32_MAX;
+		rt->seq_reserved = max - 3;
+		struct esp_sa *sa;
+		struct esp_sa_opts o = { .seq_block = 2 };
+		assert_int_equal(esp_sa_create(&s, rt, &o, &sa), 0);
+		static struct frame f[6];
+		struct esp_pkt *pk[6];
+		uint8_t pkt[200];
+		uint32_t len = mk_udp(pkt, AF_INET, 10, 0, 1);
+		for (int i = 0; i < 6; i++) {
+			frame_set(&f[i], pkt, len);
+			pk[i] = &f[i].p;
+		}
+		assert_int_equal(esp_outbound_burst(sa, pk, 6), 3);
+		assert_int_equal(f[0].p.seq, max - 2);
+		assert_int_equal(f[2].p.seq, max);
+		for (int i = 3; i < 6; i++)
+			assert_string_equal(dropname(f[i].p.drop), "SEQ_OVERFLOW");
+		assert_int_equal(rt->seq_reserved, max); /* never wrapped */
+		assert_int_equal(rt->drops[SADB_DROP_SEQ_OVERFLOW], 3);
+		/* A new object on this runtime (a restarted dataplane) cannot reuse anything either. */
+		struct esp_sa *sa2;
+		assert_int_equal(esp_sa_create(&s, rt, &o, &sa2), 0);
+		frame_set(&f[0], pkt, len);
+		assert_int_equal(esp_outbound_burst(sa2, pk, 1), 0);
+		esp_sa_destroy(sa2);
+		esp_sa_destroy(sa);
+		free(rt);
+	}
+	/* Two objects (two workers) on one runtime draw disjoint blocks; a restart resumes above. */
+	struct sadb_sa s;
+	mk_sa(&s, x, SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	struct sadb_runtime *rt = rt_new();
+	struct esp_sa *a, *b;
+	struct esp_sa_opts o = { .seq_block = 8 };
+	assert_int_equal(esp_sa_create(&s, rt, &o, &a), 0);
+	assert_int_equal(esp_sa_create(&s, rt, &o, &b), 0);
+	static uint8_t used[64];
+	memset(used, 0, sizeof(used));
+	uint8_t pkt[200];
+	uint32_t len = mk_udp(pkt, AF_INET, 10, 0, 1);
+	for (int i = 0; i < 20; i++) {
+		static struct frame f;
+		struct esp_pkt *pk = &f.p;
+		frame_set(&f, pkt, len);
+		assert_int_equal(esp_outbound_burst(i % 3 ? a : b, &pk, 1), 1);
+		assert_true(f.p.seq > 0 && f.p.seq < 64);
+		assert_false(used[f.p.seq]);
+		used[f.p.seq] = 1;
+		assert_true(rt->seq_reserved >= f.p.seq); /* reserved before used */
+	}
+	uint64_t mark = rt->seq_reserved;
+	esp_sa_destroy(a);
+	esp_sa_destroy(b);
+	assert_int_equal(esp_sa_create(&s, rt, &o, &a), 0);
+	static struct frame f;
+	struct esp_pkt *pk = &f.p;
+	frame_set(&f, pkt, len);
+	assert_int_equal(esp_outbound_burst(a, &pk, 1), 1);
+	assert_int_equal(f.p.seq, mark + 1);
+	esp_sa_destroy(a);
+	free(rt);
+}
+
+/* MTU: what esp.pkt.mtu reports fits, one byte more does not, for ESP and AH, both families. */
+static void test_mtu(void **state)
+{
+	(void)state;
+	const char *names[] = { "esp aes-gcm-16-128", "esp aes-cbc-256/sha512-256", "esp 3des-cbc/sha1-96",
+				"ah hmac-sha256-128", "ah aes-256-gmac" };
+	for (size_t n = 0; n < 5; n++)
+		for (int ofam = 0; ofam < 2; ofam++)
+			for (int natt = 0; natt < 2; natt++) {
+				const struct xf *x = xf_by_name(names[n]);
+				if (natt && x->proto == SADB_PROTO_AH)
+					continue;
+				struct sadb_sa s;
+				mk_sa(&s, x, SADB_MODE_TUNNEL, SADB_DIR_OUT, ofam ? AF_INET6 : AF_INET, 0, natt, 1);
+				s.mtu = 1400;
+				struct sadb_runtime *rt = rt_new();
+				struct esp_sa *sa;
+				assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), 0);
+				static struct frame f;
+				struct esp_pkt *pk = &f.p;
+				uint8_t pkt[2000];
+				uint32_t len = mk_udp(pkt, AF_INET, 1400 - 28, 0, 1);
+				frame_set(&f, pkt, len);
+				assert_int_equal(esp_outbound_burst(sa, &pk, 1), 0);
+				assert_string_equal(dropname(f.p.drop), "MTU");
+				uint32_t mtu = f.p.mtu;
+				assert_true(mtu > 1200 && mtu < 1400);
+				assert_int_equal(mtu, esp_sa_inner_mtu(sa, 1400, AF_INET));
+				len = mk_udp(pkt, AF_INET, mtu - 28, 0, 1);
+				frame_set(&f, pkt, len);
+				assert_int_equal(esp_outbound_burst(sa, &pk, 1), 1);
+				assert_true(f.p.len <= 1400);
+				/* A block cipher may round up: the first size that fails is the next one. */
+				len = mk_udp(pkt, AF_INET, mtu + 1 - 28, 0, 1);
+				frame_set(&f, pkt, len);
+				assert_int_equal(esp_outbound_burst(sa, &pk, 1), 0);
+				assert_string_equal(dropname(f.p.drop), "MTU");
+				esp_sa_destroy(sa);
+				free(rt);
+			}
+}
+
+/* Buffers without room: dropped with NOMEM, never written outside the buffer. */
+static void test_room(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_make(&p, xf_by_name("esp aes-cbc-128/sha1-96"), SADB_MODE_TUNNEL, AF_INET6, 0, true, 64,
+		  ESP_BACKEND_AUTO);
+	uint8_t pkt[200];
+	uint32_t len = mk_udp(pkt, AF_INET, 50, 0, 1);
+	static struct frame f;
+	struct esp_pkt *pk = &f.p;
+	frame_set(&f, pkt, len);
+	f.p.off = 10; /* too little headroom */
+	memmove(f.mem + 10, f.mem + PKT_OFF, len);
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 0);
+	assert_string_equal(dropname(f.p.drop), "NOMEM");
+	frame_set(&f, pkt, len);
+	f.p.buf_len = PKT_OFF + len + 10; /* too little tailroom */
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 0);
+	assert_string_equal(dropname(f.p.drop), "NOMEM");
+	assert_int_equal(p.rto->drops[SADB_DROP_NOMEM], 2);
+	pair_free(&p);
+}
+
+/* Construction checks. */
+static void test_create_refuses(void **state)
+{
+	(void)state;
+	struct sadb_sa s;
+	struct sadb_runtime *rt = rt_new();
+	struct esp_sa *sa = (struct esp_sa *)1;
+	mk_sa(&s, xf_by_name("esp 3des-cbc/sha1-96"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.flags &= ~SADB_SAF_LEGACY_OK;
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -ENOTSUP);
+	assert_null(sa);
+	mk_sa(&s, xf_by_name("ah hmac-md5-96"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.flags &= ~SADB_SAF_LEGACY_OK;
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -ENOTSUP);
+	mk_sa(&s, xf_by_name("esp 3des-cbc/sha1-96"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.enc_alg = SADB_ENC_DES_CBC; /* RFC 8221: MUST NOT, never offered, even as legacy */
+	s.enc_key_len = 8;
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -ENOTSUP);
+	mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.enc_key_len = 20;
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -EINVAL);
+	mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.auth_alg = SADB_AUTH_HMAC_SHA1_96; /* an AEAD takes no separate integrity */
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -EINVAL);
+	mk_sa(&s, xf_by_name("esp aes-cbc-128/sha1-96"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.auth_alg = SADB_AUTH_NONE; /* confidentiality without integrity: refused */
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -EINVAL);
+	mk_sa(&s, xf_by_name("ah hmac-sha1-96"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, true, 1);
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -EINVAL); /* NAT-T is for ESP */
+	mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.replay_window = SADB_REPLAY_MAX + 1;
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -EINVAL);
+	mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+	s.instance = 2; /* the runtime belongs to another SA instance */
+	assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), -ESTALE);
+	free(rt);
+}
+
+/* Hard expiry marked in the runtime: nothing goes out. */
+static void test_expired(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_make(&p, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, AF_INET, 0, false, 64, ESP_BACKEND_AUTO);
+	p.rto->expired = 2;
+	uint8_t pkt[200];
+	uint32_t len = mk_udp(pkt, AF_INET, 10, 0, 1);
+	static struct frame f;
+	struct esp_pkt *pk = &f.p;
+	frame_set(&f, pkt, len);
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 0);
+	assert_string_equal(dropname(f.p.drop), "SA_EXPIRED");
+	assert_int_equal(p.rto->seq_reserved, 0); /* no number consumed */
+	pair_free(&p);
+}
+
+/* Burst contract: good packets first in their order, bad ones after with reasons; n > 64. */
+static void test_burst_contract(void **state)
+{
+	(void)state;
+	struct pair p;
+	pair_make(&p, xf_by_name("esp chacha20-poly1305"), SADB_MODE_TUNNEL, AF_INET, 0, false, 4096,
+		  ESP_BACKEND_AUTO);
+	enum { N = 150 };
+	static struct frame f[N];
+	struct esp_pkt *pk[N];
+	uint8_t pkt[300];
+	for (int i = 0; i < N; i++) {
+		uint32_t len = mk_udp(pkt, AF_INET, (uint32_t)(i % 200), 0, (uint32_t)i);
+		frame_set(&f[i], pkt, len);
+		if (i % 7 == 3)
+			f[i].mem[PKT_OFF] = 0x55; /* not IP */
+		pk[i] = &f[i].p;
+	}
+	unsigned good = esp_outbound_burst(p.out, pk, N);
+	unsigned nbad = 0;
+	for (int i = 0; i < N; i++)
+		nbad += i % 7 == 3;
+	assert_int_equal(good, N - nbad);
+	for (unsigned i = 0; i + 1 < good; i++)
+		assert_true(pk[i] < pk[i + 1]); /* original order kept */
+	for (unsigned i = good; i < N; i++)
+		assert_string_equal(dropname(pk[i]->drop), "TRUNCATED");
+	assert_int_equal(p.rto->drops[SADB_DROP_TRUNCATED], nbad);
+	/* Inbound: every third packet tampered. */
+	for (unsigned i = 0; i < good; i++)
+		if (i % 3 == 1)
+			pk[i]->buf[pk[i]->off + pk[i]->len - 1] ^= 1;
+	unsigned g2 = esp_inbound_burst(p.in, pk, good);
+	unsigned tampered = (good + 1) / 3;
+	assert_int_equal(g2, good - tampered);
+	for (unsigned i = g2; i < good; i++)
+		assert_string_equal(dropname(pk[i]->drop), "ICV");
+	assert_int_equal(p.rti->packets, g2);
+	pair_free(&p);
+}
+
+/* ipsec-mb job ring: thousands of packets in bursts of every size, byte-identical to OpenSSL. */
+static void test_ipsecmb_ring(void **state)
+{
+	(void)state;
+#ifndef HAVE_IPSEC_MB
+	skip();
+#else
+	const char *names[] = { "esp aes-cbc-128/sha1-96", "esp chacha20-poly1305", "esp 3des-cbc/md5-96",
+				"esp aes-ctr-256/sha256-128", "ah hmac-sha384-192" };
+	for (size_t n = 0; n < 5; n++) {
+		struct pair a, b;
+		pair_make(&a, xf_by_name(names[n]), SADB_MODE_TUNNEL, AF_INET, 0, false, 4096, ESP_BACKEND_IPSECMB);
+		pair_make(&b, xf_by_name(names[n]), SADB_MODE_TUNNEL, AF_INET, 0, false, 4096, ESP_BACKEND_OPENSSL);
+		static struct frame fa[100], fb[100];
+		struct esp_pkt *pa[100], *pb[100];
+		uint8_t pkt[600];
+		unsigned total = 0;
+		srandom(7);
+		for (unsigned burst = 1; total < 3000; burst = burst % 100 + 1 + (unsigned)(random() % 3)) {
+			if (burst > 100)
+				burst = 100;
+			for (unsigned i = 0; i < burst; i++) {
+				uint32_t len = mk_udp(pkt, AF_INET, (total + i) % 500, 0, total + i);
+				frame_set(&fa[i], pkt, len);
+				frame_set(&fb[i], pkt, len);
+				pa[i] = &fa[i].p;
+				pb[i] = &fb[i].p;
+			}
+			assert_int_equal(esp_outbound_burst(a.out, pa, burst), burst);
+			assert_int_equal(esp_outbound_burst(b.out, pb, burst), burst);
+			for (unsigned i = 0; i < burst; i++) {
+				assert_int_equal(fa[i].p.len, fb[i].p.len);
+				assert_memory_equal(frame_data(&fa[i]), frame_data(&fb[i]), fa[i].p.len);
+			}
+			assert_int_equal(esp_inbound_burst(a.in, pa, burst), burst);
+			total += burst;
+		}
+		assert_int_equal(a.rti->packets, total);
+		pair_free(&a);
+		pair_free(&b);
+	}
+#endif
+}
+
+/* AH: fields that change in transit do not break the ICV; immutable ones do. */
+static void test_ah_mutable(void **state)
+{
+	(void)state;
+	/* IPv4 transport with options: Record Route (7, mutable) and Router Alert (148, immutable). */
+	struct pair p;
+	pair_make(&p, xf_by_name("ah hmac-sha256-128"), SADB_MODE_TRANSPORT, AF_INET, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	uint8_t pkt[300], opt[300];
+	uint32_t len = mk_udp(pkt, AF_INET, 30, 0, 1);
+	/* Insert 12 bytes of options: RR (len 7, ptr 4, one slot) + NOP + RA (len 4). */
+	memcpy(opt, pkt, 20);
+	static const uint8_t opts[12] = { 7, 7, 4, 0, 0, 0, 0, 1, 148, 4, 0, 0 };
+	memcpy(opt + 20, opts, 12);
+	memcpy(opt + 32, pkt + 20, len - 20);
+	len += 12;
+	opt[0] = 0x48;
+	opt[2] = (uint8_t)(len >> 8);
+	opt[3] = (uint8_t)len;
+	opt[10] = opt[11] = 0;
+	uint16_t cs = t_csum(opt, 32);
+	opt[10] = (uint8_t)(cs >> 8);
+	opt[11] = (uint8_t)cs;
+	static struct frame f;
+	struct esp_pkt *pk = &f.p;
+	frame_set(&f, opt, len);
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 1);
+	uint8_t out[400];
+	uint32_t olen = f.p.len;
+	memcpy(out, frame_data(&f), olen);
+	/* In transit: TTL down, TOS rewritten, RR filled in, checksum redone. */
+	uint8_t m[400];
+	memcpy(m, out, olen);
+	m[8] -= 3;
+	m[1] = 0x28;
+	m[20 + 2] = 8;
+	memcpy(m + 23, "\x0a\x09\x08\x07", 4);
+	m[10] = m[11] = 0;
+	cs = t_csum(m, 32);
+	m[10] = (uint8_t)(cs >> 8);
+	m[11] = (uint8_t)cs;
+	assert_int_equal(deliver(&p, m, olen), SADB_DROP_NONE);
+	static struct frame g;
+	frame_set(&g, m, olen);
+	pk = &g.p;
+	/* Immutable option changed: refused (a fresh copy, the first one is in the window now). */
+	struct pair q;
+	pair_make(&q, xf_by_name("ah hmac-sha256-128"), SADB_MODE_TRANSPORT, AF_INET, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	memcpy(m, out, olen);
+	m[20 + 10] = 1; /* router alert value */
+	assert_string_equal(dropname(deliver(&q, m, olen)), "ICV");
+	memcpy(m, out, olen);
+	m[12] ^= 1; /* source address */
+	assert_string_equal(dropname(deliver(&q, m, olen)), "ICV");
+	/* The output decapsulates to the original packet. */
+	assert_int_equal(deliver(&q, out, olen), SADB_DROP_NONE);
+	pair_free(&p);
+	pair_free(&q);
+
+	/* IPv6 transport with a hop-by-hop header: an option with the "may change" bit (0x3e) and one
+	 * without (0x1e); flow label and hop limit change in transit. */
+	pair_make(&p, xf_by_name("ah hmac-sha1-96"), SADB_MODE_TRANSPORT, AF_INET6, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	len = mk_udp(pkt, AF_INET6, 30, 0, 1);
+	memcpy(opt, pkt, 40);
+	static const uint8_t hbh[16] = { IPPROTO_UDP, 1, 0x3e, 4, 1, 2, 3, 4, 0x1e, 4, 5, 6, 7, 8, 1, 0 };
+	memcpy(opt + 40, hbh, 16);
+	memcpy(opt + 56, pkt + 40, len - 40);
+	len += 16;
+	opt[6] = IPPROTO_HOPOPTS;
+	opt[4] = (uint8_t)((len - 40) >> 8);
+	opt[5] = (uint8_t)(len - 40);
+	frame_set(&f, opt, len);
+	pk = &f.p;
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 1);
+	olen = f.p.len;
+	memcpy(out, frame_data(&f), olen);
+	assert_int_equal(out[6], IPPROTO_HOPOPTS);
+	assert_int_equal(out[40], IPPROTO_AH); /* AH after the hop-by-hop header */
+	memcpy(m, out, olen);
+	m[7] = 1;                 /* hop limit */
+	m[1] |= 0x0f;             /* flow label */
+	m[3] = 0x99;
+	m[44] ^= 0xff;            /* data of the mutable option */
+	pair_make(&q, xf_by_name("ah hmac-sha1-96"), SADB_MODE_TRANSPORT, AF_INET6, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	assert_int_equal(deliver(&q, m, olen), SADB_DROP_NONE);
+	memcpy(m, out, olen);
+	m[50] ^= 0xff;            /* data of the immutable option */
+	assert_string_equal(dropname(deliver(&p, m, olen)), "ICV");
+	frame_set(&g, out, olen);
+	pk = &g.p;
+	assert_int_equal(esp_inbound_burst(p.in, &pk, 1), 1);
+	assert_int_equal(g.p.len, len);
+	assert_memory_equal(frame_data(&g), opt, len);
+	pair_free(&p);
+	pair_free(&q);
+}
+
+/* RFC 6040 on decapsulation, DSCP copy, and the outer header's ECN, DF and TTL on encapsulation. */
+static void test_ecn_df_ttl(void **state)
+{
+	(void)state;
+	/* Figure 4 of RFC 6040: rows inner Not-ECT, ECT(0), ECT(1), CE; columns outer the same. */
+	static const int fig4[4][4] = {
+		/* outer: Not-ECT ECT(0) ECT(1) CE */
+		{ 0, 0, 0, -1 },  /* inner Not-ECT */
+		{ 2, 2, 1, 3 },   /* inner ECT(0) */
+		{ 1, 1, 1, 3 },   /* inner ECT(1) */
+		{ 3, 3, 3, 3 },   /* inner CE */
+	};
+	static const unsigned code[4] = { 0, 2, 1, 3 }; /* Not-ECT, ECT(0), ECT(1), CE */
+	for (int i = 0; i < 4; i++)
+		for (int o = 0; o < 4; o++) {
+			struct pair p;
+			pair_make(&p, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, AF_INET, 0, false, 64,
+				  ESP_BACKEND_AUTO);
+			uint8_t pkt[200];
+			uint32_t len = mk_udp(pkt, AF_INET6, 10, (uint8_t)(0x80 | code[i]), 1);
+			static struct frame f;
+			struct esp_pkt *pk = &f.p;
+			frame_set(&f, pkt, len);
+			assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 1);
+			uint8_t *o4 = frame_data(&f);
+			assert_int_equal(o4[1], 0x80 | code[i]); /* DSCP and ECN copied (normal mode) */
+			assert_int_equal(o4[6] & 0x40, 0x40);    /* IPv6 inside: DF */
+			assert_int_equal(o4[8], 64);             /* default TTL */
+			/* A router on the path marks the outer header. */
+			o4[1] = (uint8_t)((o4[1] & 0xfc) | code[o]);
+			o4[10] = o4[11] = 0;
+			uint16_t cs = t_csum(o4, 20);
+			o4[10] = (uint8_t)(cs >> 8);
+			o4[11] = (uint8_t)cs;
+			uint8_t tmp[300];
+			memcpy(tmp, o4, f.p.len);
+			frame_set(&f, tmp, f.p.len);
+			unsigned good = esp_inbound_burst(p.in, &pk, 1);
+			if (fig4[i][o] < 0) {
+				assert_int_equal(good, 0);
+			} else {
+				assert_int_equal(good, 1);
+				uint8_t *in6 = frame_data(&f);
+				unsigned tc = (unsigned)((in6[0] & 0x0f) << 4 | in6[1] >> 4);
+				assert_int_equal(tc & 3, (unsigned)fig4[i][o]); /* codepoints */
+				assert_int_equal(tc & 0xfc, 0x80); /* DSCP kept */
+			}
+			pair_free(&p);
+		}
+	/* DSCP fixed on the outer, copied back on decap with SADB_SAF_DECAP_DSCP; compatibility mode;
+	 * DF cleared; TTL set. */
+	struct pair p;
+	mk_sa(&p.so, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET,
+	      SADB_SAF_NO_ECN | SADB_SAF_DF_CLEAR, false, 3);
+	p.so.dscp = 10;
+	p.so.ttl = 9;
+	mk_sa(&p.si, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_IN, AF_INET,
+	      SADB_SAF_DECAP_DSCP, false, 3);
+	p.rto = rt_new();
+	p.rti = rt_new();
+	assert_int_equal(esp_sa_create(&p.so, p.rto, NULL, &p.out), 0);
+	assert_int_equal(esp_sa_create(&p.si, p.rti, NULL, &p.in), 0);
+	uint8_t pkt[200];
+	uint32_t len = mk_udp(pkt, AF_INET, 10, 0xb9, 1); /* DSCP 46, ECT(1) */
+	static struct frame f;
+	struct esp_pkt *pk = &f.p;
+	frame_set(&f, pkt, len);
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 1);
+	uint8_t *o4 = frame_data(&f);
+	assert_int_equal(o4[1], 10 << 2); /* DSCP 10, Not-ECT */
+	assert_int_equal(o4[6] & 0x40, 0);
+	assert_int_equal(o4[8], 9);
+	assert_int_equal(t_csum(o4, 20), 0);
+	assert_int_equal(esp_inbound_burst(p.in, &pk, 1), 1);
+	uint8_t *i4 = frame_data(&f);
+	assert_int_equal(i4[1], (10 << 2) | 1); /* outer DSCP copied, inner ECN kept */
+	assert_int_equal(t_csum(i4, 20), 0);     /* checksum updated */
+	pair_free(&p);
+}
+
+/* The parse helpers on what the engine produces, and on what is not ESP. */
+static void test_parse(void **state)
+{
+	(void)state;
+	for (int v6 = 0; v6 < 2; v6++)
+		for (int k = 0; k < 3; k++) {
+			struct pair p;
+			const struct xf *x = xf_by_name(k == 2 ? "ah hmac-sha1-96" : "esp aes-gcm-16-128");
+			pair_make(&p, x, SADB_MODE_TUNNEL, v6 ? AF_INET6 : AF_INET, 0, k == 1, 64, ESP_BACKEND_AUTO);
+			static struct frame f;
+			protect(&p, &f, AF_INET, 10, 1);
+			struct esp_outer o;
+			assert_int_equal(esp_parse_outer(frame_data(&f), f.p.len, 0, &o), SADB_DROP_NONE);
+			assert_int_equal(o.spi, p.so.spi);
+			assert_int_equal(o.proto, x->proto);
+			assert_int_equal(o.udp_encap, k == 1);
+			assert_int_equal(o.seq, 1);
+			assert_memory_equal(o.dst.a.b, p.so.dst.a.b, v6 ? 16 : 4);
+			assert_int_equal(o.family, v6 ? AF_INET6 : AF_INET);
+			pair_free(&p);
+		}
+	/* Not ESP: keepalive, IKE, other ports, TCP, an IPv4 fragment, garbage. */
+	uint8_t pkt[200];
+	struct esp_outer o;
+	uint32_t len = mk_udp(pkt, AF_INET, 1, 0, 1);
+	pkt[22] = 0x11; pkt[23] = 0x94; /* dport 4500 */
+	pkt[28] = 0xff;
+	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_BAD_ENCAP);
+	len = mk_udp(pkt, AF_INET, 40, 0, 1);
+	pkt[22] = 0x11; pkt[23] = 0x94;
+	memset(pkt + 28, 0, 4);
+	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_BAD_ENCAP);
+	pkt[23] = 0xf4; /* port 500 */
+	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_UNSUPPORTED);
+	pkt[9] = IPPROTO_TCP;
+	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_UNSUPPORTED);
+	pkt[9] = IPPROTO_ESP;
+	pkt[6] = 0x20; /* more fragments */
+	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_UNSUPPORTED);
+	for (uint32_t l = 0; l < 28; l++)
+		assert_int_not_equal(esp_parse_outer(pkt, l, 0, &o), SADB_DROP_NONE);
+
+	/* Selector fields: UDP ports, ICMP type/code, IPv6 through a hop-by-hop header. */
+	struct sadb_pkt_sel s;
+	len = mk_udp(pkt, AF_INET, 10, 0, 7);
+	assert_int_equal(esp_pkt_sel(pkt, len, &s), SADB_DROP_NONE);
+	assert_int_equal(s.proto, IPPROTO_UDP);
+	assert_int_equal(s.sport, 12345);
+	assert_int_equal(s.dport, 53);
+	assert_int_equal(s.src.family, AF_INET);
+	assert_int_equal(s.dst.a.b[3], 7);
+	pkt[9] = IPPROTO_ICMP;
+	assert_int_equal(esp_pkt_sel(pkt, len, &s), SADB_DROP_NONE);
+	assert_int_equal(s.sport, 0x30);
+	assert_int_equal(s.dport, 0x39);
+	uint8_t p6[300];
+	len = mk_udp(pkt, AF_INET6, 10, 0, 7);
+	memcpy(p6, pkt, 40);
+	static const uint8_t hbh[8] = { IPPROTO_UDP, 0, 1, 4, 0, 0, 0, 0 };
+	memcpy(p6 + 40, hbh, 8);
+	memcpy(p6 + 48, pkt + 40, len - 40);
+	p6[6] = IPPROTO_HOPOPTS;
+	p6[5] = (uint8_t)(p6[5] + 8);
+	assert_int_equal(esp_pkt_sel(p6, len + 8, &s), SADB_DROP_NONE);
+	assert_int_equal(s.proto, IPPROTO_UDP);
+	assert_int_equal(s.dport, 53);
+	assert_int_equal(esp_pkt_sel(p6, 45, &s), SADB_DROP_TRUNCATED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tamper),
+		cmocka_unit_test(test_replay_old),
+		cmocka_unit_test(test_bad_trailer),
+		cmocka_unit_test(test_replay_window_reference),
+		cmocka_unit_test(test_esn_infer),
+		cmocka_unit_test(test_seq),
+		cmocka_unit_test(test_mtu),
+		cmocka_unit_test(test_room),
+		cmocka_unit_test(test_create_refuses),
+		cmocka_unit_test(test_expired),
+		cmocka_unit_test(test_burst_contract),
+		cmocka_unit_test(test_ipsecmb_ring),
+		cmocka_unit_test(test_ah_mutable),
+		cmocka_unit_test(test_ecn_df_ttl),
+		cmocka_unit_test(test_parse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
