@@ -467,8 +467,8 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	memwipe(&sa, sizeof(sa));
 	memwipe(&chk, sizeof(chk));
 	KS_STAT_INC(sa_added);
-	DBG2(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u in slot %u", data->inbound ? "inbound" : "outbound",
-	     t->spi, t->reqid, t->slot);
+	DBG1(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u", data->inbound ? "inbound" : "outbound",
+	     t->spi, t->reqid);
 	return SUCCESS;
 }
 
@@ -615,7 +615,7 @@ METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		return FAILED;
 	}
 	KS_STAT_INC(sa_deleted);
-	DBG2(DBG_KNL, "xipsec: deleted SA %.8x", spi);
+	DBG1(DBG_KNL, "xipsec: deleted SA %.8x", spi);
 	return SUCCESS;
 }
 
