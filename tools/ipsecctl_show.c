@@ -61,15 +61,18 @@ static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, st
 		c->drops[i] = LD(rt->drops[i]);
 		c->drops_total += c->drops[i];
 	}
-	if (sa->replay_window) {
-		unsigned words = (sa->replay_window + 63) / 64;
+	/* The bitmap is a ring indexed by sequence number modulo SADB_REPLAY_MAX (RFC 6479, as
+	 * dataplane/replay.c keeps it); only [top - window + 1, top] is the window, older bits are
+	 * stale. Sequence number 0 is never sent. */
+	if (sa->replay_window && c->replay_top) {
+		uint64_t lo = c->replay_top >= sa->replay_window ? c->replay_top - sa->replay_window + 1 : 1;
 
-		if (words > SADB_REPLAY_MAX / 64)
-			words = SADB_REPLAY_MAX / 64;
-		for (unsigned i = 0; i < words; i++)
-			c->replay_seen += (unsigned)__builtin_popcountll(LD(rt->replay_bitmap[i]));
-		if (c->replay_seen > sa->replay_window)
-			c->replay_seen = sa->replay_window;
+		for (uint64_t s = lo; s <= c->replay_top; s++) {
+			uint64_t bit = s % SADB_REPLAY_MAX;
+
+			if (LD(rt->replay_bitmap[bit / 64]) & (1ULL << (bit % 64)))
+				c->replay_seen++;
+		}
 	}
 	c->expired = LD(rt->expired);
 }

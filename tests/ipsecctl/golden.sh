@@ -6,7 +6,8 @@
 #   err-*.in   `ipsecctl load` on an SADB holding base.conf: the exact error messages, exit 1, and
 #              the SADB unchanged: same generation, same `show --json` before and after
 #   show-*.in  load into an empty SADB, then `show --json --no-times` and `show --no-times`
-#   cmd-*.in   one ipsecctl command line per line on a fresh SADB ("%gen" prints the generation)
+#   cmd-*.in   one ipsecctl command line per line on a fresh SADB ("%gen" prints the generation,
+#              "%poke SPI field=value..." writes runtime counters as the dataplane would)
 # UPDATE_GOLDEN=1 rewrites the .ok files from the current output (review the diff before committing).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -93,6 +94,10 @@ for f in cmd-*.in; do
 		case "$line" in
 		''|'#'*) continue ;;
 		%gen) echo "% generation $(gen)"; continue ;;
+		%poke\ *) # the dataplane's part: write runtime counters (rt-poke.c)
+			eval "set -- ${line#%poke }"
+			"$top_builddir/tests/ipsecctl/rt-poke" "$DB" "$@" 2>&1 || echo "[poke failed]"
+			continue ;;
 		esac
 		echo "\$ ipsecctl $line"
 		eval "set -- $line"
