@@ -79,17 +79,19 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 	if (len < 20 || !icmp_allowed(w))
 		return;
 	if ((l3[0] >> 4) == 4) {
-		const struct iphdr *ip = (const void *)l3;
-		struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = ip->saddr };
+		/* byte access: frames put the IP header at a 2-byte boundary */
+		struct sockaddr_in to = { .sin_family = AF_INET };
+		uint32_t ihl = (l3[0] & 0xfu) * 4;
 
+		memcpy(&to.sin_addr.s_addr, l3 + 12, 4);
 		/* never about an ICMP error or a non-first fragment (RFC 1812 4.3.2.7) */
-		if (ip->protocol == IPPROTO_ICMP && len >= (uint32_t)ip->ihl * 4 + 1) {
-			uint8_t t = l3[ip->ihl * 4];
+		if (l3[9] == IPPROTO_ICMP && len >= ihl + 1) {
+			uint8_t t = l3[ihl];
 
 			if (t != ICMP_ECHO && t != ICMP_ECHOREPLY)
 				return;
 		}
-		if (ntohs(ip->frag_off) & 0x1fff)
+		if (((l3[6] & 0x1f) << 8 | l3[7]) != 0)
 			return;
 		quote = len < sizeof(msg) - 8 - 20 ? len : sizeof(msg) - 8 - 20;
 		memset(msg, 0, 8);
@@ -104,10 +106,10 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 			   sizeof(to)) >= 0)
 			atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
 	} else if ((l3[0] >> 4) == 6 && len >= 40) {
-		const struct ip6_hdr *ip6 = (const void *)l3;
-		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = ip6->ip6_src };
+		struct sockaddr_in6 to = { .sin6_family = AF_INET6 };
 
-		if (ip6->ip6_nxt == IPPROTO_ICMPV6 && len >= 41 && !(l3[40] & 0x80))
+		memcpy(&to.sin6_addr, l3 + 8, 16);
+		if (l3[6] == IPPROTO_ICMPV6 && len >= 41 && !(l3[40] & 0x80))
 			return; /* an ICMPv6 error itself */
 		quote = len < 1280 - 48 ? len : 1280 - 48;
 		if (quote > sizeof(msg) - 8)

@@ -97,7 +97,7 @@ static int policy(struct sadb *db, int argc, char **argv)
 	uint32_t id;
 	int i = 4, err;
 
-	if (argc < 6)
+	if (argc < 4)
 		die("policy DIR ACTION SRC DST ...", NULL);
 	memset(&p, 0, sizeof(p));
 	p.dir = dir(argv[0]);

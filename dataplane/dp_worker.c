@@ -59,14 +59,17 @@ static inline void sa_drop(struct dp_sa *sa, unsigned reason)
 static bool dec_ttl(struct dp_worker *w, uint8_t *l3, uint32_t len)
 {
 	if ((l3[0] >> 4) == 4) {
-		struct iphdr *ip = (struct iphdr *)l3;
+		uint16_t check;
 		uint32_t c;
 
-		if (ip->ttl <= 1)
+		/* byte access: the IP header sits 2 bytes past a 4-byte boundary behind Ethernet */
+		if (l3[8] <= 1)
 			goto expired;
-		ip->ttl--;
-		c = (uint32_t)ip->check + htons(0x0100);
-		ip->check = (uint16_t)(c + (c >= 0xffff));
+		l3[8]--;
+		memcpy(&check, l3 + 10, 2);
+		c = (uint32_t)check + htons(0x0100);
+		check = (uint16_t)(c + (c >= 0xffff));
+		memcpy(l3 + 10, &check, 2);
 		return true;
 	}
 	if (l3[7] <= 1)
@@ -112,7 +115,7 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	}
 	if (r == 0 && len > e->mtu) {
 		/* no fragmentation here: DF (always, for IPv6) gets the ICMP error that makes PMTUD work */
-		if (family == AF_INET6 || (((struct iphdr *)l3)->frag_off & htons(IP_DF)))
+		if (family == AF_INET6 || (l3[6] & 0x40)) /* DF */
 			dp_icmp_too_big(w, l3, len, e->mtu);
 		drop(w, addr, SADB_DROP_MTU);
 		return;
@@ -275,7 +278,7 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 							      memory_order_relaxed);
 	mtu = esp_sa_inner_mtu(sa->eo[w->id], mtu, sel.src.family);
 	if (len > mtu) {
-		if (sel.src.family == AF_INET6 || (((struct iphdr *)l3)->frag_off & htons(IP_DF)))
+		if (sel.src.family == AF_INET6 || (l3[6] & 0x40)) /* DF */
 			dp_icmp_too_big(w, l3, len, mtu);
 		sa_drop(sa, SADB_DROP_MTU);
 		drop(w, addr, SADB_DROP_MTU);

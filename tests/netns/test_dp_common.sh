@@ -1,8 +1,11 @@
 # tests/netns/test_dp_common.sh: the topology and helpers shared by xipsecd's netns tests (sourced
 # after tests/netns/lib.sh; not a test itself):
 #
-#   h1 (10.1.0.2, fd01::2) -- gw1 [in1 | out1] -- (192.0.2.1/.2, fd00::1/::2) -- [out2 | in2] gw2 -- h2
-#                                                                                (10.2.0.2, fd02::2)
+#   h1 (10.1.0.2, fd01::2) -- gw1 [in1 | out1] -- sw -- [out2 | in2] gw2 -- h2 (10.2.0.2, fd02::2)
+#                          192.0.2.1, fd00::1      bridge   192.0.2.2, fd00::2
+# sw is a plain bridge between the gateways: the place to capture what travels between them
+# (AF_XDP transmits bypass the packet taps of the gateways' own interfaces, and XDP takes received
+# frames before them).
 # dp_topo [QUEUES]     build it (veths with QUEUES queues; checksum offload off on senders)
 # dp_start GW [ARGS]   start xipsecd on gw1/gw2 (in a background job with a timeout), wait until up
 # dp_status GW         its control socket's JSON
@@ -17,17 +20,23 @@ DP_TESTCTL="$DP_BUILD/dataplane/dp_testctl"
 XIPSECD_ASAN=${ASAN_OPTIONS:-}
 export ASAN_OPTIONS="${XIPSECD_ASAN:+$XIPSECD_ASAN:}detect_leaks=1:abort_on_error=0"
 
-dp_sadb() { xt_sadb "$1"; }
+# xt_sadb registers the file for cleanup: call it in this shell, not in a $(...) subshell
+dp_sadb() { xt_sadb "$1" > "$XT_DIR/sadb-path"; eval "DP_SADB_$1=\$(cat \"\$XT_DIR/sadb-path\")"; }
 
 dp_topo() {
 	local q=${1:-1} ns
-	for ns in h1 gw1 gw2 h2; do
+	for ns in h1 gw1 sw gw2 h2; do
 		xt_ns_add "$ns"
 		# no duplicate address detection: link-local addresses would stay tentative ~1 s
 		xt_exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
 	done
 	xt_veth h1 eth0 gw1 in1 "$q"
-	xt_veth gw1 out1 gw2 out2 "$q"
+	xt_veth gw1 out1 sw s1 "$q"
+	xt_veth sw s2 gw2 out2 "$q"
+	xt_exec sw ip link add br0 type bridge
+	xt_exec sw ip link set s1 master br0
+	xt_exec sw ip link set s2 master br0
+	xt_exec sw ip link set br0 up
 	xt_veth gw2 in2 h2 eth0 "$q"
 	xt_exec h1 ip addr add 10.1.0.2/24 dev eth0
 	xt_exec h1 ip -6 addr add fd01::2/64 dev eth0 nodad
@@ -56,8 +65,8 @@ dp_topo() {
 	# platform.md: partial checksums from a sender's offload survive AF_XDP forwarding.
 	xt_exec h1 ethtool -K eth0 tx off >/dev/null
 	xt_exec h2 ethtool -K eth0 tx off >/dev/null
-	DP_SADB_gw1=$(dp_sadb gw1)
-	DP_SADB_gw2=$(dp_sadb gw2)
+	dp_sadb gw1
+	dp_sadb gw2
 }
 
 dp_sadb_of() { eval "printf '%s' \"\$DP_SADB_$1\""; }
@@ -143,4 +152,97 @@ dp_ping() {
 	local src=$1 dst=$2; shift 2
 	xt_exec "$src" ping -q -c 5 -i 0.1 -W 2 "$@" "$dst" >/dev/null ||
 		xt_fail "ping $dst from $src failed"
+}
+
+# dp_finish: stop every xipsecd with SIGTERM and check each shut down cleanly and sanitizer-clean.
+dp_finish() {
+	local gw log
+	for gw in gw1 gw2; do
+		[ -n "$(xt_pid "xipsecd-$gw")" ] || continue
+		xt_stop "xipsecd-$gw" TERM
+		log="$XT_DIR/xipsecd-$gw.log"
+		grep -q "notice: stopped" "$log" || { cat "$log" >&2; xt_fail "xipsecd on $gw did not stop cleanly"; }
+		if grep -q "AddressSanitizer\|runtime error\|LeakSanitizer" "$log"; then
+			cat "$log" >&2; xt_fail "sanitizer report from xipsecd on $gw"
+		fi
+	done
+}
+
+# Keys derived from the SPI, so each SA has its own and the test can rebuild them for tshark.
+dp_key() { local spi=$1 len=$2 k=""; while [ ${#k} -lt $((len * 2)) ]; do k="$k$(printf '%08x' $((spi * 2654435761 % 4294967296)))a5"; done; printf '%s' "${k:0:$((len * 2))}"; }
+
+# dp_sa_keys XFORM SPI: the dp_testctl arguments of transform XFORM (gcm, gcm256, cbc, ah) for SPI
+dp_sa_keys() {
+	case $1 in
+	gcm) printf 'esp enc aes-gcm-16 %s' "$(dp_key "$2" 20)";;
+	gcm256) printf 'esp enc aes-gcm-16 %s' "$(dp_key "$2" 36)";;
+	cbc) printf 'esp enc aes-cbc %s auth hmac-sha256-128 %s' "$(dp_key "$2" 16)" "$(dp_key $(($2 + 1)) 32)";;
+	ah) printf 'ah auth hmac-sha256-128 %s' "$(dp_key "$2" 32)";;
+	*) xt_fail "unknown transform $1";;
+	esac
+}
+
+# dp_tunnel XFORM 4|6 REQID SPI1 SPI2 [natt]: tunnel-mode SAs and policies between the two sites:
+# gw1 -> gw2 under SPI1, gw2 -> gw1 under SPI2.
+dp_tunnel() {
+	local xf=$1 fam=$2 reqid=$3 spi1=$4 spi2=$5 natt=${6:-} n1 n2 o1 o2 p k1 k2 encap=""
+	if [ "$fam" = 4 ]; then n1=10.1.0.0/24 n2=10.2.0.0/24 o1=192.0.2.1 o2=192.0.2.2
+	else n1=fd01::/64 n2=fd02::/64 o1=fd00::1 o2=fd00::2; fi
+	[ -n "$natt" ] && encap="encap 4500 4500"
+	k1=$(dp_sa_keys "$xf" "$spi1"); k2=$(dp_sa_keys "$xf" "$spi2")
+	p=${k1%% *}   # esp | ah
+	# shellcheck disable=SC2086
+	{
+	dp_ctl gw1 policy out protect "$n1" "$n2" reqid "$reqid" "$p" tunnel "$o1" "$o2"
+	dp_ctl gw1 policy fwd protect "$n2" "$n1" reqid "$reqid" "$p" tunnel "$o2" "$o1"
+	dp_ctl gw2 policy out protect "$n2" "$n1" reqid "$reqid" "$p" tunnel "$o2" "$o1"
+	dp_ctl gw2 policy fwd protect "$n1" "$n2" reqid "$reqid" "$p" tunnel "$o1" "$o2"
+	dp_ctl gw1 sa in "$spi2" "$p" tunnel "$o2" "$o1" reqid "$reqid" ${k2#* } $encap
+	dp_ctl gw2 sa in "$spi1" "$p" tunnel "$o1" "$o2" reqid "$reqid" ${k1#* } $encap
+	dp_ctl gw1 sa out "$spi1" "$p" tunnel "$o1" "$o2" reqid "$reqid" ${k1#* } $encap
+	dp_ctl gw2 sa out "$spi2" "$p" tunnel "$o2" "$o1" reqid "$reqid" ${k2#* } $encap
+	}
+}
+
+# dp_capture_start NAME GW IF / dp_capture_stop NAME: a pcap of an interface in $XT_DIR/NAME.pcap
+dp_capture_start() {
+	xt_bg "$2" "cap-$1" tcpdump -n -U -s 0 -i "$3" -w "$XT_DIR/$1.pcap"
+	xt_wait 10 test -s "$XT_DIR/cap-$1.log" || true
+	sleep 0.5
+}
+dp_capture_stop() { sleep 0.3; xt_stop "cap-$1" INT; }
+
+# dp_only_ipsec PCAP: every IP packet in the capture is ESP, AH or ESP-in-UDP (or ARP/ND/IKE);
+# prints the number of ESP/AH packets.
+dp_only_ipsec() {
+	"$PYTHON" - "$1" <<'PY'
+import sys
+from scapy.all import rdpcap, IP, IPv6, UDP, ARP, ICMPv6ND_NS, ICMPv6ND_NA, ICMPv6ND_RS, ICMPv6ND_RA
+n = 0
+for p in rdpcap(sys.argv[1]):
+    if ARP in p or ICMPv6ND_NS in p or ICMPv6ND_NA in p or ICMPv6ND_RS in p or ICMPv6ND_RA in p:
+        continue
+    l3 = p[IP] if IP in p else p[IPv6] if IPv6 in p else None
+    if l3 is None:
+        continue
+    proto = l3.proto if IP in p else l3.nh
+    if proto in (50, 51):
+        n += 1
+        continue
+    if proto == 17 and UDP in p and 4500 in (p[UDP].sport, p[UDP].dport):
+        n += 1
+        continue
+    if IPv6 in p and str(l3.dst).startswith('ff02'):
+        continue  # MLD / link-local multicast of the kernel
+    print('plaintext between the gateways: %s' % p.summary(), file=sys.stderr)
+    sys.exit(1)
+print(n)
+PY
+}
+
+# dp_tshark_rows GW: the tshark esp_sa rows of GW's SAs: `ipsecctl export wireshark --tshark`
+dp_tshark_args() {
+	local ctl="$DP_BUILD/tools/ipsecctl" gw=$1
+	[ -x "$ctl" ] || xt_skip "ipsecctl not built (needed to export keys for tshark)"
+	"$ctl" --sadb "$(dp_sadb_of "$gw")" export wireshark --tshark
 }
