@@ -1,1 +1,11 @@
-# tests/oracle/local.mk: build and test rules owned by tests/oracle/ (included by the top Makefile.am).
+# tests/oracle/local.mk: the oracle layer: our ESP/AH engine checked against implementations nobody
+# here wrote (scapy's ESP/AH, tshark's ESP dissector, python-cryptography's AES-GCM for GMAC).
+# oracle_drv is the C driver the scripts feed packets through; the scripts are the tests.
+check_PROGRAMS += tests/oracle/oracle_drv
+tests_oracle_oracle_drv_SOURCES = tests/oracle/oracle_drv.c
+tests_oracle_oracle_drv_CFLAGS = $(AM_CFLAGS)
+tests_oracle_oracle_drv_LDADD = $(ESP_LIBS) $(SADB_LIBS)
+
+ORACLE_TESTS += tests/oracle/test_scapy_esp.py tests/oracle/test_scapy_ah.py
+EXTRA_DIST += tests/oracle/oraclelib.py tests/oracle/scapyutil.py tests/oracle/test_scapy_esp.py \
+	tests/oracle/test_scapy_ah.py
