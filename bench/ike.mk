@@ -1,1 +1,10 @@
-# bench/ike.mk: owned by its part; appended to the lists in the top Makefile.am.
+# bench/ike.mk: bench/ike-bench (SA negotiation cost of xipsec-iked, run as root by hand or by
+# scripts/bench) and its VICI timing client.
+EXTRA_DIST += bench/ike-bench
+if HAVE_STRONGSWAN
+noinst_PROGRAMS += bench/ike-bench-vici
+bench_ike_bench_vici_SOURCES = bench/ike-bench-vici.c
+bench_ike_bench_vici_CPPFLAGS = $(AM_CPPFLAGS) -I$(SWAN_SRC)/src/libcharon/plugins/vici
+bench_ike_bench_vici_LDFLAGS = $(AM_LDFLAGS) -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
+bench_ike_bench_vici_LDADD = -lvici
+endif

@@ -116,6 +116,13 @@ static int load_swanctl(const char *conf_dir, const char *vici_uri)
 	if (pid == 0) {
 		/* swanctl reads strongswan.conf for its own plugin list: ours, not the system's */
 		setenv("STRONGSWAN_CONF", lib->conf, 1);
+		/* its progress report is noise in our log unless debugging; errors stay on stderr */
+		if (iked_loglevel < 2) {
+			int null = open("/dev/null", O_WRONLY);
+
+			if (null >= 0)
+				dup2(null, STDOUT_FILENO);
+		}
 		execl(IKED_SWANCTL, "swanctl", "--load-all", "--noprompt", "--uri", vici_uri, "--file", file,
 		      (char *)NULL);
 		_exit(127);
@@ -128,7 +135,7 @@ static int load_swanctl(const char *conf_dir, const char *vici_uri)
 		     WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 		return -EINVAL;
 	}
-	DBG1(DBG_DMN, "xipsec: loaded %s", file);
+	DBG0(DBG_DMN, "xipsec: loaded %s", file);
 	return 0;
 }
 

@@ -1,0 +1,102 @@
+/* bench/ike-bench-vici.c: the timing client of bench/ike-bench. It drives one xipsec-iked over VICI
+ * (libvici) and times each exchange from the request to charon's reply, which charon sends once the
+ * IKE SA / CHILD SA is established and installed (in the SADB):
+ *   ike-bench-vici URI ike NAME N        initiate IKE SA NAME alone (no CHILD SA) N times, terminating
+ *                                        it after each; prints one line "ike <µs>" per try
+ *   ike-bench-vici URI child IKE C...    initiate CHILD SAs C... of IKE (on the established IKE SA),
+ *                                        prints "child <µs>" per CHILD SA
+ *   ike-bench-vici URI terminate IKE     terminate IKE SA IKE
+ * Process start-up and terminations are outside the timed spans. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libvici.h>
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* 0 on success; prints charon's error otherwise. */
+static int call(vici_conn_t *c, const char *cmd, const char *ike, const char *child)
+{
+	vici_req_t *req = vici_begin((char *)cmd);
+	vici_res_t *res;
+	int rc = 0;
+
+	if (ike)
+		vici_add_key_valuef(req, "ike", "%s", ike);
+	if (child)
+		vici_add_key_valuef(req, "child", "%s", child);
+	vici_add_key_valuef(req, "timeout", "%d", 20000);
+	if (strcmp(cmd, "initiate") == 0)
+		vici_add_key_valuef(req, "init-limits", "no");
+	res = vici_submit(req, c);
+	if (!res) {
+		fprintf(stderr, "ike-bench-vici: %s: %s\n", cmd, strerror(errno));
+		return -1;
+	}
+	if (strcmp(vici_find_str(res, "no", "success"), "yes") != 0) {
+		fprintf(stderr, "ike-bench-vici: %s %s %s: %s\n", cmd, ike ? ike : "", child ? child : "",
+			vici_find_str(res, "?", "errmsg"));
+		rc = -1;
+	}
+	vici_free_res(res);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	vici_conn_t *c;
+	int rc = 0, i;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | terminate IKE\n", argv[0]);
+		return 2;
+	}
+	vici_init();
+	c = vici_connect(argv[1]);
+	if (!c) {
+		fprintf(stderr, "ike-bench-vici: cannot connect to %s: %s\n", argv[1], strerror(errno));
+		vici_deinit();
+		return 1;
+	}
+	if (strcmp(argv[2], "ike") == 0 && argc == 5) {
+		int n = atoi(argv[4]);
+
+		for (i = 0; i < n && rc == 0; i++) {
+			double t0 = now_us();
+
+			rc = call(c, "initiate", argv[3], NULL);
+			if (rc == 0)
+				printf("ike %.0f\n", now_us() - t0);
+			if (rc == 0)
+				rc = call(c, "terminate", argv[3], NULL);
+		}
+	} else if (strcmp(argv[2], "child") == 0) {
+		for (i = 4; i < argc && rc == 0; i++) {
+			double t0 = now_us();
+
+			rc = call(c, "initiate", argv[3], argv[i]);
+			if (rc == 0)
+				printf("child %.0f\n", now_us() - t0);
+		}
+	} else if (strcmp(argv[2], "terminate") == 0) {
+		rc = call(c, "terminate", argv[3], NULL);
+	} else {
+		fprintf(stderr, "ike-bench-vici: unknown command %s\n", argv[2]);
+		rc = -2;
+	}
+	fflush(stdout);
+	vici_disconnect(c);
+	vici_deinit();
+	return rc == -2 ? 2 : rc ? 1 : 0;
+}
