@@ -7,7 +7,8 @@
 #              the SADB unchanged: same generation, same `show --json` before and after
 #   show-*.in  load into an empty SADB, then `show --json --no-times` and `show --no-times`
 #   cmd-*.in   one ipsecctl command line per line on a fresh SADB ("%gen" prints the generation,
-#              "%poke SPI field=value..." writes runtime counters as the dataplane would)
+#              "%poke SPI field=value..." writes runtime counters as the dataplane would,
+#              ${POL[i]} is the id of the i-th listed policy)
 # UPDATE_GOLDEN=1 rewrites the .ok files from the current output (review the diff before committing).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -26,8 +27,9 @@ gen() { ctl --json show info | sed -n 's/^ *"generation": \([0-9]*\),*$/\1/p'; }
 check() { # name, actual-file
 	local ok="${1%.in}.ok"
 	n=$((n + 1))
-	# The temporary directory differs per run: name it by a fixed word.
-	sed -i "s|$T|\$T|g" "$2"
+	# The temporary directory differs per run: name it by a fixed word. Policy ids are libsadb's
+	# choice (stable for a policy's life, but not part of what these files specify).
+	sed -i -e "s|$T|\$T|g" -e 's/^\( *"id": \)[0-9]*/\1ID/' -e 's/^\(\t# id \)[0-9]*/\1ID/' "$2"
 	if [ "${UPDATE_GOLDEN:-}" = 1 ]; then
 		cp "$2" "$ok"
 	elif ! diff -u "$ok" "$2" > "$T/diff"; then
@@ -100,6 +102,10 @@ for f in cmd-*.in; do
 			continue ;;
 		esac
 		echo "\$ ipsecctl $line"
+		# ${POL[i]}: the id of the i-th policy listed now (ids are libsadb's choice).
+		case "$line" in *'${POL['*)
+			POL=($(ctl --json policy list | sed -n 's/^ *"id": \([0-9]*\),*$/\1/p')) ;;
+		esac
 		eval "set -- $line"
 		ctl "$@" 2>&1
 		rc=$?
