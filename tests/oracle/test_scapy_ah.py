@@ -78,44 +78,47 @@ def outbound(eng, xf, mode, ifam, ofam, esn, ctx):
                 R.check_eq('%s pkt %d' % (ctx, i), 'backend %s vs %s output' % (b, ref_b), r1[3], r0[3], ref_b)
     for i, r in enumerate(ref):
         pctx = '%s pkt %d (%d bytes inner)' % (ctx, i, len(inners[i]))
-        seq, pkt = r[1], r[3]
-        hi, lo = seq >> 32, seq & 0xffffffff
-        if seq != first + i:
-            R.fail(pctx, 'sequence number %#x, expected %#x' % (seq, first + i))
-            continue
-        p = parse_ip(pkt)
-        inner = parse_ip(inners[i])
-        if mode == 'tunnel':
-            want_tos = inner.tos if ifam == 4 else inner.tc
-            if ofam == 4:
-                okh = (p.src == src and p.dst == dst and p.ttl == 64 and p.tos == want_tos and
-                       p.proto == 51 and p.len == len(pkt) and
-                       bool(p.flags.DF) == (ifam == 6 or bool(inner.flags.DF)))
-            else:
-                okh = (p.src == src and p.dst == dst and p.hlim == 64 and p.tc == want_tos and
-                       p.nh == 51 and p.plen == len(pkt) - 40)
-            if not okh:
-                R.fail(pctx, 'outer header wrong: %s' % p.summary())
-                continue
-        a = p[AH]
-        if a.spi != SPI or a.seq != lo:
-            R.fail(pctx, 'AH header spi %#x seq %#x' % (a.spi, a.seq))
-            continue
-        th = None
-        if mode == 'tunnel':
-            th = p.copy()
-            th.remove_payload()
-        sa = scapy_sa(xf, SPI, tunnel_hdr=th, esn=esn)
         try:
-            # scapy 2.5.0 QUIRK: bind_layers(AH, IP, nh=IPPROTO_IP) binds next header 0, not 4,
-            # so an AH tunnel payload comes back as Raw: compare bytes.
-            dec = sa.decrypt(parse_ip(pkt), esn=hi)
-        except Exception as ex:
-            R.fail(pctx, 'scapy rejected our packet: %r\n  ours: %s...' % (ex, pkt.hex()[:160]))
-            continue
-        R.check_eq(pctx, 'inner packet after scapy verify', inners[i], raw(dec), 'scapy')
-        q = scapy_encrypt(sa, inner, lo, hi)
-        R.check_eq(pctx, 'whole packet vs scapy AH of the same packet', pkt, raw(q), 'scapy')
+            seq, pkt = r[1], r[3]
+            hi, lo = seq >> 32, seq & 0xffffffff
+            if seq != first + i:
+                R.fail(pctx, 'sequence number %#x, expected %#x' % (seq, first + i))
+                continue
+            p = parse_ip(pkt)
+            inner = parse_ip(inners[i])
+            if mode == 'tunnel':
+                want_tos = inner.tos if ifam == 4 else inner.tc
+                if ofam == 4:
+                    okh = (p.src == src and p.dst == dst and p.ttl == 64 and p.tos == want_tos and
+                           p.proto == 51 and p.len == len(pkt) and
+                           bool(p.flags.DF) == (ifam == 6 or bool(inner.flags.DF)))
+                else:
+                    okh = (p.src == src and p.dst == dst and p.hlim == 64 and p.tc == want_tos and
+                           p.nh == 51 and p.plen == len(pkt) - 40)
+                if not okh:
+                    R.fail(pctx, 'outer header wrong: %s' % p.summary())
+                    continue
+            a = p[AH]
+            if a.spi != SPI or a.seq != lo:
+                R.fail(pctx, 'AH header spi %#x seq %#x' % (a.spi, a.seq))
+                continue
+            th = None
+            if mode == 'tunnel':
+                th = p.copy()
+                th.remove_payload()
+            sa = scapy_sa(xf, SPI, tunnel_hdr=th, esn=esn)
+            try:
+                # scapy 2.5.0 QUIRK: bind_layers(AH, IP, nh=IPPROTO_IP) binds next header 0, not 4,
+                # so an AH tunnel payload comes back as Raw: compare bytes.
+                dec = sa.decrypt(parse_ip(pkt), esn=hi)
+            except Exception as ex:
+                R.fail(pctx, 'scapy rejected our packet: %r\n  ours: %s...' % (ex, pkt.hex()[:160]))
+                continue
+            R.check_eq(pctx, 'inner packet after scapy verify', inners[i], raw(dec), 'scapy')
+            q = scapy_encrypt(sa, inner, lo, hi)
+            R.check_eq(pctx, 'whole packet vs scapy AH of the same packet', pkt, raw(q), 'scapy')
+        except Exception as ex:  # garbage from a broken engine must fail, not crash
+            R.fail(pctx, 'exception while checking: %r' % ex)
 
 
 def inbound(eng, xf, mode, ifam, ofam, esn, ctx, variant):

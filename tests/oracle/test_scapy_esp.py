@@ -103,68 +103,71 @@ def outbound(eng, xf, mode, ifam, ofam, esn, natt, ctx):
                       with_auth=not hmac_esn)
     for i, r in enumerate(ref):
         pctx = '%s pkt %d (%d bytes inner)' % (ctx, i, len(inners[i]))
-        seq, fam, pkt = r[1], r[2], r[3]
-        hi, lo = seq >> 32, seq & 0xffffffff
-        if seq != first + i or fam != AF(ofam if mode == 'tunnel' else ifam):
-            R.fail(pctx, 'sequence number %#x family %d, expected %#x' % (seq, fam, first + i))
-            continue
-        p = parse_ip(pkt)
-        inner = parse_ip(inners[i])
-        # Outer header, field by field (tunnel); transport keeps the original header.
-        if mode == 'tunnel':
-            want_tos = inner.tos if ifam == 4 else inner.tc  # DSCP copied, ECN copied (RFC 6040)
-            if ofam == 4:
-                want_df = ifam == 6 or bool(inner.flags.DF)
-                okh = (p.version == 4 and p.src == src and p.dst == dst and p.ttl == 64 and
-                       p.tos == want_tos and bool(p.flags.DF) == want_df and not p.flags.MF and
-                       p.frag == 0 and p.ihl == 5 and p.len == len(pkt) and
-                       p.proto == (17 if natt else 50))
-                okh = okh and raw(IP(pkt))[:20] == raw(refresh(IP(pkt)))[:20]  # checksum
-            else:
-                okh = (p.version == 6 and p.src == src and p.dst == dst and p.hlim == 64 and
-                       p.tc == want_tos and p.plen == len(pkt) - 40 and p.nh == (17 if natt else 50))
-            if not okh:
-                R.fail(pctx, 'outer header wrong: %s' % p.summary())
-                continue
-        if natt:
-            u = p[UDP]
-            want_ck = raw(refresh(parse_ip(pkt)))  # scapy recomputes the IPv6 UDP checksum
-            if (u.sport != 4500 or u.dport != 4500 or u.len != len(raw(u)) or
-                    (p.version == 4 and u.chksum != 0) or (p.version == 6 and want_ck != pkt)):
-                R.fail(pctx, 'NAT-T UDP header wrong: %s\n%s' % (u.summary(), hexdiff(pkt, want_ck)))
-                continue
-            p = strip_natt(p)
-        e = p[ESP]
-        if e.spi != SPI or e.seq != lo:
-            R.fail(pctx, 'ESP header spi %#x seq %#x' % (e.spi, e.seq))
-            continue
-        if hmac_esn:
-            eb = raw(e)
-            want = esp_icv(xf, eb[:-n_icv], hi, True)
-            if not R.check_eq(pctx, 'HMAC ICV with ESN (Python hmac)', eb[-n_icv:], want, 'hmac'):
-                continue
-            e.data = e.data[:-n_icv]
-            p = refresh(p)
         try:
-            dec = sa_dec.decrypt(p, esn=hi)
-        except Exception as ex:  # scapy raises IPSecIntegrityError on a bad ICV
-            R.fail(pctx, 'scapy could not decrypt our packet: %r\n  ours: %s...' % (ex, pkt.hex()[:160]))
-            continue
-        R.check_eq(pctx, 'inner packet after scapy decrypt', inners[i], raw(dec), 'scapy')
-        # Same inner packet, our IV and sequence number, our outer header: scapy's packet must be ours.
-        iv = raw(parse_ip(pkt)[ESP])[8:8 + ivl] if ivl else b''
-        th = None
-        if mode == 'tunnel':
-            th = parse_ip(pkt).copy()
-            th.remove_payload()
-        sa_enc = scapy_sa(xf, SPI, tunnel_hdr=th, natt=natt, esn=esn, with_auth=not hmac_esn)
-        q = scapy_encrypt(sa_enc, inner, lo, hi, iv)
-        if hmac_esn:
-            q[ESP].data += esp_icv(xf, raw(q[ESP]), hi, True)
-            q = refresh(q)
-        if natt:
-            q = fix_natt_scapy(q)
-        R.check_eq(pctx, 'whole packet vs scapy re-encryption with our IV', pkt, raw(q), 'scapy')
+            seq, fam, pkt = r[1], r[2], r[3]
+            hi, lo = seq >> 32, seq & 0xffffffff
+            if seq != first + i or fam != AF(ofam if mode == 'tunnel' else ifam):
+                R.fail(pctx, 'sequence number %#x family %d, expected %#x' % (seq, fam, first + i))
+                continue
+            p = parse_ip(pkt)
+            inner = parse_ip(inners[i])
+            # Outer header, field by field (tunnel); transport keeps the original header.
+            if mode == 'tunnel':
+                want_tos = inner.tos if ifam == 4 else inner.tc  # DSCP copied, ECN copied (RFC 6040)
+                if ofam == 4:
+                    want_df = ifam == 6 or bool(inner.flags.DF)
+                    okh = (p.version == 4 and p.src == src and p.dst == dst and p.ttl == 64 and
+                           p.tos == want_tos and bool(p.flags.DF) == want_df and not p.flags.MF and
+                           p.frag == 0 and p.ihl == 5 and p.len == len(pkt) and
+                           p.proto == (17 if natt else 50))
+                    okh = okh and raw(IP(pkt))[:20] == raw(refresh(IP(pkt)))[:20]  # checksum
+                else:
+                    okh = (p.version == 6 and p.src == src and p.dst == dst and p.hlim == 64 and
+                           p.tc == want_tos and p.plen == len(pkt) - 40 and p.nh == (17 if natt else 50))
+                if not okh:
+                    R.fail(pctx, 'outer header wrong: %s' % p.summary())
+                    continue
+            if natt:
+                u = p[UDP]
+                want_ck = raw(refresh(parse_ip(pkt)))  # scapy recomputes the IPv6 UDP checksum
+                if (u.sport != 4500 or u.dport != 4500 or u.len != len(raw(u)) or
+                        (p.version == 4 and u.chksum != 0) or (p.version == 6 and want_ck != pkt)):
+                    R.fail(pctx, 'NAT-T UDP header wrong: %s\n%s' % (u.summary(), hexdiff(pkt, want_ck)))
+                    continue
+                p = strip_natt(p)
+            e = p[ESP]
+            if e.spi != SPI or e.seq != lo:
+                R.fail(pctx, 'ESP header spi %#x seq %#x' % (e.spi, e.seq))
+                continue
+            if hmac_esn:
+                eb = raw(e)
+                want = esp_icv(xf, eb[:-n_icv], hi, True)
+                if not R.check_eq(pctx, 'HMAC ICV with ESN (Python hmac)', eb[-n_icv:], want, 'hmac'):
+                    continue
+                e.data = e.data[:-n_icv]
+                p = refresh(p)
+            try:
+                dec = sa_dec.decrypt(p, esn=hi)
+            except Exception as ex:  # scapy raises IPSecIntegrityError on a bad ICV
+                R.fail(pctx, 'scapy could not decrypt our packet: %r\n  ours: %s...' % (ex, pkt.hex()[:160]))
+                continue
+            R.check_eq(pctx, 'inner packet after scapy decrypt', inners[i], raw(dec), 'scapy')
+            # Same inner packet, our IV and sequence number, our outer header: scapy's packet must be ours.
+            iv = raw(parse_ip(pkt)[ESP])[8:8 + ivl] if ivl else b''
+            th = None
+            if mode == 'tunnel':
+                th = parse_ip(pkt).copy()
+                th.remove_payload()
+            sa_enc = scapy_sa(xf, SPI, tunnel_hdr=th, natt=natt, esn=esn, with_auth=not hmac_esn)
+            q = scapy_encrypt(sa_enc, inner, lo, hi, iv)
+            if hmac_esn:
+                q[ESP].data += esp_icv(xf, raw(q[ESP]), hi, True)
+                q = refresh(q)
+            if natt:
+                q = fix_natt_scapy(q)
+            R.check_eq(pctx, 'whole packet vs scapy re-encryption with our IV', pkt, raw(q), 'scapy')
+        except Exception as ex:  # garbage from a broken engine must fail, not crash
+            R.fail(pctx, 'exception while checking: %r' % ex)
 
 
 def scapy_encrypt(sa, pkt, lo, hi, iv=None):
