@@ -1441,10 +1441,88 @@ static int parse_stmt(struct ps *p)
 		    "got '%.60s'", t->s);
 }
 
+/* Macros, as in OpenBSD's ipsec.conf: `name = value` defines, a word `$name` uses. The value is
+ * one word (quote it if it has blanks); it may be a key, so the table is wiped afterwards. */
+struct macro {
+	char *name, *value;
+};
+
+static bool macro_name_ok(const char *s)
+{
+	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return false;
+	return true;
+}
+
+/* 1: the statement was a definition, 0: not one, -1: error. */
+static int macro_define(struct ctl_conf *c, struct tok *t, size_t n, struct macro **tab, size_t *nm)
+{
+	struct macro *v;
+
+	if (n < 2 || t[1].quoted || strcmp(t[1].s, "="))
+		return 0;
+	if (t[0].quoted || !macro_name_ok(t[0].s)) {
+		ctl_conf_error(c, t[0].pos, "bad macro name '%.60s' (letters, digits, '_' and '-', not "
+			       "starting with a digit)", t[0].s);
+		return -1;
+	}
+	if (n != 3) {
+		ctl_conf_error(c, n < 3 ? t[1].pos : t[3].pos, n < 3 ?
+			       "expected a value after '=' (quote it if it has blanks)" :
+			       "a macro value is one word: quote it if it has blanks");
+		return -1;
+	}
+	for (size_t i = 0; i < *nm; i++) {
+		if (!strcmp((*tab)[i].name, t[0].s)) {
+			wipe_free((*tab)[i].value);
+			(*tab)[i].value = strdup(t[2].s);
+			return 1;
+		}
+	}
+	v = realloc(*tab, (*nm + 1) * sizeof(**tab));
+	if (!v)
+		return -1;
+	*tab = v;
+	v[*nm].name = strdup(t[0].s);
+	v[*nm].value = strdup(t[2].s);
+	(*nm)++;
+	return 1;
+}
+
+static int macro_expand(struct ctl_conf *c, struct tok *t, size_t n, struct macro *tab, size_t nm)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool found = false;
+
+		if (t[i].quoted || t[i].s[0] != '$')
+			continue;
+		for (size_t m = 0; m < nm && !found; m++) {
+			if (strcmp(tab[m].name, t[i].s + 1))
+				continue;
+			found = true;
+			wipe_free(t[i].s);
+			t[i].s = strdup(tab[m].value);
+			t[i].quoted = false;
+		}
+		if (!found) {
+			ctl_conf_error(c, t[i].pos, "undefined macro '%.60s' (define it first: "
+				       "'%.60s = value')", t[i].s, t[i].s + 1);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
 static int parse_toks(struct ctl_conf *c, struct toks *ts)
 {
 	struct ps p = { .c = c };
-	size_t start = 0;
+	struct macro *tab = NULL;
+	size_t start = 0, nm = 0;
 
 	for (size_t i = 0; i < ts->n; i++) {
 		if (ts->v[i].t != T_EOL && ts->v[i].t != T_EOF)
@@ -1454,7 +1532,8 @@ static int parse_toks(struct ctl_conf *c, struct toks *ts)
 
 			for (size_t j = start; j < i; j++)
 				bad |= ts->v[j].t == T_BAD;
-			if (!bad) {
+			if (!bad && macro_define(c, &ts->v[start], i - start, &tab, &nm) == 0 &&
+			    macro_expand(c, &ts->v[start], i - start, tab, nm) == 0) {
 				p.t = &ts->v[start];
 				p.n = i - start;
 				p.i = 0;
@@ -1465,6 +1544,11 @@ static int parse_toks(struct ctl_conf *c, struct toks *ts)
 		if (c->nerr > CTL_MAX_ERRORS)
 			break;
 	}
+	for (size_t m = 0; m < nm; m++) {
+		free(tab[m].name);
+		wipe_free(tab[m].value);
+	}
+	free(tab);
 	return c->nerr ? -EINVAL : 0;
 }
 
