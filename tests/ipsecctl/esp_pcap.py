@@ -37,6 +37,8 @@ def main(js, out):
             kw["auth_key"] = unhex(keys["auth"])
         if sa["mode"] == "tunnel":
             kw["tunnel_header"] = tun
+        if sa["encap"]:
+            kw["nat_t_header"] = UDP(sport=sa["encap"]["sport"], dport=sa["encap"]["dport"])
         esp = SecurityAssociation(ESP, **kw)
         inner = ip(src=sa["src"], dst=sa["dst"])
         if sa["mode"] == "tunnel":
@@ -46,7 +48,14 @@ def main(js, out):
             p = inner / UDP(sport=1234, dport=40000 + (sa["spi"] & 0xfff)) / \
                 Raw(b"xipsec spi 0x%08x #%d" % (sa["spi"], i))
             p = ip(bytes(p))  # fill lengths and checksums before encryption
-            pkts.append(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / esp.encrypt(p))  # one link type for v4 and v6
+            e = esp.encrypt(p)
+            if sa["encap"]:
+                # scapy 2.5 leaves the NAT-T UDP length at 8: let it be recomputed.
+                del e[UDP].len
+                del e[UDP].chksum
+                e = ip(bytes(e))
+            # An Ethernet header gives IPv4 and IPv6 packets one link type.
+            pkts.append(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / e)
     wrpcap(out, pkts)
     print(len(pkts))
 

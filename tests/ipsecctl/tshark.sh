@@ -3,7 +3,7 @@
 # wrote: scapy encrypts ESP packets with the keys ipsecctl stores (show --show-keys --json), tshark
 # decrypts the capture knowing only what `export wireshark --tshark` prints. Every exported SA must
 # yield its inner UDP packets (destination port and payload), for AES-GCM, AES-CBC, AES-CTR, 3DES
-# and NULL with the HMAC variants, IPv4 and IPv6, tunnel and transport mode.
+# and NULL with the HMAC variants, IPv4 and IPv6, tunnel and transport mode, NAT-T (ESP in UDP 4500).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 PY=${PYTHON:-/usr/bin/python3}
@@ -33,6 +33,8 @@ sa esp transport from 192.0.2.1 to 192.0.2.8 spi 0x7000 out enc aes128-md5 legac
 sa esp tunnel from 2001:db8::1 to 2001:db8::2 spi 0x8000 out enc aes128gcm16 key 0x$(hex 20)
 sa esp transport from 2001:db8::1 to 2001:db8::3 spi 0x9000 out enc aes256-sha384 key 0x$(hex 32) \\
 	authkey 0x$(hex 48)
+sa esp tunnel from 192.0.2.1 to 192.0.2.10 spi 0xa000 out enc aes128gcm16 key 0x$(hex 20) \\
+	encap udp 4500 4500
 EOC
 ctl load "$T/conf" || exit 1
 ctl --json --show-keys show sa > "$T/sas.json" || exit 1
@@ -42,14 +44,14 @@ echo "scapy wrote $n ESP packets"
 ctl export wireshark --tshark > "$T/args" || exit 1
 # The -o arguments are printed shell-quoted, one per line, for eval.
 eval "set -- $(tr '\n' ' ' < "$T/args")"
-timeout 120 tshark -n -r "$T/cap.pcap" "$@" -T fields -E separator=' ' -e esp.spi -e udp.dstport \
+timeout 120 tshark -n -r "$T/cap.pcap" "$@" -T fields -E separator=' ' -E occurrence=l -e esp.spi -e udp.dstport \
 	-e data.data -e esp.icv_good > "$T/out" 2> "$T/err"
 rc=$?
 [ -s "$T/err" ] && cat "$T/err"
 [ "$rc" = 0 ] || { echo "tshark failed ($rc)"; exit 1; }
 
 fail=0
-for spi in 0x1000 0x1001 0x2000 0x3000 0x4000 0x5000 0x6000 0x7000 0x8000 0x9000; do
+for spi in 0x1000 0x1001 0x2000 0x3000 0x4000 0x5000 0x6000 0x7000 0x8000 0x9000 0xa000; do
 	want_port=$((40000 + (spi & 0xfff)))
 	want=$(printf 'xipsec spi 0x%08x #1' "$spi" | od -An -v -tx1 | tr -d ' \n')
 	got=$(awk -v s="$(printf '0x%08x' "$spi")" '$1 == s { print $2, $3 }' "$T/out" | sort -u)
