@@ -183,7 +183,7 @@ void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, 
 	ctl_json_str(j, "src", ctl_addr_str(&sa->src, buf, sizeof(buf)));
 	ctl_json_str(j, "dst", ctl_addr_str(&sa->dst, buf, sizeof(buf)));
 	ctl_json_u64(j, "reqid", sa->reqid);
-	if (sa->enc_alg || sa->proto == SADB_PROTO_ESP)
+	if (sa->enc_alg)
 		ctl_json_str(j, "enc", enc ? enc->name : "unknown");
 	else
 		ctl_json_null(j, "enc");
