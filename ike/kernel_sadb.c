@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <daemon.h>
 #include <collections/linked_list.h>
@@ -65,6 +66,7 @@ struct private_kernel_sadb_t {
 	linked_list_t *sas;         /* struct ks_sa */
 	linked_list_t *pols;        /* struct ks_pol */
 	uint32_t spi_min, spi_max;
+	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
 	bool stopping;
 };
 
@@ -293,6 +295,19 @@ static struct ks_sa *find_sa(private_kernel_sadb_t *this, uint32_t spi, uint8_t 
 	return found;
 }
 
+/* Whether an inbound SA of this reqid is installed already: a new one then replaces it (rekey). */
+static bool has_inbound_reqid(private_kernel_sadb_t *this, uint32_t reqid)
+{
+	enumerator_t *e = this->sas->create_enumerator(this->sas);
+	struct ks_sa *t;
+	bool found = FALSE;
+
+	while (!found && e->enumerate(e, &t))
+		found = t->inbound && reqid && t->reqid == reqid;
+	e->destroy(e);
+	return found;
+}
+
 /* ---- kernel_ipsec_t ---- */
 
 METHOD(kernel_ipsec_t, get_features, kernel_feature_t, private_kernel_sadb_t *this)
@@ -425,6 +440,7 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	struct sadb_sa sa, chk;
 	struct ks_sa *t;
 	uint32_t slot = 0;
+	bool rekey;
 	int rc;
 
 	if (build_sa(id, data, &sa) < 0) {
@@ -450,6 +466,7 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	}
 	t = find_sa(this, sa.spi, sa.proto, &sa.dst, TRUE);
 	free(t);
+	rekey = data->inbound && has_inbound_reqid(this, sa.reqid);
 	INIT(t,
 		.spi = sa.spi,
 		.proto = sa.proto,
@@ -467,6 +484,14 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	memwipe(&sa, sizeof(sa));
 	memwipe(&chk, sizeof(chk));
 	KS_STAT_INC(sa_added);
+	if (rekey && this->sync_ms) {
+		/* Make-before-break across two dataplanes: when charon returns from here it tells the peer,
+		 * which may switch its outbound traffic to this SA within a round trip. Our dataplane
+		 * picks SADB changes up on its own schedule (xipsecd: every 10 ms), so give it that time
+		 * before the peer can use the new SPI. Only rekeys wait: there is no traffic to lose on a
+		 * CHILD SA's first installation. */
+		usleep(this->sync_ms * 1000);
+	}
 	DBG1(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u", data->inbound ? "inbound" : "outbound",
 	     t->spi, t->reqid);
 	return SUCCESS;
@@ -1080,6 +1105,7 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		.pols = linked_list_create(),
 		.spi_min = lib->settings->get_int(lib->settings, "%s.spi_min", KERNEL_SPI_MIN, lib->ns),
 		.spi_max = lib->settings->get_int(lib->settings, "%s.spi_max", KERNEL_SPI_MAX, lib->ns),
+		.sync_ms = lib->settings->get_int(lib->settings, "%s.dataplane_sync_ms", 30, lib->ns),
 	);
 	ks_pending_db = NULL;
 	if (this->spi_min > this->spi_max) {

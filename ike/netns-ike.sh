@@ -3,7 +3,7 @@
 # xipsec-iked with its own configuration directory, run directory (VICI socket, pid, status) and SADB.
 #
 #   ike_pair                      namespaces A and B, the veth, addresses
-#   ike_dirs SIDE                 make $XT_DIR/SIDE/{conf,run}, print nothing
+#   ike_dirs SIDE [SADB]          make $XT_DIR/SIDE/{conf,run} and an SADB path (or use SADB)
 #   ike_sconf SIDE [LINES]        write SIDE's strongswan.conf (xipsec-iked section body LINES)
 #   ike_start SIDE [ARGS]         start xipsec-iked for SIDE and wait for its VICI socket
 #   ike_ctl SIDE ARGS             swanctl against SIDE's daemon
@@ -35,8 +35,12 @@ ike_pair() {
 
 ike_dirs() {
 	mkdir -p "$XT_DIR/$1/conf" "$XT_DIR/$1/run"
-	# not $(xt_sadb): lib.sh must record the file for its cleanup in this shell, not a subshell
-	xt_sadb "iked-$1" > "$XT_DIR/$1/sadb-path"
+	if [ -n "${2:-}" ]; then
+		printf '%s' "$2" > "$XT_DIR/$1/sadb-path"   # an SADB shared with xipsecd
+	else
+		# not $(xt_sadb): lib.sh must record the file for its cleanup in this shell, not a subshell
+		xt_sadb "iked-$1" > "$XT_DIR/$1/sadb-path"
+	fi
 }
 
 ike_sadb() { cat "$XT_DIR/$1/sadb-path"; }
@@ -138,4 +142,48 @@ secrets {
   }
 }
 EOF
+}
+
+# ike_udp_stream SRC DST_NS DSTADDR SECONDS PPS: numbered 1000-byte datagrams at PPS for SECONDS;
+# prints "sent N received M" (M counts distinct intact datagrams).
+ike_udp_stream() {
+	local src=$1 dns=$2 daddr=$3 secs=$4 pps=$5 port=$((7000 + RANDOM % 1000))
+	xt_bg "$dns" "udp-stream-$port" /usr/bin/python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', $port))
+s.settimeout($secs + 5)
+got = set(); bad = 0
+try:
+    while True:
+        d, _ = s.recvfrom(2000)
+        if d == b'end':
+            break
+        i = int(d[:10])
+        if d == (b'%010d' % i) * 100:
+            got.add(i)
+        else:
+            bad += 1
+except socket.timeout:
+    pass
+print('received', len(got), 'corrupt', bad, flush=True)
+"
+	sleep 0.3
+	xt_exec "$src" /usr/bin/python3 -c "
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+n = int($secs * $pps); t0 = time.monotonic()
+for i in range(n):
+    s.sendto((b'%010d' % i) * 100, ('$daddr', $port))
+    delay = t0 + (i + 1) / $pps - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+time.sleep(0.5)
+for _ in range(3):
+    s.sendto(b'end', ('$daddr', $port))
+print(n)
+" > "$XT_DIR/udp-sent-$port" || xt_fail "UDP stream sender failed"
+	xt_wait 10 grep -q "^received" "$XT_DIR/udp-stream-$port.log" || xt_fail "UDP stream receiver did not finish"
+	echo "sent $(cat "$XT_DIR/udp-sent-$port") $(cat "$XT_DIR/udp-stream-$port.log")"
+	xt_stop "udp-stream-$port"
 }
