@@ -436,6 +436,9 @@ void sadb_close(struct sadb *db)
 	}
 	munmap(db->base, db->size);
 	close(db->fd);
+	free(db->bld_items);
+	free(db->bld_tmp);
+	free(db->bld_tail);
 	free(db);
 }
 
@@ -528,8 +531,11 @@ static uint64_t sa_key_hash(const struct sadb_hdr *h, uint32_t spi, uint8_t prot
 		memcpy(&w01, dst->a.b, 8);
 		memcpy(&w23, dst->a.b + 8, 8);
 	}
-	x = sadb__mix64(h->hash_seed ^ ((uint64_t)spi | (uint64_t)proto << 32 | (uint64_t)dst->family << 40));
-	x = sadb__mix64(x ^ w01 ^ sadb__mix64(w23 + 0x9E3779B97F4A7C15ULL));
+	/* Two rounds for IPv4 (SPI and address in one word, then protocol and family), three for IPv6. */
+	x = sadb__mix64(h->hash_seed ^ ((uint64_t)spi << 32 | (w01 & 0xffffffffu)));
+	x = sadb__mix64(x ^ (w01 & 0xffffffff00000000ULL) ^ ((uint64_t)proto << 8 | dst->family));
+	if (w23)
+		x = sadb__mix64(x ^ w23);
 	return x | 1;
 }
 
@@ -567,7 +573,6 @@ static int bad_arg(const struct sadb *db, const char *what)
 int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,
 		   struct sadb_sa *out, uint32_t *slot)
 {
-	struct sadb_sa tmp;
 	uint64_t hv, fp;
 	uint32_t b[2];
 
@@ -590,14 +595,14 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 
 				if ((e >> 32) != fp || s == 0 || s > t.cap)
 					continue;
-				r = snap_read(db, &t, s - 1, g, &tmp);
-				if (r == SNAP_RETRY || (r == SNAP_USED && !sa_sum_ok(&tmp))) {
+				/* Copied straight into out: a torn or foreign copy is overwritten by the
+				 * next attempt, and wiped if the lookup fails. */
+				r = snap_read(db, &t, s - 1, g, out);
+				if (r == SNAP_RETRY || (r == SNAP_USED && !sa_sum_ok(out))) {
 					retry = true;
 					break;
 				}
-				if (r == SNAP_USED && sa_ident_eq(&tmp, spi, proto, dst)) {
-					memcpy(out, &tmp, sizeof(tmp));
-					explicit_bzero(&tmp, sizeof(tmp));
+				if (r == SNAP_USED && sa_ident_eq(out, spi, proto, dst)) {
 					if (slot)
 						*slot = s - 1;
 					return 0;
@@ -605,13 +610,13 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 			}
 		}
 		if (!retry) {
-			explicit_bzero(&tmp, sizeof(tmp));
+			explicit_bzero(out, sizeof(*out));
 			sadb__set_err(db, "no SA with SPI 0x%08x proto %u", spi, proto);
 			return -ENOENT;
 		}
 		sadb__read_retry();
 	}
-	explicit_bzero(&tmp, sizeof(tmp));
+	explicit_bzero(out, sizeof(*out));
 	sadb__set_err(db, "SA lookup kept racing with writers; gave up");
 	return -EAGAIN;
 }
@@ -1039,7 +1044,10 @@ static void hash_insert(struct sadb *db, uint64_t hv, uint32_t slot)
 		n0 += atomic_load_explicit(&bucket(db, b[0])[i], memory_order_relaxed) == 0;
 		n1 += atomic_load_explicit(&bucket(db, b[1])[i], memory_order_relaxed) == 0;
 	}
-	k = n1 > n0 ? 1 : 0;
+	/* The first bucket while it has room: a lookup then usually reads one bucket line. With four
+	 * entries per SA on average, the first bucket is full for about one key in a thousand. */
+	k = n0 > 0 ? 0 : 1;
+	(void)n1;
 	w = free_way(db, b[k]);
 	if (w < 0) /* hash_room() ran before: cannot happen; leave the SA unreachable by SPI if it does */
 		return;
@@ -1838,16 +1846,31 @@ static void pol_seal(struct sadb_policy *p)
 	memcpy(p, &z, sizeof(z));
 }
 
+static uint64_t sel_hash(uint8_t dir, const struct sadb_selector *normalized)
+{
+	uint8_t buf[1 + sizeof(*normalized)];
+
+	buf[0] = dir;
+	memcpy(buf + 1, normalized, sizeof(*normalized));
+	return (uint64_t)sadb__checksum(buf, sizeof(buf)) | 1;
+}
+
 static int find_policy_sel(struct sadb *db, uint8_t dir, const struct sadb_selector *sel, bool match_prio,
 			   uint32_t prio)
 {
 	uint32_t hw = atomic_load_explicit(&db->h->pol_hwm, memory_order_relaxed);
 	struct sadb_selector n;
+	uint64_t hv;
 
 	memcpy(&n, sel, sizeof(n));
 	sadb__selector_normalize(&n);
+	hv = sel_hash(dir, &n);
+	/* A scan of the compact meta array; only hash matches look at a record. */
 	for (uint32_t i = 0; i < hw; i++) {
-		const struct sadb_policy *p = sadb__pol_wview(db, i);
+		const struct sadb_policy *p;
+		if (db->pol_meta[i].selhash != hv)
+			continue;
+		p = sadb__pol_wview(db, i);
 		if (p && p->dir == dir && (!match_prio || p->priority == prio) && sadb__selector_eq(&p->sel, &n))
 			return (int)i;
 	}
@@ -1885,12 +1908,15 @@ int sadb_policy_add(struct sadb *db, const struct sadb_policy *in, uint32_t *id)
 		return op_end(db, -ENOSPC);
 	}
 	/* Ids name a slot and how often it was reused, so a stale id never finds a newer policy. */
-	reuse = ++db->pol_meta[s].reuse;
-	if ((uint64_t)reuse * h->max_policy + (uint64_t)s + 1 > UINT32_MAX)
-		reuse = db->pol_meta[s].reuse = 0;
+	reuse = db->pol_meta[s].reuse++;
+	if ((uint64_t)reuse * h->max_policy + (uint64_t)s + 1 > UINT32_MAX) {
+		reuse = 0;
+		db->pol_meta[s].reuse = 1;
+	}
 	memcpy(&p, in, sizeof(p));
 	p.id = reuse * h->max_policy + (uint32_t)s + 1;
 	pol_seal(&p);
+	db->pol_meta[s].selhash = sel_hash(p.dir, &p.sel);
 	write_copy(db, &t, (uint32_t)s, true, &p);
 	jappend(db, SADB_CHG_POL_ADD, p.id);
 	h->txn.n_policy++;

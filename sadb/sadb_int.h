@@ -110,6 +110,8 @@ struct sadb_sa_meta {
 
 struct sadb_pol_meta {
 	uint64_t lgen;
+	uint64_t selhash;  /* hash of (dir, selector) of the policy last added here: a filter for
+	                    * duplicate searches, always confirmed against the record */
 	uint32_t used;
 	uint32_t reuse;    /* how many times the slot was reused: part of the policy id */
 };
@@ -146,6 +148,8 @@ struct sadb {
 	uint32_t *sa_free, *pol_free, *log;
 	bool txn_open;      /* this handle holds the lock inside a transaction */
 	bool txn_explicit;  /* opened by sadb_txn_begin */
+	void *bld_items, *bld_tmp, *bld_tail; /* SPD index build scratch (sadb_spd.c) */
+	size_t bld_cap;
 	int stop_point;     /* test hook: XIPSEC_SADB_TEST_STOP */
 	unsigned stop_count;
 	char path[256];

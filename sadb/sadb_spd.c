@@ -79,26 +79,52 @@ static inline uint64_t key_hash(uint64_t seed, const uint32_t *s, const uint32_t
 }
 
 struct build_item {
+	uint32_t k1;       /* dir, family, source and destination prefix lengths */
+	uint32_t prio, id;
 	const struct sadb_policy *p;
-	uint8_t fam;
 };
 
-static int item_cmp(const void *a, const void *b)
+static inline unsigned item_byte(const struct build_item *it, unsigned b)
 {
-	const struct build_item *x = a, *y = b;
-	const struct sadb_policy *p = x->p, *q = y->p;
+	uint32_t w = b < 4 ? it->id : b < 8 ? it->prio : it->k1;
 
-	if (p->dir != q->dir)
-		return p->dir < q->dir ? -1 : 1;
-	if (x->fam != y->fam)
-		return x->fam < y->fam ? -1 : 1;
-	if (p->sel.src_plen != q->sel.src_plen)
-		return p->sel.src_plen < q->sel.src_plen ? -1 : 1;
-	if (p->sel.dst_plen != q->sel.dst_plen)
-		return p->sel.dst_plen < q->sel.dst_plen ? -1 : 1;
-	if (p->priority != q->priority)
-		return p->priority < q->priority ? -1 : 1;
-	return p->id < q->id ? -1 : p->id > q->id;
+	return (w >> (8 * (b & 3))) & 0xff;
+}
+
+/* LSD radix sort on (k1, priority, id), least significant byte first; a byte on which all items
+ * agree (most of them: few prefix-length pairs, few priorities) costs one counting pass. Stable and
+ * O(n), where qsort made the rebuild of a 10k-policy index several times slower. */
+static void sort_items(struct build_item *a, struct build_item *tmp, uint32_t n)
+{
+	static __thread uint32_t cnt[12][256];
+
+	/* All twelve histograms in one pass; then one scatter pass per byte that varies. */
+	memset(cnt, 0, sizeof(cnt));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct build_item *it = &a[i];
+		for (unsigned b = 0; b < 4; b++) {
+			cnt[b][(it->id >> (8 * b)) & 0xff]++;
+			cnt[4 + b][(it->prio >> (8 * b)) & 0xff]++;
+			cnt[8 + b][(it->k1 >> (8 * b)) & 0xff]++;
+		}
+	}
+	for (unsigned b = 0; b < 12; b++) {
+		uint32_t sum = 0;
+		bool one = false;
+
+		for (unsigned d = 0; d < 256; d++) {
+			uint32_t c = cnt[b][d];
+			if (c == n)
+				one = true;
+			cnt[b][d] = sum;
+			sum += c;
+		}
+		if (one)
+			continue;
+		for (uint32_t i = 0; i < n; i++)
+			tmp[cnt[b][item_byte(&a[i], b)]++] = a[i];
+		memcpy(a, tmp, (size_t)n * sizeof(*a));
+	}
 }
 
 static int tuple_cmp(const void *a, const void *b)
@@ -114,38 +140,53 @@ int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
 {
 	uint32_t cap = db->h->max_policy;
 	uint32_t hw = atomic_load_explicit(&db->h->pol_hwm, memory_order_relaxed);
-	struct build_item *items;
+	struct build_item *items, *tmp;
 	uint32_t *tail, n = 0, nt = 0, hs_used = 0;
 	struct idx_view v;
 
 	idx_view(buf, cap, &v);
-	items = malloc(((size_t)hw + 1) * sizeof(*items));
-	tail = malloc(((size_t)hw + 1) * sizeof(*tail));
-	if (!items || !tail) {
-		free(items);
-		free(tail);
-		return -ENOMEM;
+	/* Scratch space is kept on the handle: a fresh multi-megabyte allocation per commit costs page
+	 * faults comparable to the build itself. */
+	if (db->bld_cap < (size_t)hw + 1) {
+		size_t cap = (size_t)hw + 1 + hw / 4;
+		void *a = realloc(db->bld_items, cap * sizeof(*items));
+		if (a)
+			db->bld_items = a;
+		void *b = realloc(db->bld_tmp, cap * sizeof(*tmp));
+		if (b)
+			db->bld_tmp = b;
+		void *c = realloc(db->bld_tail, cap * sizeof(*tail));
+		if (c)
+			db->bld_tail = c;
+		if (!a || !b || !c)
+			return -ENOMEM;
+		db->bld_cap = cap;
 	}
+	items = db->bld_items;
+	tmp = db->bld_tmp;
+	tail = db->bld_tail;
 	for (uint32_t i = 0; i < hw; i++) {
 		const struct sadb_policy *p = sadb__pol_wview(db, i);
 		if (p && p->dir >= SADB_DIR_IN && p->dir <= SADB_DIR_FWD) {
 			items[n].p = p;
-			items[n].fam = sadb__sel_family(&p->sel);
+			items[n].k1 = (uint32_t)p->dir << 24 | (uint32_t)sadb__sel_family(&p->sel) << 16 |
+				      (uint32_t)p->sel.src_plen << 8 | p->sel.dst_plen;
+			items[n].prio = p->priority;
+			items[n].id = p->id;
 			n++;
 		}
 	}
-	qsort(items, n, sizeof(*items), item_cmp);
+	sort_items(items, tmp, n);
 	memset(v.ih, 0, sizeof(*v.ih));
 	v.ih->seed = seed;
 	for (uint32_t i = 0; i < n;) {
 		const struct sadb_policy *p0 = items[i].p;
-		uint8_t fam = items[i].fam;
+		uint8_t fam = (uint8_t)(items[i].k1 >> 16);
 		uint32_t j = i, size = 1;
 		struct sadb_idx_tuple *t = &v.tup[nt++];
 		unsigned nw = fam_words(fam);
 
-		while (j < n && items[j].p->dir == p0->dir && items[j].fam == fam &&
-		       items[j].p->sel.src_plen == p0->sel.src_plen && items[j].p->sel.dst_plen == p0->sel.dst_plen)
+		while (j < n && items[j].k1 == items[i].k1)
 			j++;
 		while (size < 2 * (j - i))
 			size <<= 1;
@@ -201,9 +242,16 @@ int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
 		i = j;
 	}
 	v.ih->ntuples = nt;
-	free(items);
-	free(tail);
 	return 0;
+}
+
+static inline bool key_eq(const struct sadb_policy *q, const uint32_t *s, const uint32_t *d, unsigned nw)
+{
+	uint32_t x = 0;
+
+	for (unsigned w = 0; w < nw; w++)
+		x |= (q->sel.src.a.w[w] ^ s[w]) | (q->sel.dst.a.w[w] ^ d[w]);
+	return x == 0;
 }
 
 static inline bool better(uint32_t prio, uint32_t id, uint32_t bprio, uint32_t bid)
@@ -252,7 +300,7 @@ int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir, con
 			if (e > v.cap)
 				return -EAGAIN;
 			q = &v.ent[e - 1].p;
-			if (memcmp(q->sel.src.a.w, s, nw * 4) || memcmp(q->sel.dst.a.w, d, nw * 4))
+			if (!key_eq(q, s, d, nw))
 				continue;
 			/* The chain is in (priority, id) order: the first full match is this key's best. */
 			for (uint32_t steps = 0; e && steps < v.cap; steps++) {

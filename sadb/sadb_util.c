@@ -49,46 +49,34 @@ uint64_t sadb_read_retries(void)
 	return tls_retries;
 }
 
-/* ---- checksums: a 4-lane xxh64-style hash, cheap enough for every lookup (~330 bytes) ---- */
-
-#define P1 0x9E3779B185EBCA87ULL
-#define P2 0xC2B2AE3D27D4EB4FULL
-
-static inline uint64_t rotl64(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static inline uint64_t round64(uint64_t acc, uint64_t w)
-{
-	return rotl64(acc + w * P2, 31) * P1;
-}
+/* ---- checksums ----
+ * Every read verifies one, so it must cost little next to the ~330-byte copy: two interleaved
+ * Fletcher-style sums over 64-bit words (adds only, two independent chains) and one final mix.
+ * Its job is to catch a torn or corrupt copy (the seqlock already prevents torn reads); it is not
+ * a cryptographic integrity check. */
 
 uint32_t sadb__checksum(const void *p, size_t len)
 {
 	const uint8_t *b = p;
-	uint64_t l0 = P1 + P2, l1 = P2, l2 = 0, l3 = -P1, w, h;
+	uint64_t a0 = 0x9E3779B97F4A7C15ULL, b0 = 0, a1 = 0xC2B2AE3D27D4EB4FULL, b1 = 0, w[2], h;
 	size_t i = 0;
 
-	for (; i + 32 <= len; i += 32) {
-		uint64_t w4[4];
-		memcpy(w4, b + i, 32);
-		l0 = round64(l0, w4[0]);
-		l1 = round64(l1, w4[1]);
-		l2 = round64(l2, w4[2]);
-		l3 = round64(l3, w4[3]);
-	}
-	h = rotl64(l0, 1) + rotl64(l1, 7) + rotl64(l2, 12) + rotl64(l3, 18) + len;
-	for (; i + 8 <= len; i += 8) {
-		memcpy(&w, b + i, 8);
-		h = round64(h, w);
+	for (; i + 16 <= len; i += 16) {
+		memcpy(w, b + i, 16);
+		a0 += w[0];
+		b0 += a0;
+		a1 += w[1];
+		b1 += a1;
 	}
 	if (i < len) {
-		w = 0;
-		memcpy(&w, b + i, len - i);
-		h = round64(h, w);
+		w[0] = w[1] = 0;
+		memcpy(w, b + i, len - i);
+		a0 += w[0];
+		b0 += a0;
+		a1 += w[1];
+		b1 += a1;
 	}
-	h = sadb__mix64(h);
+	h = sadb__mix64(a0 ^ (b0 << 21 | b0 >> 43)) ^ sadb__mix64(a1 + (b1 << 43 | b1 >> 21) + len);
 	return (uint32_t)(h ^ (h >> 32));
 }
 
