@@ -148,19 +148,19 @@ int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
 	/* Scratch space is kept on the handle: a fresh multi-megabyte allocation per commit costs page
 	 * faults comparable to the build itself. */
 	if (db->bld_cap < (size_t)hw + 1) {
-		size_t cap = (size_t)hw + 1 + hw / 4;
-		void *a = realloc(db->bld_items, cap * sizeof(*items));
+		size_t ncap = (size_t)hw + 1 + hw / 4;
+		void *a = realloc(db->bld_items, ncap * sizeof(*items));
 		if (a)
 			db->bld_items = a;
-		void *b = realloc(db->bld_tmp, cap * sizeof(*tmp));
+		void *b = realloc(db->bld_tmp, ncap * sizeof(*tmp));
 		if (b)
 			db->bld_tmp = b;
-		void *c = realloc(db->bld_tail, cap * sizeof(*tail));
+		void *c = realloc(db->bld_tail, ncap * sizeof(*tail));
 		if (c)
 			db->bld_tail = c;
 		if (!a || !b || !c)
 			return -ENOMEM;
-		db->bld_cap = cap;
+		db->bld_cap = ncap;
 	}
 	items = db->bld_items;
 	tmp = db->bld_tmp;
