@@ -115,5 +115,15 @@ for f in cmd-*.in; do
 	check "$f" "$T/out"
 done
 
+# The SADB path from $XIPSEC_SADB when --sadb is not given (libsadb's sadb_default_path()).
+newdb env
+ctl load base.conf > /dev/null
+n=$((n + 1))
+if [ "$(XIPSEC_SADB="$DB" "$CTL" --json show info | sed -n 's/^ *"n_sa": \([0-9]*\),*$/\1/p')" = 2 ]; then
+	echo "ok: XIPSEC_SADB"
+else
+	echo "FAIL: XIPSEC_SADB is not used"; fail=$((fail + 1))
+fi
+
 echo "golden.sh: $n checks, $fail failed"
 [ "$n" -gt 0 ] && [ "$fail" = 0 ]
