@@ -47,7 +47,7 @@ static void usage(FILE *f)
 	      "  sa list [SPI...] | sa flush [esp|ah]\n"
 	      "  sa allocspi esp|ah from SRC to DST [range MIN-MAX]\n"
 	      "  policy add POLICY-STATEMENT        e.g. policy add out from NET to NET protect ... reqid N\n"
-	      "  policy delete|get ID | policy list | policy flush\n"
+	      "  policy delete|get ID | policy delete DIR SELECTOR | policy list | policy flush\n"
 	      "  export wireshark [--tshark] [SPI...]\n"
 	      "  ike ...                            IKE daemon commands\n"
 	      "\n"
@@ -540,6 +540,47 @@ alloc_usage:
 	return CTL_EXIT_USAGE;
 }
 
+/* policy delete DIR SELECTOR [...]: the policy with that direction and selector (as IKE deletes
+ * them), written as in `policy add`; an action, if given, is ignored. */
+static int policy_delete_sel(const struct ctl_opts *o, int argc, char **argv)
+{
+	static const char *const actions[] = { "bypass", "pass", "discard", "drop", "block",
+					       "protect", "ipsec" };
+	char **v = calloc((size_t)argc + 2, sizeof(char *));
+	bool has_action = false;
+	struct ctl_conf c;
+	struct sadb *db;
+	int rc, n = 0;
+
+	if (!v)
+		return CTL_EXIT_ERR;
+	v[n++] = (char *)"policy";
+	for (int i = 0; i < argc; i++) {
+		for (size_t a = 0; a < sizeof(actions) / sizeof(actions[0]); a++)
+			has_action |= !strcasecmp(argv[i], actions[a]);
+		v[n++] = argv[i];
+	}
+	if (!has_action)
+		v[n++] = (char *)"bypass";
+	ctl_conf_init(&c, "policy delete", stderr);
+	rc = ctl_conf_parse_argv(&c, n, v);
+	free(v);
+	if (rc || c.n != 1) {
+		ctl_conf_free(&c);
+		return CTL_EXIT_USAGE;
+	}
+	if ((rc = open_db(o, SADB_RDWR, &db))) {
+		ctl_conf_free(&c);
+		return rc;
+	}
+	rc = sadb_policy_delete_sel(db, c.items[0].pol.dir, &c.items[0].pol.sel);
+	if (rc)
+		ctl_err("policy delete: %s", sadb_errmsg(db)[0] ? sadb_errmsg(db) : strerror(-rc));
+	sadb_close(db);
+	ctl_conf_free(&c);
+	return rc ? CTL_EXIT_ERR : CTL_EXIT_OK;
+}
+
 static int cmd_policy(const struct ctl_opts *o, int argc, char **argv)
 {
 	const char *sub = argc ? argv[0] : "list";
@@ -574,6 +615,9 @@ static int cmd_policy(const struct ctl_opts *o, int argc, char **argv)
 		sadb_close(db);
 		return rc < 0 ? CTL_EXIT_ERR : CTL_EXIT_OK;
 	}
+	if ((!strcmp(sub, "delete") || !strcmp(sub, "del")) && argc > 1 &&
+	    (!strcmp(argv[0], "in") || !strcmp(argv[0], "out") || !strcmp(argv[0], "fwd")))
+		return policy_delete_sel(o, argc, argv);
 	if (!strcmp(sub, "delete") || !strcmp(sub, "del") || !strcmp(sub, "get")) {
 		bool del = strcmp(sub, "get") != 0;
 		uint64_t id;
