@@ -193,16 +193,7 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 				bool df = (sa->flags & SADB_SAF_DF_CLEAR) ? false :
 					  (sa->flags & SADB_SAF_DF_SET) ? true :
 					  (fam == AF_INET6 || (ip[6] & 0x40));
-				o[0] = 0x45;
-				o[1] = tos;
-				esp_wr16(o + 2, (uint16_t)out_len);
-				esp_wr16(o + 4, sa->ip_id++);
-				esp_wr16(o + 6, df ? 0x4000 : 0);
-				o[8] = sa->ttl;
-				o[9] = IPPROTO_AH;
-				memcpy(o + 12, sa->src.a.b, 4);
-				memcpy(o + 16, sa->dst.a.b, 4);
-				esp_ip4_set_csum(o);
+				esp_outer4(sa, o, tos, out_len, df);
 			} else {
 				esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
 				esp_wr16(o + 4, (uint16_t)(out_len - 40));
@@ -236,7 +227,7 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 			if (sa->iv_fn)
 				sa->iv_fn(sa->iv_arg, seq, ah + 12, 8);
 			else
-				esp_wr32(ah + 12, (uint32_t)(seq >> 32)), esp_wr32(ah + 16, (uint32_t)seq);
+				esp_wr64(ah + 12, seq);
 		}
 		memset(ah + 12 + sa->iv_len, 0, ahl - 12 - sa->iv_len); /* ICV (and padding) as zeros */
 		struct ah_state *s = &st[nl];

@@ -91,18 +91,21 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 	uint8_t *icv = pl + clen;
 	memset(c, 0, offsetof(struct esp_cop, aadbuf));
 	c->fix = NULL;
+	uint64_t iv_raw = 0;
+	if (sa->iv_len == 8)
+		memcpy(&iv_raw, ivp, 8);
 	c->icv_in = icv;
 	c->tag = c->calc;
 	switch (sa->kind) {
 	case ESP_KIND_AEAD:
-		memcpy(c->iv, sa->salt, 4);
-		memcpy(c->iv + 4, ivp, 8);
+		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 		c->data = pl;
 		c->data_len = clen;
 		if (sa->flags & SADB_SAF_ESN) {
-			memcpy(c->aadbuf, esp, 4);
-			esp_wr32(c->aadbuf + 4, (uint32_t)(seq >> 32));
-			memcpy(c->aadbuf + 8, esp + 4, 4);
+			uint32_t spi, lo;
+			memcpy(&spi, esp, 4);
+			memcpy(&lo, esp + 4, 4);
+			esp_st16(c->aadbuf, (uint64_t)spi | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32, lo);
 			c->aad = c->aadbuf;
 			c->aad_len = 12;
 		} else {
@@ -111,8 +114,7 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 		}
 		break;
 	case ESP_KIND_GMAC:
-		memcpy(c->iv, sa->salt, 4);
-		memcpy(c->iv + 4, ivp, 8);
+		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 		c->data = pl;
 		c->data_len = 0;
 		c->auth = esp;
@@ -134,9 +136,7 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 		if (sa->cipher == ESP_C_AES_CBC || sa->cipher == ESP_C_3DES_CBC) {
 			memcpy(c->iv, ivp, sa->iv_len);
 		} else if (sa->cipher == ESP_C_AES_CTR) {
-			memcpy(c->iv, sa->salt, 4);
-			memcpy(c->iv + 4, ivp, 8);
-			esp_wr32(c->iv + 12, 1);
+			esp_nonce(c->iv, sa->salt, iv_raw, 1);
 		}
 		if (sa->flags & SADB_SAF_ESN) {
 			/* The high bits are hashed where the ICV is: keep the received ICV aside. */

@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <arpa/inet.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "dataplane/esp.h"
 
@@ -41,7 +44,7 @@ struct esp_cop {
 	uint8_t *tag;           /* encrypt: tag written here (icv_len bytes) */
 	const uint8_t *icv_in;  /* decrypt: the received ICV */
 	uint8_t iv[16];         /* CBC IV, CTR counter block (16) or AEAD/GMAC nonce (12) */
-	uint8_t aadbuf[12];     /* AEAD with ESN: SPI, seq hi, seq lo (RFC 4106 §5) */
+	uint8_t aadbuf[16];     /* AEAD with ESN: SPI, seq hi, seq lo (RFC 4106 §5), 4 spare */
 	uint8_t fix_save[4];    /* bytes to put back at fix after the operation (ESN shifts) */
 	uint8_t *fix;
 	uint8_t icv_save[32];   /* decrypt: the received ICV when its place holds ESN high bits */
@@ -82,6 +85,9 @@ struct esp_sa {
 	esp_iv_fn iv_fn;
 	void *iv_arg;
 	struct sadb_addr src, dst;
+	uint8_t  hdr4[20];       /* outbound tunnel: outer IPv4 header template (TOS, length, id, DF,
+	                          * checksum filled per packet) */
+	uint32_t hdr4_sum;       /* one's complement sum of the template's constant words */
 	uint16_t enc_alg, auth_alg;
 	uint8_t enc_key_len, auth_key_len;
 	uint8_t enc_key[SADB_ENC_KEY_MAX];
@@ -117,8 +123,20 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 
-/* Reserve one outbound sequence number; false (SEQ_OVERFLOW) when the space is used up. */
-bool esp_seq_take(struct esp_sa *sa, uint64_t *seq);
+/* Reserve the next block of outbound numbers in the runtime; false when the space is used up. */
+bool esp_seq_refill(struct esp_sa *sa);
+/* Take one outbound sequence number; false (SEQ_OVERFLOW) when the space is used up. */
+static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
+{
+	if (ESP_UNLIKELY(sa->seq_next > sa->seq_limit || sa->seq_done) && !esp_seq_refill(sa))
+		return false;
+	*seq = sa->seq_next;
+	if (ESP_UNLIKELY(sa->seq_next == sa->seq_max))
+		sa->seq_done = true; /* the last number of the space: no wrap to 0 afterwards */
+	else
+		sa->seq_next++;
+	return true;
+}
 
 /* Replay window (replay.c) over rt->replay_top/replay_bitmap. */
 /* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half). */
@@ -129,15 +147,55 @@ enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq);
 enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq);
 
 /* ---- IP helpers (esp_ip.c) ---- */
-static inline uint16_t esp_rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+/* Big-endian loads and stores as single unaligned accesses (the compiler emits movbe/bswap). */
+static inline uint16_t esp_rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return __builtin_bswap16(v);
+}
 static inline uint32_t esp_rd32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return __builtin_bswap32(v);
 }
-static inline void esp_wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void esp_wr16(uint8_t *p, uint16_t v)
+{
+	v = __builtin_bswap16(v);
+	memcpy(p, &v, 2);
+}
 static inline void esp_wr32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+	v = __builtin_bswap32(v);
+	memcpy(p, &v, 4);
+}
+/* One 8-byte store: an IV written in halves and read back whole stalls store forwarding. */
+static inline void esp_wr64(uint8_t *p, uint64_t v)
+{
+	v = __builtin_bswap64(v);
+	memcpy(p, &v, 8);
+}
+
+/* One 16-byte store of bytes lo (0-7, little-endian) and hi (8-15): headers, IVs and nonces read
+ * back by the crypto code in 12/16-byte loads must not be written in pieces (store forwarding). */
+static inline void esp_st16(void *p, uint64_t lo, uint64_t hi)
+{
+#ifdef __SSE2__
+	_mm_storeu_si128((__m128i *)p, _mm_set_epi64x((long long)hi, (long long)lo));
+#else
+	memcpy(p, &lo, 8);
+	memcpy((uint8_t *)p + 8, &hi, 8);
+#endif
+}
+
+/* Nonce salt || IV || counter (RFC 4106/4543/7634 use the first 12 bytes, RFC 3686 all 16), from
+ * the IV as 8 bytes in wire order loaded into iv_raw. */
+static inline void esp_nonce(uint8_t *dst, const uint8_t salt[4], uint64_t iv_raw, uint32_t ctr)
+{
+	uint32_t s;
+	memcpy(&s, salt, 4);
+	esp_st16(dst, (uint64_t)s | iv_raw << 32, iv_raw >> 32 | (uint64_t)__builtin_bswap32(ctr) << 32);
 }
 
 /* Internet checksum of an IPv4 header (checksum field included as it is). */
@@ -159,8 +217,47 @@ bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *n
 int esp_ecn_decap(unsigned outer, unsigned inner);
 
 /* Traffic class byte (DSCP+ECN) of an IP header, and set it (fixing the IPv4 checksum). */
-uint8_t esp_ip_tos(const uint8_t *ip);
-void esp_ip_set_tos(uint8_t *ip, uint8_t tos);
+static inline uint8_t esp_ip_tos(const uint8_t *ip)
+{
+	if ((ip[0] >> 4) == 4)
+		return ip[1];
+	return (uint8_t)((ip[0] & 0x0f) << 4 | ip[1] >> 4);
+}
+
+static inline void esp_ip_set_tos(uint8_t *ip, uint8_t tos)
+{
+	if ((ip[0] >> 4) == 4) {
+		if (ip[1] == tos)
+			return;
+		/* RFC 1624 incremental update of the header checksum (word 0 holds the TOS byte). */
+		uint32_t sum = (uint16_t)~esp_rd16(ip + 10);
+		sum += (uint16_t)~esp_rd16(ip);
+		ip[1] = tos;
+		sum += esp_rd16(ip);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		esp_wr16(ip + 10, (uint16_t)~sum);
+		return;
+	}
+	ip[0] = (uint8_t)((ip[0] & 0xf0) | tos >> 4);
+	ip[1] = (uint8_t)((ip[1] & 0x0f) | (tos & 0x0f) << 4);
+}
+
+/* Write the outer IPv4 header of a tunnel packet from the SA's template. */
+static inline void esp_outer4(struct esp_sa *sa, uint8_t *o, uint8_t tos, uint32_t tot, bool df)
+{
+	uint16_t id = sa->ip_id++;
+	uint16_t frag = df ? 0x4000 : 0;
+	memcpy(o, sa->hdr4, 20);
+	o[1] = tos;
+	esp_wr16(o + 2, (uint16_t)tot);
+	esp_wr16(o + 4, id);
+	esp_wr16(o + 6, frag);
+	uint32_t sum = sa->hdr4_sum + tos + tot + id + frag;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	esp_wr16(o + 10, (uint16_t)~sum);
+}
 
 /* Counters: relaxed atomics, the owner is the only writer (design.md rule 5). */
 static inline void esp_count_drop(struct sadb_runtime *rt, unsigned reason)

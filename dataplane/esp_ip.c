@@ -149,32 +149,6 @@ int esp_ecn_decap(unsigned outer, unsigned inner)
 	return (int)inner;
 }
 
-uint8_t esp_ip_tos(const uint8_t *ip)
-{
-	if ((ip[0] >> 4) == 4)
-		return ip[1];
-	return (uint8_t)((ip[0] & 0x0f) << 4 | ip[1] >> 4);
-}
-
-void esp_ip_set_tos(uint8_t *ip, uint8_t tos)
-{
-	if ((ip[0] >> 4) == 4) {
-		if (ip[1] == tos)
-			return;
-		/* RFC 1624 incremental update of the header checksum. */
-		uint32_t sum = (uint16_t)~esp_rd16(ip + 10);
-		sum += (uint16_t)~esp_rd16(ip) & 0xffff;
-		ip[1] = tos;
-		sum += esp_rd16(ip);
-		while (sum >> 16)
-			sum = (sum & 0xffff) + (sum >> 16);
-		esp_wr16(ip + 10, (uint16_t)~sum);
-		return;
-	}
-	ip[0] = (uint8_t)((ip[0] & 0xf0) | tos >> 4);
-	ip[1] = (uint8_t)((ip[1] & 0x0f) | (tos & 0x0f) << 4);
-}
-
 static void addr_set(struct sadb_addr *a, int family, const uint8_t *p)
 {
 	memset(a, 0, sizeof(*a));

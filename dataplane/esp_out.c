@@ -34,7 +34,7 @@ static bool inner_len(const uint8_t *ip, uint32_t len, uint32_t *out, uint8_t *f
 }
 
 /* Write the outer IPv4/IPv6 header of a tunnel packet of total length tot. */
-static void write_outer(struct esp_sa *sa, uint8_t *o, const uint8_t *inner, uint32_t tot, uint8_t proto)
+static inline void write_outer(struct esp_sa *sa, uint8_t *o, const uint8_t *inner, uint32_t tot, uint8_t proto)
 {
 	uint8_t itos = esp_ip_tos(inner);
 	uint8_t dscp = sa->dscp == 0xff ? (uint8_t)(itos & 0xfc) : (uint8_t)(sa->dscp << 2);
@@ -48,16 +48,7 @@ static void write_outer(struct esp_sa *sa, uint8_t *o, const uint8_t *inner, uin
 			df = true;
 		else /* copy from an IPv4 inner header; IPv6 is never fragmented on path */
 			df = (inner[0] >> 4) == 6 || (inner[6] & 0x40);
-		o[0] = 0x45;
-		o[1] = tos;
-		esp_wr16(o + 2, (uint16_t)tot);
-		esp_wr16(o + 4, sa->ip_id++);
-		esp_wr16(o + 6, df ? 0x4000 : 0);
-		o[8] = sa->ttl;
-		o[9] = proto;
-		memcpy(o + 12, sa->src.a.b, 4);
-		memcpy(o + 16, sa->dst.a.b, 4);
-		esp_ip4_set_csum(o);
+		esp_outer4(sa, o, tos, tot, df);
 	} else {
 		esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
 		esp_wr16(o + 4, (uint16_t)(tot - 40));
@@ -136,8 +127,10 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		next = fam == AF_INET ? IPPROTO_IPIP : IPPROTO_IPV6;
 	else
 		next = ip[nh_off];
-	memset(t, 0, tfc);
-	t += tfc;
+	if (tfc) {
+		memset(t, 0, tfc);
+		t += tfc;
+	}
 	uint32_t npad = padded - payload - tfc - 2;
 	for (uint32_t i = 0; i < npad; i++)
 		t[i] = (uint8_t)(i + 1);
@@ -168,10 +161,19 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		esp_wr16(esp + 6, 0); /* IPv4: zero (RFC 3948 §2.1); IPv6: filled after encryption */
 		esp += 8;
 	}
-	memcpy(esp, &sa->spi_be, 4);
-	esp_wr32(esp + 4, (uint32_t)seq);
 	uint8_t *ivp = esp + 8;
 	uint8_t *icv = pl + padded;
+	/* ESP header and the counter-based IV (the sequence number) in one store. */
+	uint64_t hdr = (uint64_t)sa->spi_be | (uint64_t)__builtin_bswap32((uint32_t)seq) << 32;
+	uint64_t iv_raw = __builtin_bswap64(seq);
+	if (sa->iv_len == 8 && !sa->iv_fn)
+		esp_st16(esp, hdr, iv_raw);
+	else
+		memcpy(esp, &hdr, 8);
+	if (sa->iv_len == 8 && sa->iv_fn) {
+		sa->iv_fn(sa->iv_arg, seq, ivp, 8);
+		memcpy(&iv_raw, ivp, 8);
+	}
 
 	memset(c, 0, offsetof(struct esp_cop, aadbuf));
 	c->fix = NULL;
@@ -179,18 +181,12 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 	switch (sa->kind) {
 	case ESP_KIND_AEAD:
 		/* RFC 4106 §3.1 / RFC 7634 §2: 8-byte IV, nonce = salt || IV; AAD = SPI || [seq hi ||] seq. */
-		if (sa->iv_fn)
-			sa->iv_fn(sa->iv_arg, seq, ivp, 8);
-		else
-			esp_wr32(ivp, (uint32_t)(seq >> 32)), esp_wr32(ivp + 4, (uint32_t)seq);
-		memcpy(c->iv, sa->salt, 4);
-		memcpy(c->iv + 4, ivp, 8);
+		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 		c->data = pl;
 		c->data_len = padded;
 		if (sa->flags & SADB_SAF_ESN) {
-			memcpy(c->aadbuf, &sa->spi_be, 4);
-			esp_wr32(c->aadbuf + 4, (uint32_t)(seq >> 32));
-			esp_wr32(c->aadbuf + 8, (uint32_t)seq);
+			esp_st16(c->aadbuf, (uint64_t)sa->spi_be | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32,
+				 __builtin_bswap32((uint32_t)seq));
 			c->aad = c->aadbuf;
 			c->aad_len = 12;
 		} else {
@@ -202,12 +198,7 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		/* RFC 4543 §3: everything from the SPI to the next header is AAD; no ciphertext. With ESN
 		 * the AAD is SPI || seq hi || seq lo || IV ...: laid out in place by moving the SPI 4 bytes
 		 * back over the end of the header before it, put back afterwards. */
-		if (sa->iv_fn)
-			sa->iv_fn(sa->iv_arg, seq, ivp, 8);
-		else
-			esp_wr32(ivp, (uint32_t)(seq >> 32)), esp_wr32(ivp + 4, (uint32_t)seq);
-		memcpy(c->iv, sa->salt, 4);
-		memcpy(c->iv + 4, ivp, 8);
+		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 		c->data = pl;
 		c->data_len = 0;
 		c->auth = esp;
@@ -234,8 +225,7 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 				/* IV = E_K(nonce) (NIST SP 800-38A App. C), computed by CBC-encrypting the
 				 * nonce block in the IV's place with a zero IV: its ciphertext is the IV and
 				 * chains into the payload exactly as CBC with that IV would. */
-				esp_wr32(ivp, (uint32_t)(seq >> 32));
-				esp_wr32(ivp + 4, (uint32_t)seq);
+				esp_wr64(ivp, seq);
 				if (sa->iv_len == 16) {
 					memcpy(ivp + 8, &sa->spi_be, 4);
 					esp_wr32(ivp + 12, 0x45535056u); /* "ESPV": domain separation */
@@ -245,13 +235,7 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 			}
 		} else if (sa->cipher == ESP_C_AES_CTR) {
 			/* RFC 3686 §4: counter block = nonce || IV || 1. */
-			if (sa->iv_fn)
-				sa->iv_fn(sa->iv_arg, seq, ivp, 8);
-			else
-				esp_wr32(ivp, (uint32_t)(seq >> 32)), esp_wr32(ivp + 4, (uint32_t)seq);
-			memcpy(c->iv, sa->salt, 4);
-			memcpy(c->iv + 4, ivp, 8);
-			esp_wr32(c->iv + 12, 1);
+			esp_nonce(c->iv, sa->salt, iv_raw, 1);
 		} else { /* NULL */
 			c->data_len = 0;
 		}
