@@ -18,7 +18,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 ctl init max-sa 16 max-policy 16 || fail init
 ctl load "$top_srcdir/tests/ipsecctl/show-basic.in" || fail load
 
-timeout 30 "$POKE" "$DB" 0x1000 --ramp 100 10 200 & pid=$!
+timeout 60 "$POKE" "$DB" 0x1000 --ramp 100 10 500 & pid=$!
+# Sample only once the stand-in dataplane is running (a loaded machine may start it late).
+for i in $(seq 100); do
+	ctl --json --no-times show sa 0x1000 | grep -q '"packets": [1-9]' && break
+	sleep 0.1
+done
 ctl --json monitor --count 3 --interval 0.3 > "$T/json" || fail "monitor --json"
 "$PY" - "$T/json" <<'EOP' || fail "monitor --json content"
 import json, sys
