@@ -1,1 +1,114 @@
-# tests/fuzz/local.mk: build and test rules owned by tests/fuzz/ (included by the top Makefile.am).
+# tests/fuzz/local.mk: libFuzzer targets for the ESP/AH engine, built with clang straight from the
+# engine's sources (the automake objects are gcc-built), a seed-corpus generator and the runner.
+#   make fuzz                      build the targets
+#   make check TESTS=tests/fuzz/run-fuzz.sh   run each for FUZZ_SECONDS (default 30) and fail on a crash
+#   make fuzz-long                 run each for FUZZ_SECONDS (default 600) on a corpus kept in the
+#                                  build tree (tests/fuzz/corpus), so long runs build on each other
+# (Explicit rules: automake -Werror refuses %-pattern rules.)
+FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+	-I$(top_srcdir) -I$(top_builddir) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
+FUZZ_LINKFLAGS = -fsanitize=fuzzer,address,undefined
+FUZZ_LIBS = $(IPSEC_MB_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS) -lpthread
+FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/esp.h $(srcdir)/dataplane/esp_internal.h $(srcdir)/sadb/sadb.h \
+	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h
+FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o
+if HAVE_IPSEC_MB
+FUZZ_ENGINE_OBJS += tests/fuzz/obj/crypto_ipsecmb.o
+endif
+FUZZ_BINS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_esp_in tests/fuzz/fuzz_udp_in tests/fuzz/fuzz_ah_in \
+	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip
+FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuzz/obj/h_udp_in.o \
+	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o
+
+tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_sa.c -o $@
+
+tests/fuzz/obj/esp_ip.o: $(srcdir)/dataplane/esp_ip.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_ip.c -o $@
+
+tests/fuzz/obj/esp_out.o: $(srcdir)/dataplane/esp_out.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_out.c -o $@
+
+tests/fuzz/obj/esp_in.o: $(srcdir)/dataplane/esp_in.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_in.c -o $@
+
+tests/fuzz/obj/ah.o: $(srcdir)/dataplane/ah.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/ah.c -o $@
+
+tests/fuzz/obj/replay.o: $(srcdir)/dataplane/replay.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/replay.c -o $@
+
+tests/fuzz/obj/crypto_openssl.o: $(srcdir)/dataplane/crypto_openssl.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_openssl.c -o $@
+
+tests/fuzz/obj/crypto_sodium.o: $(srcdir)/dataplane/crypto_sodium.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_sodium.c -o $@
+
+tests/fuzz/obj/crypto_ipsecmb.o: $(srcdir)/dataplane/crypto_ipsecmb.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_ipsecmb.c -o $@
+
+tests/fuzz/obj/h_parse.o: $(srcdir)/tests/fuzz/fuzz_parse.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_parse.c -o $@
+
+tests/fuzz/obj/h_esp_in.o: $(srcdir)/tests/fuzz/fuzz_in.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -DFZ_PROTO=SADB_PROTO_ESP -DFZ_NATT=0 -c $(srcdir)/tests/fuzz/fuzz_in.c -o $@
+
+tests/fuzz/obj/h_udp_in.o: $(srcdir)/tests/fuzz/fuzz_in.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -DFZ_PROTO=SADB_PROTO_ESP -DFZ_NATT=1 -c $(srcdir)/tests/fuzz/fuzz_in.c -o $@
+
+tests/fuzz/obj/h_ah_in.o: $(srcdir)/tests/fuzz/fuzz_in.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -DFZ_PROTO=SADB_PROTO_AH -DFZ_NATT=0 -c $(srcdir)/tests/fuzz/fuzz_in.c -o $@
+
+tests/fuzz/obj/h_esp_plain.o: $(srcdir)/tests/fuzz/fuzz_esp_plain.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_esp_plain.c -o $@
+
+tests/fuzz/obj/h_roundtrip.o: $(srcdir)/tests/fuzz/fuzz_roundtrip.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_roundtrip.c -o $@
+
+tests/fuzz/fuzz_parse: tests/fuzz/obj/h_parse.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_parse.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
+tests/fuzz/fuzz_esp_in: tests/fuzz/obj/h_esp_in.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_esp_in.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
+tests/fuzz/fuzz_udp_in: tests/fuzz/obj/h_udp_in.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_udp_in.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
+tests/fuzz/fuzz_ah_in: tests/fuzz/obj/h_ah_in.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_in.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
+tests/fuzz/fuzz_esp_plain: tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
+tests/fuzz/fuzz_roundtrip: tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
+fuzz: $(FUZZ_BINS)
+fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
+	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' PYTHON='$(DEBIAN_PYTHON)' \
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} FUZZ_CORPUS_DIR='$(abs_top_builddir)/tests/fuzz/corpus' \
+	$(SHELL) $(srcdir)/tests/fuzz/run-fuzz.sh
+.PHONY: fuzz fuzz-long
+
+FUZZ_TESTS += tests/fuzz/run-fuzz.sh
+# The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
+tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
+CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) tests/fuzz/obj/crypto_ipsecmb.o
+EXTRA_DIST += tests/fuzz/fuzz_common.h tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
+	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+# tests/fuzz/gen_seeds.py: writes the seed corpora of the libFuzzer targets into DIR/<target>/: valid
+# packets for every SA of the fuzz table (tests/fuzz/fuzz_common.h: same keys, derived the same way)
+# so the fuzzers start past the SPI, length and ICV checks. Protected packets come from our engine's
+# outbound path through tests/oracle/oracle_drv (its correctness is the oracle tests' business); the
+# plaintext-form seeds of fuzz_esp_plain and the inner packets of fuzz_roundtrip are built with scapy.
+# Usage: gen_seeds.py DIR   (env top_builddir: where oracle_drv is)
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'oracle'))
+from oraclelib import Engine  # noqa: E402
+from scapyutil import IP, IPv6, UDP, Raw, raw, inner_packets, parse_ip  # noqa: E402
+
+# (proto, enc, key length, auth, auth key length, iv length, icv length): fz_xforms[] in fuzz_common.h
+XFORMS = [
+    ('esp', 20, 16, 0, 0, 8, 16), ('esp', 20, 32, 0, 0, 8, 16), ('esp', 21, 16, 0, 0, 8, 16),
+    ('esp', 28, 32, 0, 0, 8, 16), ('esp', 12, 16, 2, 20, 16, 12), ('esp', 12, 32, 12, 32, 16, 16),
+    ('esp', 13, 16, 12, 32, 8, 16), ('esp', 3, 24, 2, 20, 8, 12), ('esp', 11, 0, 12, 32, 0, 16),
+    ('esp', 11, 0, 1, 16, 0, 12), ('esp', 12, 16, 14, 64, 16, 32), ('esp', 12, 16, 13, 48, 16, 24),
+    ('ah', 0, 0, 2, 20, 0, 12), ('ah', 0, 0, 13, 48, 0, 24), ('ah', 0, 0, 18, 20, 8, 16),
+    ('ah', 0, 0, 1, 16, 0, 12),
+]
+SALTED = (20, 21, 28, 13)
+OUT_SRC, OUT_DST = '192.0.2.1', '198.51.100.2'
+
+
+def sa_args(xf, tunnel, esn, natt, direction):
+    proto, enc, klen, auth, aklen, _, _ = XFORMS[xf]
+    a = {'dir': direction, 'proto': proto, 'mode': 'tunnel' if tunnel else 'transport',
+         'spi': 0x100 + xf, 'enc': enc, 'auth': auth, 'esn': int(esn), 'src': OUT_SRC, 'dst': OUT_DST}
+    if klen:
+        a['ekey'] = bytes((0x11 * (xf + 1) + 7 * i) & 0xff for i in range(klen)).hex()
+    if enc in SALTED:
+        a['salt'] = 'cafebabe'
+    if aklen:
+        a['akey'] = bytes((0x33 + 5 * i + xf) & 0xff for i in range(aklen)).hex()
+    if natt:
+        a['natt'] = '4500:4500'
+    return a
+
+
+def cfg(xf, tunnel, esn, backend=0):
+    return (xf % 12 if xf < 12 else xf - 12) | (16 if tunnel else 0) | (32 if esn else 0) | (backend << 6)
+
+
+def write(d, name, data):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+def plain_esp(xf, tunnel, natt, inner, seq):
+    """A received ESP packet with its payload in plaintext and a zero ICV (fuzz_esp_plain fills it)."""
+    _, _, _, _, _, ivl, icvl = XFORMS[xf]
+    blk = 16 if XFORMS[xf][1] == 12 else 8 if XFORMS[xf][1] == 3 else 4
+    p = parse_ip(inner)
+    if tunnel:
+        data, nh = inner, 4 if p.version == 4 else 41
+        hdr = IP(src=OUT_SRC, dst=OUT_DST)
+    else:
+        data, nh = raw(p.payload), p.proto if p.version == 4 else p.nh
+        hdr = p.copy()
+        hdr.remove_payload()
+    pad = -(len(data) + 2) % blk
+    body = struct.pack('!II', 0x100 + xf, seq) + bytes(range(7, 7 + ivl)) + data + bytes(range(1, pad + 1)) + \
+        bytes([pad, nh]) + bytes(icvl)
+    if hdr.version == 4:
+        hdr.proto = 17 if natt else 50
+        del hdr.len
+        del hdr.chksum
+    else:
+        hdr.nh = 17 if natt else 50
+        del hdr.plen
+    pkt = hdr / UDP(sport=4500, dport=4500, chksum=0) / Raw(body) if natt else hdr / Raw(body)
+    return raw(pkt)
+
+
+def main():
+    out = sys.argv[1]
+    eng = Engine()
+    n = 0
+    inners = inner_packets(4, True) + inner_packets(6, True)
+    for xf in range(16):
+        is_ah = xf >= 12
+        for tunnel in (True, False):
+            for esn in (False, True):
+                for natt in ((False,) if is_ah else (False, True)):
+                    c = cfg(xf, tunnel, esn)
+                    # v4 and v6, with IPv4 options and IPv6 extension headers in transport mode.
+                    pick = [0, 1, 5, 8] if tunnel else [1, 4, 6, 10]
+                    if eng.sa(**sa_args(xf, tunnel, esn, natt, 'out')) is None:
+                        continue
+                    res = eng.burst([inners[i] for i in pick])
+                    target = 'fuzz_ah_in' if is_ah else 'fuzz_udp_in' if natt else 'fuzz_esp_in'
+                    for k, r in enumerate(res):
+                        if r[0] != 'ok':
+                            continue
+                        name = 'x%02d-t%d-e%d-%d' % (xf, tunnel, esn, k)
+                        write(os.path.join(out, target), name, bytes([c, 0, 4]) + r[3])
+                        if k < 2:
+                            write(os.path.join(out, 'fuzz_parse'), '%s-%s' % (target, name), b'\x11\x94' + r[3])
+                        n += 1
+                    if not is_ah:
+                        for k, inn in enumerate(inners[:3] + inners[5:8]):
+                            flags = (1 if natt else 0) | (2 if k % 2 else 0)
+                            write(os.path.join(out, 'fuzz_esp_plain'), 'x%02d-t%d-e%d-n%d-%d' % (xf, tunnel, esn, natt, k),
+                                  bytes([c, flags]) + plain_esp(xf, tunnel, natt, inn, 1 + k))
+                            n += 1
+                    for k, inn in enumerate(inners[:6] if tunnel else inners[4:6] + inners[10:]):
+                        write(os.path.join(out, 'fuzz_roundtrip'), 'x%02d-t%d-e%d-n%d-%d' % (xf, tunnel, esn, natt, k),
+                              bytes([xf | (16 if tunnel else 0) | (32 if esn else 0), 1 if natt else 0]) + inn)
+                        n += 1
+    eng.close()
+    print('gen_seeds: %d seed files in %s' % (n, out))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine for a bounded time on a
+# generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
+# prints the executions each target ran. First a self-test: with FZ_BREAK=1 the two differential
+# targets must report a failure on their seeds (a check that cannot fail proves nothing).
+# Env: FUZZ_SECONDS (default 30 per target), FUZZ_CORPUS_DIR (keep the corpora there, e.g. for
+# `make fuzz-long`; default: a temporary directory), FUZZ_TARGETS (subset, space-separated).
+set -u
+: "${top_builddir:?run me through make check or make fuzz-long}" "${top_srcdir:?}"
+PY=${PYTHON:-/usr/bin/python3}
+secs=${FUZZ_SECONDS:-30}
+bin=$top_builddir/tests/fuzz
+targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_roundtrip}
+
+tmp=$(mktemp -d /tmp/xipsec-fuzz.XXXXXX) || exit 99
+cleanup() { rm -rf "$tmp"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+corpus=${FUZZ_CORPUS_DIR:-$tmp/corpus}
+
+for t in $targets; do
+	[ -x "$bin/$t" ] || { echo "FAIL: $bin/$t is not built (make fuzz)"; exit 1; }
+done
+timeout 300 "$PY" "$top_srcdir/tests/fuzz/gen_seeds.py" "$tmp/seeds" || { echo "FAIL: seed generation"; exit 1; }
+
+fail=0
+# Self-test of the differential checks.
+for t in fuzz_esp_plain fuzz_roundtrip; do
+	case " $targets " in *" $t "*) ;; *) continue ;; esac
+	FZ_BREAK=1 timeout 120 "$bin/$t" -runs=0 -artifact_prefix="$tmp/selftest-" "$tmp/seeds/$t" \
+		>"$tmp/selftest-$t.log" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] && grep -q '^fuzz: ' "$tmp/selftest-$t.log"; then
+		echo "self-test: $t with a corrupted reference/packet fails as it must (exit $rc): $(grep -m1 '^fuzz: ' "$tmp/selftest-$t.log" | cut -c1-100)"
+	else
+		echo "FAIL: self-test: $t did not notice the corruption (exit $rc)"
+		tail -20 "$tmp/selftest-$t.log"
+		fail=1
+	fi
+done
+
+total=0
+for t in $targets; do
+	mkdir -p "$corpus/$t"
+	log=$tmp/$t.log
+	# -timeout: one input taking 10 s is a hang; the outer timeout guards libFuzzer itself.
+	timeout $((secs + 120)) "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=4096 \
+		-print_final_stats=1 -artifact_prefix="$tmp/crash-$t-" "$corpus/$t" "$tmp/seeds/$t" >"$log" 2>&1
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	cov=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+	ncorp=$(ls "$corpus/$t" | wc -l)
+	if [ "$rc" -eq 0 ] && [ -n "$execs" ]; then
+		printf '%-16s %10s executions in %ss, coverage %s edges, corpus %s inputs: ok\n' "$t" "$execs" "$secs" "${cov:-?}" "$ncorp"
+		total=$((total + execs))
+	else
+		printf '%-16s FAILED (exit %s) after %s executions\n' "$t" "$rc" "${execs:-?}"
+		grep -E '^(fuzz:|==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -20
+		for a in "$tmp"/crash-"$t"-*; do
+			[ -f "$a" ] || continue
+			echo "reproducer ($a): $(xxd -p "$a" | tr -d '\n' | cut -c1-400)"
+			[ -n "${FUZZ_CORPUS_DIR:-}" ] && cp "$a" "$FUZZ_CORPUS_DIR/" && echo "  kept in $FUZZ_CORPUS_DIR/$(basename "$a")"
+		done
+		tail -5 "$log"
+		fail=1
+	fi
+done
+echo "total: $total executions"
+exit $fail
