@@ -115,6 +115,23 @@ for f in cmd-*.in; do
 	check "$f" "$T/out"
 done
 
+# Keys appear in no listing without --show-keys (design.md rule 3), and with it they do.
+newdb keys
+ctl load show-basic.in > /dev/null
+keyhex="0102030405060708090a0b0c0d0e0f10 2122232425262728292a2b2c2d2e2f30 0000000000000000000000000000000000000000000000000000000000000002"
+{
+	ctl show; ctl --json show; ctl --no-times show sa; ctl sa get 0x1000; ctl --json sa get 0x1001
+	ctl sa list; ctl policy list; ctl --json monitor --count 1 --interval 0.01
+	ctl monitor --count 1 --interval 0.01; ctl show stats
+} > "$T/listings" 2>&1
+n=$((n + 1))
+leak=
+for k in $keyhex; do grep -q "$k" "$T/listings" && leak="$leak $k"; done
+ctl --show-keys --json show sa > "$T/withkeys"
+for k in $keyhex; do grep -q "$k" "$T/withkeys" || leak="$leak (missing with --show-keys: $k)"; done
+if [ -z "$leak" ]; then echo "ok: keys hidden without --show-keys"
+else echo "FAIL: key exposure:$leak"; fail=$((fail + 1)); fi
+
 # The SADB path from $XIPSEC_SADB when --sadb is not given (libsadb's sadb_default_path()).
 newdb env
 ctl load base.conf > /dev/null
