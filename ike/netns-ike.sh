@@ -131,6 +131,50 @@ ike_match() {
 	echo "$((n1 + n2))"
 }
 
+# ike_ipsecctl_match A B: the SAs `ipsecctl show` lists on A and B agree: every inbound SA of one is
+# an outbound SA of the other (SPI, endpoints, mode, transforms, keys, NAT-T ports) and the other way
+# round. Prints the number of SAs on A; returns 77 when ipsecctl is not built.
+ike_ipsecctl_match() {
+	local ctl="$top_builddir/tools/ipsecctl"
+	[ -x "$ctl" ] || return 77
+	"$ctl" --json --show-keys --sadb "$(ike_sadb "$1")" show sa > "$XT_DIR/show-$1.json" || return 1
+	"$ctl" --json --show-keys --sadb "$(ike_sadb "$2")" show sa > "$XT_DIR/show-$2.json" || return 1
+	/usr/bin/python3 - "$XT_DIR/show-$1.json" "$XT_DIR/show-$2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["sas"] for f in sys.argv[1:3])
+def key(s):
+    return (s["spi"], s["proto"], s["mode"], s["src"], s["dst"], s["enc"], s["auth"],
+            json.dumps(s.get("keys"), sort_keys=True), json.dumps(s["encap"], sort_keys=True))
+def side(l, d):
+    return sorted(key(s) for s in l if s["dir"] == d and s["state"] == "mature")
+ok = side(a, "in") == side(b, "out") and side(a, "out") == side(b, "in") and len(a) > 0
+if not ok:
+    print("ipsecctl show differs:", side(a, "in"), side(b, "out"), side(a, "out"), side(b, "in"), file=sys.stderr)
+    sys.exit(1)
+print(len(a))
+PY
+}
+
+# ike_certs SIDE...: a test CA and one ECDSA certificate per side (CN and SAN gw-SIDE) made with
+# strongSwan's pki, installed as SIDE/conf/{x509ca/ca.crt,x509/gw.crt,private/gw.key}.
+ike_certs() {
+	local p="$XT_DIR/pki" s d
+	mkdir -p "$p"
+	command pki --gen --type ecdsa --size 256 --outform pem > "$p/ca.key" 2>>"$XT_DIR/pki.log" || xt_fail "pki --gen failed"
+	command pki --self --ca --lifetime 2 --in "$p/ca.key" --dn "C=CH, O=xipsec test, CN=xipsec test CA" \
+		--outform pem > "$p/ca.crt" 2>>"$XT_DIR/pki.log" || xt_fail "pki --self failed"
+	for s in "$@"; do
+		d="$XT_DIR/$s/conf"
+		mkdir -p "$d/x509" "$d/x509ca" "$d/private"
+		cp "$p/ca.crt" "$d/x509ca/"
+		command pki --gen --type ecdsa --size 256 --outform pem > "$d/private/gw.key" 2>>"$XT_DIR/pki.log"
+		command pki --pub --in "$d/private/gw.key" 2>>"$XT_DIR/pki.log" |
+			command pki --issue --lifetime 2 --cacert "$p/ca.crt" --cakey "$p/ca.key" \
+			--dn "C=CH, O=xipsec test, CN=gw-$s" --san "gw-$s" --outform pem > "$d/x509/gw.crt" 2>>"$XT_DIR/pki.log" ||
+			xt_fail "pki --issue for $s failed"
+	done
+}
+
 # swanctl.conf writer pieces. ike_psk_secret ID1 ID2
 ike_psk_secret() {
 	cat <<EOF

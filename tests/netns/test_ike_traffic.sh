@@ -7,6 +7,8 @@
 #    with a 5 s soft / 8 s hard lifetime, a 13 s UDP stream is rekeyed at least twice with no loss.
 #  - IKEv1 (Main + Quick Mode, PSK): a byte lifetime (300 kB soft / 600 kB hard) under a 2.4 MB UDP
 #    stream: rekeyed on the dataplane's byte counts, no loss, never reaching hard.
+#  - X.509 certificates (made with pki), IKEv2 and IKEv1 Main Mode: ping and TCP pass, and the SAs
+#    `ipsecctl show` lists on both gateways match (inbound of one = outbound of the other, keys too).
 # Zero loss across rekeys relies on xipsec-iked's dataplane_sync_ms (default 30): with 0, this test
 # loses a few datagrams per rekey (the peer switches to the new SPI before xipsecd has loaded it).
 . "$top_srcdir/tests/netns/lib.sh"
@@ -63,8 +65,36 @@ connections {
 EOF
 	ike_psk_secret 192.0.2.1 192.0.2.2
 }
-conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 5s 8s > "$XT_DIR/gw1/conf/swanctl.conf"
-conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 60s 90s > "$XT_DIR/gw2/conf/swanctl.conf"
+certconf() { # ME PEER MYNET PEERNET MYNAME PEERNAME
+	local v
+	echo "connections {"
+	for v in 2 1; do
+		cat <<EOF
+  cert$v {
+    version = $v
+    local_addrs = $1
+    remote_addrs = $2
+    # IKEv1 responders pick the IKE proposal before they know the connection: same as v1's
+    proposals = aes128-sha256-modp2048
+    local { auth = pubkey
+            certs = gw.crt
+            id = $5 }
+    remote { auth = pubkey
+             id = $6 }
+    children {
+      net { local_ts = $3
+            remote_ts = $4
+            esp_proposals = aes256gcm16 }
+    }
+  }
+EOF
+	done
+	echo "}"
+}
+xt_require pki
+ike_certs gw1 gw2
+{ conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 5s 8s; certconf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 gw-gw1 gw-gw2; } > "$XT_DIR/gw1/conf/swanctl.conf"
+{ conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 60s 90s; certconf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 gw-gw2 gw-gw1; } > "$XT_DIR/gw2/conf/swanctl.conf"
 for gw in gw1 gw2; do ike_sconf "$gw" "delete_rekeyed_delay = 2"; done
 ike_start gw1
 ike_start gw2
@@ -77,6 +107,11 @@ dp_ping h2 10.1.0.2
 dp_tcp h1 h2 10.2.0.2 2000000
 n=$(ike_match gw1 gw2) || exit 1
 [ "$n" -eq 2 ] || xt_fail "IKEv2: expected 2 matching SAs, got $n"
+if n=$(ike_ipsecctl_match gw1 gw2); then
+	[ "$n" -eq 2 ] || xt_fail "ipsecctl show: $n SAs on gw1, expected 2"
+else
+	[ $? -eq 77 ] || xt_fail "IKEv2: the SAs ipsecctl show lists on gw1 and gw2 do not match"
+fi
 # charon's counters come from the dataplane (query_sa reads sadb_runtime)
 bytes=$(ike_ctl gw1 --list-sas --ike v2 | awk '$1 == "out" { gsub(",", "", $3); print $3; exit }')
 [ -n "$bytes" ] && [ "$bytes" -gt 1000000 ] || { ike_ctl gw1 --list-sas >&2; xt_fail "IKEv2: outbound byte count $bytes not from the dataplane"; }
@@ -110,6 +145,26 @@ set -- $res
 [ "$rk" -ge 3 ] || { ike_logs; xt_fail "IKEv1: only $rk rekeys for 2.4 MB over a 300 kB soft byte limit"; }
 grep -q "closing expired CHILD_SA net" "$XT_DIR/iked-gw1.log" "$XT_DIR/iked-gw2.log" && xt_fail "IKEv1: a CHILD SA reached its hard byte limit"
 xt_log "IKEv1: 300 kB/600 kB byte lifetime, $rk Quick Mode rekeys under 2.4 MB at 300 pps: $2 sent, $4 received"
+ike_ctl gw1 --terminate --ike v1 >/dev/null || xt_fail "terminate v1 failed"
+xt_wait 5 ike_nsa gw2 0 || xt_fail "IKEv1 SAs left on gw2"
+
+# ---- certificates ----
+for v in 2 1; do
+	ike_ctl gw1 --initiate --ike cert$v --child net >/dev/null || { ike_logs; xt_fail "IKEv$v with certificates: initiate failed"; }
+	dp_ping h1 10.2.0.2
+	dp_tcp h2 h1 10.1.0.2 1000000
+	n=$(ike_match gw1 gw2) || exit 1
+	if n=$(ike_ipsecctl_match gw1 gw2); then
+		[ "$n" -eq 2 ] || xt_fail "IKEv$v certificates: ipsecctl show lists $n SAs on gw1, expected 2"
+	else
+		[ $? -eq 77 ] || xt_fail "IKEv$v certificates: the SAs ipsecctl show lists on gw1 and gw2 do not match"
+	fi
+	ike_ctl gw1 --terminate --ike cert$v >/dev/null || xt_fail "terminate cert$v failed"
+	xt_wait 5 ike_nsa gw2 0 || xt_fail "IKEv$v certificate SAs left on gw2"
+done
+[ "$(grep -c "authentication of 'gw-gw2' with ECDSA" "$XT_DIR/iked-gw1.log")" -eq 2 ] ||
+	{ ike_logs; xt_fail "gw2 was not authenticated twice by its ECDSA certificate"; }
+xt_log "certificates: IKEv2 and IKEv1 Main Mode, ping and 1 MB TCP, ipsecctl show matches on both gateways"
 dp_finish
 ike_check_logs
 xt_log "PASS: IKE-keyed traffic through xipsecd, IKEv2 time and IKEv1 byte rekeying without loss"
