@@ -58,7 +58,18 @@ def inner_packets(fam, transport, seed=0):
             out.append(IPv6(src=s, dst=d) / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() /
                        IPv6ExtHdrRouting(addresses=['fd00:3::3'], segleft=0) / IPv6ExtHdrDestOpt() /
                        UDP(sport=3, dport=4) / Raw(payload(21, seed + 4)))
+            # Destination options with no routing header: RFC 4303 §3.1.1 lets ESP/AH go either
+            # side; our engine protects them (ESP first), scapy leaves them in clear (see
+            # dstopt_placement_differs).
+            out.append(IPv6(src=s, dst=d) / IPv6ExtHdrDestOpt() / UDP(sport=5, dport=6) / Raw(payload(3, seed + 5)))
     return [raw(p) for p in out]
+
+
+def dstopt_placement_differs(inner):
+    """True when scapy and our engine legitimately put ESP/AH at different places in this packet:
+    IPv6 with a destination options header and no routing header."""
+    p = parse_ip(inner)
+    return p.version == 6 and p.haslayer(IPv6ExtHdrDestOpt) and not p.haslayer(IPv6ExtHdrRouting)
 
 
 def parse_ip(b):

@@ -18,7 +18,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oraclelib import Xform, Engine, Report, BACKENDS, OUTER, INNER, DriverError  # noqa: E402
-from scapyutil import IP, IPv6, UDP, ESP, AH, Raw, raw, inner_packets, parse_ip, strip_natt  # noqa: E402
+from scapyutil import (IP, IPv6, UDP, ESP, AH, Raw, raw, inner_packets, parse_ip, strip_natt,  # noqa: E402
+                       dstopt_placement_differs)
 from scapy.layers.ipsec import split_for_transport  # noqa: E402
 import scapy.layers.ipsec as scapy_ipsec  # noqa: E402
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: E402
@@ -60,6 +61,15 @@ def split(inner_b, mode, th, proto):
         hdr = th.copy()
         hdr.remove_payload()
         return hdr, 4 if inner.version == 4 else 41, inner_b
+    if dstopt_placement_differs(inner_b):
+        # RFC 4303 §3.1.1 allows either place for destination options not followed by a routing
+        # header; scapy keeps them in clear, our engine protects them: build what the engine chose
+        # (both are accepted inbound, which the reference->ours direction checks with this layout).
+        b, off, nh = inner_b, 40, inner_b[6]
+        while nh in (0, 43, 44, 60) and not (nh == 60 and b[off] != 43):
+            hl = 8 if nh == 44 else (b[off + 1] + 1) * 8
+            nh, off = b[off], off + hl
+        return parse_ip(b[:off]), nh, b[off:]
     hdr, nh, pl = split_for_transport(inner, proto)
     return hdr, nh, raw(pl)
 

@@ -18,7 +18,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oraclelib import Xform, Engine, Report, BACKENDS, OUTER, INNER, DriverError, hexdiff  # noqa: E402
 from scapyutil import (IP, IPv6, UDP, ESP, raw, inner_packets, parse_ip, scapy_sa,  # noqa: E402
-                       esp_icv, refresh, strip_natt, fix_natt_scapy)
+                       esp_icv, refresh, strip_natt, fix_natt_scapy, dstopt_placement_differs,
+                       IPv6ExtHdrHopByHop)
 
 SPI = 0x1234abcd
 
@@ -152,6 +153,8 @@ def outbound(eng, xf, mode, ifam, ofam, esn, natt, ctx):
                 R.fail(pctx, 'scapy could not decrypt our packet: %r\n  ours: %s...' % (ex, pkt.hex()[:160]))
                 continue
             R.check_eq(pctx, 'inner packet after scapy decrypt', inners[i], raw(dec), 'scapy')
+            if mode == 'transport' and dstopt_placement_differs(inners[i]):
+                continue  # scapy puts ESP after the destination options, we before: both valid
             # Same inner packet, our IV and sequence number, our outer header: scapy's packet must be ours.
             iv = raw(parse_ip(pkt)[ESP])[8:8 + ivl] if ivl else b''
             th = None
@@ -189,6 +192,8 @@ def inbound(eng, xf, mode, ifam, ofam, esn, natt, ctx, variant):
     th = None
     if mode == 'tunnel':
         th = IP(src=src, dst=dst, ttl=50) if ofam == 4 else IPv6(src=src, dst=dst, hlim=50)
+        if ofam == 6 and variant == 1:
+            th = th / IPv6ExtHdrHopByHop()  # an extension header before ESP in the outer packet
     sa = scapy_sa(xf, SPI, tunnel_hdr=th, natt=natt, esn=esn, with_auth=not hmac_esn)
     if esn:
         # Replay-window high-bit inference (RFC 4303 A.2): variant 0 has the window straddle a 2^32
@@ -279,12 +284,51 @@ def seq_overflow(eng):
         R.ok()
 
 
+def tfc(eng):
+    """TFC padding (RFC 4303 §2.7): our tunnel packets padded to 300 bytes decrypt in scapy to the
+    inner packet followed by zeros; scapy's packets carrying zeros after the inner packet (what a TFC
+    sender emits) decrypt with us to exactly the inner packet."""
+    for xf in (XFORMS[0], XFORMS[4], XFORMS[16]):
+        for ifam, ofam in ((4, 4), (6, 6), (4, 6)):
+            ctx = 'tfc %s %d-in-%d' % (xf.name, ifam, ofam)
+            src, dst = OUTER[ofam]
+            inners = inner_packets(ifam, False)[:3]
+            if eng.sa(dir='out', mode='tunnel', src=src, dst=dst, spi=SPI, seq=7, tfc=300, **xf.sa_args()) is None:
+                R.fail(ctx, 'SA refused')
+                continue
+            sa = scapy_sa(xf, SPI, tunnel_hdr=IP())
+            for i, r in enumerate(eng.burst(inners)):
+                try:
+                    if r[0] != 'ok':
+                        R.fail(ctx, 'outbound dropped: %s' % (r,))
+                        continue
+                    d = raw(sa.decrypt(parse_ip(r[3])))
+                    n = len(inners[i])
+                    if d[:n] != inners[i] or any(d[n:]) or len(d) < 300:
+                        R.fail('%s pkt %d' % (ctx, i), 'scapy got %d bytes, want the inner %d bytes + zeros to >= 300:\n%s'
+                               % (len(d), n, hexdiff(d[:n], inners[i])))
+                    else:
+                        R.ok()
+                except Exception as ex:
+                    R.fail('%s pkt %d' % (ctx, i), 'exception %r' % ex)
+            th = IP(src=src, dst=dst) if ofam == 4 else IPv6(src=src, dst=dst)
+            sa = scapy_sa(xf, SPI, tunnel_hdr=th)
+            wire = [raw(scapy_encrypt(sa, parse_ip(inn + bytes(64 + 7 * i)), 1 + i, 0)) for i, inn in enumerate(inners)]
+            eng.sa(dir='in', mode='tunnel', src=src, dst=dst, spi=SPI, **xf.sa_args())
+            for i, r in enumerate(eng.burst(wire)):
+                if r[0] != 'ok':
+                    R.fail(ctx, 'inbound dropped a TFC-padded packet: %s' % (r[:2],))
+                else:
+                    R.check_eq('%s in pkt %d' % (ctx, i), 'inner packet (TFC zeros cut off)', r[3], inners[i])
+
+
 def main():
     t0 = time.time()
     quick = os.environ.get('ORACLE_QUICK') == '1'
     eng = Engine()
     try:
         seq_overflow(eng)
+        tfc(eng)
         for xf in (XFORMS[0], XFORMS[4]):
             R.selftest(eng, lambda: (outbound(eng, xf, 'tunnel', 4, 6, True, True, 'selftest out'),
                                      inbound(eng, xf, 'transport', 6, 6, True, False, 'selftest in', 0)),
