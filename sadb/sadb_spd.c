@@ -28,7 +28,7 @@ const struct sadb_policy *sadb__pol_wview(const struct sadb *db, uint32_t i);
 struct idx_view {
 	struct sadb_idx_hdr *ih;
 	struct sadb_idx_tuple *tup;
-	uint32_t *hs;
+	uint64_t *hs;      /* key fingerprint << 32 | chain head entry + 1; 0 = empty */
 	struct sadb_idx_entry *ent;
 	uint32_t cap, hs_cap;
 };
@@ -47,8 +47,8 @@ static void idx_view(const uint8_t *buf, uint32_t cap, struct idx_view *v)
 	v->ih = (struct sadb_idx_hdr *)buf;
 	v->tup = (struct sadb_idx_tuple *)(buf + o);
 	o += (size_t)cap * sizeof(struct sadb_idx_tuple);
-	v->hs = (uint32_t *)(buf + o);
-	o += (size_t)v->hs_cap * sizeof(uint32_t);
+	v->hs = (uint64_t *)(buf + o);
+	o += (size_t)v->hs_cap * sizeof(uint64_t);
 	o = (o + 63) & ~(size_t)63;
 	v->ent = (struct sadb_idx_entry *)(buf + o);
 }
@@ -58,7 +58,7 @@ size_t sadb__idx_size(uint32_t max_policy)
 	size_t o = off_tuples();
 
 	o += (size_t)max_policy * sizeof(struct sadb_idx_tuple);
-	o += (size_t)4 * max_policy * sizeof(uint32_t);
+	o += (size_t)4 * max_policy * sizeof(uint64_t);
 	o = (o + 63) & ~(size_t)63;
 	o += (size_t)max_policy * sizeof(struct sadb_idx_entry);
 	return o;
@@ -199,7 +199,7 @@ int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
 		t->n = j - i;
 		t->ht_off = hs_used;
 		t->ht_mask = size - 1;
-		memset(&v.hs[hs_used], 0, size * sizeof(uint32_t));
+		memset(&v.hs[hs_used], 0, size * sizeof(uint64_t));
 		hs_used += size;
 		for (uint32_t k = i; k < j; k++) {
 			const struct sadb_policy *p = items[k].p;
@@ -210,17 +210,18 @@ int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
 			memcpy(&v.ent[e].p, p, sizeof(*p));
 			v.ent[e].next = 0;
 			for (;;) {
-				uint32_t *hsl = &v.hs[t->ht_off + pos];
+				uint64_t *hsl = &v.hs[t->ht_off + pos];
 				if (*hsl == 0) {
-					*hsl = e + 1;
+					*hsl = (hv >> 32) << 32 | (e + 1);
 					tail[e] = e;
 					break;
 				}
-				const struct sadb_policy *h0 = &v.ent[*hsl - 1].p;
-				if (memcmp(h0->sel.src.a.w, p->sel.src.a.w, nw * 4) == 0 &&
+				uint32_t head = (uint32_t)*hsl - 1;
+				const struct sadb_policy *h0 = &v.ent[head].p;
+				if ((*hsl >> 32) == (hv >> 32) &&
+				    memcmp(h0->sel.src.a.w, p->sel.src.a.w, nw * 4) == 0 &&
 				    memcmp(h0->sel.dst.a.w, p->sel.dst.a.w, nw * 4) == 0) {
 					/* Same masked addresses: append, keeping (priority, id) order. */
-					uint32_t head = *hsl - 1;
 					v.ent[tail[head]].next = e + 1;
 					tail[head] = e;
 					break;
@@ -259,10 +260,30 @@ static inline bool better(uint32_t prio, uint32_t id, uint32_t bprio, uint32_t b
 	return prio < bprio || (prio == bprio && id < bid);
 }
 
+#define PREFETCH_TUPLES 8
+
+struct tuple_key {
+	uint32_t s[4], d[4];
+	uint64_t hv;
+};
+
+static inline void tuple_key(const struct sadb_idx_tuple *t, uint64_t seed, const struct sadb_pkt_sel *pkt,
+			     struct tuple_key *k)
+{
+	unsigned nw = fam_words(t->fam);
+
+	for (unsigned w = 0; w < 4; w++) {
+		k->s[w] = w < nw ? pkt->src.a.w[w] & sadb__plen_mask(t->splen, w) : 0;
+		k->d[w] = w < nw ? pkt->dst.a.w[w] & sadb__plen_mask(t->dplen, w) : 0;
+	}
+	k->hv = key_hash(seed, k->s, k->d, nw);
+}
+
 int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir, const struct sadb_pkt_sel *pkt,
 		     struct sadb_policy *out)
 {
 	struct idx_view v;
+	struct tuple_key keys[PREFETCH_TUPLES];
 	uint32_t start, nt, best = UINT32_MAX, bprio = UINT32_MAX, bid = UINT32_MAX;
 	uint64_t seed;
 
@@ -272,12 +293,20 @@ int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir, con
 	seed = v.ih->seed;
 	if (start > v.cap || nt > v.cap - start)
 		return -EAGAIN; /* torn: the caller re-checks the buffer's generation */
+	/* Hash the packet for the first tuples and prefetch their hash slots, so the cache misses of
+	 * the probes overlap instead of queueing one after the other. */
+	for (uint32_t k = 0; k < nt && k < PREFETCH_TUPLES; k++) {
+		const struct sadb_idx_tuple *t = &v.tup[start + k];
+		tuple_key(t, seed, pkt, &keys[k]);
+		if (t->ht_off < v.hs_cap && t->ht_mask < v.hs_cap - t->ht_off)
+			__builtin_prefetch(&v.hs[t->ht_off + ((uint32_t)keys[k].hv & t->ht_mask)]);
+	}
 	for (uint32_t ti = start; ti < start + nt; ti++) {
 		const struct sadb_idx_tuple *t = &v.tup[ti];
-		uint32_t s[4] = { 0, 0, 0, 0 }, d[4] = { 0, 0, 0, 0 };
+		struct tuple_key kk;
+		const struct tuple_key *k;
 		unsigned nw = fam_words(t->fam);
-		uint32_t pos, mask = t->ht_mask;
-		uint64_t hv;
+		uint32_t pos, mask = t->ht_mask, fp;
 
 		if (best != UINT32_MAX && !better(t->min_prio, t->min_id, bprio, bid))
 			break;
@@ -285,22 +314,28 @@ int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir, con
 			continue;
 		if (t->ht_off > v.hs_cap || mask >= v.hs_cap - t->ht_off)
 			return -EAGAIN;
-		for (unsigned w = 0; w < nw; w++) {
-			s[w] = pkt->src.a.w[w] & sadb__plen_mask(t->splen, w);
-			d[w] = pkt->dst.a.w[w] & sadb__plen_mask(t->dplen, w);
+		if (ti - start < PREFETCH_TUPLES) {
+			k = &keys[ti - start];
+		} else {
+			tuple_key(t, seed, pkt, &kk);
+			k = &kk;
 		}
-		hv = key_hash(seed, s, d, nw);
-		pos = (uint32_t)hv & mask;
+		fp = (uint32_t)(k->hv >> 32);
+		pos = (uint32_t)k->hv & mask;
 		for (uint32_t probe = 0; probe <= mask; probe++, pos = (pos + 1) & mask) {
-			uint32_t e = v.hs[t->ht_off + pos];
+			uint64_t hsv = v.hs[t->ht_off + pos];
+			uint32_t e = (uint32_t)hsv;
 			const struct sadb_policy *q;
 
-			if (e == 0)
+			if (hsv == 0)
 				break;
-			if (e > v.cap)
+			/* The fingerprint spares a look at the entry for most other keys. */
+			if ((uint32_t)(hsv >> 32) != fp)
+				continue;
+			if (e == 0 || e > v.cap)
 				return -EAGAIN;
 			q = &v.ent[e - 1].p;
-			if (!key_eq(q, s, d, nw))
+			if (!key_eq(q, k->s, k->d, nw))
 				continue;
 			/* The chain is in (priority, id) order: the first full match is this key's best. */
 			for (uint32_t steps = 0; e && steps < v.cap; steps++) {
