@@ -76,7 +76,7 @@ def parse_ip(b):
     return IP(b) if b[0] >> 4 == 4 else IPv6(b)
 
 
-def scapy_sa(xf, spi, tunnel_hdr=None, natt=False, esn=False, with_auth=True):
+def scapy_sa(xf, spi, tunnel_hdr=None, natt=False, esn=False, with_auth=True, natt_sport=4500):
     """A scapy SA for transform xf. with_auth=False leaves integrity to the caller (see esp_icv)."""
     kw = {}
     if xf.proto == 'esp':
@@ -86,7 +86,7 @@ def scapy_sa(xf, spi, tunnel_hdr=None, natt=False, esn=False, with_auth=True):
             kw['auth_algo'] = SCAPY_AUTH[xf.auth]
             kw['auth_key'] = xf.akey
         if natt:
-            kw['nat_t_header'] = UDP(sport=4500, dport=4500)
+            kw['nat_t_header'] = UDP(sport=natt_sport, dport=4500)
         proto = ESP
     else:
         kw['auth_algo'] = SCAPY_AUTH[xf.auth]

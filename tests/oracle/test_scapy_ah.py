@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oraclelib import Xform, Engine, Report, BACKENDS, OUTER, INNER, DriverError  # noqa: E402
 from scapyutil import (IP, IPv6, AH, raw, inner_packets, parse_ip, scapy_sa,  # noqa: E402
-                       dstopt_placement_differs, IPv6ExtHdrHopByHop)
+                       dstopt_placement_differs, IPv6ExtHdrHopByHop, IPOption_Router_Alert, IPOption_RR)
 
 SPI = 0x0badcafe
 XFORMS = [Xform('ah', 'none', 0, a) for a in ('md5', 'sha1', 'sha256', 'sha384', 'sha512')]
@@ -132,6 +132,9 @@ def inbound(eng, xf, mode, ifam, ofam, esn, ctx, variant):
         th = IP(src=src, dst=dst, ttl=50) if ofam == 4 else IPv6(src=src, dst=dst, hlim=50)
         if ofam == 6 and variant == 1:
             th = th / IPv6ExtHdrHopByHop()  # an extension header before AH in the outer packet
+        if ofam == 4 and variant == 1:
+            # Outer IPv4 options: router alert (immutable) and record route (mutable, zeroed).
+            th.options = [IPOption_Router_Alert(), IPOption_RR(routers=['203.0.113.9', '203.0.113.10'])]
     sa = scapy_sa(xf, SPI, tunnel_hdr=th, esn=esn)
     if esn:
         top = 0x300000002 if variant == 0 else 0x2fffffff0

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oraclelib import Xform, Engine, Report, BACKENDS, OUTER, INNER, DriverError, hexdiff  # noqa: E402
 from scapyutil import (IP, IPv6, UDP, ESP, raw, inner_packets, parse_ip, scapy_sa,  # noqa: E402
                        esp_icv, refresh, strip_natt, fix_natt_scapy, dstopt_placement_differs,
-                       IPv6ExtHdrHopByHop)
+                       IPv6ExtHdrHopByHop, IPOption_Router_Alert)
 
 SPI = 0x1234abcd
 
@@ -194,7 +194,11 @@ def inbound(eng, xf, mode, ifam, ofam, esn, natt, ctx, variant):
         th = IP(src=src, dst=dst, ttl=50) if ofam == 4 else IPv6(src=src, dst=dst, hlim=50)
         if ofam == 6 and variant == 1:
             th = th / IPv6ExtHdrHopByHop()  # an extension header before ESP in the outer packet
-    sa = scapy_sa(xf, SPI, tunnel_hdr=th, natt=natt, esn=esn, with_auth=not hmac_esn)
+        if ofam == 4 and variant == 1:
+            th.options = [IPOption_Router_Alert()]  # an outer IPv4 header with options
+    # Variant 1: the NAT changed the source port (only the destination port says ESP-in-UDP).
+    sa = scapy_sa(xf, SPI, tunnel_hdr=th, natt=natt, esn=esn, with_auth=not hmac_esn,
+                  natt_sport=61234 if variant == 1 else 4500)
     if esn:
         # Replay-window high-bit inference (RFC 4303 A.2): variant 0 has the window straddle a 2^32
         # boundary (a number just below it belongs to the previous subspace), variant 1 a top near
