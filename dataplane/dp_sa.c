@@ -6,9 +6,12 @@
  *
  * SA ownership (design.md rule 5), chosen and measured (bench/fwd, dataplane/xipsecd.8):
  *  - outbound: one engine object per worker, all sharing the SA's runtime area; sequence numbers
- *    are reserved from it in blocks with one atomic add (rule 1 holds across restarts because the
- *    reservation is recorded in the SADB before use). No hand-off, no lock: workers protect the
- *    same SA in parallel.
+ *    are reserved from it with one atomic compare-and-swap (rule 1 holds across restarts because
+ *    the reservation is recorded in the SADB before use). No hand-off, no lock: workers protect
+ *    the same SA in parallel. With one worker the engine reserves blocks of 1024; with several,
+ *    one number at a time: a block a worker holds while another worker sends faster falls behind
+ *    the receiver's replay window (measured: REPLAY_OLD drops at the peer with two workers and
+ *    1024-blocks), whereas single reservations only reorder packets in flight, a burst at most.
  *  - inbound: one engine object per SA whose replay window is written under a per-slot lock that
  *    lives outside the table, so the old and the new version of an updated SA (both visible during
  *    an RCU grace period) still exclude each other. The lock is held for one burst of one SA;
@@ -91,6 +94,7 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		return NULL;
 	}
 	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
+	o.seq_block = ctx->n_workers > 1 ? 1 : 0;
 	if (rec->dir == SADB_DIR_OUT) {
 		for (unsigned i = 0; i < ctx->n_workers && !err; i++)
 			err = esp_sa_create(rec, s->rt, &o, &s->eo[i]);

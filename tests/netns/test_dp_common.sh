@@ -102,7 +102,8 @@ dp_json() { "$PYTHON" -c "import json,sys; j=json.load(open(sys.argv[1])); print
 # dp_tcp SRC DST_NS DSTADDR BYTES: send BYTES random bytes over TCP from SRC to DSTADDR (in DST_NS)
 # and compare what arrived.
 dp_tcp() {
-	local src=$1 dns=$2 daddr=$3 bytes=$4 port=$((5000 + RANDOM % 1000)) tag=$RANDOM
+	local src=$1 dns=$2 daddr=$3 bytes=$4 port=${DP_PORT:-$((5000 + RANDOM % 1000))} tag
+	tag=$port-$BASHPID
 	head -c "$bytes" /dev/urandom > "$XT_DIR/tcp-$tag.in"
 	xt_bg "$dns" "tcp-sink-$tag" socat -u "TCP6-LISTEN:$port,reuseaddr,ipv6only=0" \
 		"OPEN:$XT_DIR/tcp-$tag.out,creat,trunc"
