@@ -9,7 +9,7 @@ IKE_SWAN_CPPFLAGS = -DXIPSEC_SWAN_CONFIG='"$(SWAN_SRC)/config.h"' \
 IKE_SWAN_LINKFLAGS = -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
 IKE_SWAN_LIBS = -lcharon -lstrongswan
 
-EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/maxqm.h
+EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/maxqm.h ike/lsan.supp
 
 if HAVE_STRONGSWAN
 sbin_PROGRAMS += ike/xipsec-iked

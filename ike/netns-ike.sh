@@ -62,7 +62,9 @@ ike_start() {
 	local side=$1; shift
 	[ -f "$XT_DIR/$side/conf/strongswan.conf" ] || ike_sconf "$side"
 	# check_printf=0: the ASan printf interceptor does not know strongSwan's %N/%H/%R extensions
-	xt_bg "$side" "iked-$side" env ASAN_OPTIONS=detect_leaks=0:check_printf=0 "$IKE_IKED" \
+	# leaks are checked (ike_check_logs) except OpenSSL's own at plugin unload (ike/lsan.supp)
+	xt_bg "$side" "iked-$side" env ASAN_OPTIONS="${IKE_ASAN_OPTIONS:-detect_leaks=1:check_printf=0}" \
+		LSAN_OPTIONS="suppressions=$top_srcdir/ike/lsan.supp:print_suppressions=0" "$IKE_IKED" \
 		--conf-dir "$XT_DIR/$side/conf" --run-dir "$XT_DIR/$side/run" --sadb "$(ike_sadb "$side")" \
 		--debug "${IKE_DEBUG:-1}" "$@"
 	xt_wait 10 test -S "$XT_DIR/$side/run/charon.vici" || { ike_logs; xt_fail "xipsec-iked $side did not start"; }
@@ -96,9 +98,16 @@ ike_nsa() { [ "$(ike_dump "$1" | wc -l)" -eq "$2" ]; }
 
 ike_status() { awk -v k="$2" '$1 == k { print $2 }' "$XT_DIR/$1/run/status"; }
 
-# Sanitizer reports in any daemon log fail the test (ASan/UBSan abort the daemon, which other
-# checks notice too, but this names the cause).
+# Stops the daemons, then fails the test on any sanitizer report in their logs (ASan/UBSan abort a
+# daemon, which other checks notice too, but this names the cause; leaks show only at exit).
 ike_check_logs() {
+	local f
+	# stop the daemons first: LeakSanitizer reports at exit
+	for f in "$XT_DIR"/iked-*.pid; do
+		[ -f "$f" ] || continue
+		f=${f##*/}
+		xt_stop "${f%.pid}" TERM
+	done
 	if grep -l "ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer" "$XT_DIR"/iked-*.log* 2>/dev/null; then
 		grep -h -A30 "ERROR: AddressSanitizer\|runtime error:" "$XT_DIR"/iked-*.log* >&2
 		xt_fail "sanitizer report in an xipsec-iked log"

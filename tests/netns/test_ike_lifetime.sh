@@ -118,6 +118,7 @@ awk '
 		if (ni == 0 || no == 0) { print "after deleting " spi ": " ni " inbound, " no " outbound SAs left"; bad = 1 }
 	}
 	END { exit bad }' "$XT_DIR/iked-A.log" >&2 || xt_fail "a rekey deleted the old SAs before the new ones were installed"
+n=$(ike_status A child_sa_rekeyed)
 ike_check_logs
-xt_log "PASS: 5 s/8 s time lifetime rekeyed $(ike_status A child_sa_rekeyed) times without reaching hard; byte soft/hard limits honoured"
+xt_log "PASS: 5 s/8 s time lifetime and byte limit: $n CHILD SA rekeys without reaching hard; byte soft/hard limits honoured"
 exit 0
