@@ -205,7 +205,7 @@ ike_udp_stream() {
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(('0.0.0.0', $port))
-s.settimeout($secs + 5)
+s.settimeout(3)
 got = set(); bad = 0
 try:
     while True:
