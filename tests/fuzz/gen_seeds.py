@@ -103,6 +103,15 @@ def main():
                         if k < 2:
                             write(os.path.join(out, 'fuzz_parse'), '%s-%s' % (target, name), b'\x11\x94' + r[3])
                         n += 1
+                    if not is_ah and not esn:
+                        # A burst: six packets, one of them a replay of the first, one far ahead.
+                        recs = b''
+                        for k, (inn, sq) in enumerate(zip(inners[:3] + inners[5:8], (1, 2, 1, 3000, 4, 5))):
+                            pkt = plain_esp(xf, tunnel, natt, inn, sq)
+                            recs += struct.pack('!H', len(pkt)) + pkt
+                        write(os.path.join(out, 'fuzz_burst'), 'x%02d-t%d-n%d' % (xf, tunnel, natt),
+                              bytes([c, 1 if natt else 0]) + recs)
+                        n += 1
                     if not is_ah:
                         for k, inn in enumerate(inners[:3] + inners[5:8]):
                             flags = (1 if natt else 0) | (2 if k % 2 else 0)

@@ -11,15 +11,15 @@ FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 FUZZ_LINKFLAGS = -fsanitize=fuzzer,address,undefined
 FUZZ_LIBS = $(IPSEC_MB_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS) -lpthread
 FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/esp.h $(srcdir)/dataplane/esp_internal.h $(srcdir)/sadb/sadb.h \
-	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h
+	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h $(srcdir)/tests/fuzz/fuzz_ref.h
 FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o
 if HAVE_IPSEC_MB
 FUZZ_ENGINE_OBJS += tests/fuzz/obj/crypto_ipsecmb.o
 endif
 FUZZ_BINS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_esp_in tests/fuzz/fuzz_udp_in tests/fuzz/fuzz_ah_in \
-	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip
+	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip tests/fuzz/fuzz_burst
 FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuzz/obj/h_udp_in.o \
-	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o
+	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o tests/fuzz/obj/h_burst.o
 
 tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -99,6 +99,13 @@ tests/fuzz/fuzz_esp_plain: tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_OBJS)
 tests/fuzz/fuzz_roundtrip: tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_OBJS)
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
 
+tests/fuzz/obj/h_burst.o: $(srcdir)/tests/fuzz/fuzz_burst.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_burst.c -o $@
+
+tests/fuzz/fuzz_burst: tests/fuzz/obj/h_burst.o $(FUZZ_ENGINE_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_burst.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+
 fuzz: $(FUZZ_BINS)
 fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' PYTHON='$(DEBIAN_PYTHON)' \
@@ -110,5 +117,5 @@ FUZZ_TESTS += tests/fuzz/run-fuzz.sh
 # The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
 tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
 CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) tests/fuzz/obj/crypto_ipsecmb.o
-EXTRA_DIST += tests/fuzz/fuzz_common.h tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
+EXTRA_DIST += tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
 	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh
