@@ -7,3 +7,8 @@ EXTRA_DIST += tests/ipsecctl
 check_PROGRAMS += tests/ipsecctl/rt-poke
 tests_ipsecctl_rt_poke_SOURCES = tests/ipsecctl/rt-poke.c
 tests_ipsecctl_rt_poke_LDADD = sadb/libsadb.a
+# live.sh: esp-drive runs the real ESP/AH engine over ipsecctl-loaded SADBs.
+ORACLE_TESTS += tests/ipsecctl/live.sh
+check_PROGRAMS += tests/ipsecctl/esp-drive
+tests_ipsecctl_esp_drive_SOURCES = tests/ipsecctl/esp-drive.c
+tests_ipsecctl_esp_drive_LDADD = sadb/libsadb.a $(ESP_LIBS)
