@@ -288,6 +288,29 @@ def seq_overflow(eng):
         R.ok()
 
 
+def fixed_iv(eng):
+    """The engine's test hook esp_sa_opts.iv_fn (oracle_drv iv=): the packet carries exactly the IV
+    given, and scapy encrypting with that IV produces our packet."""
+    for xf, iv in ((XFORMS[4], bytes(range(0xa0, 0xb0))), (XFORMS[0], bytes(range(0x10, 0x18))),
+                   (XFORMS[14], bytes(range(0x30, 0x38)))):
+        ctx = 'fixed iv %s' % xf.name
+        src, dst = OUTER[4]
+        inner = inner_packets(4, False)[1]
+        eng.sa(dir='out', mode='tunnel', src=src, dst=dst, spi=SPI, seq=9, iv=iv.hex(), **xf.sa_args())
+        r = eng.burst([inner])[0]
+        if r[0] != 'ok':
+            R.fail(ctx, 'dropped: %s' % (r,))
+            continue
+        p = parse_ip(r[3])
+        th = p.copy()
+        th.remove_payload()
+        if raw(p[ESP])[8:8 + len(iv)] != iv:
+            R.fail(ctx, 'the packet does not carry the IV given: %s' % raw(p[ESP])[8:8 + len(iv)].hex())
+            continue
+        q = scapy_encrypt(scapy_sa(xf, SPI, tunnel_hdr=th), parse_ip(inner), 9, 0, iv)
+        R.check_eq(ctx, 'packet vs scapy with the same IV', r[3], raw(q), 'scapy')
+
+
 def tfc(eng):
     """TFC padding (RFC 4303 §2.7): our tunnel packets padded to 300 bytes decrypt in scapy to the
     inner packet followed by zeros; scapy's packets carrying zeros after the inner packet (what a TFC
@@ -332,6 +355,7 @@ def main():
     eng = Engine()
     try:
         seq_overflow(eng)
+        fixed_iv(eng)
         tfc(eng)
         for xf in (XFORMS[0], XFORMS[4]):
             R.selftest(eng, lambda: (outbound(eng, xf, 'tunnel', 4, 6, True, True, 'selftest out'),
