@@ -102,7 +102,9 @@ run_round 2 4
 
 # maxqm at run time: ipsecctl ike maxqm set changes the daemon's limit
 ike_sconf A "maxqm = 100"
+ike_sconf B "maxqm = 100"
 conf 10.9.0.1 10.9.0.2 10.1 10.2 1 > "$XT_DIR/A/conf/swanctl.conf"
+conf 10.9.0.2 10.9.0.1 10.2 10.1 1 > "$XT_DIR/B/conf/swanctl.conf"
 ike_start A
 if ike_ipsecctl A maxqm show >/dev/null; then
 	ike_ipsecctl A maxqm show | grep -q "^maxqm 100" || xt_fail "maxqm show: not 100 from strongswan.conf"
@@ -111,6 +113,15 @@ if ike_ipsecctl A maxqm show >/dev/null; then
 	ike_ipsecctl A maxqm set x 2>/dev/null && xt_fail "maxqm set x was accepted"
 	ike_ipsecctl A maxqm unset || xt_fail "maxqm unset failed"
 	xt_wait 3 ike_status_is A maxqm 100 || xt_fail "maxqm unset: status says $(ike_status A maxqm)"
+	# per connection: the limit of gw's IKE SA follows, the global one stays
+	ike_start B
+	ike_ctl A --initiate --child c1 >/dev/null || xt_fail "initiating c1 failed"
+	ike_ipsecctl A maxqm set 4 --conn gw || xt_fail "maxqm set 4 --conn gw failed"
+	conn_limit() { grep -q "^ike [0-9]* gw v1 initiator qm 1 limit 4" "$XT_DIR/A/run/status"; }
+	xt_wait 3 conn_limit || { cat "$XT_DIR/A/run/status" >&2; xt_fail "maxqm set --conn gw: gw's IKE SA does not show limit 4"; }
+	[ "$(ike_status A maxqm)" = 100 ] || xt_fail "maxqm set --conn changed the global limit"
+	ike_ipsecctl A --json maxqm show | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if d['ike_sas'][0]['maxqm'] == 4 and d['maxqm'] == 100 else 1)" ||
+		xt_fail "maxqm show --json does not show the per-connection limit"
 else
 	[ $? -eq 77 ] || xt_fail "ipsecctl ike maxqm show failed"
 fi
