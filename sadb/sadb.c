@@ -38,6 +38,9 @@ static inline struct tbl pol_tbl(const struct sadb *db)
 			     db->h->max_policy, true };
 }
 
+/* Slot header: tag[0], tag[1], then seq, which a writer bumps before every tag change. */
+#define SLOT_HDR 24
+
 static inline size_t copy_size(size_t rec)
 {
 	return ALIGN_UP(sizeof(struct sadb_copy_hdr) + rec, 8);
@@ -45,7 +48,13 @@ static inline size_t copy_size(size_t rec)
 
 static inline size_t slot_size_for(size_t rec)
 {
-	return ALIGN_UP(16 + 2 * copy_size(rec), 64);
+	return ALIGN_UP(SLOT_HDR + 2 * copy_size(rec), 64);
+}
+
+
+static inline _Atomic uint64_t *slot_seq(const struct tbl *t, uint32_t i)
+{
+	return (_Atomic uint64_t *)(t->slots + (size_t)i * t->slot_size + 16);
 }
 
 static inline _Atomic uint64_t *slot_tags(const struct tbl *t, uint32_t i)
@@ -55,7 +64,7 @@ static inline _Atomic uint64_t *slot_tags(const struct tbl *t, uint32_t i)
 
 static inline struct sadb_copy_hdr *slot_copy(const struct tbl *t, uint32_t i, int c)
 {
-	return (struct sadb_copy_hdr *)(t->slots + (size_t)i * t->slot_size + 16 +
+	return (struct sadb_copy_hdr *)(t->slots + (size_t)i * t->slot_size + SLOT_HDR +
 					(size_t)c * copy_size(t->rec_size));
 }
 
@@ -229,6 +238,7 @@ static int create_segment(const char *path, const struct sadb_params *p, char *e
 	h->journal_len = SADB_JOURNAL_LEN;
 	h->hash_seed = seed | 1;
 	h->created = now_realtime();
+	h->internal_rev = SADB_INTERNAL_REV;
 	h->next_instance = 1;
 	/* Generation 1 is the empty database; tags 0 mean "no copy". */
 	atomic_store(&h->gen, 1);
@@ -265,6 +275,12 @@ static int check_header(const struct sadb_hdr *h, uint64_t fsize, const char *pa
 		OPEN_ERR("%s has SADB layout version %u but this program was built for layout version %u: "
 			 "stop every xipsec process and recreate the SADB", path, h->layout_version,
 			 SADB_LAYOUT_VERSION);
+		return -EPROTO;
+	}
+	if (h->internal_rev != SADB_INTERNAL_REV) {
+		OPEN_ERR("%s: SADB layout mismatch (internal revision %u, this program has %u): built from "
+			 "different sources; stop every xipsec process and recreate the SADB", path, h->internal_rev,
+			 SADB_INTERNAL_REV);
 		return -EPROTO;
 	}
 	if (h->hdr_size != sizeof(struct sadb_hdr) || h->sizeof_sa != sizeof(struct sadb_sa) ||
@@ -483,7 +499,8 @@ enum { SNAP_FREE = 0, SNAP_USED = 1, SNAP_RETRY = -1 };
  * makes readers spin. */
 static int snap_read(const struct sadb *db, const struct tbl *t, uint32_t i, uint64_t g, void *out)
 {
-	_Atomic uint64_t *tag = slot_tags(t, i);
+	_Atomic uint64_t *seq = slot_seq(t, i), *tag = slot_tags(t, i);
+	uint64_t s0 = atomic_load_explicit(seq, memory_order_acquire);
 	uint64_t t0 = atomic_load_explicit(&tag[0], memory_order_acquire);
 	uint64_t t1 = atomic_load_explicit(&tag[1], memory_order_acquire);
 	bool v0 = t0 && t0 <= g, v1 = t1 && t1 <= g;
@@ -496,6 +513,11 @@ static int snap_read(const struct sadb *db, const struct tbl *t, uint32_t i, uin
 		uint64_t now = atomic_load_explicit(&db->h->gen, memory_order_acquire);
 		if ((t0 > g && t0 <= now) || (t1 > g && t1 <= now))
 			return SNAP_RETRY;
+		/* The two tags were loaded one after the other: only if nothing changed in between
+		 * do they describe one instant, at which a record in use always has a committed copy. */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(seq, memory_order_relaxed) != s0)
+			return SNAP_RETRY;
 		return SNAP_FREE;
 	}
 	ci = v0 && (!v1 || t0 > t1) ? 0 : 1;
@@ -507,7 +529,8 @@ static int snap_read(const struct sadb *db, const struct tbl *t, uint32_t i, uin
 	/* Pairs with the writer's release fence after it marks the copy WRITING: if any byte we
 	 * copied is new, the tag we re-read is no longer tc. */
 	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&tag[ci], memory_order_relaxed) != tc)
+	if (atomic_load_explicit(&tag[ci], memory_order_relaxed) != tc ||
+	    (!used && atomic_load_explicit(seq, memory_order_relaxed) != s0))
 		return SNAP_RETRY;
 	return used ? SNAP_USED : SNAP_FREE;
 }
@@ -585,6 +608,7 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 	fp = hv >> 32;
 	hash_buckets(db->h, hv, &b[0], &b[1]);
 	for (unsigned attempt = 0; attempt < SADB_READ_RETRIES; attempt++) {
+		uint64_t moves = atomic_load_explicit(&db->h->hash_moves, memory_order_acquire);
 		uint64_t g = atomic_load_explicit(&db->h->gen, memory_order_acquire);
 		struct tbl t = sa_tbl(db);
 		bool retry = false;
@@ -612,7 +636,8 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 				}
 			}
 		}
-		if (!retry) {
+		atomic_thread_fence(memory_order_acquire);
+		if (!retry && atomic_load_explicit(&db->h->hash_moves, memory_order_relaxed) == moves) {
 			explicit_bzero(out, sizeof(*out));
 			sadb__set_err(db, "no SA with SPI 0x%08x proto %u", spi, proto);
 			return -ENOENT;
@@ -795,54 +820,64 @@ int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt
 int sadb_changes(const struct sadb *db, uint64_t *since, struct sadb_change *out, unsigned max)
 {
 	const struct sadb_hdr *h;
-	uint64_t cnt, lo, hi, s, pos, n;
+	uint64_t s;
 
 	if (!db || !since || (!out && max))
 		return bad_arg(db, "sadb_changes: NULL argument");
 	h = db->h;
 	s = *since;
-	cnt = atomic_load_explicit(&h->jcount, memory_order_acquire);
-	if (s + 1 < atomic_load_explicit(&h->jmin, memory_order_acquire))
-		goto stale;
-	lo = cnt > SADB_JOURNAL_LEN ? cnt - SADB_JOURNAL_LEN : 0;
-	hi = cnt;
-	/* First position whose generation is after s (generations never decrease along the ring). */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (h->journal[mid % SADB_JOURNAL_LEN].gen > s)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	pos = lo;
-	n = cnt - pos;
-	if (n == 0)
-		return 0;
-	if (max == 0)
-		return 0;
-	if (n > max) {
-		/* Hand out whole generations only, so *since never splits a transaction. */
-		uint64_t cut = max;
-		uint64_t next_gen = h->journal[(pos + max) % SADB_JOURNAL_LEN].gen;
-		while (cut > 0 && h->journal[(pos + cut - 1) % SADB_JOURNAL_LEN].gen == next_gen)
-			cut--;
-		if (cut == 0) {
-			sadb__set_err(db, "one transaction has more than %u changes: resynchronise", max);
-			return -ESTALE;
-		}
-		n = cut;
-	}
-	for (uint64_t k = 0; k < n; k++)
-		out[k] = h->journal[(pos + k) % SADB_JOURNAL_LEN];
-	/* Pairs with the writer raising jmin before it overwrites an entry. */
-	atomic_thread_fence(memory_order_acquire);
-	if (s + 1 < atomic_load_explicit(&h->jmin, memory_order_relaxed))
-		goto stale;
-	for (uint64_t k = 0; k < n; k++)
-		if (out[k].gen <= s || (k && out[k].gen < out[k - 1].gen))
+	/* A writer overwriting the oldest entries while we search can make us copy a mix; jmin then
+	 * tells whether what we need was lost (-ESTALE) or we merely raced (try again). */
+	for (unsigned attempt = 0; attempt < 64; attempt++) {
+		uint64_t cnt = atomic_load_explicit(&h->jcount, memory_order_acquire), lo, hi, pos, n;
+		bool ok = true;
+
+		if (s + 1 < atomic_load_explicit(&h->jmin, memory_order_acquire))
 			goto stale;
-	*since = out[n - 1].gen;
-	return (int)n;
+		lo = cnt > SADB_JOURNAL_LEN ? cnt - SADB_JOURNAL_LEN : 0;
+		hi = cnt;
+		/* First position whose generation is after s (generations never decrease along the ring). */
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (h->journal[mid % SADB_JOURNAL_LEN].gen > s)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		pos = lo;
+		n = cnt - pos;
+		if (n == 0 || max == 0)
+			return 0;
+		if (n > max) {
+			/* Hand out whole generations only, so *since never splits a transaction. */
+			uint64_t cut = max;
+			uint64_t next_gen = h->journal[(pos + max) % SADB_JOURNAL_LEN].gen;
+			while (cut > 0 && h->journal[(pos + cut - 1) % SADB_JOURNAL_LEN].gen == next_gen)
+				cut--;
+			if (cut == 0) {
+				sadb__set_err(db, "one transaction has more than %u changes: resynchronise", max);
+				return -ESTALE;
+			}
+			n = cut;
+		}
+		for (uint64_t k = 0; k < n; k++)
+			out[k] = h->journal[(pos + k) % SADB_JOURNAL_LEN];
+		/* Pairs with the writer raising jmin before it overwrites an entry. */
+		atomic_thread_fence(memory_order_acquire);
+		if (s + 1 < atomic_load_explicit(&h->jmin, memory_order_relaxed))
+			goto stale;
+		for (uint64_t k = 0; k < n && ok; k++)
+			ok = out[k].gen > s && (!k || out[k].gen >= out[k - 1].gen);
+		if (pos > 0 && pos + SADB_JOURNAL_LEN > cnt &&
+		    h->journal[(pos - 1) % SADB_JOURNAL_LEN].gen > s)
+			ok = false;
+		if (!ok) {
+			sadb__read_retry();
+			continue;
+		}
+		*since = out[n - 1].gen;
+		return (int)n;
+	}
 stale:
 	sadb__set_err(db, "the change journal has moved past generation %llu: resynchronise",
 		      (unsigned long long)s);
@@ -914,6 +949,18 @@ static void touch(struct sadb *db, bool pol, uint32_t i)
 	*lgen = h->txn.gen;
 }
 
+/* Every tag change bumps the slot's seq first, so a reader comparing seq before and after sees
+ * that the pair of tags it loaded may not describe one instant. seq is never left "odd": a writer
+ * stopped half-way makes nobody wait. */
+static void set_tag(const struct tbl *t, uint32_t i, int ci, uint64_t v)
+{
+	atomic_fetch_add_explicit(slot_seq(t, i), 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&slot_tags(t, i)[ci], v, memory_order_relaxed);
+	/* Readers that see any byte written after this store must see the new tag. */
+	atomic_thread_fence(memory_order_release);
+}
+
 /* Write this transaction's version of slot i into the copy readers are not using. */
 static void write_copy(struct sadb *db, const struct tbl *t, uint32_t i, bool used, const void *rec)
 {
@@ -932,9 +979,7 @@ static void write_copy(struct sadb *db, const struct tbl *t, uint32_t i, bool us
 		ci = 1;
 	else
 		ci = t0 ? 1 : 0; /* outside a transaction at most one copy is tagged: the committed one */
-	atomic_store_explicit(&tag[ci], SADB_TAG_WRITING, memory_order_relaxed);
-	/* Readers that see any byte written below must see WRITING when they re-check the tag. */
-	atomic_thread_fence(memory_order_release);
+	set_tag(t, i, ci, SADB_TAG_WRITING);
 	c = slot_copy(t, i, ci);
 	c->used = used;
 	if (used) {
@@ -944,7 +989,8 @@ static void write_copy(struct sadb *db, const struct tbl *t, uint32_t i, bool us
 	} else {
 		explicit_bzero(copy_rec(c), t->rec_size);
 	}
-	atomic_store_explicit(&tag[ci], n, memory_order_release);
+	atomic_thread_fence(memory_order_release);
+	set_tag(t, i, ci, n);
 }
 
 static void wipe_copy(const struct tbl *t, uint32_t i, int ci)
@@ -954,11 +1000,12 @@ static void wipe_copy(const struct tbl *t, uint32_t i, int ci)
 
 	if (atomic_load_explicit(&tag[ci], memory_order_relaxed) == 0 && !c->used)
 		return;
-	atomic_store_explicit(&tag[ci], SADB_TAG_WRITING, memory_order_relaxed);
+	set_tag(t, i, ci, SADB_TAG_WRITING);
 	atomic_thread_fence(memory_order_release);
 	c->used = 0;
 	explicit_bzero(copy_rec(c), t->rec_size);
-	atomic_store_explicit(&tag[ci], 0, memory_order_release);
+	atomic_thread_fence(memory_order_release);
+	set_tag(t, i, ci, 0);
 }
 
 static bool hash_has(struct sadb *db, uint64_t hv, uint32_t slot)
@@ -1014,6 +1061,8 @@ static bool hash_kick(struct sadb *db, uint32_t b)
 			fw = free_way(db, alt);
 			if (fw < 0)
 				continue;
+			atomic_fetch_add_explicit(&db->h->hash_moves, 1, memory_order_relaxed);
+			atomic_thread_fence(memory_order_release);
 			atomic_store_explicit(&bucket(db, alt)[fw], e, memory_order_release);
 			atomic_store_explicit(&bucket(db, b)[w], 0, memory_order_release);
 			return true;

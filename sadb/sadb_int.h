@@ -14,7 +14,10 @@
  *    largest tag <= G, copies it, and re-reads that tag: unchanged means the copy is whole (a
  *    seqlock per copy). A writer only ever writes the copy that is not the committed one, so the
  *    committed version stays intact while the new one is prepared, and a writer that dies half-way
- *    leaves a copy that no reader will ever choose (tag WRITING or > G).
+ *    leaves a copy that no reader will ever choose (tag WRITING or > G). A slot in use has a
+ *    committed copy at every instant; a reader concludes "free" only when both tags say so and the
+ *    slot's change counter (bumped before every tag store, never left half-way, so nobody waits on
+ *    it) shows that the two tags it loaded one after the other were there at the same time.
  *  - After the commit point the writer "normalises" every slot it touched: the superseded copy is
  *    wiped (explicit_bzero: old keys do not linger) and tagged 0, deleted records lose both copies,
  *    SPI hash entries are reconciled with the committed identity, freed slots go to the free ring.
@@ -25,8 +28,9 @@
  *    whole transaction or none of it.
  *  - The SPI hash holds hints (fingerprint + slot) that a reader always validates against the
  *    record it copies, so an entry may appear early (before commit) or disappear late (after it)
- *    without harm; entries move between buckets insert-first, remove-second, so a present SA is
- *    never missed.
+ *    without harm. An entry moving between its two buckets (to make room) is inserted first and
+ *    removed second, and the writer bumps hash_moves before; a reader that found nothing re-checks
+ *    hash_moves, so a move racing with its scan of the two buckets never makes it miss an SA.
  *  - The SPD index is compiled by the writer into the inactive one of two buffers and tagged with
  *    the generation it describes before that generation is published; readers use the newest buffer
  *    whose tag is <= G and re-check the tag after the lookup.
@@ -44,6 +48,9 @@
 #define SADB_TAG_WRITING  UINT64_MAX
 #define SADB_READ_RETRIES 100000u          /* a reader gives up (-EAGAIN) after this many */
 #define SADB_LOCK_TIMEOUT_S 10             /* a writer waits at most this long for the lock */
+/* Bumped whenever the private layout changes (slot header, index format, checksum) without the
+ * public records changing; checked at open like SADB_LAYOUT_VERSION. */
+#define SADB_INTERNAL_REV 4
 
 enum { SADB_TXN_IDLE = 0, SADB_TXN_ACTIVE = 1 };
 
@@ -75,6 +82,8 @@ struct sadb_hdr {
 	uint32_t log_cap, journal_len;
 	uint64_t hash_seed;
 	uint64_t created;
+	uint32_t internal_rev;  /* SADB_INTERNAL_REV: private layout details behind the same version */
+	uint32_t pad_id;
 
 	/* Writers only (under the lock). */
 	pthread_mutex_t lock __attribute__((aligned(64)));
@@ -90,6 +99,7 @@ struct sadb_hdr {
 	_Atomic uint64_t gen __attribute__((aligned(64)));
 	_Atomic uint32_t n_sa, n_policy;
 	_Atomic uint64_t idx_gen[2];
+	_Atomic uint64_t hash_moves; /* bumped before every move of an SPI hash entry between buckets */
 	_Atomic uint64_t jcount;   /* journal entries ever published */
 	_Atomic uint64_t jmin;     /* every change with gen >= jmin is still in the ring */
 	struct sadb_change journal[SADB_JOURNAL_LEN] __attribute__((aligned(64)));

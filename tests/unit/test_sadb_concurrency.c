@@ -37,7 +37,7 @@ struct reader_stats {
 	uint64_t reads, found, pol_reads, pol_found, pair_checks, retries, iter;
 	uint64_t max_ns;
 	uint64_t bad, errors;
-	char first_bad[256];
+	char first_bad[256], first_err[256];
 };
 
 static const char *db_path;
@@ -184,6 +184,10 @@ struct reader_arg {
 	double until;
 };
 
+#define err(st, ...) do { \
+		if ((st)->errors++ == 0) \
+			snprintf((st)->first_err, sizeof((st)->first_err), __VA_ARGS__); \
+	} while (0)
 #define bad(st, ...) do { \
 		if ((st)->bad++ == 0) \
 			snprintf((st)->first_bad, sizeof((st)->first_bad), __VA_ARGS__); \
@@ -216,7 +220,7 @@ static void *reader(void *argp)
 				if (t_sa_check(&sa) < 0 || sa.spi != 1000 + i % N_SA)
 					bad(st, "SA %u torn (reqid %ld, sum %ld)", sa.spi, (long)sa.reqid, (long)sa.ike_id);
 			} else if (r != -ENOENT) {
-				st->errors++;
+				err(st, "SA lookup: %d %s", r, sadb_errmsg(ra->db));
 			}
 		} else if (op < 8) {
 			struct sadb_pkt_sel k = pol_packet(i % N_POL);
@@ -231,7 +235,7 @@ static void *reader(void *argp)
 				/* Policies are only ever replaced inside one transaction: never missing. */
 				bad(st, "policy %u missing during its replacement", i % N_POL);
 			} else {
-				st->errors++;
+				err(st, "policy lookup: %d %s", r, sadb_errmsg(ra->db));
 			}
 		} else if (op < 9) {
 			/* A pair: read one, then the other. Versions only grow and a transaction moves
@@ -242,7 +246,7 @@ static void *reader(void *argp)
 			st->reads += 2;
 			st->pair_checks++;
 			if (ra1 || rb1) {
-				st->errors++;
+				err(st, "pair %u lookup: %d %d %s", k, ra1, rb1, sadb_errmsg(ra->db));
 			} else {
 				long va = t_sa_check(&sa), vb = t_sa_check(&sb);
 				if (va < 0 || vb < 0 || vb < va)
@@ -325,7 +329,8 @@ static void test_concurrent_readers_and_writer(void **state)
 			      (unsigned long long)s->errors);
 		if (s->bad)
 			fail_msg("reader %d saw a torn or mixed record: %s", k, s->first_bad);
-		assert_int_equal(s->errors, 0);
+		if (s->errors)
+			fail_msg("reader %d: %s", k, s->first_err);
 		/* Both outcomes happened: the test really raced with the writer. */
 		assert_true(s->found > 0 && s->found < s->reads && s->pol_found == s->pol_reads);
 	}
