@@ -35,6 +35,7 @@ void ctl_err(const char *fmt, ...)
 static void usage(FILE *f)
 {
 	fputs("usage: ipsecctl [--sadb PATH] [--json] [-n] [-v] [--show-keys] [--no-times] COMMAND ...\n"
+	      "       ipsecctl [--sadb PATH] [-nv] [-F] -f FILE    (OpenBSD style: -F flushes first)\n"
 	      "\n"
 	      "  init [max-sa N] [max-policy N]     create the SADB\n"
 	      "  destroy                            remove the SADB file\n"
@@ -305,7 +306,10 @@ static int cmd_load(const struct ctl_opts *o, int argc, char **argv)
 		return CTL_EXIT_ERR;
 	}
 	ctl_conf_init(&c, strcmp(argv[0], "-") ? argv[0] : "<stdin>", stderr);
-	rc = ctl_conf_parse(&c, text, len);
+	/* -F -f FILE (OpenBSD): replace everything, in the same transaction as the file. */
+	rc = o->flush ? ctl_conf_parse(&c, "flush\n", 6) : 0;
+	if (rc == 0)
+		rc = ctl_conf_parse(&c, text, len);
 	explicit_bzero(text, len);
 	free(text);
 	if (rc) {
@@ -709,7 +713,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctl_opts o = { .interval = 1.0 };
-	const char *cmd;
+	const char *cmd, *load_file = NULL;
 	struct sadb *db;
 	int c, rc;
 
@@ -724,8 +728,10 @@ int main(int argc, char **argv)
 			i++;
 	}
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "nvhj", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nvhjf:F", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'f': load_file = optarg; break;
+		case 'F': o.flush = true; break;
 		case OPT_SADB: o.sadb_path = optarg; break;
 		case OPT_JSON: case 'j': o.json = true; break;
 		case OPT_SHOW_KEYS: o.show_keys = true; break;
@@ -767,6 +773,18 @@ int main(int argc, char **argv)
 	}
 	if (!o.sadb_path)
 		o.sadb_path = sadb_default_path();
+	/* OpenBSD's spelling: ipsecctl [-nv] [-F] -f FILE, and -F alone flushes everything. */
+	if (load_file || o.flush) {
+		if (optind < argc) {
+			ctl_err("-f/-F take no command (got '%s')", argv[optind]);
+			return CTL_EXIT_USAGE;
+		}
+		if (load_file)
+			return cmd_load(&o, 1, (char **)&load_file);
+		if (o.dry_run)
+			return CTL_EXIT_OK;
+		return cmd_flush(&o, 0, NULL);
+	}
 	if (optind >= argc) {
 		usage(stderr);
 		return CTL_EXIT_USAGE;
