@@ -360,6 +360,57 @@ def big_burst(eng):
                 R.ok()
 
 
+def outer_fields(eng):
+    """SA options that shape the outer header (checked on scapy's parse of our packets) and RFC 6040
+    ECN decapsulation (expected values from RFC 6040 §4.2 Figure 4, not from the engine):
+    fixed DSCP, TTL, DF set/clear/copy, compatibility mode (no ECN), DSCP copied on decapsulation."""
+    xf = XFORMS[0]
+    src, dst = OUTER[4]
+    s4, d4 = INNER[4]
+    # (SA options, inner tos, inner DF, expected outer tos, outer DF, outer TTL)
+    cases = [({'dscp': 46}, 0x02, True, (46 << 2) | 2, True, 64),
+             ({'ttl': 17}, 0xb9, False, 0xb9, False, 17),
+             ({'flags': 0x20}, 0x00, False, 0x00, True, 64),     # SADB_SAF_DF_SET
+             ({'flags': 0x10}, 0x00, True, 0x00, False, 64),     # SADB_SAF_DF_CLEAR
+             ({'flags': 0x08}, 0xbb, True, 0xb8, True, 64)]      # SADB_SAF_NO_ECN: Not-ECT outside
+    for opts, tos, df, wtos, wdf, wttl in cases:
+        ctx = 'outer header %s' % opts
+        inner = raw(IP(src=s4, dst=d4, tos=tos, flags='DF' if df else 0) / UDP(sport=1, dport=2) / b'x')
+        eng.sa(dir='out', mode='tunnel', src=src, dst=dst, spi=SPI, **dict(xf.sa_args(), **opts))
+        r = eng.burst([inner])[0]
+        try:
+            p = parse_ip(r[3])
+            got = (p.tos, bool(p.flags.DF), p.ttl)
+        except Exception as ex:
+            R.fail(ctx, 'no packet (%s, %r)' % (r[:2], ex))
+            continue
+        if got != (wtos, wdf, wttl):
+            R.fail(ctx, 'outer (tos, DF, TTL) = %s, expected %s' % (got, (wtos, wdf, wttl)))
+        else:
+            R.ok()
+    # Decapsulation: (outer ECN, inner ECN) -> inner ECN or None for a drop (RFC 6040 Figure 4).
+    table = {(0, 0): 0, (0, 1): 1, (0, 2): 2, (0, 3): 3, (1, 0): 0, (1, 1): 1, (1, 2): 1, (1, 3): 3,
+             (2, 0): 0, (2, 1): 1, (2, 2): 2, (2, 3): 3, (3, 0): None, (3, 1): 3, (3, 2): 3, (3, 3): 3}
+    for decap_dscp in (False, True):
+        wire, want = [], []
+        for i, ((o, inn), res) in enumerate(sorted(table.items())):
+            inner = raw(IP(src=s4, dst=d4, tos=(10 << 2) | inn) / UDP(sport=1, dport=2) / b'y')
+            sa = scapy_sa(xf, SPI, tunnel_hdr=IP(src=src, dst=dst, tos=(34 << 2) | o))
+            wire.append(raw(scapy_encrypt(sa, parse_ip(inner), 1 + i, 0)))
+            want.append(None if res is None else ((34 if decap_dscp else 10) << 2) | res)
+        eng.sa(dir='in', mode='tunnel', src=src, dst=dst, spi=SPI, flags=0x04 if decap_dscp else 0, **xf.sa_args())
+        for (key, w), r in zip(sorted(table.items()), eng.burst(wire)):
+            ctx = 'decap ECN outer %d inner %d decap_dscp=%d' % (key[0], key[1], decap_dscp)
+            got = parse_ip(r[3]).tos if r[0] == 'ok' else None
+            wt = want[sorted(table).index(key)]
+            if got != wt:
+                R.fail(ctx, 'inner tos %s, expected %s (%s)' % (got, wt, r[:2]))
+            elif r[0] == 'ok' and raw(IP(r[3]))[:20] != raw(refresh(IP(r[3])))[:20]:
+                R.fail(ctx, 'inner IPv4 checksum not updated after the ECN/DSCP change')
+            else:
+                R.ok()
+
+
 def tfc(eng):
     """TFC padding (RFC 4303 §2.7): our tunnel packets padded to 300 bytes decrypt in scapy to the
     inner packet followed by zeros; scapy's packets carrying zeros after the inner packet (what a TFC
@@ -406,6 +457,7 @@ def main():
         seq_overflow(eng)
         fixed_iv(eng)
         big_burst(eng)
+        outer_fields(eng)
         tfc(eng)
         for xf in (XFORMS[0], XFORMS[4]):
             R.selftest(eng, lambda: (outbound(eng, xf, 'tunnel', 4, 6, True, True, 'selftest out'),
