@@ -4,14 +4,32 @@
 # own SADB. Checks: both CHILD_SAs establish; each SADB holds 2 SAs per CHILD_SA, with A's inbound SAs
 # equal (SPI, endpoints, transform, key fingerprint, NAT-T ports) to B's outbound SAs and vice versa;
 # each side has its in/out/fwd policies; terminating removes the SAs and policies on both sides.
+# Then IKEv2 over IPv6 with IPv6 selectors (the SADB is family-neutral end to end).
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/ike/netns-ike.sh"
 ike_require
 ike_pair
 
-conf() { # ME PEER MYNET PEERNET
+conf() { # ME PEER MYNET PEERNET ME6 PEER6 MYNET6 PEERNET6
 	cat <<EOF
 connections {
+  v6 {
+    version = 2
+    local_addrs = $5
+    remote_addrs = $6
+    proposals = aes128gcm16-prfsha256-x25519
+    local { auth = psk
+            id = $1 }
+    remote { auth = psk
+             id = $2 }
+    children {
+      net6 {
+        local_ts = $7
+        remote_ts = $8
+        esp_proposals = chacha20poly1305
+      }
+    }
+  }
   v2 {
     version = 2
     local_addrs = $1
@@ -51,8 +69,10 @@ EOF
 	ike_psk_secret 10.9.0.1 10.9.0.2
 }
 for s in A B; do ike_dirs $s; done
-conf 10.9.0.1 10.9.0.2 10.1 10.2 > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 10.9.0.1 10.2 10.1 > "$XT_DIR/B/conf/swanctl.conf"
+conf 10.9.0.1 10.9.0.2 10.1 10.2 fd00::1 fd00::2 fd01::/64 fd02::/64 > "$XT_DIR/A/conf/swanctl.conf"
+conf 10.9.0.2 10.9.0.1 10.2 10.1 fd00::2 fd00::1 fd02::/64 fd01::/64 > "$XT_DIR/B/conf/swanctl.conf"
+ip -n "$(xt_ns A)" -6 addr add fd00::1/64 dev va nodad
+ip -n "$(xt_ns B)" -6 addr add fd00::2/64 dev vb nodad
 ike_start A
 ike_start B
 
@@ -104,6 +124,16 @@ n=$(ike_match A B) || exit 1
 if ike_dump A --policies | grep -q "10.1.2.0/24\|10.2.2.0/24"; then
 	ike_dump A --policies >&2; xt_fail "IKEv2 policies left behind"
 fi
+
+# ---- IPv6 ----
+ike_ctl A --initiate --child net6 >/dev/null || { ike_logs; xt_fail "IKEv2 over IPv6 failed"; }
+xt_wait 5 ike_nsa B 4 || { ike_dump B >&2; xt_fail "B does not hold the 2 IPv6 SAs"; }
+n=$(ike_match A B) || exit 1
+[ "$n" -eq 4 ] || xt_fail "expected 4 matching SAs with IPv6, got $n"
+ike_dump A | grep -q "src=fd00::2 dst=fd00::1 enc=chacha20-poly1305.* | dir=in .*sel=fd02::/64->fd01::/64" ||
+	{ ike_dump A >&2; xt_fail "no inbound IPv6 ChaCha20-Poly1305 SA with IPv6 selectors"; }
+ike_dump A --show-keys | grep "chacha20" | grep -Eq "enc_key=[0-9a-f]{72} " ||
+	{ ike_dump A >&2; xt_fail "ChaCha20-Poly1305 SA does not carry 32+4 key bytes"; }
 ike_check_logs
-xt_log "PASS: IKEv2 and IKEv1 Main+Quick Mode with PSK: SADBs match on both sides"
+xt_log "PASS: IKEv2 and IKEv1 Main+Quick Mode with PSK, IKEv2 over IPv6: SADBs match on both sides"
 exit 0
