@@ -575,6 +575,12 @@ static inline void hash_buckets(const struct sadb_hdr *h, uint64_t hv, uint32_t 
 		*b2 = *b1 ^ 1;
 }
 
+void sadb__sa_buckets(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,
+		      uint32_t *b1, uint32_t *b2)
+{
+	hash_buckets(db->h, sa_key_hash(db->h, spi, proto, dst), b1, b2);
+}
+
 static inline _Atomic uint64_t *bucket(const struct sadb *db, uint32_t b)
 {
 	return db->hash + (size_t)b * SADB_HASH_WAYS;

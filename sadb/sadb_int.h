@@ -169,6 +169,10 @@ struct sadb {
 enum { SADB_STOP_NONE = 0, SADB_STOP_LOCKED, SADB_STOP_COPY, SADB_STOP_PRECOMMIT, SADB_STOP_POSTCOMMIT };
 void sadb__test_stop(struct sadb *db, int point);
 
+/* sadb.c: the two SPI hash buckets of an identity (white-box tests). */
+void sadb__sa_buckets(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,
+		      uint32_t *b1, uint32_t *b2);
+
 /* sadb_util.c */
 void sadb__set_err(const struct sadb *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sadb__clear_err(const struct sadb *db);
