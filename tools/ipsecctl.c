@@ -47,6 +47,7 @@ static void usage(FILE *f)
 	      "  sa delete|get [esp|ah] [spi] SPI [dst ADDR]\n"
 	      "  sa list [SPI...] | sa flush [esp|ah]\n"
 	      "  sa allocspi esp|ah from SRC to DST [range MIN-MAX]\n"
+	      "  sa migrate [esp|ah] [spi] SPI [dst ADDR] to SRC DST [encap udp SPORT DPORT]\n"
 	      "  policy add POLICY-STATEMENT        e.g. policy add out from NET to NET protect ... reqid N\n"
 	      "  policy delete|get ID | policy delete DIR SELECTOR | policy list | policy flush\n"
 	      "  export wireshark [--tshark] [SPI...]\n"
@@ -411,6 +412,53 @@ bad:
 	return -EINVAL;
 }
 
+/* sa migrate [esp|ah] [spi] SPI [dst ADDR] to SRC DST [encap udp SPORT DPORT]: move an SA's outer
+ * endpoints (a Mobile IPv6 care-of address change, MOBIKE) keeping its keys, sequence numbers and
+ * replay window. Without "encap" NAT-T is turned off, as sadb_sa_migrate sets the ports given. */
+static int sa_migrate(const struct ctl_opts *o, int argc, char **argv)
+{
+	struct sadb *db;
+	struct sadb_sa sa;
+	struct sadb_addr src, dst;
+	uint64_t sp = 0, dp = 0;
+	uint32_t slot;
+	char msg[160];
+	int i, rc;
+
+	for (i = 0; i < argc && strcmp(argv[i], "to"); i++)
+		;
+	if (i + 2 >= argc)
+		goto usage;
+	if (ctl_addr_parse(argv[i + 1], &src, msg, sizeof(msg)) ||
+	    ctl_addr_parse(argv[i + 2], &dst, msg, sizeof(msg))) {
+		ctl_err("sa migrate: %s", msg);
+		return CTL_EXIT_USAGE;
+	}
+	if (argc > i + 3) {
+		if (argc != i + 7 || strcmp(argv[i + 3], "encap") || strcmp(argv[i + 4], "udp") ||
+		    ctl_u64_parse(argv[i + 5], 65535, &sp) || ctl_u64_parse(argv[i + 6], 65535, &dp) ||
+		    !sp || !dp)
+			goto usage;
+	}
+	if ((rc = open_db(o, SADB_RDWR, &db)))
+		return rc;
+	rc = find_sa(db, "sa migrate", i, argv, &sa, &slot);
+	if (rc) {
+		sadb_close(db);
+		return rc == -EINVAL ? CTL_EXIT_USAGE : CTL_EXIT_ERR;
+	}
+	rc = sadb_sa_migrate(db, sa.spi, sa.proto, &sa.dst, &src, &dst, (uint16_t)sp, (uint16_t)dp);
+	explicit_bzero(&sa, sizeof(sa));
+	if (rc)
+		ctl_err("sa migrate: %s", sadb_errmsg(db)[0] ? sadb_errmsg(db) : strerror(-rc));
+	sadb_close(db);
+	return rc ? CTL_EXIT_ERR : CTL_EXIT_OK;
+usage:
+	ctl_err("sa migrate: expected [esp|ah] [spi] SPI [dst ADDR] to SRC DST "
+		"[encap udp SPORT DPORT]");
+	return CTL_EXIT_USAGE;
+}
+
 static int cmd_sa(const struct ctl_opts *o, int argc, char **argv)
 {
 	const char *sub = argc ? argv[0] : "list";
@@ -460,6 +508,8 @@ static int cmd_sa(const struct ctl_opts *o, int argc, char **argv)
 		sadb_close(db);
 		return rc ? CTL_EXIT_ERR : CTL_EXIT_OK;
 	}
+	if (!strcmp(sub, "migrate"))
+		return sa_migrate(o, argc, argv);
 	if (!strcmp(sub, "flush")) {
 		uint8_t proto = SADB_PROTO_ANY;
 
@@ -540,7 +590,7 @@ alloc_usage:
 		return CTL_EXIT_USAGE;
 	}
 	ctl_err("sa: unknown subcommand '%s' (expected add, update, delete, get, list, flush, "
-		"allocspi)", sub);
+		"allocspi, migrate)", sub);
 	return CTL_EXIT_USAGE;
 }
 
