@@ -250,6 +250,9 @@ static inline bool key_eq(const struct sadb_policy *q, const uint32_t *s, const 
 {
 	uint32_t x = 0;
 
+	if (nw == 1)
+		return q->sel.src.a.w[0] == s[0] && q->sel.dst.a.w[0] == d[0];
+
 	for (unsigned w = 0; w < nw; w++)
 		x |= (q->sel.src.a.w[w] ^ s[w]) | (q->sel.dst.a.w[w] ^ d[w]);
 	return x == 0;
@@ -270,8 +273,14 @@ struct tuple_key {
 static inline void tuple_key(const struct sadb_idx_tuple *t, uint64_t seed, const struct sadb_pkt_sel *pkt,
 			     struct tuple_key *k)
 {
+	if (t->fam == AF_INET) {
+		/* The common case, without loops. */
+		k->s[0] = pkt->src.a.w[0] & sadb__plen_mask(t->splen, 0);
+		k->d[0] = pkt->dst.a.w[0] & sadb__plen_mask(t->dplen, 0);
+		k->hv = sadb__mix64(seed ^ ((uint64_t)k->s[0] << 32 | k->d[0]));
+		return;
+	}
 	unsigned nw = fam_words(t->fam);
-
 	for (unsigned w = 0; w < 4; w++) {
 		k->s[w] = w < nw ? pkt->src.a.w[w] & sadb__plen_mask(t->splen, w) : 0;
 		k->d[w] = w < nw ? pkt->dst.a.w[w] & sadb__plen_mask(t->dplen, w) : 0;
