@@ -132,24 +132,22 @@ static int route_cb(struct nlmsghdr *h, void *arg)
 static int route_get(int fd, uint32_t *seq, uint8_t family, const uint8_t *dst, int *oif,
 		     uint8_t *nh, uint8_t *type)
 {
-	struct {
-		struct nlmsghdr n;
-		struct rtmsg r;
-		char attrs[64];
-	} req = {
-		.n.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)),
-		.n.nlmsg_type = RTM_GETROUTE,
-		.n.nlmsg_flags = NLM_F_REQUEST,
-		.r.rtm_family = family,
-		.r.rtm_dst_len = (unsigned char)(alen(family) * 8),
-	};
+	/* one buffer for header and attributes: the compiler sees the room the attributes use */
+	char buf[NLMSG_SPACE(sizeof(struct rtmsg)) + 64] __attribute__((aligned(NLMSG_ALIGNTO))) = { 0 };
+	struct nlmsghdr *n = (struct nlmsghdr *)buf;
+	struct rtmsg *r = NLMSG_DATA(n);
 	struct route_ans a = { .family = family, .nh = nh };
 	int err;
 
-	add_attr(&req.n, RTA_DST, dst, alen(family));
+	n->nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+	n->nlmsg_type = RTM_GETROUTE;
+	n->nlmsg_flags = NLM_F_REQUEST;
+	r->rtm_family = family;
+	r->rtm_dst_len = (unsigned char)(alen(family) * 8);
+	add_attr(n, RTA_DST, dst, alen(family));
 	if (*oif)
-		add_attr(&req.n, RTA_OIF, oif, 4);
-	err = transact(fd, seq, &req.n, RTM_NEWROUTE, route_cb, &a);
+		add_attr(n, RTA_OIF, oif, 4);
+	err = transact(fd, seq, n, RTM_NEWROUTE, route_cb, &a);
 	if (err)
 		return err;
 	if (!a.have_gw)
@@ -196,25 +194,30 @@ static int neigh_cb(struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
+static struct nlmsghdr *neigh_req(char *buf, uint16_t type, uint16_t flags, uint8_t family,
+				  int ifindex, const uint8_t *addr)
+{
+	struct nlmsghdr *n = (struct nlmsghdr *)buf;
+	struct ndmsg *nd = NLMSG_DATA(n);
+
+	n->nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg));
+	n->nlmsg_type = type;
+	n->nlmsg_flags = flags;
+	nd->ndm_family = family;
+	nd->ndm_ifindex = ifindex;
+	add_attr(n, NDA_DST, addr, alen(family));
+	return n;
+}
+
 int dp_nl_neigh_get(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr,
 		    uint8_t *mac)
 {
-	struct {
-		struct nlmsghdr n;
-		struct ndmsg nd;
-		char attrs[64];
-	} req = {
-		.n.nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg)),
-		.n.nlmsg_type = RTM_GETNEIGH,
-		.n.nlmsg_flags = NLM_F_REQUEST,
-		.nd.ndm_family = family,
-		.nd.ndm_ifindex = ifindex,
-	};
+	char buf[NLMSG_SPACE(sizeof(struct ndmsg)) + 64] __attribute__((aligned(NLMSG_ALIGNTO))) = { 0 };
+	struct nlmsghdr *n = neigh_req(buf, RTM_GETNEIGH, NLM_F_REQUEST, family, ifindex, addr);
 	struct neigh_ans a = { .mac = mac };
 	int err;
 
-	add_attr(&req.n, NDA_DST, addr, alen(family));
-	err = transact(fd, seq, &req.n, RTM_NEWNEIGH, neigh_cb, &a);
+	err = transact(fd, seq, n, RTM_NEWNEIGH, neigh_cb, &a);
 	if (err)
 		return err;
 	return a.ok ? 0 : -ENOENT;
@@ -222,24 +225,16 @@ int dp_nl_neigh_get(int fd, uint32_t *seq, uint8_t family, int ifindex, const ui
 
 int dp_nl_neigh_resolve(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr)
 {
-	struct {
-		struct nlmsghdr n;
-		struct ndmsg nd;
-		char attrs[64];
-	} req = {
-		.n.nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg)),
-		.n.nlmsg_type = RTM_NEWNEIGH,
-		.n.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE,
-		.nd.ndm_family = family,
-		.nd.ndm_ifindex = ifindex,
-		.nd.ndm_state = NUD_NONE,
-		/* NTF_USE: the kernel treats it as if a packet were waiting and starts (or refreshes)
-		 * resolution, exactly what our traffic, invisible to it, needs. */
-		.nd.ndm_flags = NTF_USE,
-	};
+	char buf[NLMSG_SPACE(sizeof(struct ndmsg)) + 64] __attribute__((aligned(NLMSG_ALIGNTO))) = { 0 };
+	struct nlmsghdr *n = neigh_req(buf, RTM_NEWNEIGH, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE,
+				       family, ifindex, addr);
+	struct ndmsg *nd = NLMSG_DATA(n);
 
-	add_attr(&req.n, NDA_DST, addr, alen(family));
-	return transact(fd, seq, &req.n, 0, NULL, NULL);
+	nd->ndm_state = NUD_NONE;
+	/* NTF_USE: the kernel treats it as if a packet were waiting and starts (or refreshes)
+	 * resolution, exactly what our traffic, invisible to it, needs. */
+	nd->ndm_flags = NTF_USE;
+	return transact(fd, seq, n, 0, NULL, NULL);
 }
 
 struct addr_walk {

@@ -1,0 +1,321 @@
+/* bench/fwd-gen.c: traffic generator and counting sink of the forwarding benchmark (bench/fwd.sh).
+ *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS   UDP packets of SIZE bytes (IP length) as fast as
+ *                                                    AF_XDP copy-mode TX goes, one thread per queue,
+ *                                                    64 flows (source ports); prints packets sent
+ *   fwd-gen rx IF OBJ WARMUP SECONDS                 attach OBJ (fwd_sink.bpf.o) to IF, wait WARMUP,
+ *                                                    count for SECONDS; prints "pkts bytes seconds"
+ * IPv4 only: the benchmark measures the gateway, not the generator. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+#define NFRAMES 4096u
+#define FSIZE   2048u
+#define BATCH   64u
+
+struct txq {
+	const char *ifname;
+	unsigned queue;
+	uint8_t frame[FSIZE];
+	unsigned flen;
+	double seconds;
+	unsigned long long sent;
+	pthread_t th;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint16_t csum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		s += (uint32_t)p[n - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static int build(struct txq *q, const uint8_t *dmac, const uint8_t *smac, struct in_addr src,
+		 struct in_addr dst, unsigned size)
+{
+	uint8_t *f = q->frame, *ip = f + 14, *udp = ip + 20;
+	uint16_t c;
+
+	if (size < 28 || size > 1500)
+		return -EINVAL;
+	memset(f, 0, sizeof(q->frame));
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	f[12] = 0x08;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(size >> 8);
+	ip[3] = (uint8_t)size;
+	ip[6] = 0x40; /* DF */
+	ip[8] = 64;
+	ip[9] = 17;
+	memcpy(ip + 12, &src, 4);
+	memcpy(ip + 16, &dst, 4);
+	c = htons(csum(ip, 20));
+	memcpy(ip + 10, &c, 2);
+	udp[0] = 0x13;
+	udp[2] = 0x13;
+	udp[3] = 0x89; /* port 5001 */
+	udp[4] = (uint8_t)((size - 20) >> 8);
+	udp[5] = (uint8_t)(size - 20);
+	/* UDP checksum 0: none (IPv4) */
+	q->flen = 14 + size;
+	return 0;
+}
+
+static void *tx_main(void *arg)
+{
+	struct txq *q = arg;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xsk_ring_prod fill, tx;
+	struct xsk_ring_cons comp;
+	struct xsk_socket_config cfg = {
+		.rx_size = 0, .tx_size = 4096,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.bind_flags = XDP_COPY,
+	};
+	struct xsk_umem_config ucfg = { .fill_size = 2048, .comp_size = 4096, .frame_size = FSIZE };
+	uint64_t *pool, n_free = NFRAMES, end;
+	void *area = mmap(NULL, (size_t)NFRAMES * FSIZE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int err;
+
+	pool = calloc(NFRAMES, sizeof(*pool));
+	if (area == MAP_FAILED || !pool)
+		return NULL;
+	for (unsigned i = 0; i < NFRAMES; i++) {
+		uint8_t *f = (uint8_t *)area + (size_t)i * FSIZE;
+
+		memcpy(f, q->frame, q->flen);
+		/* 64 flows: the source port, so hashing spreads them */
+		f[14 + 20 + 1] = (uint8_t)(0x40 + (i % 64) + q->queue * 64);
+		pool[i] = (uint64_t)i * FSIZE;
+	}
+	err = xsk_umem__create(&umem, area, (uint64_t)NFRAMES * FSIZE, &fill, &comp, &ucfg);
+	if (!err)
+		err = xsk_socket__create(&xsk, q->ifname, q->queue, umem, NULL, &tx, &cfg);
+	if (err) {
+		fprintf(stderr, "fwd-gen: %s queue %u: %s\n", q->ifname, q->queue, strerror(-err));
+		exit(1);
+	}
+	end = now_ns() + (uint64_t)(q->seconds * 1e9);
+	while (now_ns() < end) {
+		uint32_t idx, n;
+
+		n = xsk_ring_cons__peek(&comp, 4096, &idx);
+		for (uint32_t i = 0; i < n; i++)
+			pool[n_free++] = *xsk_ring_cons__comp_addr(&comp, idx + i) & ~(uint64_t)(FSIZE - 1);
+		xsk_ring_cons__release(&comp, n);
+		n = n_free < BATCH ? (uint32_t)n_free : BATCH;
+		if (n && xsk_ring_prod__reserve(&tx, n, &idx) == n) {
+			for (uint32_t i = 0; i < n; i++) {
+				struct xdp_desc *d = xsk_ring_prod__tx_desc(&tx, idx + i);
+
+				d->addr = pool[--n_free];
+				d->len = q->flen;
+			}
+			xsk_ring_prod__submit(&tx, n);
+			q->sent += n;
+		}
+		sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+	}
+	xsk_socket__delete(xsk);
+	xsk_umem__delete(umem);
+	munmap(area, (size_t)NFRAMES * FSIZE);
+	free(pool);
+	return NULL;
+}
+
+static int mac_parse(const char *s, uint8_t *m)
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++)
+		m[i] = (uint8_t)v[i];
+	return 0;
+}
+
+static int own_mac(const char *ifname, uint8_t *m)
+{
+	char path[128], buf[64];
+	FILE *f;
+
+	/* sysfs may show another namespace under nsenter: ask the kernel through a socket instead */
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", ifname);
+	(void)path;
+	{
+		struct ifreq ifr;
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+		if (fd >= 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0) {
+			memcpy(m, ifr.ifr_hwaddr.sa_data, 6);
+			close(fd);
+			return 0;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	f = fopen(path, "r");
+	if (!f || !fgets(buf, sizeof(buf), f)) {
+		if (f)
+			fclose(f);
+		return -ENODEV;
+	}
+	fclose(f);
+	return mac_parse(buf, m);
+}
+
+static int cmd_tx(int argc, char **argv)
+{
+	uint8_t dmac[6], smac[6];
+	struct in_addr src, dst;
+	unsigned size, queues;
+	double secs;
+	struct txq *q;
+	unsigned long long total = 0;
+
+	if (argc != 9 || mac_parse(argv[3], dmac) || !inet_aton(argv[4], &src) ||
+	    !inet_aton(argv[5], &dst)) {
+		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS\n");
+		return 2;
+	}
+	size = (unsigned)atoi(argv[6]);
+	queues = (unsigned)atoi(argv[7]);
+	secs = atof(argv[8]);
+	if (own_mac(argv[2], smac) || queues < 1 || queues > 8 || secs <= 0) {
+		fprintf(stderr, "fwd-gen: bad interface, queue count or duration\n");
+		return 2;
+	}
+	q = calloc(queues, sizeof(*q));
+	if (!q)
+		return 1;
+	for (unsigned i = 0; i < queues; i++) {
+		q[i].ifname = argv[2];
+		q[i].queue = i;
+		q[i].seconds = secs;
+		if (build(&q[i], dmac, smac, src, dst, size)) {
+			fprintf(stderr, "fwd-gen: size must be 28..1500\n");
+			return 2;
+		}
+		pthread_create(&q[i].th, NULL, tx_main, &q[i]);
+	}
+	for (unsigned i = 0; i < queues; i++) {
+		pthread_join(q[i].th, NULL);
+		total += q[i].sent;
+	}
+	printf("%llu\n", total);
+	free(q);
+	return 0;
+}
+
+static int read_count(int fd, unsigned long long *pkts, unsigned long long *bytes)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t v[256];
+	uint32_t k;
+
+	if (ncpu <= 0 || ncpu > 256)
+		return -EINVAL;
+	*pkts = *bytes = 0;
+	for (k = 0; k < 2; k++) {
+		if (bpf_map_lookup_elem(fd, &k, v))
+			return -errno;
+		for (int c = 0; c < ncpu; c++)
+			*(k ? bytes : pkts) += v[c];
+	}
+	return 0;
+}
+
+static int cmd_rx(int argc, char **argv)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	int ifindex, fd, err;
+	unsigned long long p0, b0, p1, b1;
+	double warm, secs;
+	uint64_t t0, t1;
+	struct timespec ts;
+
+	if (argc != 6) {
+		fprintf(stderr, "usage: fwd-gen rx IF OBJ WARMUP SECONDS\n");
+		return 2;
+	}
+	ifindex = (int)if_nametoindex(argv[2]);
+	warm = atof(argv[4]);
+	secs = atof(argv[5]);
+	obj = bpf_object__open_file(argv[3], NULL);
+	if (!ifindex || !obj || bpf_object__load(obj)) {
+		fprintf(stderr, "fwd-gen: cannot load %s on %s\n", argv[3], argv[2]);
+		return 1;
+	}
+	prog = bpf_object__find_program_by_name(obj, "fwd_sink");
+	fd = bpf_object__find_map_fd_by_name(obj, "sink_count");
+	err = prog ? bpf_xdp_attach(ifindex, bpf_program__fd(prog), XDP_FLAGS_DRV_MODE, NULL) : -ENOENT;
+	if (err)
+		err = bpf_xdp_attach(ifindex, bpf_program__fd(prog), XDP_FLAGS_SKB_MODE, NULL);
+	if (err || fd < 0) {
+		fprintf(stderr, "fwd-gen: cannot attach the sink: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	ts.tv_sec = (time_t)warm;
+	ts.tv_nsec = (long)((warm - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+	read_count(fd, &p0, &b0);
+	t0 = now_ns();
+	ts.tv_sec = (time_t)secs;
+	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+	read_count(fd, &p1, &b1);
+	t1 = now_ns();
+	bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, NULL);
+	bpf_xdp_detach(ifindex, XDP_FLAGS_SKB_MODE, NULL);
+	printf("%llu %llu %.6f\n", p1 - p0, b1 - b0, (double)(t1 - t0) / 1e9);
+	bpf_object__close(obj);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "tx"))
+		return cmd_tx(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "rx"))
+		return cmd_rx(argc, argv);
+	fprintf(stderr, "usage: fwd-gen tx|rx ...\n");
+	return 2;
+}
