@@ -336,6 +336,19 @@ static void parse_stop_env(struct sadb *db)
 		db->stop_count = 1;
 }
 
+/* XIPSEC_SADB_LOCK_TIMEOUT_MS shortens (or lengthens) how long a writer waits for the lock. */
+static unsigned lock_timeout_env(void)
+{
+	const char *e = getenv("XIPSEC_SADB_LOCK_TIMEOUT_MS");
+	unsigned long v;
+	char *end;
+
+	if (!e || !*e)
+		return SADB_LOCK_TIMEOUT_S * 1000u;
+	v = strtoul(e, &end, 10);
+	return *end || v == 0 || v > 3600000ul ? SADB_LOCK_TIMEOUT_S * 1000u : (unsigned)v;
+}
+
 int sadb_open(const char *path, int flags, const struct sadb_params *params, struct sadb **out,
 	      char *errmsg, size_t errlen)
 {
@@ -435,6 +448,7 @@ int sadb_open(const char *path, int flags, const struct sadb_params *params, str
 	snprintf(db->path, sizeof(db->path), "%s", path);
 	map_regions(db);
 	parse_stop_env(db);
+	db->lock_timeout_ms = lock_timeout_env();
 	*out = db;
 	return 0;
 fail:
@@ -1287,7 +1301,12 @@ static int wlock(struct sadb *db)
 		return -EPERM;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += SADB_LOCK_TIMEOUT_S;
+	ts.tv_sec += db->lock_timeout_ms / 1000;
+	ts.tv_nsec += (long)(db->lock_timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
 	r = pthread_mutex_timedlock(&h->lock, &ts);
 	if (r == EOWNERDEAD) {
 		/* The previous writer died holding the lock: finish or undo its transaction
@@ -1300,8 +1319,8 @@ static int wlock(struct sadb *db)
 			return -r;
 		}
 	} else if (r == ETIMEDOUT) {
-		sadb__set_err(db, "SADB writer lock held by pid %d for more than %d s",
-			      (int)atomic_load(&h->owner_pid), SADB_LOCK_TIMEOUT_S);
+		sadb__set_err(db, "SADB writer lock held by pid %d for more than %u ms (stopped or stuck writer?)",
+			      (int)atomic_load(&h->owner_pid), db->lock_timeout_ms);
 		return -ETIMEDOUT;
 	} else if (r == EDEADLK) {
 		sadb__set_err(db, "this thread already holds the SADB writer lock (a transaction open on "

@@ -160,6 +160,7 @@ struct sadb {
 	bool txn_explicit;  /* opened by sadb_txn_begin */
 	void *bld_items, *bld_tmp, *bld_tail; /* SPD index build scratch (sadb_spd.c) */
 	size_t bld_cap;
+	unsigned lock_timeout_ms;
 	int stop_point;     /* test hook: XIPSEC_SADB_TEST_STOP */
 	unsigned stop_count;
 	char path[256];

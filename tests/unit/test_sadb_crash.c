@@ -267,6 +267,129 @@ static void test_crash_mid_policy_copy(void **state) { crash_at("copy:3", false)
 static void test_crash_before_commit(void **state)   { crash_at("precommit", false); }
 static void test_crash_after_commit(void **state)    { crash_at("postcommit", true); }
 
+/* A writer that is stopped (not dead) holding the lock: other writers give up after their timeout
+ * with a message naming it, readers carry on, and once it continues everybody proceeds. */
+static void test_stopped_writer_times_out(void **state)
+{
+	struct sadb_addr dst = t_addr("10.0.0.2");
+	struct sadb *w, *r = NULL;
+	struct sadb_sa out;
+	char msg[256], pidstr[32];
+	int status;
+	pid_t pid;
+
+	db_path = t_path("stopped");
+	w = t_open(db_path, 16, 4);
+	struct sadb_sa x1 = t_sa_version(SPI_X, 1), z1 = t_sa_version(SPI_Z, 1);
+	assert_int_equal(sadb_sa_add(w, &x1, NULL), 0);
+	assert_int_equal(sadb_sa_add(w, &z1, NULL), 0);
+	sadb_close(w);
+	assert_int_equal(sadb_open(db_path, SADB_RDONLY, NULL, &r, msg, sizeof(msg)), 0);
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		child("copy");
+	alarm(30);
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+
+	setenv("XIPSEC_SADB_LOCK_TIMEOUT_MS", "300", 1);
+	w = t_open(db_path, 0, 0);
+	unsetenv("XIPSEC_SADB_LOCK_TIMEOUT_MS");
+	struct sadb_sa x3 = t_sa_version(SPI_X, 3);
+	assert_int_equal(sadb_sa_update(w, &x3), -ETIMEDOUT);
+	snprintf(pidstr, sizeof(pidstr), "pid %d", (int)pid);
+	assert_non_null(strstr(sadb_errmsg(w), pidstr));
+	/* Readers are not held up by it. */
+	assert_int_equal(sadb_sa_lookup(r, SPI_X, SADB_PROTO_ESP, &dst, &out, NULL), 0);
+	assert_int_equal(t_sa_check(&out), 1);
+
+	/* Let it finish: its whole transaction appears (the hook point is passed once). */
+	kill(pid, SIGCONT);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+	alarm(0);
+	assert_int_equal(sadb_sa_lookup(r, SPI_X, SADB_PROTO_ESP, &dst, &out, NULL), 0);
+	assert_int_equal(t_sa_check(&out), 2);
+	assert_int_equal(sadb_sa_lookup(r, SPI_Y, SADB_PROTO_ESP, &dst, &out, NULL), 0);
+	assert_int_equal(sadb_sa_update(w, &x3), 0);
+	sadb_close(w);
+	sadb_close(r);
+}
+
+/* Writers in several processes at once are serialised: every change of each lands exactly once. */
+static void test_writer_processes(void **state)
+{
+	enum { NPROC = 3, PER = 300 };
+	struct sadb_addr dst = t_addr("10.0.0.2");
+	struct sadb *db;
+	pid_t pids[NPROC];
+	int status;
+
+	db_path = t_path("writers");
+	db = t_open(db_path, NPROC * PER + 64, NPROC * PER + 16);
+	sadb_close(db);
+	for (int k = 0; k < NPROC; k++) {
+		pids[k] = fork();
+		assert_true(pids[k] >= 0);
+		if (pids[k] == 0) {
+			struct sadb *w = NULL;
+			char msg[256];
+			alarm(60);
+			if (sadb_open(db_path, SADB_RDWR, NULL, &w, msg, sizeof(msg)))
+				_exit(2);
+			for (uint32_t i = 0; i < PER; i++) {
+				uint32_t spi = 10000 + (uint32_t)k * PER + i;
+				struct sadb_sa sa = t_sa_version(spi, 1);
+				struct sadb_policy p = t_pol(SADB_DIR_IN, "10.0.0.0", 8, NULL, 0, spi);
+				bool txn = i % 3 == 0;
+				if ((txn && sadb_txn_begin(w)) || sadb_sa_add(w, &sa, NULL) || sadb_policy_add(w, &p, NULL))
+					_exit(3);
+				sa = t_sa_version(spi, 2);
+				if (sadb_sa_update(w, &sa) || (txn && sadb_txn_commit(w)))
+					_exit(4);
+				/* A few SPIs allocated concurrently must still be unique. */
+				uint32_t got;
+				if (i % 50 == 0 && sadb_spi_alloc(w, SADB_PROTO_AH, NULL, &dst, 256, 4096, &got))
+					_exit(5);
+			}
+			sadb_close(w);
+			_exit(0);
+		}
+	}
+	alarm(120);
+	for (int k = 0; k < NPROC; k++) {
+		assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			fail_msg("writer %d failed: status 0x%x", k, status);
+	}
+	alarm(0);
+	db = t_open(db_path, 0, 0);
+	struct sadb_info info;
+	assert_int_equal(sadb_info(db, &info), 0);
+	assert_int_equal(info.n_sa, NPROC * PER + NPROC * (PER / 50));
+	assert_int_equal(info.n_policy, NPROC * PER);
+	for (uint32_t spi = 10000; spi < 10000 + NPROC * PER; spi++) {
+		struct sadb_sa out;
+		assert_int_equal(sadb_sa_lookup(db, spi, SADB_PROTO_ESP, &dst, &out, NULL), 0);
+		assert_int_equal(t_sa_check(&out), 2);
+	}
+	/* The journal has every change once, in generation order. */
+	uint64_t since = 0, last = 0;
+	struct sadb_change ch[256];
+	int n, adds = 0;
+	while ((n = sadb_changes(db, &since, ch, 256)) > 0)
+		for (int i = 0; i < n; i++) {
+			assert_true(ch[i].gen >= last);
+			last = ch[i].gen;
+			adds += ch[i].op == SADB_CHG_SA_ADD;
+		}
+	assert_int_equal(n, 0);
+	assert_int_equal(adds, NPROC * PER + NPROC * (PER / 50));
+	sadb_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +398,8 @@ int main(void)
 		cmocka_unit_test(test_crash_mid_policy_copy),
 		cmocka_unit_test(test_crash_before_commit),
 		cmocka_unit_test(test_crash_after_commit),
+		cmocka_unit_test(test_stopped_writer_times_out),
+		cmocka_unit_test(test_writer_processes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
