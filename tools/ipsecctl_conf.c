@@ -1601,11 +1601,30 @@ int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv)
 
 /* ---- validation across statements and against the SADB ---- */
 
+/* Equal as libsadb stores them: an "any" side takes the other side's family with a /0 prefix. */
+static void side(const struct sadb_selector *s, bool src, uint8_t *fam, const uint8_t **b,
+		 uint8_t *plen)
+{
+	static const uint8_t zero[16];
+	const struct sadb_addr *a = src ? &s->src : &s->dst;
+
+	*fam = a->family ? a->family : src ? s->dst.family : s->src.family;
+	*b = a->family ? a->a.b : zero;
+	*plen = src ? s->src_plen : s->dst_plen;
+}
+
 static bool sel_eq(const struct sadb_selector *a, const struct sadb_selector *b)
 {
-	return sadb_addr_eq(&a->src, &b->src) && sadb_addr_eq(&a->dst, &b->dst) &&
-	       a->src_plen == b->src_plen && a->dst_plen == b->dst_plen && a->proto == b->proto &&
-	       a->sport_lo == b->sport_lo && a->sport_hi == b->sport_hi &&
+	for (int sd = 0; sd < 2; sd++) {
+		uint8_t fa, fb, pa, pb;
+		const uint8_t *ba, *bb;
+
+		side(a, sd == 0, &fa, &ba, &pa);
+		side(b, sd == 0, &fb, &bb, &pb);
+		if (fa != fb || pa != pb || memcmp(ba, bb, fa == AF_INET ? 4 : fa ? 16 : 0))
+			return false;
+	}
+	return a->proto == b->proto && a->sport_lo == b->sport_lo && a->sport_hi == b->sport_hi &&
 	       a->dport_lo == b->dport_lo && a->dport_hi == b->dport_hi;
 }
 
@@ -1671,6 +1690,20 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 						       "selector and priority as line %u",
 						       c->items[j].pos.line);
 					break;
+				}
+			}
+			if (db && !(flush & CTL_FLUSH_POL)) {
+				uint32_t cur = 0;
+				struct sadb_policy o;
+
+				while (sadb_policy_next(db, &cur, &o) == 0) {
+					if (o.dir == pol->dir && o.priority == pol->priority &&
+					    sel_eq(&o.sel, &pol->sel)) {
+						ctl_conf_error(c, it->pos, "duplicate policy: the SADB has "
+							       "one with the same direction, selector and "
+							       "priority (id %u)", o.id);
+						break;
+					}
 				}
 			}
 			if (pol->action == SADB_ACT_PROTECT) {
