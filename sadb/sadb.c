@@ -1417,6 +1417,57 @@ static void recover(struct sadb *db)
 	atomic_store_explicit(&h->txn.state, SADB_TXN_IDLE, memory_order_release);
 }
 
+/* Rebuild the SPD index into buffer b for generation n. A transaction that changed a few policies
+ * is merged into the published index (no scan of the policy table, no sort); a large one (a load,
+ * a flush) or the first one rebuilds from the table. */
+static int build_index(struct sadb *db, int b, uint64_t n)
+{
+	struct sadb_hdr *h = db->h;
+	uint64_t g = cur_gen(db), og = atomic_load_explicit(&h->idx_gen[1 - b], memory_order_relaxed);
+	uint32_t nlog = atomic_load_explicit(&h->txn.nlog, memory_order_relaxed);
+	const struct sadb_policy **added = NULL;
+	uint32_t *removed = NULL, nrem = 0, nadd = 0, npol = atomic_load_explicit(&h->n_policy, memory_order_relaxed);
+	struct tbl t = pol_tbl(db);
+	int r;
+
+	if (!og || og == SADB_TAG_WRITING || og > g || nlog > npol / 8 + 8)
+		return sadb__idx_build(db, db->idx[b], h->hash_seed ^ n, NULL, NULL, 0, NULL, 0);
+	removed = malloc(((size_t)nlog + 1) * sizeof(*removed));
+	added = malloc(((size_t)nlog + 1) * sizeof(*added));
+	if (!removed || !added) {
+		free(removed);
+		free(added);
+		return sadb__idx_build(db, db->idx[b], h->hash_seed ^ n, NULL, NULL, 0, NULL, 0);
+	}
+	for (uint32_t k = 0; k < nlog && k < h->log_cap; k++) {
+		uint32_t e = db->log[k], i = e & ~SADB_LOG_POLICY;
+		_Atomic uint64_t *tag;
+		if (!(e & SADB_LOG_POLICY) || i >= t.cap)
+			continue;
+		tag = slot_tags(&t, i);
+		for (int c = 0; c < 2; c++) {
+			uint64_t tc = atomic_load_explicit(&tag[c], memory_order_relaxed);
+			struct sadb_copy_hdr *ch = slot_copy(&t, i, c);
+			if (tc == n && ch->used)
+				added[nadd++] = copy_rec(ch);
+		}
+		/* Whatever was committed in a slot this transaction rewrote is gone from the index. */
+		if (atomic_load_explicit(&tag[0], memory_order_relaxed) == n ||
+		    atomic_load_explicit(&tag[1], memory_order_relaxed) == n) {
+			for (int c = 0; c < 2; c++) {
+				uint64_t tc = atomic_load_explicit(&tag[c], memory_order_relaxed);
+				struct sadb_copy_hdr *ch = slot_copy(&t, i, c);
+				if (tc && tc <= g && ch->used)
+					removed[nrem++] = ((const struct sadb_policy *)copy_rec(ch))->id;
+			}
+		}
+	}
+	r = sadb__idx_build(db, db->idx[b], h->hash_seed ^ n, db->idx[1 - b], removed, nrem, added, nadd);
+	free(removed);
+	free(added);
+	return r;
+}
+
 static int txn_commit_locked(struct sadb *db)
 {
 	struct sadb_hdr *h = db->h;
@@ -1434,7 +1485,7 @@ static int txn_commit_locked(struct sadb *db)
 
 		atomic_store_explicit(&h->idx_gen[b], SADB_TAG_WRITING, memory_order_relaxed);
 		atomic_thread_fence(memory_order_release);
-		r = sadb__idx_build(db, db->idx[b], h->hash_seed ^ n);
+		r = build_index(db, b, n);
 		if (r) {
 			atomic_store_explicit(&h->idx_gen[b], 0, memory_order_release);
 			txn_undo(db);

@@ -207,7 +207,10 @@ static inline uint64_t sadb__mix64(uint64_t x)
 
 /* sadb_spd.c */
 size_t sadb__idx_size(uint32_t max_policy);
-int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed);
+/* Build the index into buf: from the whole policy table (old NULL), or from the published index old
+ * plus this transaction's delta (ids removed, policies added). removed is sorted in place. */
+int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed, const uint8_t *old, uint32_t *removed,
+		    uint32_t nremoved, const struct sadb_policy *const *added, uint32_t nadded);
 int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir,
 		     const struct sadb_pkt_sel *pkt, struct sadb_policy *out);
 

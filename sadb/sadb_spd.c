@@ -136,19 +136,67 @@ static int tuple_cmp(const void *a, const void *b)
 	return x->min_id < y->min_id ? -1 : x->min_id > y->min_id;
 }
 
-int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
+static inline void item_set(struct build_item *it, const struct sadb_policy *p)
+{
+	it->p = p;
+	it->k1 = (uint32_t)p->dir << 24 | (uint32_t)sadb__sel_family(&p->sel) << 16 |
+		 (uint32_t)p->sel.src_plen << 8 | p->sel.dst_plen;
+	it->prio = p->priority;
+	it->id = p->id;
+}
+
+static inline int item_order(const struct build_item *a, const struct build_item *b)
+{
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1 ? -1 : 1;
+	if (a->prio != b->prio)
+		return a->prio < b->prio ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static bool id_removed(const uint32_t *removed, uint32_t n, uint32_t id)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (removed[mid] == id)
+			return true;
+		if (removed[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed, const uint8_t *old, uint32_t *removed,
+		    uint32_t nremoved, const struct sadb_policy *const *added, uint32_t nadded)
 {
 	uint32_t cap = db->h->max_policy;
 	uint32_t hw = atomic_load_explicit(&db->h->pol_hwm, memory_order_relaxed);
 	struct build_item *items, *tmp;
-	uint32_t *tail, n = 0, nt = 0, hs_used = 0;
-	struct idx_view v;
+	uint32_t *tail, n = 0, nt = 0, hs_used = 0, need = hw;
+	struct idx_view v, ov;
 
 	idx_view(buf, cap, &v);
+	if (old) {
+		idx_view(old, cap, &ov);
+		if (ov.ih->nentries > cap)
+			old = NULL;
+		else if (ov.ih->nentries + nadded > need)
+			need = ov.ih->nentries + nadded;
+	}
 	/* Scratch space is kept on the handle: a fresh multi-megabyte allocation per commit costs page
 	 * faults comparable to the build itself. */
-	if (db->bld_cap < (size_t)hw + 1) {
-		size_t ncap = (size_t)hw + 1 + hw / 4;
+	if (db->bld_cap < (size_t)need + 1) {
+		size_t ncap = (size_t)need + 1 + need / 4;
 		void *a = realloc(db->bld_items, ncap * sizeof(*items));
 		if (a)
 			db->bld_items = a;
@@ -165,18 +213,40 @@ int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed)
 	items = db->bld_items;
 	tmp = db->bld_tmp;
 	tail = db->bld_tail;
-	for (uint32_t i = 0; i < hw; i++) {
-		const struct sadb_policy *p = sadb__pol_wview(db, i);
-		if (p && p->dir >= SADB_DIR_IN && p->dir <= SADB_DIR_FWD) {
-			items[n].p = p;
-			items[n].k1 = (uint32_t)p->dir << 24 | (uint32_t)sadb__sel_family(&p->sel) << 16 |
-				      (uint32_t)p->sel.src_plen << 8 | p->sel.dst_plen;
-			items[n].prio = p->priority;
-			items[n].id = p->id;
-			n++;
+	if (old) {
+		/* Incremental: the published index is already in (k1, priority, id) order; merge the
+		 * few policies this transaction added into it and leave out the ones it removed. */
+		uint32_t i = 0, j = 0, on = ov.ih->nentries;
+
+		for (uint32_t k = 0; k < nadded; k++)
+			item_set(&tmp[k], added[k]);
+		/* tmp doubles as the radix scratch: sort the additions at the far end of items. */
+		memcpy(items + need + 1 - nadded, tmp, (size_t)nadded * sizeof(*tmp));
+		sort_items(items + need + 1 - nadded, tmp, nadded);
+		memcpy(tmp, items + need + 1 - nadded, (size_t)nadded * sizeof(*tmp));
+		qsort(removed, nremoved, sizeof(*removed), u32_cmp);
+		while (i < on || j < nadded) {
+			struct build_item oi;
+			if (i < on) {
+				item_set(&oi, &ov.ent[i].p);
+				if (id_removed(removed, nremoved, oi.id)) {
+					i++;
+					continue;
+				}
+			}
+			if (j < nadded && (i >= on || item_order(&tmp[j], &oi) < 0))
+				items[n++] = tmp[j++];
+			else
+				items[n++] = oi, i++;
 		}
+	} else {
+		for (uint32_t i = 0; i < hw; i++) {
+			const struct sadb_policy *p = sadb__pol_wview(db, i);
+			if (p && p->dir >= SADB_DIR_IN && p->dir <= SADB_DIR_FWD)
+				item_set(&items[n++], p);
+		}
+		sort_items(items, tmp, n);
 	}
-	sort_items(items, tmp, n);
 	memset(v.ih, 0, sizeof(*v.ih));
 	v.ih->seed = seed;
 	for (uint32_t i = 0; i < n;) {
