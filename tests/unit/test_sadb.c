@@ -66,6 +66,35 @@ static void test_default_capacity_and_path(void **state)
 	assert_string_equal(sadb_default_path(), SADB_DEFAULT_PATH);
 }
 
+/* 1M SAs fit; the segment is sparse, so only what is used costs memory. */
+static void test_capacity_1m(void **state)
+{
+	const char *path = t_path("big");
+	struct sadb *db = t_open(path, 1u << 20, 1u << 16);
+	struct sadb_info info;
+	struct stat st;
+	uint32_t slot = 0;
+
+	assert_int_equal(sadb_info(db, &info), 0);
+	assert_int_equal(info.max_sa, 1u << 20);
+	assert_true(info.size > (size_t)(1u << 20) * (sizeof(struct sadb_sa) * 2 + sizeof(struct sadb_runtime)));
+	for (uint32_t i = 0; i < 2000; i++) {
+		struct sadb_sa sa = t_sa(100000 + i, "10.0.0.1", "10.0.0.2");
+		assert_int_equal(sadb_sa_add(db, &sa, &slot), 0);
+	}
+	assert_int_equal(slot, 1999);
+	struct sadb_sa out;
+	struct sadb_addr dst = t_addr("10.0.0.2");
+	assert_int_equal(sadb_sa_lookup(db, 101234, SADB_PROTO_ESP, &dst, &out, NULL), 0);
+	assert_int_equal(sadb_sa_get(db, (1u << 20) - 1, &out), -ENOENT);
+	assert_int_equal(stat(path, &st), 0);
+	print_message("1M-SA segment: %.0f MB apparent, %.1f MB resident with 2000 SAs\n", st.st_size / 1e6,
+		      st.st_blocks * 512 / 1e6);
+	assert_true((uint64_t)st.st_blocks * 512 < 64ull << 20);
+	sadb_close(db);
+	assert_int_equal(sadb_unlink(path), 0);
+}
+
 static void test_open_errors(void **state)
 {
 	struct {
@@ -1047,6 +1076,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_mode_and_info),
 		cmocka_unit_test(test_default_capacity_and_path),
+		cmocka_unit_test(test_capacity_1m),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_layout_mismatch),
 		cmocka_unit_test(test_readonly_handle),
