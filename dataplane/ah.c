@@ -318,7 +318,9 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 	fill_cop(sa, c, s, seq, true);
 	uint8_t *icv = ah + 12 + sa->iv_len;
 	memcpy(c->icv_save, icv, sa->icv_len);
-	memset(icv, 0, ahl - 12 - sa->iv_len);
+	/* Only the ICV counts as zeros; the padding after it is hashed as received, whatever the
+	 * sender chose (RFC 4302 §3.3.3.2.1). */
+	memset(icv, 0, sa->icv_len);
 	return true;
 truncated:
 	p->drop = SADB_DROP_TRUNCATED;
