@@ -294,8 +294,8 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 static int cmd_load(const struct ctl_opts *o, int argc, char **argv)
 {
 	struct ctl_conf c;
-	char *text;
-	size_t len;
+	char *text = NULL;
+	size_t len = 0;
 	int rc;
 
 	if (argc != 1) {
