@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1613,60 +1614,234 @@ static void side(const struct sadb_selector *s, bool src, uint8_t *fam, const ui
 	*plen = src ? s->src_plen : s->dst_plen;
 }
 
-static bool sel_eq(const struct sadb_selector *a, const struct sadb_selector *b)
-{
-	for (int sd = 0; sd < 2; sd++) {
-		uint8_t fa, fb, pa, pb;
-		const uint8_t *ba, *bb;
+/* Validation keys: sorted arrays instead of pairwise scans, so a file with 100k SAs against an SADB
+ * holding a million validates in O(n log n). */
+struct sa_key {
+	uint32_t spi;
+	uint8_t proto, fam;
+	uint8_t a[16];
+	uint32_t idx;
+};
 
-		side(a, sd == 0, &fa, &ba, &pa);
-		side(b, sd == 0, &fb, &bb, &pb);
-		if (fa != fb || pa != pb || memcmp(ba, bb, fa == AF_INET ? 4 : fa ? 16 : 0))
-			return false;
-	}
-	return a->proto == b->proto && a->sport_lo == b->sport_lo && a->sport_hi == b->sport_hi &&
-	       a->dport_lo == b->dport_lo && a->dport_hi == b->dport_hi;
+struct pol_key {
+	uint32_t prio;
+	uint8_t dir, proto, fs, ps, fd, pd;
+	uint16_t sp_lo, sp_hi, dp_lo, dp_hi;
+	uint8_t as[16], ad[16];
+	uint32_t idx, id;           /* item index (file) or policy id (SADB) */
+};
+
+struct rq_key {
+	uint32_t reqid;
+	uint8_t proto, mode;
+};
+
+static void sa_key_make(struct sa_key *k, const struct sadb_sa *sa, uint32_t idx)
+{
+	memset(k, 0, sizeof(*k));
+	k->spi = sa->spi;
+	k->proto = sa->proto;
+	k->fam = sa->dst.family;
+	memcpy(k->a, sa->dst.a.b, sa->dst.family == AF_INET ? 4 : 16);
+	k->idx = idx;
 }
 
-static bool addr_eq(const struct sadb_addr *a, const struct sadb_addr *b)
+static int sa_key_cmp(const void *x, const void *y)
 {
-	if (a->family != b->family)
-		return false;
-	if (a->family == AF_INET)
-		return !memcmp(a->a.b, b->a.b, 4);
-	return !memcmp(a->a.b, b->a.b, a->family ? 16 : 0);
+	const struct sa_key *a = x, *b = y;
+	int r;
+
+	if (a->spi != b->spi)
+		return a->spi < b->spi ? -1 : 1;
+	if (a->proto != b->proto)
+		return a->proto < b->proto ? -1 : 1;
+	if (a->fam != b->fam)
+		return a->fam < b->fam ? -1 : 1;
+	if ((r = memcmp(a->a, b->a, 16)))
+		return r;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static void pol_key_make(struct pol_key *k, const struct sadb_policy *p, uint32_t idx)
+{
+	const uint8_t *b;
+
+	memset(k, 0, sizeof(*k));
+	k->prio = p->priority;
+	k->dir = p->dir;
+	k->proto = p->sel.proto;
+	k->sp_lo = p->sel.sport_lo;
+	k->sp_hi = p->sel.sport_hi;
+	k->dp_lo = p->sel.dport_lo;
+	k->dp_hi = p->sel.dport_hi;
+	side(&p->sel, true, &k->fs, &b, &k->ps);
+	memcpy(k->as, b, k->fs == AF_INET ? 4 : 16);
+	side(&p->sel, false, &k->fd, &b, &k->pd);
+	memcpy(k->ad, b, k->fd == AF_INET ? 4 : 16);
+	k->idx = idx;
+	k->id = p->id;
+}
+
+static int pol_key_cmp_noidx(const void *x, const void *y)
+{
+	const struct pol_key *a = x, *b = y;
+
+	return memcmp(a, b, offsetof(struct pol_key, idx));
+}
+
+static int pol_key_cmp(const void *x, const void *y)
+{
+	const struct pol_key *a = x, *b = y;
+	int r = pol_key_cmp_noidx(x, y);
+
+	return r ? r : a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int rq_cmp(const void *x, const void *y)
+{
+	const struct rq_key *a = x, *b = y;
+
+	if (a->reqid != b->reqid)
+		return a->reqid < b->reqid ? -1 : 1;
+	if (a->proto != b->proto)
+		return a->proto < b->proto ? -1 : 1;
+	return a->mode < b->mode ? -1 : a->mode > b->mode;
+}
+
+/* Whether any entry has reqid (rq sorted by reqid first). */
+static bool rq_has(const struct rq_key *rq, size_t n, uint32_t reqid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rq[mid].reqid < reqid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && rq[lo].reqid == reqid;
+}
+
+struct vstate {
+	struct sa_key *sk;
+	struct pol_key *pk, *dbp;
+	struct rq_key *rq;
+	uint32_t *dup_of;           /* per item: the first item it duplicates, or itself */
+	size_t nsk, npk, ndbp, nrq, caprq, capdbp;
+};
+
+static int vstate_build(struct vstate *v, struct ctl_conf *c, const struct sadb *db, unsigned flush)
+{
+	memset(v, 0, sizeof(*v));
+	v->dup_of = calloc(c->n + 1, sizeof(*v->dup_of));
+	v->sk = calloc(c->n + 1, sizeof(*v->sk));
+	v->pk = calloc(c->n + 1, sizeof(*v->pk));
+	v->caprq = c->n + 64;
+	v->rq = calloc(v->caprq, sizeof(*v->rq));
+	if (!v->dup_of || !v->sk || !v->pk || !v->rq)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		v->dup_of[i] = (uint32_t)i;
+		if (c->items[i].kind == CTL_IT_SA) {
+			sa_key_make(&v->sk[v->nsk++], &c->items[i].sa, (uint32_t)i);
+			v->rq[v->nrq++] = (struct rq_key){ c->items[i].sa.reqid, c->items[i].sa.proto,
+							   c->items[i].sa.mode };
+		} else if (c->items[i].kind == CTL_IT_POLICY) {
+			pol_key_make(&v->pk[v->npk++], &c->items[i].pol, (uint32_t)i);
+		}
+	}
+	qsort(v->sk, v->nsk, sizeof(*v->sk), sa_key_cmp);
+	for (size_t i = 1; i < v->nsk; i++) {
+		struct sa_key a = v->sk[i - 1], b = v->sk[i];
+
+		a.idx = b.idx = 0;
+		if (!sa_key_cmp(&a, &b))
+			v->dup_of[v->sk[i].idx] = v->dup_of[v->sk[i - 1].idx];
+	}
+	qsort(v->pk, v->npk, sizeof(*v->pk), pol_key_cmp);
+	for (size_t i = 1; i < v->npk; i++)
+		if (!pol_key_cmp_noidx(&v->pk[i - 1], &v->pk[i]))
+			v->dup_of[v->pk[i].idx] = v->dup_of[v->pk[i - 1].idx];
+	if (db && !(flush & CTL_FLUSH_SA)) {
+		uint32_t cur = 0;
+		struct sadb_sa sa;
+
+		while (sadb_sa_next(db, &cur, &sa, NULL) == 0) {
+			if (v->nrq == v->caprq) {
+				struct rq_key *r = realloc(v->rq, 2 * v->caprq * sizeof(*r));
+
+				if (!r) {
+					explicit_bzero(&sa, sizeof(sa));
+					return -ENOMEM;
+				}
+				v->rq = r;
+				v->caprq *= 2;
+			}
+			v->rq[v->nrq++] = (struct rq_key){ sa.reqid, sa.proto, sa.mode };
+		}
+		explicit_bzero(&sa, sizeof(sa));
+	}
+	qsort(v->rq, v->nrq, sizeof(*v->rq), rq_cmp);
+	if (db && !(flush & CTL_FLUSH_POL)) {
+		uint32_t cur = 0;
+		struct sadb_policy o;
+
+		while (sadb_policy_next(db, &cur, &o) == 0) {
+			if (v->ndbp == v->capdbp) {
+				size_t cap = v->capdbp ? 2 * v->capdbp : 64;
+				struct pol_key *r = realloc(v->dbp, cap * sizeof(*r));
+
+				if (!r)
+					return -ENOMEM;
+				v->dbp = r;
+				v->capdbp = cap;
+			}
+			pol_key_make(&v->dbp[v->ndbp++], &o, 0);
+		}
+		if (v->ndbp)
+			qsort(v->dbp, v->ndbp, sizeof(*v->dbp), pol_key_cmp_noidx);
+	}
+	return 0;
+}
+
+static void vstate_free(struct vstate *v)
+{
+	free(v->dup_of);
+	free(v->sk);
+	free(v->pk);
+	free(v->dbp);
+	free(v->rq);
 }
 
 int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 {
 	unsigned flush = 0;
 	char msg[256], buf[INET6_ADDRSTRLEN];
+	struct vstate v;
 
 	for (size_t i = 0; i < c->n; i++)
 		if (c->items[i].kind == CTL_IT_FLUSH)
 			flush |= c->items[i].flush;
-
+	if (vstate_build(&v, c, db, flush)) {
+		vstate_free(&v);
+		ctl_conf_error(c, (struct ctl_pos){ 0, 0 }, "out of memory while validating");
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < c->n; i++) {
 		struct ctl_item *it = &c->items[i];
 
 		if (it->kind == CTL_IT_SA) {
 			const struct sadb_sa *sa = &it->sa;
-			bool dup = false;
 
-			for (size_t j = 0; j < i && !dup; j++) {
-				const struct sadb_sa *o = &c->items[j].sa;
-
-				if (c->items[j].kind == CTL_IT_SA && o->spi == sa->spi &&
-				    o->proto == sa->proto && addr_eq(&o->dst, &sa->dst)) {
-					ctl_conf_error(c, it->spi_pos, "duplicate SA: spi 0x%08x %s to %s "
-						       "is already defined at line %u", sa->spi,
-						       ctl_proto_name(sa->proto),
-						       ctl_addr_str(&sa->dst, buf, sizeof(buf)),
-						       c->items[j].pos.line);
-					dup = true;
-				}
-			}
-			if (!dup && db && !(flush & CTL_FLUSH_SA)) {
+			if (v.dup_of[i] != i) {
+				ctl_conf_error(c, it->spi_pos, "duplicate SA: spi 0x%08x %s to %s is "
+					       "already defined at line %u", sa->spi,
+					       ctl_proto_name(sa->proto),
+					       ctl_addr_str(&sa->dst, buf, sizeof(buf)),
+					       c->items[v.dup_of[i]].pos.line);
+			} else if (db && !(flush & CTL_FLUSH_SA)) {
 				struct sadb_sa cur;
 
 				if (sadb_sa_lookup(db, sa->spi, sa->proto, &sa->dst, &cur, NULL) == 0)
@@ -1680,55 +1855,24 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 				ctl_conf_error(c, it->pos, "invalid SA spi 0x%08x: %s", sa->spi, msg);
 		} else if (it->kind == CTL_IT_POLICY) {
 			const struct sadb_policy *pol = &it->pol;
+			struct pol_key k;
+			const struct pol_key *hit;
 
-			for (size_t j = 0; j < i; j++) {
-				const struct sadb_policy *o = &c->items[j].pol;
-
-				if (c->items[j].kind == CTL_IT_POLICY && o->dir == pol->dir &&
-				    o->priority == pol->priority && sel_eq(&o->sel, &pol->sel)) {
-					ctl_conf_error(c, it->pos, "duplicate policy: the same direction, "
-						       "selector and priority as line %u",
-						       c->items[j].pos.line);
-					break;
-				}
-			}
-			if (db && !(flush & CTL_FLUSH_POL)) {
-				uint32_t cur = 0;
-				struct sadb_policy o;
-
-				while (sadb_policy_next(db, &cur, &o) == 0) {
-					if (o.dir == pol->dir && o.priority == pol->priority &&
-					    sel_eq(&o.sel, &pol->sel)) {
-						ctl_conf_error(c, it->pos, "duplicate policy: the SADB has "
-							       "one with the same direction, selector and "
-							       "priority (id %u)", o.id);
-						break;
-					}
-				}
+			pol_key_make(&k, pol, (uint32_t)i);
+			if (v.dup_of[i] != i) {
+				ctl_conf_error(c, it->pos, "duplicate policy: the same direction, "
+					       "selector and priority as line %u",
+					       c->items[v.dup_of[i]].pos.line);
+			} else if (v.ndbp && (hit = bsearch(&k, v.dbp, v.ndbp, sizeof(k),
+							   pol_key_cmp_noidx))) {
+				ctl_conf_error(c, it->pos, "duplicate policy: the SADB has one with the "
+					       "same direction, selector and priority (id %u)", hit->id);
 			}
 			if (pol->action == SADB_ACT_PROTECT) {
-				bool found = false, fits = false;
+				struct rq_key want = { pol->reqid, pol->proto, pol->mode };
+				bool found = rq_has(v.rq, v.nrq, pol->reqid);
+				bool fits = v.nrq && bsearch(&want, v.rq, v.nrq, sizeof(want), rq_cmp);
 
-				for (size_t j = 0; j < c->n; j++) {
-					const struct sadb_sa *sa = &c->items[j].sa;
-
-					if (c->items[j].kind != CTL_IT_SA || sa->reqid != pol->reqid)
-						continue;
-					found = true;
-					fits |= sa->proto == pol->proto && sa->mode == pol->mode;
-				}
-				if (db && !(flush & CTL_FLUSH_SA)) {
-					uint32_t cur = 0;
-					struct sadb_sa sa;
-
-					while (sadb_sa_next(db, &cur, &sa, NULL) == 0) {
-						if (sa.reqid != pol->reqid)
-							continue;
-						found = true;
-						fits |= sa.proto == pol->proto && sa.mode == pol->mode;
-					}
-					explicit_bzero(&sa, sizeof(sa));
-				}
 				if (found && !fits)
 					ctl_conf_error(c, it->reqid_pos, "policy protects with %s %s, but the "
 						       "SAs with reqid %u are not %s %s SAs",
@@ -1746,6 +1890,7 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 				ctl_conf_error(c, it->pos, "invalid policy: %s", msg);
 		}
 	}
+	vstate_free(&v);
 	return c->nerr ? -EINVAL : 0;
 }
 

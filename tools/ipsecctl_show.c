@@ -603,6 +603,13 @@ struct mon_sample {
 	struct totals tot;
 };
 
+static int mon_cmp(const void *a, const void *b)
+{
+	const struct mon_sa *x = a, *y = b;
+
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
 static int mon_sample(struct sadb *db, const struct spi_filter *flt, struct mon_sample *m)
 {
 	uint32_t cur = 0, slot;
@@ -635,15 +642,18 @@ static int mon_sample(struct sadb *db, const struct spi_filter *flt, struct mon_
 						rc.packets, rc.bytes, rc.drops_total };
 	}
 	explicit_bzero(&sa, sizeof(sa));
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), mon_cmp);
 	return 0;
 }
 
+/* The same SA in the previous sample: same slot and instance (a slot reused by a new SA starts
+ * from zero). Samples are sorted by slot, so this stays O(log n) with a million SAs. */
 static const struct mon_sa *mon_find(const struct mon_sample *m, const struct mon_sa *s)
 {
-	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].slot == s->slot && m->v[i].instance == s->instance)
-			return &m->v[i];
-	return NULL;
+	const struct mon_sa *p = m->n ? bsearch(s, m->v, m->n, sizeof(*s), mon_cmp) : NULL;
+
+	return p && p->instance == s->instance ? p : NULL;
 }
 
 static void human(char *buf, size_t len, double v)
