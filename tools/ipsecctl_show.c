@@ -43,7 +43,8 @@ struct rt_copy {
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, struct rt_copy *c)
+static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, struct rt_copy *c,
+		    bool want_replay)
 {
 	struct sadb_runtime *rt = sadb_runtime(db, slot);
 
@@ -64,14 +65,20 @@ static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, st
 	/* The bitmap is a ring indexed by sequence number modulo SADB_REPLAY_MAX (RFC 6479, as
 	 * dataplane/replay.c keeps it); only [top - window + 1, top] is the window, older bits are
 	 * stale. Sequence number 0 is never sent. */
-	if (sa->replay_window && c->replay_top) {
+	if (want_replay && sa->replay_window && c->replay_top) {
 		uint64_t lo = c->replay_top >= sa->replay_window ? c->replay_top - sa->replay_window + 1 : 1;
 
-		for (uint64_t s = lo; s <= c->replay_top; s++) {
-			uint64_t bit = s % SADB_REPLAY_MAX;
+		/* Word by word: at most window/64 + 2 loads. */
+		for (uint64_t s = lo; s <= c->replay_top;) {
+			uint64_t bit = s % SADB_REPLAY_MAX, n = 64 - bit % 64, w;
 
-			if (LD(rt->replay_bitmap[bit / 64]) & (1ULL << (bit % 64)))
-				c->replay_seen++;
+			if (n > c->replay_top - s + 1)
+				n = c->replay_top - s + 1;
+			w = LD(rt->replay_bitmap[bit / 64]) >> (bit % 64);
+			if (n < 64)
+				w &= (1ULL << n) - 1;
+			c->replay_seen += (unsigned)__builtin_popcountll(w);
+			s += n;
 		}
 	}
 	c->expired = LD(rt->expired);
@@ -171,7 +178,7 @@ void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, 
 	struct rt_copy rc;
 	bool times = !o->no_times;
 
-	rt_read(db, sa, slot, &rc);
+	rt_read(db, sa, slot, &rc, true);
 	ctl_json_obj(j, NULL);
 	ctl_json_u64(j, "spi", sa->spi);
 	snprintf(buf, sizeof(buf), "0x%08x", sa->spi);
@@ -323,7 +330,7 @@ void ctl_sa_text(FILE *f, struct sadb *db, const struct sadb_sa *sa, uint32_t sl
 	char t1[32], t2[32];
 	bool times = !o->no_times;
 
-	rt_read(db, sa, slot, &rc);
+	rt_read(db, sa, slot, &rc, true);
 	ctl_sa_print(sa, f, o->show_keys, NULL);
 	if (times) {
 		fmt_time(sa->created, t1, sizeof(t1));
@@ -469,7 +476,7 @@ static void stats_collect(struct sadb *db, struct totals *t)
 
 	memset(t, 0, sizeof(*t));
 	while (sadb_sa_next(db, &cur, &sa, &slot) == 0) {
-		rt_read(db, &sa, slot, &rc);
+		rt_read(db, &sa, slot, &rc, false);
 		totals_add(t, &rc);
 	}
 	explicit_bzero(&sa, sizeof(sa));
@@ -636,7 +643,7 @@ static int mon_sample(struct sadb *db, const struct spi_filter *flt, struct mon_
 			}
 			m->v = v;
 		}
-		rt_read(db, &sa, slot, &rc);
+		rt_read(db, &sa, slot, &rc, false);
 		totals_add(&m->tot, &rc);
 		m->v[m->n++] = (struct mon_sa){ slot, sa.spi, sa.dir, sa.proto, sa.instance,
 						rc.packets, rc.bytes, rc.drops_total };
