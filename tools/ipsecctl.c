@@ -252,6 +252,38 @@ fail:
 	return CTL_EXIT_ERR;
 }
 
+/* -n --json: what would be applied, as `show --json` would list it (no counters yet; keys only
+ * with --show-keys). */
+static void conf_json(const struct ctl_conf *c, const struct ctl_opts *o)
+{
+	struct ctl_opts jo = *o;
+	struct ctl_json j;
+	unsigned flush = 0;
+
+	jo.no_times = true; /* nothing was created yet */
+	for (size_t i = 0; i < c->n; i++)
+		if (c->items[i].kind == CTL_IT_FLUSH)
+			flush |= c->items[i].flush;
+	ctl_json_init(&j, stdout);
+	ctl_json_obj(&j, NULL);
+	ctl_json_obj(&j, "flush");
+	ctl_json_bool(&j, "sa", flush & CTL_FLUSH_SA);
+	ctl_json_bool(&j, "policy", flush & CTL_FLUSH_POL);
+	ctl_json_end_obj(&j);
+	ctl_json_arr(&j, "sas");
+	for (size_t i = 0; i < c->n; i++)
+		if (c->items[i].kind == CTL_IT_SA)
+			ctl_sa_json(&j, NULL, &c->items[i].sa, 0, &jo, 0);
+	ctl_json_end_arr(&j);
+	ctl_json_arr(&j, "policies");
+	for (size_t i = 0; i < c->n; i++)
+		if (c->items[i].kind == CTL_IT_POLICY)
+			ctl_policy_json(&j, &c->items[i].pol);
+	ctl_json_end_arr(&j);
+	ctl_json_end_obj(&j);
+	ctl_json_done(&j);
+}
+
 /* Open for a -n check: read-only if the SADB exists, else no SADB checks at all. */
 static struct sadb *open_for_check(const struct ctl_opts *o)
 {
@@ -275,7 +307,10 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 			sadb_close(db);
 		if (rc)
 			return CTL_EXIT_ERR;
-		ctl_conf_print(c, stdout);
+		if (o->json)
+			conf_json(c, o);
+		else
+			ctl_conf_print(c, stdout);
 		fflush(stdout);
 		return ferror(stdout) ? CTL_EXIT_ERR : CTL_EXIT_OK;
 	}

@@ -46,7 +46,7 @@ struct rt_copy {
 static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, struct rt_copy *c,
 		    bool want_replay)
 {
-	struct sadb_runtime *rt = sadb_runtime(db, slot);
+	struct sadb_runtime *rt = db ? sadb_runtime(db, slot) : NULL;
 
 	memset(c, 0, sizeof(*c));
 	if (!rt || LD(rt->instance) != sa->instance)
