@@ -268,7 +268,8 @@ static enum esp_backend pick_backend(const struct sadb_sa *s, const struct xform
 			goto out;
 		}
 	uint64_t cost[ESP_BACKEND_MAX], best = UINT64_MAX;
-	for (size_t i = 0; i < sizeof(default_order) / sizeof(default_order[0]); i++) {
+	/* Measured from the portable end, so that a pathological backend is cut short by a good one. */
+	for (size_t i = sizeof(default_order) / sizeof(default_order[0]); i-- > 0;) {
 		enum esp_backend c = default_order[i];
 		const struct esp_crypto_ops *ops = backend_ops(c);
 		cost[c] = UINT64_MAX;
