@@ -457,6 +457,7 @@ fail:
 }
 
 static void txn_abort_locked(struct sadb *db);
+static void selmap_drop(struct sadb *db);
 static void wunlock(struct sadb *db);
 
 void sadb_close(struct sadb *db)
@@ -472,6 +473,7 @@ void sadb_close(struct sadb *db)
 	free(db->bld_items);
 	free(db->bld_tmp);
 	free(db->bld_tail);
+	selmap_drop(db);
 	free(db);
 }
 
@@ -1491,6 +1493,7 @@ static int txn_commit_locked(struct sadb *db)
 			txn_undo(db);
 			atomic_store_explicit(&h->txn.state, SADB_TXN_IDLE, memory_order_release);
 			db->txn_open = false;
+			selmap_drop(db);
 			sadb__set_err(db, "cannot build the SPD index: %s", strerror(-r));
 			return r;
 		}
@@ -1504,11 +1507,13 @@ static int txn_commit_locked(struct sadb *db)
 done:
 	atomic_store_explicit(&h->txn.state, SADB_TXN_IDLE, memory_order_release);
 	db->txn_open = false;
+	selmap_drop(db);
 	return 0;
 }
 
 static void txn_abort_locked(struct sadb *db)
 {
+	selmap_drop(db);
 	txn_undo(db);
 	atomic_store_explicit(&db->h->txn.state, SADB_TXN_IDLE, memory_order_release);
 	db->txn_open = false;
@@ -1983,6 +1988,49 @@ static uint64_t sel_hash(uint8_t dir, const struct sadb_selector *normalized)
 	return (uint64_t)sadb__checksum(buf, sizeof(buf)) | 1;
 }
 
+static void selmap_put(struct sadb *db, uint64_t hv, uint32_t slot)
+{
+	uint32_t mask = db->selmap_cap - 1, pos = (uint32_t)sadb__mix64(hv) & mask;
+
+	while (db->selmap_key[pos])
+		pos = (pos + 1) & mask;
+	db->selmap_key[pos] = hv;
+	db->selmap_slot[pos] = slot;
+	db->selmap_n++;
+}
+
+static void selmap_drop(struct sadb *db)
+{
+	free(db->selmap_key);
+	free(db->selmap_slot);
+	db->selmap_key = NULL;
+	db->selmap_slot = NULL;
+	db->selmap_cap = db->selmap_n = 0;
+	db->selmap_valid = false;
+}
+
+/* Room for every policy the table can hold at half load, built from the writer's view. */
+static bool selmap_build(struct sadb *db)
+{
+	uint32_t hw = atomic_load_explicit(&db->h->pol_hwm, memory_order_relaxed), cap = 16;
+
+	selmap_drop(db);
+	while (cap < 2 * db->h->max_policy)
+		cap <<= 1;
+	db->selmap_key = calloc(cap, sizeof(*db->selmap_key));
+	db->selmap_slot = calloc(cap, sizeof(*db->selmap_slot));
+	if (!db->selmap_key || !db->selmap_slot) {
+		selmap_drop(db);
+		return false;
+	}
+	db->selmap_cap = cap;
+	for (uint32_t i = 0; i < hw; i++)
+		if (sadb__pol_wview(db, i))
+			selmap_put(db, db->pol_meta[i].selhash, i);
+	db->selmap_valid = true;
+	return true;
+}
+
 static int find_policy_sel(struct sadb *db, uint8_t dir, const struct sadb_selector *sel, bool match_prio,
 			   uint32_t prio)
 {
@@ -1993,6 +2041,20 @@ static int find_policy_sel(struct sadb *db, uint8_t dir, const struct sadb_selec
 	memcpy(&n, sel, sizeof(n));
 	sadb__selector_normalize(&n);
 	hv = sel_hash(dir, &n);
+	if (db->txn_explicit && (db->selmap_valid || selmap_build(db))) {
+		uint32_t mask = db->selmap_cap - 1, pos = (uint32_t)sadb__mix64(hv) & mask;
+		for (; db->selmap_key[pos]; pos = (pos + 1) & mask) {
+			uint32_t i = db->selmap_slot[pos];
+			const struct sadb_policy *p;
+			if (db->selmap_key[pos] != hv || i >= hw)
+				continue;
+			p = sadb__pol_wview(db, i);
+			if (p && p->dir == dir && (!match_prio || p->priority == prio) &&
+			    sadb__selector_eq(&p->sel, &n))
+				return (int)i;
+		}
+		return -ENOENT;
+	}
 	/* A scan of the compact meta array; only hash matches look at a record. */
 	for (uint32_t i = 0; i < hw; i++) {
 		const struct sadb_policy *p;
@@ -2045,6 +2107,12 @@ int sadb_policy_add(struct sadb *db, const struct sadb_policy *in, uint32_t *id)
 	p.id = reuse * h->max_policy + (uint32_t)s + 1;
 	pol_seal(&p);
 	db->pol_meta[s].selhash = sel_hash(p.dir, &p.sel);
+	if (db->selmap_valid) {
+		if (db->selmap_n + 1 > db->selmap_cap / 2)
+			selmap_drop(db); /* rebuilt on next use */
+		else
+			selmap_put(db, db->pol_meta[s].selhash, (uint32_t)s);
+	}
 	write_copy(db, &t, (uint32_t)s, true, &p);
 	jappend(db, SADB_CHG_POL_ADD, p.id);
 	h->txn.n_policy++;

@@ -159,6 +159,13 @@ struct sadb {
 	bool txn_open;      /* this handle holds the lock inside a transaction */
 	bool txn_explicit;  /* opened by sadb_txn_begin */
 	void *bld_items, *bld_tmp, *bld_tail; /* SPD index build scratch (sadb_spd.c) */
+	/* Inside an explicit transaction: (dir, selector) hash -> policy slot, so a bulk load does not
+	 * scan the whole table for duplicates once per policy. Private to this handle and this
+	 * transaction; hits are always confirmed against the record. */
+	uint64_t *selmap_key;
+	uint32_t *selmap_slot;
+	uint32_t selmap_cap, selmap_n;
+	bool selmap_valid;
 	size_t bld_cap;
 	unsigned lock_timeout_ms;
 	int stop_point;     /* test hook: XIPSEC_SADB_TEST_STOP */
