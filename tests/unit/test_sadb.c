@@ -802,6 +802,22 @@ static void test_transactions(void **state)
 	assert_int_equal(sadb_txn_begin(w), 0);
 	assert_int_equal(sadb_txn_commit(w), 0);
 	assert_true(sadb_generation(r) == g1);
+	/* Duplicate policies are found inside a transaction too: committed ones, ones added earlier
+	 * in it; one deleted in it may be added again. */
+	struct sadb_policy p2 = t_pol(SADB_DIR_IN, "10.7.0.0", 16, NULL, 0, 5);
+	uint32_t pid1, pid2;
+	assert_int_equal(sadb_txn_begin(w), 0);
+	assert_int_equal(sadb_policy_add(w, &p, NULL), -EEXIST);
+	assert_int_equal(sadb_policy_add(w, &p2, &pid1), 0);
+	assert_int_equal(sadb_policy_add(w, &p2, NULL), -EEXIST);
+	assert_int_equal(sadb_policy_delete(w, pid1), 0);
+	assert_int_equal(sadb_policy_add(w, &p2, &pid2), 0);
+	assert_int_not_equal(pid1, pid2);
+	assert_int_equal(sadb_policy_delete_sel(w, SADB_DIR_OUT, &p.sel), 0);
+	assert_int_equal(sadb_policy_add(w, &p, NULL), 0);
+	assert_int_equal(sadb_txn_commit(w), 0);
+	assert_int_equal(sadb_policy_get(r, pid2, &pout), 0);
+	assert_int_equal(sadb_policy_get(r, pid1, &pout), -ENOENT);
 	/* Closing a handle with an open transaction aborts it and frees the lock. */
 	assert_int_equal(sadb_txn_begin(w), 0);
 	sa.spi = 3000;
