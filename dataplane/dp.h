@@ -181,6 +181,7 @@ void dp_route_hold_retry(struct dp_worker *w, bool force);
 
 /* ---- dp_pkt.c ---- */
 bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len);
+void dp_tx_kick(struct dp_port *pt);
 void dp_frame_free(struct dp_worker *w, uint64_t addr);
 void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
 void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);

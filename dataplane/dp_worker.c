@@ -454,9 +454,8 @@ static void kick(struct dp_worker *w)
 	for (unsigned p = 0; p < DP_NPORTS; p++) {
 		struct dp_port *pt = &w->port[p];
 
-		/* copy mode transmits only from sendto(); at most a small budget per call */
 		if (pt->tx_pending && xsk_ring_prod__needs_wakeup(&pt->tx))
-			sendto(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+			dp_tx_kick(pt);
 		if (xsk_ring_prod__needs_wakeup(&pt->fill))
 			recvfrom(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	}

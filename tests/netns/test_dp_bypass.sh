@@ -24,6 +24,16 @@ dp_ping h1 10.1.0.1
 dp_ping h1 fd01::1
 dp_ping gw1 192.0.2.2
 
+# IKE between the gateways stays with their kernels: UDP 500, and 4500 with the zero non-ESP marker
+xt_bg gw2 ike500 socat -u UDP4-RECV:500 -
+xt_bg gw2 ike4500 socat -u UDP4-RECV:4500 -
+sleep 0.3
+printf 'IKE-500' | xt_exec gw1 socat -u - UDP4-SENDTO:192.0.2.2:500
+printf '\0\0\0\0IKE-4500' | xt_exec gw1 socat -u - UDP4-SENDTO:192.0.2.2:4500
+xt_wait 5 grep -q IKE-500 "$XT_DIR/ike500.log" || xt_fail "UDP 500 did not reach gw2's kernel"
+xt_wait 5 grep -q IKE-4500 "$XT_DIR/ike4500.log" || xt_fail "UDP 4500 (non-ESP marker) did not reach gw2's kernel"
+xt_stop ike500; xt_stop ike4500
+
 dp_tcp h1 h2 10.2.0.2 4000000
 dp_tcp h2 h1 fd01::2 4000000
 dp_udp h1 h2 10.2.0.2 300
@@ -60,4 +70,5 @@ xt_exec gw1 ip link show in1 | grep -q "xdp" && xt_fail "XDP program still attac
 # restart picks the same SADB up
 dp_start gw1
 dp_ping h1 10.2.0.2
+dp_finish
 exit 0

@@ -37,6 +37,9 @@ dp_topo() {
 	xt_exec sw ip link set s1 master br0
 	xt_exec sw ip link set s2 master br0
 	xt_exec sw ip link set br0 up
+	# a host with br_netfilter loaded would run every bridged frame through its firewall hooks
+	xt_exec sw sysctl -qw net.bridge.bridge-nf-call-iptables=0 net.bridge.bridge-nf-call-ip6tables=0 \
+		net.bridge.bridge-nf-call-arptables=0 2>/dev/null || true
 	xt_veth gw2 in2 h2 eth0 "$q"
 	xt_exec h1 ip addr add 10.1.0.2/24 dev eth0
 	xt_exec h1 ip -6 addr add fd01::2/64 dev eth0 nodad

@@ -1,1 +1,8 @@
-# tests/unit/dataplane.mk: owned by its part; appended to the lists in the top Makefile.am.
+# tests/unit/dataplane.mk: unit tests of xipsecd's parts (owned by the xipsecd helper).
+# test_dp_xdp runs the XDP classifier in the kernel (BPF_PROG_TEST_RUN) on crafted frames.
+UNIT_TESTS += tests/unit/test_dp_xdp
+check_PROGRAMS += tests/unit/test_dp_xdp
+tests_unit_test_dp_xdp_SOURCES = tests/unit/test_dp_xdp.c
+tests_unit_test_dp_xdp_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_dp_xdp_LDADD = $(BPF_LIBS) $(CMOCKA_LIBS)
+EXTRA_tests_unit_test_dp_xdp_DEPENDENCIES = dataplane/xipsec_xdp.o
