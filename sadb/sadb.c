@@ -545,8 +545,10 @@ static int snap_read(const struct sadb *db, const struct tbl *t, uint32_t i, uin
 	/* Pairs with the writer's release fence after it marks the copy WRITING: if any byte we
 	 * copied is new, the tag we re-read is no longer tc. */
 	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&tag[ci], memory_order_relaxed) != tc ||
-	    (!used && atomic_load_explicit(seq, memory_order_relaxed) != s0))
+	/* seq unchanged: neither copy moved while we chose and copied, so the copy was whole and was
+	 * the newest one as of g. */
+	if (atomic_load_explicit(seq, memory_order_relaxed) != s0 ||
+	    atomic_load_explicit(&tag[ci], memory_order_relaxed) != tc)
 		return SNAP_RETRY;
 	return used ? SNAP_USED : SNAP_FREE;
 }
