@@ -252,6 +252,10 @@ static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *
 		esp_wr16(n + 4, (uint16_t)(nlen - 40));
 		p->family = AF_INET6;
 	}
+	/* RFC 3948 §3.1.2: behind a NAT the TCP/UDP checksum covers addresses the packet no longer
+	 * carries; it is recomputed over the packet as delivered (ESP vouched for its contents). */
+	if (sa->encap_dport && (next == IPPROTO_TCP || next == IPPROTO_UDP))
+		esp_l4_set_csum(n, prefix, nlen, next);
 	p->off = (uint32_t)(n - p->buf);
 	p->len = nlen;
 }
@@ -263,9 +267,12 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	struct esp_pkt *live[ESP_BURST_MAX];
 	unsigned nl = 0;
 
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		if (i + 2 < n)
+			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
 		if (check(sa, pkts[i], &cops[nl], &st[nl]))
 			live[nl++] = pkts[i];
+	}
 	if (!nl)
 		return;
 	sa->ops->decrypt(sa, cops, nl);

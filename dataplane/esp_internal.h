@@ -205,6 +205,8 @@ void esp_ip4_set_csum(uint8_t *hdr);
 /* UDP checksum over an IPv6 pseudo header + UDP header + payload (udp points to the UDP header). */
 uint16_t esp_udp6_csum(const uint8_t *ip6, const uint8_t *udp, unsigned udp_len);
 
+/* Recompute the TCP/UDP checksum of the segment at ip + l4 (packet length len). */
+void esp_l4_set_csum(uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto);
 /* Length of an IP header chain before the point where ESP/AH goes in transport mode, and the offset
  * of the next-header byte to rewrite. Returns false if malformed. */
 bool esp_transport_split(const uint8_t *pkt, uint32_t len, uint32_t *hdr_len, uint32_t *nh_off);

@@ -49,6 +49,27 @@ uint16_t esp_udp6_csum(const uint8_t *ip6, const uint8_t *udp, unsigned udp_len)
 	return c ? c : 0xffff; /* RFC 8200 §8.1: a computed zero is sent as 0xffff */
 }
 
+void esp_l4_set_csum(uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto)
+{
+	uint32_t seg = len - l4, at = proto == IPPROTO_TCP ? 16 : 6;
+	if (seg < (proto == IPPROTO_TCP ? 20u : 8u))
+		return;
+	bool v4 = (ip[0] >> 4) == 4;
+	uint8_t *c = ip + l4 + at;
+	if (v4 && proto == IPPROTO_UDP && c[0] == 0 && c[1] == 0)
+		return; /* no checksum sent: none to fix */
+	c[0] = c[1] = 0;
+	uint32_t sum = v4 ? csum_add(0, ip + 12, 8) : csum_add(0, ip + 8, 32);
+	sum += seg >> 16;
+	sum += seg & 0xffff;
+	sum += proto;
+	sum = csum_add(sum, ip + l4, seg);
+	uint16_t v = csum_fold(sum);
+	if (v == 0 && proto == IPPROTO_UDP)
+		v = 0xffff;
+	esp_wr16(c, v);
+}
+
 static bool is_v6_ext(uint8_t nh)
 {
 	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS ||

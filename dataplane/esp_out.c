@@ -260,9 +260,12 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	struct esp_pkt *live[ESP_BURST_MAX];
 	unsigned nl = 0;
 
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		if (i + 2 < n) /* the header two packets ahead, while this one is laid out */
+			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
 		if (prepare(sa, pkts[i], &cops[nl]))
 			live[nl++] = pkts[i];
+	}
 	if (!nl)
 		return;
 	sa->ops->encrypt(sa, cops, nl);

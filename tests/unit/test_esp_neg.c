@@ -883,6 +883,71 @@ static void test_parse(void **state)
 	assert_int_equal(esp_pkt_sel(p6, 45, &s), SADB_DROP_TRUNCATED);
 }
 
+/* Sum of the pseudo header and segment: 0 (after folding) when the checksum is right. */
+static uint16_t l4_check(const uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto)
+{
+	uint8_t tmp[2000];
+	bool v4 = (ip[0] >> 4) == 4;
+	uint32_t n = 0, seg = len - l4;
+	if (v4) {
+		memcpy(tmp, ip + 12, 8);
+		n = 8;
+	} else {
+		memcpy(tmp, ip + 8, 32);
+		n = 32;
+	}
+	tmp[n++] = 0; tmp[n++] = 0; tmp[n++] = (uint8_t)(seg >> 8); tmp[n++] = (uint8_t)seg;
+	tmp[n++] = 0; tmp[n++] = 0; tmp[n++] = 0; tmp[n++] = proto;
+	memcpy(tmp + n, ip + l4, seg);
+	return t_csum(tmp, n + seg);
+}
+
+/* RFC 3948 §3.1.2: transport mode behind a NAT: the inner TCP/UDP checksum is fixed on decap. */
+static void test_natt_transport_csum(void **state)
+{
+	(void)state;
+	for (int v6 = 0; v6 < 2; v6++) {
+		struct pair p;
+		int fam = v6 ? AF_INET6 : AF_INET;
+		uint32_t hl = v6 ? 40 : 20;
+		pair_make(&p, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TRANSPORT, fam, 0, true, 64,
+			  ESP_BACKEND_AUTO);
+		uint8_t pkt[300];
+		uint32_t len = mk_udp(pkt, fam, 40, 0, 3);
+		pkt[hl + 6] = pkt[hl + 7] = 0;
+		uint16_t c = l4_check(pkt, hl, len, IPPROTO_UDP);
+		pkt[hl + 6] = (uint8_t)(c >> 8);
+		pkt[hl + 7] = (uint8_t)c;
+		assert_int_equal(l4_check(pkt, hl, len, IPPROTO_UDP), 0);
+		static struct frame f;
+		struct esp_pkt *pk = &f.p;
+		frame_set(&f, pkt, len);
+		assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 1);
+		/* A NAT rewrites the source address (and, for IPv4, the header checksum). */
+		uint8_t *o = frame_data(&f);
+		if (v6) {
+			o[23] ^= 0x42;
+		} else {
+			o[15] ^= 0x42;
+			o[10] = o[11] = 0;
+			uint16_t cs = t_csum(o, 20);
+			o[10] = (uint8_t)(cs >> 8);
+			o[11] = (uint8_t)cs;
+		}
+		uint8_t tmp[400];
+		uint32_t olen = f.p.len;
+		memcpy(tmp, o, olen);
+		frame_set(&f, tmp, olen);
+		assert_int_equal(esp_inbound_burst(p.in, &pk, 1), 1);
+		assert_int_equal(f.p.len, len);
+		uint8_t *d = frame_data(&f);
+		assert_int_equal(d[v6 ? 6 : 9], IPPROTO_UDP);
+		assert_memory_equal(d + hl + 8, pkt + hl + 8, len - hl - 8); /* payload intact */
+		assert_int_equal(l4_check(d, hl, len, IPPROTO_UDP), 0);  /* checksum right for the new source */
+		pair_free(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_ah_mutable),
 		cmocka_unit_test(test_ecn_df_ttl),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_natt_transport_csum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,23 @@ static inline uint32_t mk_udp(uint8_t *out, int fam, uint32_t payload, uint8_t t
 	u[6] = u[7] = 0;
 	for (uint32_t i = 0; i < payload; i++)
 		u[8 + i] = (uint8_t)(seed * 13 + i * 5);
+	/* A valid UDP checksum (IPv6 requires one). */
+	uint32_t sum = 0, ul = 8 + payload;
+	const uint8_t *a = fam == AF_INET ? out + 12 : out + 8;
+	for (unsigned i = 0; i < (fam == AF_INET ? 8u : 32u); i += 2)
+		sum += (uint32_t)(a[i] << 8 | a[i + 1]);
+	sum += ul + IPPROTO_UDP;
+	for (uint32_t i = 0; i + 1 < ul; i += 2)
+		sum += (uint32_t)(u[i] << 8 | u[i + 1]);
+	if (ul & 1)
+		sum += (uint32_t)(u[ul - 1] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	uint16_t c = (uint16_t)~sum;
+	if (!c)
+		c = 0xffff;
+	u[6] = (uint8_t)(c >> 8);
+	u[7] = (uint8_t)c;
 	return len;
 }
 
