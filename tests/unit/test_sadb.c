@@ -818,6 +818,16 @@ static void test_transactions(void **state)
 	assert_int_equal(sadb_txn_commit(w), 0);
 	assert_int_equal(sadb_policy_get(r, pid2, &pout), 0);
 	assert_int_equal(sadb_policy_get(r, pid1, &pout), -ENOENT);
+	/* A second handle in the same thread cannot write while the first holds the lock. */
+	struct sadb *w2 = t_open(path, 0, 0);
+	assert_int_equal(sadb_txn_begin(w), 0);
+	sa.spi = 4000;
+	assert_int_equal(sadb_sa_add(w2, &sa, NULL), -EDEADLK);
+	assert_non_null(strstr(sadb_errmsg(w2), "already holds"));
+	sadb_txn_abort(w);
+	assert_int_equal(sadb_sa_add(w2, &sa, NULL), 0);
+	assert_string_equal(sadb_errmsg(w2), "");
+	sadb_close(w2);
 	/* Closing a handle with an open transaction aborts it and frees the lock. */
 	assert_int_equal(sadb_txn_begin(w), 0);
 	sa.spi = 3000;
