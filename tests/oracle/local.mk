@@ -8,9 +8,6 @@ tests_oracle_oracle_drv_LDADD = $(ESP_LIBS) $(SADB_LIBS)
 
 ORACLE_TESTS += tests/oracle/test_scapy_esp.py tests/oracle/test_scapy_ah.py tests/oracle/test_gmac.py \
 	tests/oracle/test_ah_icv_pad.py tests/oracle/test_tshark.py
-# Reproducers of engine bugs found here, expected to fail until the engine is fixed (an XPASS then
-# tells to move the test out of this list). Nobody else sets XFAIL_TESTS.
-XFAIL_TESTS = tests/oracle/test_ah_icv_pad.py
 EXTRA_DIST += tests/oracle/oraclelib.py tests/oracle/scapyutil.py tests/oracle/test_scapy_esp.py \
 	tests/oracle/test_scapy_ah.py tests/oracle/test_gmac.py tests/oracle/test_ah_icv_pad.py \
 	tests/oracle/test_tshark.py

@@ -1,15 +1,13 @@
 #!/usr/bin/python3
-# tests/oracle/test_ah_icv_pad.py: reproducer of an interoperability bug found by the oracle work,
-# kept as an expected failure (XFAIL_TESTS in tests/oracle/local.mk) until the engine is fixed; it
-# then XPASSes and must be moved to ORACLE_TESTS.
+# tests/oracle/test_ah_icv_pad.py: regression test of an interoperability bug the oracle work found
+# (it was an expected failure until libesp commit 5ded428 fixed it).
 #
 # RFC 4302 §3.3.3.2.1: when the ICV needs padding (AH over IPv6 with HMAC-SHA256-128, -SHA384-192,
 # -SHA512-256 or AES-GMAC: the header is padded to 64 bits) "the content of the padding field is
 # arbitrarily selected by the sender" and "these padding bytes are included in the ICV calculation".
 # Only the ICV itself counts as zeros (§3.3.3.1). scapy (and Linux's ah6_input, which zeroes only
-# icv_trunc_len bytes) verify with the padding as received; our engine zeroes the padding before
-# verifying (dataplane/ah.c in_check: memset(icv, 0, ahl - 12 - iv_len)), so a peer that sends
-# non-zero padding is rejected with an ICV failure. Zero padding (what we and scapy send) works.
+# icv_trunc_len bytes) verify with the padding as received; our engine used to zero the padding
+# before verifying, so a peer that sends non-zero padding was rejected with an ICV failure.
 import os
 import sys
 
