@@ -22,13 +22,15 @@
 #define RUNS 21
 #define HOT 512 /* distinct SAs in the hot set */
 
-static char seg_path[128];
+#define MAX_SEGS 4
+static char seg_paths[MAX_SEGS][128];
 static const char *seg_dir = "/dev/shm";
 
 static void cleanup(void)
 {
-	if (seg_path[0])
-		unlink(seg_path);
+	for (int i = 0; i < MAX_SEGS; i++)
+		if (seg_paths[i][0])
+			unlink(seg_paths[i]);
 }
 
 static void on_signal(int sig)
@@ -67,19 +69,27 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static struct sadb *open_fresh(uint32_t max_sa, uint32_t max_pol)
+/* A fresh segment in slot k (each size measured gets its own, so all can be alive at once). */
+static struct sadb *open_fresh(int k, uint32_t max_sa, uint32_t max_pol)
 {
 	struct sadb_params prm = { max_sa, max_pol };
 	struct sadb *db = NULL;
 	char msg[256];
 
-	cleanup();
-	snprintf(seg_path, sizeof(seg_path), "%s/xipsec-sadb-bench-%d", seg_dir, (int)getpid());
-	if (sadb_open(seg_path, SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg))) {
+	snprintf(seg_paths[k], sizeof(seg_paths[k]), "%s/xipsec-sadb-bench-%d-%d", seg_dir, (int)getpid(), k);
+	unlink(seg_paths[k]);
+	if (sadb_open(seg_paths[k], SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg))) {
 		fprintf(stderr, "sadb-bench: %s\n", msg);
 		exit(1);
 	}
 	return db;
+}
+
+static void close_seg(int k, struct sadb *db)
+{
+	sadb_close(db);
+	unlink(seg_paths[k]);
+	seg_paths[k][0] = '\0';
 }
 
 static struct sadb_sa make_sa(uint32_t i)
@@ -130,24 +140,29 @@ static double spi_run(struct sadb *db, const struct spi_key *keys, uint32_t nkey
 	return (double)(now_ns() - t0) / iters;
 }
 
-static void bench_spi(uint32_t n, bool quick, double *hot_ns, double *hot_best, double *all_ns, double *add_us)
-{
-	struct sadb *db = open_fresh(n, 16);
-	uint32_t iters = quick ? 20000 : 100000, nall = 1u << 20;
+struct spi_set {
+	struct sadb *db;
+	uint32_t n;
 	struct spi_key hot[HOT], *all;
-	uint32_t hot_idx[HOT];
-	double v[RUNS];
+	double hot_v[RUNS], all_v[RUNS], add_us;
+};
+
+static void spi_prepare(struct spi_set *st, int k, uint32_t n)
+{
+	uint32_t hot_idx[HOT], nall = 1u << 20;
 	uint64_t t0;
 
+	st->n = n;
+	st->db = open_fresh(k, n, 16);
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++) {
 		struct sadb_sa sa = make_sa(i);
-		if (sadb_sa_add(db, &sa, NULL)) {
-			fprintf(stderr, "sadb-bench: add %u: %s\n", i, sadb_errmsg(db));
+		if (sadb_sa_add(st->db, &sa, NULL)) {
+			fprintf(stderr, "sadb-bench: add %u: %s\n", i, sadb_errmsg(st->db));
 			exit(1);
 		}
 	}
-	*add_us = (double)(now_ns() - t0) / n / 1000.0;
+	st->add_us = (double)(now_ns() - t0) / n / 1000.0;
 	/* HOT distinct SAs, so the hot set has the same cache footprint at every table size and the
 	 * figure isolates what the table size itself costs. */
 	for (int i = 0; i < HOT; i++) {
@@ -162,26 +177,41 @@ static void bench_spi(uint32_t n, bool quick, double *hot_ns, double *hot_best, 
 		} while (dup);
 		hot_idx[i] = pick;
 		sa = make_sa(pick);
-		hot[i].spi = sa.spi;
-		hot[i].dst = sa.dst;
+		st->hot[i].spi = sa.spi;
+		st->hot[i].dst = sa.dst;
 	}
-	all = malloc(sizeof(*all) * nall);
+	st->all = malloc(sizeof(*st->all) * nall);
 	for (uint32_t i = 0; i < nall; i++) {
 		struct sadb_sa sa = make_sa(rnd() % n);
-		all[i].spi = sa.spi;
-		all[i].dst = sa.dst;
+		st->all[i].spi = sa.spi;
+		st->all[i].dst = sa.dst;
 	}
-	spi_run(db, hot, HOT, iters); /* warm up */
-	for (int r = 0; r < RUNS; r++)
-		v[r] = spi_run(db, hot, HOT, iters);
-	*hot_ns = median(v, RUNS);
-	*hot_best = v[0];
-	for (int r = 0; r < RUNS; r++)
-		v[r] = spi_run(db, all + (size_t)r * iters % nall, nall - (uint32_t)((size_t)r * iters % nall), iters);
-	*all_ns = median(v, RUNS);
-	free(all);
-	sadb_close(db);
-	cleanup();
+}
+
+/* The sizes take turns run by run, so load from other processes on this shared machine falls on
+ * all of them alike and their ratio means something. */
+static void bench_spi(const uint32_t *sizes, int ns, bool quick, struct spi_set *st)
+{
+	uint32_t iters = quick ? 20000 : 100000, nall = 1u << 20;
+
+	for (int k = 0; k < ns; k++)
+		spi_prepare(&st[k], k, sizes[k]);
+	for (int k = 0; k < ns; k++)
+		spi_run(st[k].db, st[k].hot, HOT, iters); /* warm up */
+	for (int r = 0; r < RUNS; r++) {
+		for (int k = 0; k < ns; k++) {
+			spi_run(st[k].db, st[k].hot, HOT, 2 * HOT); /* the other sizes' turns evicted it */
+			st[k].hot_v[r] = spi_run(st[k].db, st[k].hot, HOT, iters);
+		}
+		for (int k = 0; k < ns; k++) {
+			uint32_t off = (uint32_t)(((size_t)r * iters) % nall);
+			st[k].all_v[r] = spi_run(st[k].db, st[k].all + off, nall - off, iters);
+		}
+	}
+	for (int k = 0; k < ns; k++) {
+		free(st[k].all);
+		close_seg(k, st[k].db);
+	}
 }
 
 /* SPD: site-to-site policies /24 -> /24 in both directions, a few /32 host exceptions, per-port
@@ -282,53 +312,65 @@ static double spd_run(struct sadb *db, const struct sadb_pkt_sel *pk, uint32_t n
 	return (double)(now_ns() - t0) / iters;
 }
 
-static void bench_spd(uint32_t n, bool quick, double *idx_ns, double *idx_best, double *lin_ns, double *add_us,
-		      double *bulk_ms, double *del_us)
+struct spd_set {
+	struct sadb *db;
+	uint32_t n;
+	struct sadb_pkt_sel *pk;
+	double idx_v[RUNS], lin_v[RUNS], add_us, del_us, bulk_ms;
+};
+
+static void bench_spd(const uint32_t *sizes, int ns, bool quick, struct spd_set *st)
 {
-	struct sadb *db = open_fresh(16, n + 16);
 	uint32_t iters = quick ? 20000 : 100000, npk = 4096;
-	struct sadb_pkt_sel *pk = malloc(sizeof(*pk) * npk);
-	double v[RUNS];
 	uint64_t t0;
 
-	for (uint32_t i = 0; i < npk; i++)
-		pk[i] = make_pkt(rnd() % n);
-	/* One policy per call: each commit rebuilds the index. */
-	t0 = now_ns();
-	add_policies(db, n);
-	*add_us = (double)(now_ns() - t0) / n / 1000.0;
-	spd_run(db, pk, npk, iters / 4, false);
-	for (int r = 0; r < RUNS; r++)
-		v[r] = spd_run(db, pk, npk, iters, false);
-	*idx_ns = median(v, RUNS);
-	*idx_best = v[0];
-	for (int r = 0; r < RUNS; r++)
-		v[r] = spd_run(db, pk, npk, iters / (n / 10 + 1) + 1, true);
-	*lin_ns = median(v, RUNS);
-	/* Delete 100 policies one by one (each rebuilds), then flush and bulk-load in one transaction. */
-	uint32_t ids[100], nid = 0, cur = 0;
-	struct sadb_policy p;
-	while (nid < 100 && sadb_policy_next(db, &cur, &p) == 0)
-		ids[nid++] = p.id;
-	t0 = now_ns();
-	for (uint32_t k = 0; k < nid; k++)
-		sadb_policy_delete(db, ids[k]);
-	*del_us = (double)(now_ns() - t0) / nid / 1000.0;
-	sadb_policy_flush(db);
-	t0 = now_ns();
-	sadb_txn_begin(db);
-	add_policies(db, n);
-	sadb_txn_commit(db);
-	*bulk_ms = (double)(now_ns() - t0) / 1e6;
-	free(pk);
-	sadb_close(db);
-	cleanup();
+	for (int k = 0; k < ns; k++) {
+		uint32_t n = st[k].n = sizes[k];
+		st[k].db = open_fresh(k, 16, n + 16);
+		st[k].pk = malloc(sizeof(*st[k].pk) * npk);
+		for (uint32_t i = 0; i < npk; i++)
+			st[k].pk[i] = make_pkt(rnd() % n);
+		/* One policy per call: each commit publishes a new index. */
+		t0 = now_ns();
+		add_policies(st[k].db, n);
+		st[k].add_us = (double)(now_ns() - t0) / n / 1000.0;
+		spd_run(st[k].db, st[k].pk, npk, iters / 4, false);
+	}
+	for (int r = 0; r < RUNS; r++) {
+		for (int k = 0; k < ns; k++) {
+			spd_run(st[k].db, st[k].pk, npk, npk, false); /* warm again after the other turns */
+			st[k].idx_v[r] = spd_run(st[k].db, st[k].pk, npk, iters, false);
+		}
+		for (int k = 0; k < ns; k++)
+			st[k].lin_v[r] = spd_run(st[k].db, st[k].pk, npk, iters / (st[k].n / 10 + 1) + 1, true);
+	}
+	for (int k = 0; k < ns; k++) {
+		struct sadb *db = st[k].db;
+		/* Delete 100 policies one by one (each publishes), then flush and bulk-load in one
+		 * transaction. */
+		uint32_t ids[100], nid = 0, cur = 0;
+		struct sadb_policy p;
+		while (nid < 100 && sadb_policy_next(db, &cur, &p) == 0)
+			ids[nid++] = p.id;
+		t0 = now_ns();
+		for (uint32_t j = 0; j < nid; j++)
+			sadb_policy_delete(db, ids[j]);
+		st[k].del_us = (double)(now_ns() - t0) / nid / 1000.0;
+		sadb_policy_flush(db);
+		t0 = now_ns();
+		sadb_txn_begin(db);
+		add_policies(db, st[k].n);
+		sadb_txn_commit(db);
+		st[k].bulk_ms = (double)(now_ns() - t0) / 1e6;
+		free(st[k].pk);
+		close_seg(k, db);
+	}
 }
 
 static void bench_writes(bool quick, double *add, double *upd, double *del, double *txn_add)
 {
 	uint32_t n = quick ? 20000 : 100000;
-	struct sadb *db = open_fresh(n + 16, 16);
+	struct sadb *db = open_fresh(0, n + 16, 16);
 	uint64_t t0;
 
 	t0 = now_ns();
@@ -360,8 +402,7 @@ static void bench_writes(bool quick, double *add, double *upd, double *del, doub
 		sadb_txn_commit(db);
 	}
 	*txn_add = n / ((double)(now_ns() - t0) / 1e9);
-	sadb_close(db);
-	cleanup();
+	close_seg(0, db);
 }
 
 int main(int argc, char **argv)
@@ -370,7 +411,6 @@ int main(int argc, char **argv)
 	const char *only = NULL;
 	uint32_t max_sa = 1u << 20;
 	uint32_t sizes[3] = { 1000, 100000, 1000000 };
-	double hot[3], hbest[3], all[3], add[3];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -399,35 +439,45 @@ int main(int argc, char **argv)
 	       la[0], sysconf(_SC_NPROCESSORS_ONLN));
 	if (only && strcmp(only, "spi"))
 		goto spd;
-	printf("SPI lookup (sadb_sa_lookup)\n");
+	printf("SPI lookup (sadb_sa_lookup); the sizes are measured in turns, run by run\n");
 	printf("%10s %11s %9s %14s %12s %14s %11s\n", "SAs", "hot512 ns", "(best)", "hot Mlookup/s", "uniform ns",
 	       "uniform Ml/s", "add us/SA");
-	for (int i = 0; i < 3; i++) {
-		if (sizes[i] > max_sa)
-			sizes[i] = max_sa;
-		bench_spi(sizes[i], quick, &hot[i], &hbest[i], &all[i], &add[i]);
-		printf("%10u %11.1f %9.1f %14.2f %12.1f %14.2f %11.2f\n", sizes[i], hot[i], hbest[i], 1e3 / hot[i],
-		       all[i], 1e3 / all[i], add[i]);
+	{
+		static struct spi_set st[3];
+		double hot[3], all[3];
+		for (int i = 0; i < 3; i++)
+			if (sizes[i] > max_sa)
+				sizes[i] = max_sa;
+		bench_spi(sizes, 3, quick, st);
+		for (int i = 0; i < 3; i++) {
+			hot[i] = median(st[i].hot_v, RUNS);
+			all[i] = median(st[i].all_v, RUNS);
+			printf("%10u %11.1f %9.1f %14.2f %12.1f %14.2f %11.2f\n", sizes[i], hot[i], st[i].hot_v[0],
+			       1e3 / hot[i], all[i], 1e3 / all[i], st[i].add_us);
+		}
+		printf("ratio %u/%u SAs: hot set %.2fx, uniform %.2fx (target: hot set within 1.5x)\n\n", sizes[2],
+		       sizes[0], hot[2] / hot[0], all[2] / all[0]);
 		fflush(stdout);
 	}
-	printf("ratio %u/%u SAs: hot set %.2fx, uniform %.2fx (target: hot set within 1.5x)\n\n", sizes[2],
-	       sizes[0], hot[2] / hot[0], all[2] / all[0]);
 
 spd:
 	if (only && strcmp(only, "spd"))
 		goto writes;
-	printf("SPD lookup (sadb_policy_lookup, compiled index) vs linear reference\n");
+	printf("SPD lookup (sadb_policy_lookup, compiled index) vs linear reference, sizes in turns\n");
 	printf("%10s %10s %8s %10s %12s %8s %11s %11s %13s\n", "policies", "index ns", "(best)", "Mlookup/s",
 	       "linear ns", "speedup", "add us/pol", "del us/pol", "bulk load ms");
-	uint32_t pol[2] = { 1000, 10000 };
-	for (int i = 0; i < 2; i++) {
-		double idx, ibest, lin, padd, bulk, pdel;
-		bench_spd(pol[i], quick, &idx, &ibest, &lin, &padd, &bulk, &pdel);
-		printf("%10u %10.1f %8.1f %10.2f %12.1f %7.0fx %11.1f %11.1f %13.1f\n", pol[i], idx, ibest, 1e3 / idx, lin,
-		       lin / idx, padd, pdel, bulk);
-		fflush(stdout);
+	{
+		static struct spd_set st[2];
+		uint32_t pol[2] = { 1000, 10000 };
+		bench_spd(pol, 2, quick, st);
+		for (int i = 0; i < 2; i++) {
+			double idx = median(st[i].idx_v, RUNS), lin = median(st[i].lin_v, RUNS);
+			printf("%10u %10.1f %8.1f %10.2f %12.1f %7.0fx %11.1f %11.1f %13.1f\n", pol[i], idx,
+			       st[i].idx_v[0], 1e3 / idx, lin, lin / idx, st[i].add_us, st[i].del_us, st[i].bulk_ms);
+		}
 	}
 	printf("(target: index < 100 ns at 10k policies)\n\n");
+	fflush(stdout);
 
 writes:
 	if (only && strcmp(only, "writes"))
