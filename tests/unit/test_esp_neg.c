@@ -734,6 +734,59 @@ static void test_ah_mutable(void **state)
 	pair_free(&q);
 }
 
+/* AH over a Mobile IPv6 packet with a type 2 routing header (RFC 6275 §6.4): the ICV is computed
+ * as the packet will be at its destination (RFC 4302 §3.3.3.1.2), so it verifies both before and
+ * after the routing header is processed (home address swapped into the destination). */
+static void test_ah_routing_header(void **state)
+{
+	(void)state;
+	struct pair p, q;
+	pair_make(&p, xf_by_name("ah hmac-sha256-128"), SADB_MODE_TRANSPORT, AF_INET6, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	pair_make(&q, xf_by_name("ah hmac-sha256-128"), SADB_MODE_TRANSPORT, AF_INET6, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	uint8_t pkt[300], rh[300];
+	uint32_t len = mk_udp(pkt, AF_INET6, 20, 0, 1);
+	/* dst = care-of address; the RH2 carries the home address. */
+	memcpy(rh, pkt, 40);
+	static const uint8_t hoa[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x99 };
+	uint8_t r2[24] = { IPPROTO_UDP, 2, 2, 1, 0, 0, 0, 0 };
+	memcpy(r2 + 8, hoa, 16);
+	memcpy(rh + 40, r2, 24);
+	memcpy(rh + 64, pkt + 40, len - 40);
+	len += 24;
+	rh[6] = IPPROTO_ROUTING;
+	rh[4] = (uint8_t)((len - 40) >> 8);
+	rh[5] = (uint8_t)(len - 40);
+	static struct frame f;
+	struct esp_pkt *pk = &f.p;
+	frame_set(&f, rh, len);
+	assert_int_equal(esp_outbound_burst(p.out, &pk, 1), 1);
+	uint8_t out[400], done[400];
+	uint32_t olen = f.p.len;
+	memcpy(out, frame_data(&f), olen);
+	assert_int_equal(out[40], IPPROTO_AH);       /* AH after the routing header */
+	assert_memory_equal(out + 24, rh + 24, 16);  /* sent to the care-of address */
+	/* As received before routing header processing. */
+	assert_int_equal(deliver(&p, out, olen), SADB_DROP_NONE);
+	/* After it: destination <-> home address, segments left 0. */
+	memcpy(done, out, olen);
+	memcpy(done + 24, hoa, 16);
+	memcpy(done + 48, rh + 24, 16);
+	done[43] = 0;
+	assert_int_equal(deliver(&q, done, olen), SADB_DROP_NONE);
+	/* A different home address is refused. */
+	struct pair z;
+	pair_make(&z, xf_by_name("ah hmac-sha256-128"), SADB_MODE_TRANSPORT, AF_INET6, 0, false, 64,
+		  ESP_BACKEND_AUTO);
+	memcpy(done, out, olen);
+	done[63] ^= 1;
+	assert_string_equal(dropname(deliver(&z, done, olen)), "ICV");
+	pair_free(&p);
+	pair_free(&q);
+	pair_free(&z);
+}
+
 /* RFC 6040 on decapsulation, DSCP copy, and the outer header's ECN, DF and TTL on encapsulation. */
 static void test_ecn_df_ttl(void **state)
 {
@@ -964,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_burst_contract),
 		cmocka_unit_test(test_ipsecmb_ring),
 		cmocka_unit_test(test_ah_mutable),
+		cmocka_unit_test(test_ah_routing_header),
 		cmocka_unit_test(test_ecn_df_ttl),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_natt_transport_csum),
