@@ -17,6 +17,9 @@
  *    header that precedes a routing header), RFC 4303 §3.1.1 / RFC 4302 §3.1.1.
  *  - Inbound: in = the outer IP packet (with its UDP header when the SA has NAT-T ports); out = the
  *    inner IP packet (tunnel) or the IP packet with ESP/AH removed (transport).
+ *  - Received IPv4/IPv6 fragments are dropped (SADB_DROP_UNSUPPORTED): reassembly is the caller's.
+ *  - Transport mode with NAT-T: the inner TCP/UDP checksum is recomputed on decapsulation (RFC 3948
+ *    §3.1.2), since a NAT changed the addresses it covers.
  * The packet grows into the buffer's headroom (at most ESP_HEADROOM bytes) and, for ESP, its tailroom
  * (at most ESP_TAILROOM bytes plus TFC padding); off and len are updated in place.
  *
@@ -63,7 +66,9 @@ struct esp_pkt {
 
 /* Crypto backends. */
 enum esp_backend {
-	ESP_BACKEND_AUTO = 0,  /* $XIPSEC_CRYPTO if set, else the fastest that supports the transform */
+	ESP_BACKEND_AUTO = 0,  /* $XIPSEC_CRYPTO if set, else the fastest that supports the transform,
+	                        * measured once per transform per process on a small burst (a few ms
+	                        * at the first SA of that transform) */
 	ESP_BACKEND_IPSECMB,   /* intel-ipsec-mb (only when built with it: HAVE_IPSEC_MB) */
 	ESP_BACKEND_OPENSSL,   /* OpenSSL libcrypto EVP: every transform */
 	ESP_BACKEND_SODIUM,    /* libsodium: ChaCha20-Poly1305 and AES-256-GCM (if the CPU has AES-NI) */
