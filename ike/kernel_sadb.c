@@ -65,6 +65,7 @@ struct private_kernel_sadb_t {
 	mutex_t *mutex;
 	linked_list_t *sas;         /* struct ks_sa */
 	linked_list_t *pols;        /* struct ks_pol */
+	linked_list_t *promotes;    /* struct ks_promote, pending outbound switches */
 	uint32_t spi_min, spi_max;
 	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
 	bool stopping;
@@ -296,14 +297,91 @@ static struct ks_sa *find_sa(private_kernel_sadb_t *this, uint32_t spi, uint8_t 
 }
 
 /* Whether an inbound SA of this reqid is installed already: a new one then replaces it (rekey). */
-static bool has_inbound_reqid(private_kernel_sadb_t *this, uint32_t reqid)
+static bool has_reqid(private_kernel_sadb_t *this, uint32_t reqid, bool inbound)
 {
 	enumerator_t *e = this->sas->create_enumerator(this->sas);
 	struct ks_sa *t;
 	bool found = FALSE;
 
 	while (!found && e->enumerate(e, &t))
-		found = t->inbound && reqid && t->reqid == reqid;
+		found = t->inbound == inbound && reqid && t->reqid == reqid;
+	e->destroy(e);
+	return found;
+}
+
+/* A deferred switch of outbound traffic to a new SA (IKEv1 rekeys, see add_sa), with the deletions of
+ * the outbound SAs it replaces, which charon asks for at once and which wait for the switch. */
+#define KS_PROMOTE_DEL_MAX 8
+struct ks_promote {
+	private_kernel_sadb_t *this;    /* NULL once the backend is gone */
+	uint32_t spi, reqid;
+	uint8_t proto;
+	struct sadb_addr dst;
+	unsigned n_del;
+	struct { uint32_t spi; uint8_t proto; struct sadb_addr dst; } del[KS_PROMOTE_DEL_MAX];
+};
+
+static void promote_do(struct ks_promote *p)
+{
+	private_kernel_sadb_t *this = p->this;
+	struct sadb_sa sa;
+	unsigned i;
+
+	memset(&sa, 0, sizeof(sa));
+	if (this && !this->stopping && sadb_sa_lookup(this->db, p->spi, p->proto, &p->dst, &sa, NULL) == 0 &&
+	    sa.state == SADB_STATE_DYING) {
+		sa.state = SADB_STATE_MATURE;
+		if (sadb_sa_update(this->db, &sa) < 0)
+			DBG1(DBG_KNL, "xipsec: switching outbound traffic to SA %.8x failed: %s", p->spi,
+			     sadb_errmsg(this->db));
+		else
+			DBG1(DBG_KNL, "xipsec: outbound traffic switched to SA %.8x", p->spi);
+	}
+	memwipe(&sa, sizeof(sa));
+	for (i = 0; this && i < p->n_del; i++) {
+		free(find_sa(this, p->del[i].spi, p->del[i].proto, &p->del[i].dst, TRUE));
+		if (sadb_sa_delete(this->db, p->del[i].spi, p->del[i].proto, &p->del[i].dst) == 0) {
+			KS_STAT_INC(sa_deleted);
+			DBG1(DBG_KNL, "xipsec: deleted SA %.8x", p->del[i].spi);
+		}
+	}
+	p->n_del = 0;
+}
+
+static job_requeue_t promote_sa(struct ks_promote *p)
+{
+	private_kernel_sadb_t *this = p->this;
+
+	if (this) {
+		this->mutex->lock(this->mutex);
+		promote_do(p);
+		this->mutex->unlock(this->mutex);
+	}
+	return JOB_REQUEUE_NONE;
+}
+
+/* Runs when the job is destroyed, whether it ran or not. */
+static void promote_free(struct ks_promote *p)
+{
+	private_kernel_sadb_t *this = p->this;
+
+	if (this) {
+		this->mutex->lock(this->mutex);
+		this->promotes->remove(this->promotes, p, NULL);
+		this->mutex->unlock(this->mutex);
+	}
+	free(p);
+}
+
+/* The pending switch that an outbound SA of reqid (other than spi) must wait for, or NULL. */
+static struct ks_promote *pending_promote(private_kernel_sadb_t *this, uint32_t reqid, uint32_t spi)
+{
+	enumerator_t *e = this->promotes->create_enumerator(this->promotes);
+	struct ks_promote *p, *found = NULL;
+
+	while (!found && e->enumerate(e, &p))
+		if (p->reqid == reqid && p->spi != spi && p->n_del < KS_PROMOTE_DEL_MAX)
+			found = p;
 	e->destroy(e);
 	return found;
 }
@@ -439,8 +517,10 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 {
 	struct sadb_sa sa, chk;
 	struct ks_sa *t;
-	uint32_t slot = 0;
-	bool rekey;
+	struct ks_promote *promote = NULL;
+	ike_sa_t *ike_sa;
+	uint32_t slot = 0, spi, reqid;
+	bool rekey, defer;
 	int rc;
 
 	if (build_sa(id, data, &sa) < 0) {
@@ -448,6 +528,20 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		return FAILED;
 	}
 	this->mutex->lock(this->mutex);
+	/* Rekeying, make-before-break across two dataplanes that follow their SADBs on their own
+	 * schedule (xipsecd: every 10 ms). A new inbound SA waits for our dataplane (below) before charon
+	 * tells the peer, who may switch to it within a round trip. IKEv1 needs more: its responder
+	 * installs its new inbound SA only on the initiator's third Quick Mode message, sent right after
+	 * this call, so the initiator's new outbound SA enters the SADB as DYING (the dataplane keeps
+	 * sending on the old MATURE one, or on this one if no other is left) and becomes MATURE once the
+	 * peer's dataplane has had time to load its side. IKEv2 responders install inbound before they
+	 * answer, so IKEv2 needs no deferral. */
+	rekey = data->inbound && has_reqid(this, sa.reqid, TRUE);
+	ike_sa = charon->bus->get_sa(charon->bus);
+	defer = !data->inbound && this->sync_ms && ike_sa && ike_sa->get_version(ike_sa) == IKEV1 &&
+		data->initiator && has_reqid(this, sa.reqid, FALSE);
+	if (defer)
+		sa.state = SADB_STATE_DYING;
 	if (data->update)
 		rc = sadb_sa_update(this->db, &sa);   /* completes the LARVAL SA get_spi reserved */
 	else
@@ -466,7 +560,6 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	}
 	t = find_sa(this, sa.spi, sa.proto, &sa.dst, TRUE);
 	free(t);
-	rekey = data->inbound && has_inbound_reqid(this, sa.reqid);
 	INIT(t,
 		.spi = sa.spi,
 		.proto = sa.proto,
@@ -480,20 +573,28 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	);
 	time_monotonic(&t->added);
 	this->sas->insert_last(this->sas, t);
+	/* t belongs to the list once the lock is released: keep what we still need */
+	spi = t->spi;
+	reqid = t->reqid;
+	if (defer) {
+		INIT(promote, .this = this, .spi = t->spi, .reqid = t->reqid, .proto = t->proto, .dst = t->dst);
+		this->promotes->insert_last(this->promotes, promote);
+	}
 	this->mutex->unlock(this->mutex);
 	memwipe(&sa, sizeof(sa));
 	memwipe(&chk, sizeof(chk));
 	KS_STAT_INC(sa_added);
+	if (promote)
+		lib->scheduler->schedule_job_ms(lib->scheduler,
+			(job_t *)callback_job_create((callback_job_cb_t)promote_sa, promote,
+						     (callback_job_cleanup_t)promote_free, NULL),
+			3 * this->sync_ms);
 	if (rekey && this->sync_ms) {
-		/* Make-before-break across two dataplanes: when charon returns from here it tells the peer,
-		 * which may switch its outbound traffic to this SA within a round trip. Our dataplane
-		 * picks SADB changes up on its own schedule (xipsecd: every 10 ms), so give it that time
-		 * before the peer can use the new SPI. Only rekeys wait: there is no traffic to lose on a
-		 * CHILD SA's first installation. */
+		/* Our dataplane must know the new inbound SPI before the peer hears of it (above). */
 		usleep(this->sync_ms * 1000);
 	}
-	DBG1(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u", data->inbound ? "inbound" : "outbound",
-	     t->spi, t->reqid);
+	DBG1(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u%s", data->inbound ? "inbound" : "outbound",
+	     spi, reqid, promote ? " (used once the peer had time to install its side)" : "");
 	return SUCCESS;
 }
 
@@ -619,6 +720,7 @@ METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ips
        kernel_ipsec_del_sa_t *data)
 {
 	struct sadb_addr dst;
+	struct ks_promote *p;
 	struct ks_sa *t;
 	uint32_t spi = ntohl(id->spi);
 	uint8_t proto = map_proto(id->proto);
@@ -627,6 +729,18 @@ METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	if (kernel_sadb_host2addr(id->dst, &dst) < 0)
 		return FAILED;
 	this->mutex->lock(this->mutex);
+	t = find_sa(this, spi, proto, &dst, FALSE);
+	if (t && !t->inbound && (p = pending_promote(this, t->reqid, spi))) {
+		/* IKEv1 rekey: the new outbound SA is not in use yet; this one carries the traffic until
+		 * the switch, which deletes it */
+		p->del[p->n_del].spi = spi;
+		p->del[p->n_del].proto = proto;
+		p->del[p->n_del].dst = dst;
+		p->n_del++;
+		this->mutex->unlock(this->mutex);
+		DBG1(DBG_KNL, "xipsec: SA %.8x deleted once traffic switched to SA %.8x", spi, p->spi);
+		return SUCCESS;
+	}
 	rc = sadb_sa_delete(this->db, spi, proto, &dst);
 	t = find_sa(this, spi, proto, &dst, TRUE);
 	free(t);
@@ -1057,8 +1171,15 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 
 METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 {
+	struct ks_promote *p;
+
 	this->mutex->lock(this->mutex);
 	this->stopping = TRUE;
+	/* switches still scheduled: do their deletions now, and detach them from us */
+	while (this->promotes->remove_first(this->promotes, (void **)&p) == SUCCESS) {
+		promote_do(p);
+		p->this = NULL;
+	}
 	this->mutex->unlock(this->mutex);
 	/* SAs and policies stay in the SADB only as long as charon keeps them: charon deletes them
 	 * before it destroys the backend; anything left is ours and is removed. */
@@ -1066,6 +1187,7 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 	flush_policies(this);
 	this->sas->destroy(this->sas);
 	this->pols->destroy(this->pols);
+	this->promotes->destroy(this->promotes);
 	sadb_close(this->db);
 	this->mutex->destroy(this->mutex);
 	free(this);
@@ -1103,6 +1225,7 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		.mutex = mutex_create(MUTEX_TYPE_RECURSIVE),
 		.sas = linked_list_create(),
 		.pols = linked_list_create(),
+		.promotes = linked_list_create(),
 		.spi_min = lib->settings->get_int(lib->settings, "%s.spi_min", KERNEL_SPI_MIN, lib->ns),
 		.spi_max = lib->settings->get_int(lib->settings, "%s.spi_max", KERNEL_SPI_MAX, lib->ns),
 		.sync_ms = lib->settings->get_int(lib->settings, "%s.dataplane_sync_ms", 30, lib->ns),
