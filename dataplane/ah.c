@@ -170,7 +170,7 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		}
 		if (sa->mtu && out_len > sa->mtu) {
 			p->drop = SADB_DROP_MTU;
-			p->mtu = esp_sa_inner_mtu(sa, sa->mtu, fam);
+			p->mtu = esp_inner_mtu_hdr(sa, sa->mtu, fam, prefix);
 			continue;
 		}
 		if (p->off < ins || p->off + len + ((sa->flags & SADB_SAF_ESN) ? 4u : 0u) > p->buf_len) {

@@ -116,7 +116,9 @@ const char *esp_backend_name(enum esp_backend b);
 bool esp_backend_supports(enum esp_backend b, uint16_t enc_alg, uint16_t auth_alg, unsigned enc_key_len);
 
 /* Largest packet, as given to the outbound call, whose result fits in an outer MTU of outer_mtu for
- * an inner packet of family inner_family (AF_INET/AF_INET6; it matters only in transport mode). */
+ * an inner packet of family inner_family (AF_INET/AF_INET6; it matters only in transport mode, where
+ * a header without options / extension headers is assumed; the value a dropped packet reports in
+ * esp_pkt.mtu accounts for its own headers). */
 uint32_t esp_sa_inner_mtu(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family);
 
 /* Burst contract (DPDK style): pkts[0..n), any n (the engine works in chunks of ESP_BURST_MAX).

@@ -123,6 +123,9 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 
+/* esp_sa_inner_mtu for a packet whose transport-mode headers kept in front are prefix bytes. */
+uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family,
+			   uint32_t prefix);
 /* Reserve the next block of outbound numbers in the runtime; false when the space is used up. */
 bool esp_seq_refill(struct esp_sa *sa);
 /* Take one outbound sequence number; false (SEQ_OVERFLOW) when the space is used up. */

@@ -103,7 +103,7 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		}
 		if (mtu_bad) {
 			p->drop = SADB_DROP_MTU;
-			p->mtu = esp_sa_inner_mtu(sa, sa->mtu, fam);
+			p->mtu = esp_inner_mtu_hdr(sa, sa->mtu, fam, prefix);
 		} else {
 			p->drop = SADB_DROP_NOMEM;
 		}

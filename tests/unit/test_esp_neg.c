@@ -427,46 +427,53 @@ static void test_seq(void **state)
 	free(rt);
 }
 
-/* MTU: what esp.pkt.mtu reports fits, one byte more does not, for ESP and AH, both families. */
+/* MTU: what esp_pkt.mtu reports fits, one byte more does not, for ESP and AH, tunnel and transport,
+ * both families, with and without NAT-T. */
 static void test_mtu(void **state)
 {
 	(void)state;
 	const char *names[] = { "esp aes-gcm-16-128", "esp aes-cbc-256/sha512-256", "esp 3des-cbc/sha1-96",
 				"ah hmac-sha256-128", "ah aes-256-gmac" };
 	for (size_t n = 0; n < 5; n++)
-		for (int ofam = 0; ofam < 2; ofam++)
-			for (int natt = 0; natt < 2; natt++) {
-				const struct xf *x = xf_by_name(names[n]);
-				if (natt && x->proto == SADB_PROTO_AH)
-					continue;
-				struct sadb_sa s;
-				mk_sa(&s, x, SADB_MODE_TUNNEL, SADB_DIR_OUT, ofam ? AF_INET6 : AF_INET, 0, natt, 1);
-				s.mtu = 1400;
-				struct sadb_runtime *rt = rt_new();
-				struct esp_sa *sa;
-				assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), 0);
-				static struct frame f;
-				struct esp_pkt *pk = &f.p;
-				uint8_t pkt[2000];
-				uint32_t len = mk_udp(pkt, AF_INET, 1400 - 28, 0, 1);
-				frame_set(&f, pkt, len);
-				assert_int_equal(esp_outbound_burst(sa, &pk, 1), 0);
-				assert_string_equal(dropname(f.p.drop), "MTU");
-				uint32_t mtu = f.p.mtu;
-				assert_true(mtu > 1200 && mtu < 1400);
-				assert_int_equal(mtu, esp_sa_inner_mtu(sa, 1400, AF_INET));
-				len = mk_udp(pkt, AF_INET, mtu - 28, 0, 1);
-				frame_set(&f, pkt, len);
-				assert_int_equal(esp_outbound_burst(sa, &pk, 1), 1);
-				assert_true(f.p.len <= 1400);
-				/* A block cipher may round up: the first size that fails is the next one. */
-				len = mk_udp(pkt, AF_INET, mtu + 1 - 28, 0, 1);
-				frame_set(&f, pkt, len);
-				assert_int_equal(esp_outbound_burst(sa, &pk, 1), 0);
-				assert_string_equal(dropname(f.p.drop), "MTU");
-				esp_sa_destroy(sa);
-				free(rt);
-			}
+		for (int mode = SADB_MODE_TRANSPORT; mode <= SADB_MODE_TUNNEL; mode++)
+			for (int ofam = 0; ofam < 2; ofam++)
+				for (int natt = 0; natt < 2; natt++) {
+					const struct xf *x = xf_by_name(names[n]);
+					if (natt && x->proto == SADB_PROTO_AH)
+						continue;
+					int of = ofam ? AF_INET6 : AF_INET;
+					int inf = mode == SADB_MODE_TUNNEL ? AF_INET : of;
+					uint32_t hl = inf == AF_INET ? 20 : 40;
+					struct sadb_sa s;
+					mk_sa(&s, x, (uint8_t)mode, SADB_DIR_OUT, of, 0, natt, 1);
+					s.mtu = 1400;
+					struct sadb_runtime *rt = rt_new();
+					struct esp_sa *sa;
+					assert_int_equal(esp_sa_create(&s, rt, NULL, &sa), 0);
+					static struct frame f;
+					struct esp_pkt *pk = &f.p;
+					uint8_t pkt[2000];
+					uint32_t len = mk_udp(pkt, inf, 1400 - hl - 8, 0, 1);
+					frame_set(&f, pkt, len);
+					assert_int_equal(esp_outbound_burst(sa, &pk, 1), 0);
+					assert_string_equal(dropname(f.p.drop), "MTU");
+					uint32_t mtu = f.p.mtu;
+					assert_true(mtu > 1200 && mtu < 1400);
+					assert_int_equal(mtu, esp_sa_inner_mtu(sa, 1400, (uint8_t)inf));
+					len = mk_udp(pkt, inf, mtu - hl - 8, 0, 1);
+					frame_set(&f, pkt, len);
+					if (esp_outbound_burst(sa, &pk, 1) != 1)
+						fail_msg("%s mode %d ofam %d natt %d: %u bytes (reported MTU) dropped: %s",
+							 names[n], mode, of, natt, mtu, dropname(f.p.drop));
+					assert_true(f.p.len <= 1400);
+					/* A block cipher may round up: the first size that fails is the next one. */
+					len = mk_udp(pkt, inf, mtu + 1 - hl - 8, 0, 1);
+					frame_set(&f, pkt, len);
+					assert_int_equal(esp_outbound_burst(sa, &pk, 1), 0);
+					assert_string_equal(dropname(f.p.drop), "MTU");
+					esp_sa_destroy(sa);
+					free(rt);
+				}
 }
 
 /* Buffers without room: dropped with NOMEM, never written outside the buffer. */
