@@ -5,10 +5,13 @@
 #define XIPSEC_TEST_SADB_TESTLIB_H
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sadb/sadb.h"
@@ -37,6 +40,35 @@ static void t_on_signal(int sig)
 	raise(sig);
 }
 
+/* A reaper process removes this process's segments when it dies, however it dies (sanitizers
+ * leave through _exit, SIGKILL runs no handler): it waits for EOF on a pipe only we hold open. */
+static void t_start_reaper(void)
+{
+	int fds[2];
+	pid_t owner = getpid();
+
+	if (pipe(fds) < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c, pat[96];
+		glob_t g;
+		close(fds[1]);
+		while (read(fds[0], &c, 1) != 0)
+			;
+		snprintf(pat, sizeof(pat), "/dev/shm/xipsec-test-*-%d-*", (int)owner);
+		if (glob(pat, 0, NULL, &g) == 0) {
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				unlink(g.gl_pathv[i]);
+			globfree(&g);
+		}
+		_exit(0);
+	}
+	close(fds[0]);
+	/* Children the tests fork must not keep the reaper waiting. */
+	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+}
+
 /* A fresh unique path; the file (and its ".copy") is removed at exit or on a fatal signal. */
 static const char *t_path(const char *tag)
 {
@@ -47,6 +79,7 @@ static const char *t_path(const char *tag)
 		signal(SIGTERM, t_on_signal);
 		signal(SIGABRT, t_on_signal);
 		signal(SIGSEGV, t_on_signal);
+		t_start_reaper();
 	}
 	if (t_npaths >= T_MAX_PATHS)
 		abort();
@@ -54,6 +87,19 @@ static const char *t_path(const char *tag)
 		 t_npaths);
 	unlink(t_paths[t_npaths]);
 	return t_paths[t_npaths++];
+}
+
+/* fork() for test children: they die with the test, so nothing outlives a failed or killed run. */
+static inline pid_t t_fork(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+	}
+	return pid;
 }
 
 static inline struct sadb_addr t_addr(const char *s)

@@ -296,7 +296,7 @@ static void test_concurrent_readers_and_writer(void **state)
 	}
 	sadb_close(db);
 
-	pid = fork();
+	pid = t_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		writer(sh);

@@ -176,7 +176,7 @@ static void crash_at(const char *stop, bool committed)
 	rs.db = r;
 	assert_int_equal(pthread_create(&rth, NULL, reader, &rs), 0);
 
-	pid = fork();
+	pid = t_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		child(stop);
@@ -286,7 +286,7 @@ static void test_stopped_writer_times_out(void **state)
 	sadb_close(w);
 	assert_int_equal(sadb_open(db_path, SADB_RDONLY, NULL, &r, msg, sizeof(msg)), 0);
 
-	pid = fork();
+	pid = t_fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
 		child("copy");
@@ -331,7 +331,7 @@ static void test_writer_processes(void **state)
 	db = t_open(db_path, NPROC * PER + 64, NPROC * PER + 16);
 	sadb_close(db);
 	for (int k = 0; k < NPROC; k++) {
-		pids[k] = fork();
+		pids[k] = t_fork();
 		assert_true(pids[k] >= 0);
 		if (pids[k] == 0) {
 			struct sadb *w = NULL;
