@@ -147,7 +147,11 @@ static void *tx_main(void *arg)
 			xsk_ring_prod__submit(&tx, n);
 			q->sent += n;
 		}
-		sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		/* copy mode sends at most 32 frames per call: drain what was queued */
+		for (int k = 0; k < 8; k++)
+			if (sendto(xsk_socket__fd(xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0 ||
+			    (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS))
+				break;
 	}
 	xsk_socket__delete(xsk);
 	xsk_umem__delete(umem);

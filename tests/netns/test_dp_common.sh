@@ -216,32 +216,29 @@ dp_capture_start() {
 }
 dp_capture_stop() { sleep 0.3; xt_stop "cap-$1" INT; }
 
-# dp_only_ipsec PCAP: every IP packet in the capture is ESP, AH or ESP-in-UDP (or ARP/ND/IKE);
-# prints the number of ESP/AH packets.
+# dp_only_ipsec PCAP: every IP packet in the capture is ESP, AH or ESP-in-UDP (or ARP, ND, link-local
+# multicast of the kernels); prints the number of ESP/AH packets. tshark reads the outermost headers.
 dp_only_ipsec() {
-	"$PYTHON" - "$1" <<'PY'
-import sys
-from scapy.all import rdpcap, IP, IPv6, UDP, ARP, ICMPv6ND_NS, ICMPv6ND_NA, ICMPv6ND_RS, ICMPv6ND_RA
-n = 0
-for p in rdpcap(sys.argv[1]):
-    if ARP in p or ICMPv6ND_NS in p or ICMPv6ND_NA in p or ICMPv6ND_RS in p or ICMPv6ND_RA in p:
-        continue
-    l3 = p[IP] if IP in p else p[IPv6] if IPv6 in p else None
-    if l3 is None:
-        continue
-    proto = l3.proto if IP in p else l3.nh
-    if proto in (50, 51):
-        n += 1
-        continue
-    if proto == 17 and UDP in p and 4500 in (p[UDP].sport, p[UDP].dport):
-        n += 1
-        continue
-    if IPv6 in p and str(l3.dst).startswith('ff02'):
-        continue  # MLD / link-local multicast of the kernel
-    print('plaintext between the gateways: %s' % p.summary(), file=sys.stderr)
-    sys.exit(1)
-print(n)
-PY
+	tshark -r "$1" -E occurrence=f -T fields -e frame.number -e ip.proto -e ipv6.nxt -e ipv6.dst \
+		-e udp.srcport -e udp.dstport -e icmpv6.type -e arp.opcode 2>/dev/null |
+	awk -F'\t' '
+	$8 != "" { next }                                    # ARP
+	$2 == 50 || $2 == 51 || $3 == 50 || $3 == 51 { n++; next }
+	($2 == 17 || $3 == 17) && ($5 == 4500 || $6 == 4500) { n++; next }
+	$3 == 58 && $7 >= 133 && $7 <= 137 { next }          # neighbour discovery
+	$4 ~ /^ff02:/ { next }                               # MLD and other link-local multicast
+	$2 == "" && $3 == "" { next }                        # not IP
+	{ print "plaintext between the gateways: frame " $1 " proto " $2 $3 > "/dev/stderr"; bad = 1 }
+	END { if (bad) exit 1; print n + 0 }'
+}
+
+# dp_inner PCAP TSHARK-ARGS: one line per frame, innermost headers after decryption:
+# esp.spi esp.sequence ah.spi ah.sequence icmp.type ip.src ip.dst ipv6.src tcp.len
+dp_inner() {
+	local pcap=$1; shift
+	eval "tshark -r '$pcap' -d udp.port==4500,udpencap $* -E occurrence=l -T fields -e esp.spi \
+		-e esp.sequence -e ah.spi -e ah.sequence -e icmp.type -e ip.src -e ip.dst -e ipv6.src \
+		-e tcp.len" 2>/dev/null
 }
 
 # dp_tshark_rows GW: the tshark esp_sa rows of GW's SAs: `ipsecctl export wireshark --tshark`
