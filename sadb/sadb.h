@@ -14,6 +14,11 @@
  *    never torn) and retry internally only while a writer is inside that very record.
  *  - The runtime area (sadb_runtime) is written only by the dataplane, one owner per SA direction
  *    (design.md rule 5); the writer API initialises it when an SA is added, before publication.
+ *  - A handle's writer calls and its transaction belong to one thread at a time; reader calls may
+ *    share a handle across threads. A writer waits at most 10 s for the lock (-ETIMEDOUT, the
+ *    message names the holder's pid; XIPSEC_SADB_LOCK_TIMEOUT_MS changes it).
+ *  - Test hook: XIPSEC_SADB_TEST_STOP=locked|copy|precommit|postcommit[:n] makes a writer raise
+ *    SIGSTOP at the n-th passage of that point while holding the lock (crash tests).
  *
  * Addresses are family-neutral everywhere (IPv4 and IPv6).
  */
