@@ -18,6 +18,7 @@ struct ah_state {
 	uint32_t len;       /* IP packet length */
 	uint32_t prefix;    /* bytes before AH */
 	uint32_t nh_off;
+	uint32_t saved;     /* bytes of save[] in use */
 	uint8_t save[AH_SAVE_MAX];
 };
 
@@ -102,6 +103,40 @@ static bool zero_mutable(uint8_t *ip, uint32_t hlen)
 		o += hl;
 	}
 	return true;
+}
+
+/* Save what zero_mutable may change in the headers ip[0..prefix): for a bare IPv4 or IPv6 header
+ * only its first 12 or 8 bytes (fixed-size copies, no library call), else all of it. */
+static void save_hdr(struct ah_state *s, const uint8_t *ip, uint32_t prefix)
+{
+	if (prefix == 20 && (ip[0] >> 4) == 4)
+		memcpy(s->save, ip, 12), s->saved = 12;
+	else if (prefix == 40 && (ip[0] >> 4) == 6)
+		memcpy(s->save, ip, 8), s->saved = 8;
+	else
+		memcpy(s->save, ip, prefix), s->saved = prefix;
+}
+
+static void restore_hdr(const struct ah_state *s, uint8_t *ip)
+{
+	if (s->saved == 12)
+		memcpy(ip, s->save, 12);
+	else if (s->saved == 8)
+		memcpy(ip, s->save, 8);
+	else
+		memcpy(ip, s->save, s->saved);
+}
+
+/* ICV-sized copies with constant sizes. */
+static void cpy_icv(uint8_t *d, const uint8_t *src, unsigned n)
+{
+	switch (n) {
+	case 12: memcpy(d, src, 12); break;
+	case 16: memcpy(d, src, 16); break;
+	case 24: memcpy(d, src, 24); break;
+	case 32: memcpy(d, src, 32); break;
+	default: memcpy(d, src, n); break;
+	}
 }
 
 static uint32_t ah_len_for(const struct esp_sa *sa, uint8_t fam)
@@ -235,9 +270,9 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		s->ah = ah;
 		s->len = out_len;
 		s->prefix = prefix;
-		memcpy(s->save, o, prefix);
+		save_hdr(s, o, prefix);
 		if (!zero_mutable(o, prefix)) {
-			memcpy(o, s->save, prefix);
+			restore_hdr(s, o);
 			p->drop = SADB_DROP_TRUNCATED;
 			continue; /* the reserved number is skipped, never reused */
 		}
@@ -252,7 +287,7 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		return;
 	sa->ops->encrypt(sa, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
-		memcpy(st[i].ip, st[i].save, st[i].prefix);
+		restore_hdr(&st[i], st[i].ip);
 		if (!cops[i].ok)
 			live[i]->drop = SADB_DROP_CRYPTO;
 	}
@@ -310,14 +345,14 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 	s->len = len;
 	s->prefix = l4;
 	s->nh_off = nho;
-	memcpy(s->save, ip, l4);
+	save_hdr(s, ip, l4);
 	if (!zero_mutable(ip, l4)) {
-		memcpy(ip, s->save, l4);
+		restore_hdr(s, ip);
 		goto truncated;
 	}
 	fill_cop(sa, c, s, seq, true);
 	uint8_t *icv = ah + 12 + sa->iv_len;
-	memcpy(c->icv_save, icv, sa->icv_len);
+	cpy_icv(c->icv_save, icv, sa->icv_len);
 	/* Only the ICV counts as zeros; the padding after it is hashed as received, whatever the
 	 * sender chose (RFC 4302 §3.3.3.2.1). */
 	memset(icv, 0, sa->icv_len);
@@ -411,9 +446,9 @@ void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	sa->ops->decrypt(sa, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct ah_state *s = &st[i];
-		memcpy(s->ip, s->save, s->prefix);
+		restore_hdr(s, s->ip);
 		/* Put the received ICV back so that a dropped packet is left as it came. */
-		memcpy(s->ah + 12 + sa->iv_len, cops[i].icv_save, sa->icv_len);
+		cpy_icv(s->ah + 12 + sa->iv_len, cops[i].icv_save, sa->icv_len);
 		if (!cops[i].ok) {
 			live[i]->drop = SADB_DROP_ICV;
 			continue;
