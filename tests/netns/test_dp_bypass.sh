@@ -16,6 +16,14 @@ dp_start gw2
 dp_ping h1 10.2.0.2
 dp_ping h1 fd02::2
 dp_ping h2 10.1.0.2
+# the very first packets waited for ARP/ND in the hold queue instead of being lost
+dp_status gw1 > "$XT_DIR/st1.json"
+[ "$(dp_json "$XT_DIR/st1.json" "j['worker'][0]['held']")" -ge 1 ] || xt_fail "nothing was held for neighbour resolution"
+# a next hop that never answers: held, then dropped and counted as no_neigh (never silently)
+xt_exec gw1 ip route add 10.3.0.0/24 via 192.0.2.99
+xt_exec h1 ping -q -c 2 -i 0.2 -W 1 10.3.0.1 >/dev/null && xt_fail "ping to a dead next hop succeeded"
+xt_wait 10 sh -c "'$XIPSECD' --status --ctl '$XT_DIR/gw1.sock' | grep -q '\"no_neigh\":2'" ||
+	xt_fail "unresolved neighbour drops not counted: $(dp_status gw1)"
 # TTL: 64 from h2, one decrement per gateway
 xt_exec h1 ping -c 1 -W 2 10.2.0.2 | grep -q "ttl=62" || xt_fail "TTL not decremented exactly twice"
 xt_exec h1 ping -c 1 -W 2 fd02::2 | grep -q "ttl=62" || xt_fail "hop limit not decremented exactly twice"

@@ -52,6 +52,14 @@ round() {
 }
 
 round gcm "" 0x1000
+# Path MTU through the tunnel: a DF packet that would exceed the outside MTU once encapsulated is
+# answered with "fragmentation needed" / "packet too big" carrying the inner MTU that fits (the
+# hosts may already know it from the TCP transfers: only those ICMP errors could have taught it,
+# their own links have an MTU of 1500).
+out=$(xt_exec h1 ping -c 2 -W 1 -M do -s 1472 10.2.0.2 2>&1)
+echo "$out" | grep -qiE "mtu ?[=:] ?14[0-9][0-9]|frag needed" || xt_fail "no fragmentation-needed through the tunnel: $out"
+out=$(xt_exec h2 ping -c 2 -W 1 -M do -s 1452 fd01::2 2>&1)
+echo "$out" | grep -qiE "mtu ?[=:] ?1[34][0-9][0-9]|too big" || xt_fail "no packet-too-big through the tunnel: $out"
 round cbc "" 0x2000
 round ah "" 0x3000
 round gcm natt 0x4000
