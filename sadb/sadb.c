@@ -1111,19 +1111,14 @@ static int hash_room(struct sadb *db, uint64_t hv)
 static void hash_insert(struct sadb *db, uint64_t hv, uint32_t slot)
 {
 	uint32_t b[2];
-	int n0 = 0, n1 = 0, k, w;
+	int k, w;
 
 	if (hash_has(db, hv, slot))
 		return;
 	hash_buckets(db->h, hv, &b[0], &b[1]);
-	for (unsigned i = 0; i < SADB_HASH_WAYS; i++) {
-		n0 += atomic_load_explicit(&bucket(db, b[0])[i], memory_order_relaxed) == 0;
-		n1 += atomic_load_explicit(&bucket(db, b[1])[i], memory_order_relaxed) == 0;
-	}
-	/* The first bucket while it has room: a lookup then usually reads one bucket line. With four
-	 * entries per SA on average, the first bucket is full for about one key in a thousand. */
-	k = n0 > 0 ? 0 : 1;
-	(void)n1;
+	/* The first bucket while it has room: a lookup then usually reads one bucket line. With room
+	 * for four entries per SA, the first bucket is full for about one key in a thousand. */
+	k = free_way(db, b[0]) >= 0 ? 0 : 1;
 	w = free_way(db, b[k]);
 	if (w < 0) /* hash_room() ran before: cannot happen; leave the SA unreachable by SPI if it does */
 		return;
@@ -1233,13 +1228,12 @@ static void normalize(struct sadb *db, uint32_t entry, bool release_freed)
 	struct tbl t = pol ? pol_tbl(db) : sa_tbl(db);
 	_Atomic uint64_t *tag;
 	uint64_t g = cur_gen(db), tc[2];
-	uint32_t was_used, used;
+	uint32_t used;
 	int cur = -1;
 
 	if (i >= t.cap)
 		return;
 	tag = slot_tags(&t, i);
-	was_used = pol ? db->pol_meta[i].used : db->sa_meta[i].used;
 	/* Copies of a transaction that never committed are garbage. */
 	for (int c = 0; c < 2; c++) {
 		tc[c] = atomic_load_explicit(&tag[c], memory_order_relaxed);
@@ -1287,7 +1281,6 @@ static void normalize(struct sadb *db, uint32_t entry, bool release_freed)
 	/* A slot free now was either freed by this transaction or taken from the ring by it. */
 	if (release_freed && !used)
 		slot_release(db, pol, i);
-	(void)was_used;
 }
 
 /* ---- lock and transactions ---- */
