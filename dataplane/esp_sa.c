@@ -266,6 +266,7 @@ static uint64_t time_backend(const struct sadb_sa *s, enum esp_backend b, uint8_
 done:
 	esp_sa_destroy(out);
 	esp_sa_destroy(in);
+	OPENSSL_cleanse(&m, sizeof(m)); /* a copy of the keys */
 	free(mem);
 	free(rto);
 	free(rti);
