@@ -663,7 +663,7 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 		atomic_thread_fence(memory_order_acquire);
 		if (!retry && atomic_load_explicit(&db->h->hash_moves, memory_order_relaxed) == moves) {
 			explicit_bzero(out, sizeof(*out));
-			sadb__set_err(db, "no SA with SPI 0x%08x proto %u", spi, proto);
+			sadb__set_errc(db, "no SA with that SPI, protocol and destination");
 			return -ENOENT;
 		}
 		sadb__read_retry();
@@ -819,7 +819,7 @@ int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt
 					continue;
 				}
 			}
-			sadb__set_err(db, "no matching policy");
+			sadb__set_errc(db, "no matching policy");
 			return -ENOENT;
 		}
 		b = v0 && (!v1 || i0 > i1) ? 0 : 1;
@@ -832,7 +832,7 @@ int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt
 			continue;
 		}
 		if (r == -ENOENT)
-			sadb__set_err(db, "no matching policy");
+			sadb__set_errc(db, "no matching policy");
 		return r;
 	}
 	sadb__set_err(db, "policy lookup kept racing with writers; gave up");

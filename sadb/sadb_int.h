@@ -184,6 +184,7 @@ void sadb__sa_buckets(const struct sadb *db, uint32_t spi, uint8_t proto, const 
 /* sadb_util.c */
 void sadb__set_err(const struct sadb *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sadb__clear_err(const struct sadb *db);
+void sadb__set_errc(const struct sadb *db, const char *msg);
 uint32_t sadb__checksum(const void *p, size_t len);
 void sadb__read_retry(void);
 uint32_t sadb__sa_checksum(const struct sadb_sa *sa);

@@ -15,6 +15,7 @@
 /* ---- per-thread error message: readers share one handle across threads ---- */
 
 static __thread char tls_err[256];
+static __thread const char *tls_err_const; /* a constant message instead of tls_err */
 static __thread const struct sadb *tls_err_db;
 static __thread uint64_t tls_retries;
 
@@ -25,18 +26,30 @@ void sadb__set_err(const struct sadb *db, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(tls_err, sizeof(tls_err), fmt, ap);
 	va_end(ap);
+	tls_err_const = NULL;
+	tls_err_db = db;
+}
+
+/* For lookups that miss on the packet path: no formatting, just a pointer. */
+void sadb__set_errc(const struct sadb *db, const char *msg)
+{
+	tls_err_const = msg;
 	tls_err_db = db;
 }
 
 void sadb__clear_err(const struct sadb *db)
 {
-	if (tls_err_db == db)
+	if (tls_err_db == db) {
 		tls_err[0] = '\0';
+		tls_err_const = NULL;
+	}
 }
 
 const char *sadb_errmsg(const struct sadb *db)
 {
-	return tls_err_db == db ? tls_err : "";
+	if (tls_err_db != db)
+		return "";
+	return tls_err_const ? tls_err_const : tls_err;
 }
 
 void sadb__read_retry(void)
