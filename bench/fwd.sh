@@ -9,6 +9,8 @@
 #
 #   bench/fwd.sh [BUILDDIR]        (as root; BUILDDIR default: the top build directory)
 # Figures are I/O-bound and noisy on veth with 2 cores (platform.md): compare ratios within one run.
+# The CPU time includes kernel work done in xipsecd's context: copy-mode transmit runs the receiving
+# veth's NAPI inline, so a gateway's sendto also pays for the bridge hop and the next XDP program.
 # Uses bench/fwd-xipsecd (built without sanitizers) when present.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
