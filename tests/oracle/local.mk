@@ -8,10 +8,6 @@ tests_oracle_oracle_drv_LDADD = $(ESP_LIBS) $(SADB_LIBS)
 
 ORACLE_TESTS += tests/oracle/test_scapy_esp.py tests/oracle/test_scapy_ah.py tests/oracle/test_gmac.py \
 	tests/oracle/test_ah_icv_pad.py tests/oracle/test_tshark.py tests/oracle/test_mtu.py
-# Reproducers of engine bugs found here, expected to fail until the engine is fixed (an XPASS then
-# says to take the test off this list). Nobody else sets XFAIL_TESTS.
-# test_mtu.py: transport-mode CBC/3DES MTU answers ignore the header kept in front of ESP.
-XFAIL_TESTS = tests/oracle/test_mtu.py
 EXTRA_DIST += tests/oracle/oraclelib.py tests/oracle/scapyutil.py tests/oracle/test_scapy_esp.py \
 	tests/oracle/test_scapy_ah.py tests/oracle/test_gmac.py tests/oracle/test_ah_icv_pad.py \
 	tests/oracle/test_tshark.py tests/oracle/test_mtu.py
