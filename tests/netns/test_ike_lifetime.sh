@@ -4,6 +4,7 @@
 #    13 s A must rekey it at least twice, never reach the hard limit, and never leave a direction
 #    without an installed SA (make-before-break: in A's log the new SAs are installed before the old
 #    ones are deleted); both SADBs match at the end.
+#  - packets: CHILD SA 'p' with rekey_packets 1000: 1500 packets counted on its inbound SA rekey it.
 #  - bytes: CHILD SA 'b' with rekey_bytes 1 MB / life_bytes 2 MB. The dataplane's counters are
 #    simulated here (ike-sadb-dump --count adds to the SA's runtime counters, as xipsecd does): 1.5 MB
 #    on the inbound SA must make A rekey it (soft), 2.5 MB on the next one must make A delete it (hard).
@@ -33,6 +34,13 @@ connections {
           rekey_time = $5
           life_time = $6
           rand_time = 0s }
+      p { local_ts = $3.3.0/24
+          remote_ts = $4.3.0/24
+          esp_proposals = aes128gcm16
+          rekey_time = 0s
+          rekey_packets = 1000
+          life_packets = 2000
+          rand_packets = 0 }
       b { local_ts = $3.2.0/24
           remote_ts = $4.2.0/24
           esp_proposals = aes128gcm16
@@ -84,6 +92,20 @@ grep -q "closing expired CHILD_SA b" "$XT_DIR/iked-A.log" || { ike_logs; xt_fail
 # charon then re-creates the CHILD SA with fresh SPIs (IKEv2 behaviour after a hard expire)
 xt_log "bytes: hard limit: $spi2 deleted on both sides"
 
+# ---- packets: soft ----
+ike_ctl A --initiate --child p >/dev/null || { ike_logs; xt_fail "initiating p failed"; }
+p_in() { ike_dump A | grep " | dir=in .*sel=10.2.3.0/24" | sed 's/^spi=\([0-9a-f]*\) .*/\1/'; }
+pspi=$(p_in)
+[ -n "$pspi" ] || { ike_dump A >&2; xt_fail "no inbound SA of p"; }
+"$IKE_DUMP" --sadb "$(ike_sadb A)" --count "$pspi:0:1500" || xt_fail "cannot add to the counters of $pspi"
+p_new() { p_in | grep -v "^$pspi\$" | head -n 1; }
+p_rekeyed() { [ -n "$(p_new)" ]; }
+xt_wait 5 p_rekeyed || { ike_dump A >&2; ike_logs; xt_fail "p was not rekeyed after 1500 packets on a 1000-packet soft limit"; }
+pnew=$(p_new)
+xt_wait 10 old_gone "$pspi" || xt_fail "the old SA $pspi of p stayed after the rekey"
+ike_ctl A --terminate --child p >/dev/null || xt_fail "terminating p failed"
+xt_log "packets: soft limit: $pspi -> $pnew"
+
 # ---- time: wait until 13 s after establishment, sampling the SADBs ----
 min_a=99
 while [ $(( $(date +%s) - t0 )) -lt 13 ]; do
@@ -120,5 +142,5 @@ awk '
 	END { exit bad }' "$XT_DIR/iked-A.log" >&2 || xt_fail "a rekey deleted the old SAs before the new ones were installed"
 n=$(ike_status A child_sa_rekeyed)
 ike_check_logs
-xt_log "PASS: 5 s/8 s time lifetime and byte limit: $n CHILD SA rekeys without reaching hard; byte soft/hard limits honoured"
+xt_log "PASS: 5 s/8 s time lifetime, packet and byte limits: $n CHILD SA rekeys; t never reached hard; byte soft/hard honoured"
 exit 0
