@@ -28,7 +28,7 @@ static void t_cleanup(void)
 	for (int i = 0; i < t_npaths; i++) {
 		char tmp[160];
 		unlink(t_paths[i]);
-		snprintf(tmp, sizeof(tmp), "%s.copy", t_paths[i]);
+		snprintf(tmp, sizeof(tmp), "%.127s.copy", t_paths[i]);
 		unlink(tmp);
 	}
 }
