@@ -1193,6 +1193,31 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 	free(this);
 }
 
+/* SAs and policies a previous xipsec-iked on this SADB negotiated and could not remove (it was killed):
+ * no charon knows them any more, so nobody would rekey, expire or delete them. One IKE daemon owns the
+ * IKE part of an SADB (design.md); manual entries (ike_id 0) are never touched. */
+static void remove_orphans(struct sadb *db)
+{
+	struct sadb_policy p;
+	struct sadb_sa sa;
+	uint32_t cur = 0, slot;
+	unsigned nsa = 0, npol = 0;
+
+	while (sadb_sa_next(db, &cur, &sa, &slot) == 0) {
+		if (sa.ike_id && sadb_sa_delete(db, sa.spi, sa.proto, &sa.dst) == 0)
+			nsa++;
+	}
+	memwipe(&sa, sizeof(sa));
+	cur = 0;
+	while (sadb_policy_next(db, &cur, &p) == 0) {
+		if (p.ike_id && sadb_policy_delete(db, p.id) == 0)
+			npol++;
+	}
+	if (nsa || npol)
+		DBG1(DBG_KNL, "xipsec: removed %u SAs and %u policies left in the SADB by an earlier IKE daemon",
+		     nsa, npol);
+}
+
 kernel_ipsec_t *kernel_sadb_create(void)
 {
 	private_kernel_sadb_t *this;
@@ -1239,6 +1264,7 @@ kernel_ipsec_t *kernel_sadb_create(void)
 	}
 	if (this->spi_min < 256)
 		this->spi_min = 256;
+	remove_orphans(this->db);
 	schedule_expiry(this);
 	DBG1(DBG_KNL, "xipsec: kernel-ipsec backend writes the SADB (SPIs %.8x-%.8x)", this->spi_min,
 	     this->spi_max);

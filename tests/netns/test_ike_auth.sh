@@ -140,6 +140,14 @@ np=$(ike_dump A --policies | wc -l)
 [ "$np" -eq 3 ] || { ike_dump A --policies >&2; xt_fail "A has $np policies after DPD, expected cert1's 3"; }
 grep -q "<aggr|.*DPD check timed out" "$XT_DIR/iked-A.log" || { ike_logs; xt_fail "no IKEv1 DPD timeout in A's log"; }
 grep -q "<cert2|.*giving up after" "$XT_DIR/iked-A.log" || { ike_logs; xt_fail "no IKEv2 DPD (retransmission give-up) in A's log"; }
+# B was killed with its SAs in its SADB: a new daemon on that SADB removes what no charon knows any more
+[ "$(ike_dump B | wc -l)" -eq 8 ] || { ike_dump B >&2; xt_fail "B's SADB does not hold the 8 SAs of the killed daemon"; }
+rm -f "$XT_DIR/B/run/charon.vici"
+ike_start B --no-load
+ike_nsa B 0 || { ike_dump B >&2; xt_fail "the restarted daemon left the killed daemon's SAs in the SADB"; }
+[ "$(ike_dump B --policies | wc -l)" -eq 0 ] || { ike_dump B --policies >&2; xt_fail "the killed daemon's policies are still in the SADB"; }
+grep -q "removed 8 SAs and 12 policies left in the SADB by an earlier IKE daemon" "$XT_DIR/iked-B.log" ||
+	{ ike_logs; xt_fail "orphan removal not logged"; }
 ike_check_logs
-xt_log "PASS: certificates (IKEv1+IKEv2), Aggressive Mode, PFS, DPD"
+xt_log "PASS: certificates (IKEv1+IKEv2), Aggressive Mode, PFS, DPD, orphaned SAs removed at restart"
 exit 0
