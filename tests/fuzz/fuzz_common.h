@@ -54,6 +54,7 @@ struct fz_cfg {
 	unsigned xf;
 	int tunnel, esn, natt;
 	enum esp_backend backend;
+	int tfc, mtu;    /* fuzz_roundtrip only: TFC padding to 200 bytes, path MTU 1280 */
 };
 
 static inline struct fz_cfg fz_cfg(uint8_t c, uint8_t proto, int natt)
@@ -64,6 +65,7 @@ static inline struct fz_cfg fz_cfg(uint8_t c, uint8_t proto, int natt)
 	f.esn = !!(c & 32);
 	f.natt = natt;
 	f.backend = (enum esp_backend)(c >> 6);
+	f.tfc = f.mtu = 0;
 	return f;
 }
 
@@ -99,7 +101,11 @@ static inline void fz_sa_record(const struct fz_cfg *f, uint8_t dir, struct sadb
 	s->replay_window = 1024;
 	s->dscp = 0xff;
 	s->instance = 1;
+	s->tfc_pad = f->tfc ? 200 : 0;
+	s->mtu = f->mtu ? 1280 : 0;
 }
+
+static uint32_t fz_last_mtu; /* esp_pkt.mtu of the last packet fz_run dropped with SADB_DROP_MTU */
 
 struct fz_slot {
 	struct esp_sa *sa;
@@ -109,8 +115,8 @@ struct fz_slot {
 /* The cached SA of (cfg, dir): created on first use, kept for the whole run. */
 static inline struct fz_slot *fz_get(const struct fz_cfg *f, uint8_t dir)
 {
-	static struct fz_slot cache[16][2][2][2][ESP_BACKEND_MAX][2];
-	struct fz_slot *sl = &cache[f->xf][f->tunnel][f->esn][f->natt][f->backend][dir == SADB_DIR_OUT];
+	static struct fz_slot cache[16][2][2][2][ESP_BACKEND_MAX][2][2][2];
+	struct fz_slot *sl = &cache[f->xf][f->tunnel][f->esn][f->natt][f->backend][f->tfc][f->mtu][dir == SADB_DIR_OUT];
 	if (sl->sa)
 		return sl;
 	struct sadb_sa s;
@@ -167,6 +173,7 @@ static inline unsigned fz_run(struct esp_sa *sa, const uint8_t *pkt, size_t len,
 			     .len = (uint32_t)len };
 	struct esp_pkt *pp = &p;
 	unsigned k = esp_burst(sa, &pp, 1);
+	fz_last_mtu = p.mtu;
 	if (k > 1 || (k == 1) != (p.drop == SADB_DROP_NONE)) {
 		fprintf(stderr, "fuzz: burst returned %u with drop %u\n", k, p.drop);
 		abort();
