@@ -1,7 +1,11 @@
 /* bench/fwd-gen.c: traffic generator and counting sink of the forwarding benchmark (bench/fwd.sh).
- *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS   UDP packets of SIZE bytes (IP length) as fast as
+ *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI]
+ *                                                    UDP packets of SIZE bytes (IP length) as fast as
  *                                                    AF_XDP copy-mode TX goes, one thread per queue,
- *                                                    64 flows (source ports); prints packets sent
+ *                                                    64 flows (source ports); prints packets sent.
+ *                                                    With esp SPI: ESP packets of that SPI with
+ *                                                    sequence numbers far above any window and a
+ *                                                    garbage ICV (the bad-ICV flood of the fault test)
  *   fwd-gen rx IF OBJ WARMUP SECONDS                 attach OBJ (fwd_sink.bpf.o) to IF, wait WARMUP,
  *                                                    count for SECONDS; prints "pkts bytes seconds"
  * IPv4 only: the benchmark measures the gateway, not the generator. */
@@ -31,6 +35,7 @@
 
 struct txq {
 	const char *ifname;
+	uint32_t esp_spi;        /* 0: UDP */
 	unsigned queue;
 	uint8_t frame[FSIZE];
 	unsigned flen;
@@ -77,17 +82,25 @@ static int build(struct txq *q, const uint8_t *dmac, const uint8_t *smac, struct
 	ip[3] = (uint8_t)size;
 	ip[6] = 0x40; /* DF */
 	ip[8] = 64;
-	ip[9] = 17;
+	ip[9] = q->esp_spi ? 50 : 17;
 	memcpy(ip + 12, &src, 4);
 	memcpy(ip + 16, &dst, 4);
 	c = htons(csum(ip, 20));
 	memcpy(ip + 10, &c, 2);
-	udp[0] = 0x13;
-	udp[2] = 0x13;
-	udp[3] = 0x89; /* port 5001 */
-	udp[4] = (uint8_t)((size - 20) >> 8);
-	udp[5] = (uint8_t)(size - 20);
-	/* UDP checksum 0: none (IPv4) */
+	if (q->esp_spi) {
+		uint32_t spi = htonl(q->esp_spi);
+
+		memcpy(udp, &spi, 4);
+		for (unsigned i = 8; i < size - 20; i++)
+			udp[i] = (uint8_t)(i * 37 + 11); /* IV, ciphertext and ICV: garbage */
+	} else {
+		udp[0] = 0x13;
+		udp[2] = 0x13;
+		udp[3] = 0x89; /* port 5001 */
+		udp[4] = (uint8_t)((size - 20) >> 8);
+		udp[5] = (uint8_t)(size - 20);
+		/* UDP checksum 0: none (IPv4) */
+	}
 	q->flen = 14 + size;
 	return 0;
 }
@@ -117,8 +130,16 @@ static void *tx_main(void *arg)
 		uint8_t *f = (uint8_t *)area + (size_t)i * FSIZE;
 
 		memcpy(f, q->frame, q->flen);
-		/* 64 flows: the source port, so hashing spreads them */
-		f[14 + 20 + 1] = (uint8_t)(0x40 + (i % 64) + q->queue * 64);
+		if (q->esp_spi) {
+			/* sequence numbers far above the window: they pass the replay check and
+			 * reach the ICV check, which fails, so the window never moves */
+			uint32_t seq = htonl(1000000u + i + q->queue * NFRAMES);
+
+			memcpy(f + 14 + 20 + 4, &seq, 4);
+		} else {
+			/* 64 flows: the source port, so hashing spreads them */
+			f[14 + 20 + 1] = (uint8_t)(0x40 + (i % 64) + q->queue * 64);
+		}
 		pool[i] = (uint64_t)i * FSIZE;
 	}
 	err = xsk_umem__create(&umem, area, (uint64_t)NFRAMES * FSIZE, &fill, &comp, &ucfg);
@@ -212,11 +233,15 @@ static int cmd_tx(int argc, char **argv)
 	struct txq *q;
 	unsigned long long total = 0;
 
-	if (argc != 9 || mac_parse(argv[3], dmac) || !inet_aton(argv[4], &src) ||
-	    !inet_aton(argv[5], &dst)) {
-		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS\n");
+	uint32_t spi = 0;
+
+	if ((argc != 9 && !(argc == 11 && !strcmp(argv[9], "esp"))) || mac_parse(argv[3], dmac) ||
+	    !inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)) {
+		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI]\n");
 		return 2;
 	}
+	if (argc == 11)
+		spi = (uint32_t)strtoul(argv[10], NULL, 0);
 	size = (unsigned)atoi(argv[6]);
 	queues = (unsigned)atoi(argv[7]);
 	secs = atof(argv[8]);
@@ -231,6 +256,7 @@ static int cmd_tx(int argc, char **argv)
 		q[i].ifname = argv[2];
 		q[i].queue = i;
 		q[i].seconds = secs;
+		q[i].esp_spi = spi;
 		if (build(&q[i], dmac, smac, src, dst, size)) {
 			fprintf(stderr, "fwd-gen: size must be 28..1500\n");
 			return 2;
