@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/if_xdp.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -102,7 +103,22 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 			first = false;
 		}
 #undef L
-		put(&p, &left, "}}");
+		put(&p, &left, "}");
+		/* what the kernel dropped before the worker saw it (ring full, no fill buffer) */
+		for (unsigned q = 0; q < DP_NPORTS; q++) {
+			struct xdp_statistics xs = { 0 };
+			socklen_t xl = sizeof(xs);
+
+			if (ctx->w[i].port[q].xsk &&
+			    getsockopt(ctx->w[i].port[q].fd, SOL_XDP, XDP_STATISTICS, &xs, &xl) == 0)
+				put(&p, &left, ",\"xsk_%s\":{\"rx_dropped\":%llu,\"rx_ring_full\":%llu,"
+				    "\"fill_ring_empty\":%llu,\"tx_invalid\":%llu}",
+				    q == DP_IN ? "inside" : "outside", (unsigned long long)xs.rx_dropped,
+				    (unsigned long long)xs.rx_ring_full,
+				    (unsigned long long)xs.rx_fill_ring_empty_descs,
+				    (unsigned long long)xs.tx_invalid_descs);
+		}
+		put(&p, &left, "}");
 	}
 	put(&p, &left, "]}\n");
 	return (size_t)(p - buf);
