@@ -76,7 +76,7 @@ dp_sadb_of() { eval "printf '%s' \"\$DP_SADB_$1\""; }
 
 dp_ctl() {
 	local gw=$1; shift
-	"$DP_TESTCTL" "$(dp_sadb_of "$gw")" "$@" >/dev/null || xt_fail "dp_testctl $gw $*"
+	timeout 30 "$DP_TESTCTL" "$(dp_sadb_of "$gw")" "$@" >/dev/null || xt_fail "dp_testctl $gw $*"
 }
 
 dp_start() {
@@ -219,7 +219,7 @@ dp_capture_stop() { sleep 0.3; xt_stop "cap-$1" INT; }
 # dp_only_ipsec PCAP: every IP packet in the capture is ESP, AH or ESP-in-UDP (or ARP, ND, link-local
 # multicast of the kernels); prints the number of ESP/AH packets. tshark reads the outermost headers.
 dp_only_ipsec() {
-	tshark -r "$1" -E occurrence=f -T fields -e frame.number -e ip.proto -e ipv6.nxt -e ipv6.dst \
+	timeout 120 tshark -r "$1" -E occurrence=f -T fields -e frame.number -e ip.proto -e ipv6.nxt -e ipv6.dst \
 		-e udp.srcport -e udp.dstport -e icmpv6.type -e arp.opcode 2>/dev/null |
 	awk -F'\t' '
 	$8 != "" { next }                                    # ARP
@@ -236,7 +236,7 @@ dp_only_ipsec() {
 # esp.spi esp.sequence ah.spi ah.sequence icmp.type ip.src ip.dst ipv6.src tcp.len
 dp_inner() {
 	local pcap=$1; shift
-	eval "tshark -r '$pcap' -d udp.port==4500,udpencap $* -E occurrence=l -T fields -e esp.spi \
+	eval "timeout 120 tshark -r '$pcap' -d udp.port==4500,udpencap $* -E occurrence=l -T fields -e esp.spi \
 		-e esp.sequence -e ah.spi -e ah.sequence -e icmp.type -e ip.src -e ip.dst -e ipv6.src \
 		-e tcp.len" 2>/dev/null
 }
@@ -245,5 +245,5 @@ dp_inner() {
 dp_tshark_args() {
 	local ctl="$DP_BUILD/tools/ipsecctl" gw=$1
 	[ -x "$ctl" ] || xt_skip "ipsecctl not built (needed to export keys for tshark)"
-	"$ctl" --sadb "$(dp_sadb_of "$gw")" export wireshark --tshark
+	timeout 30 "$ctl" --sadb "$(dp_sadb_of "$gw")" export wireshark --tshark
 }

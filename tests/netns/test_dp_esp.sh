@@ -46,7 +46,7 @@ round() {
 	[ "$rows" -ge 100 ] || xt_fail "$xf: tshark found only $rows decrypted IPv6 TCP segments"
 	# per-SA counters in the runtime area
 	proto=esp; [ "$xf" = ah ] && proto=ah
-	"$DP_TESTCTL" "$DP_SADB_gw1" rt $((base + 1)) "$proto" 192.0.2.2 > "$XT_DIR/rt" ||
+	timeout 30 "$DP_TESTCTL" "$DP_SADB_gw1" rt $((base + 1)) "$proto" 192.0.2.2 > "$XT_DIR/rt" ||
 		xt_fail "$xf: no runtime counters for the outbound SA"
 	grep -q "^packets=[1-9]" "$XT_DIR/rt" || xt_fail "$xf: no packets counted on the outbound SA: $(cat "$XT_DIR/rt")"
 }

@@ -29,7 +29,7 @@ dp_start gw1
 xt_wait 20 sh -c "! kill -0 $(xt_pid flood1) 2>/dev/null" || xt_fail "flood ping did not finish"
 dp_ping h1 10.2.0.2
 dp_capture_stop kill
-tshark -r "$XT_DIR/kill.pcap" -Y 'esp.spi==0x1001' -T fields -e esp.sequence > "$XT_DIR/seq1"
+timeout 120 tshark -r "$XT_DIR/kill.pcap" -Y 'esp.spi==0x1001' -T fields -e esp.sequence > "$XT_DIR/seq1"
 n=$(wc -l < "$XT_DIR/seq1")
 [ "$n" -gt 300 ] || xt_fail "only $n ESP packets of gw1 captured"
 dup=$(sort -n "$XT_DIR/seq1" | uniq -d | head -3)
@@ -62,7 +62,7 @@ dp_ctl gw2 del 0x1001 esp 192.0.2.2
 xt_wait 30 grep -q "packets transmitted" "$XT_DIR/flood2.log" || xt_fail "replacement ping did not finish"
 grep -q " 0% packet loss" "$XT_DIR/flood2.log" ||
 	xt_fail "packets lost during SA replacement: $(grep 'packet loss' "$XT_DIR/flood2.log")"
-"$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | grep -q "^packets=[1-9]" ||
+timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | grep -q "^packets=[1-9]" ||
 	xt_fail "traffic did not move to the new SA"
 xt_log "SA pair replaced under traffic: $(grep 'packet loss' "$XT_DIR/flood2.log")"
 
@@ -100,9 +100,9 @@ while time.time() < end:
 fi
 xt_wait 30 grep -q sending "$XT_DIR/badicv.log" || xt_fail "the flood generator did not start"
 sleep 0.5
-before=$("$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p')
+before=$(timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p')
 flood=$(timed_tcp)
-after=$("$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p')
+after=$(timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p')
 xt_stop badicv
 [ "$((after - before))" -gt 1000 ] || xt_fail "the bad-ICV flood was not seen ($before -> $after ICV drops)"
 rate=$(( (after - before) * 1000 / (flood > 0 ? flood : 1) ))

@@ -43,7 +43,7 @@ for gw in gw1 gw2; do
 	done
 	xt_log "$gw: $(dp_json "$XT_DIR/$gw.json" "[(w['rx_inside'], w['rx_outside']) for w in j['worker']]") (rx inside/outside per worker)"
 done
-dup=$(tshark -r "$XT_DIR/mq.pcap" -Y esp -T fields -e esp.spi -e esp.sequence | sort | uniq -d | head -3)
+dup=$(timeout 120 tshark -r "$XT_DIR/mq.pcap" -Y esp -T fields -e esp.spi -e esp.sequence | sort | uniq -d | head -3)
 [ -z "$dup" ] || xt_fail "sequence numbers sent twice: $dup"
 dp_finish
 exit 0

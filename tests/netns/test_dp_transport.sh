@@ -46,9 +46,9 @@ dp_capture_stop tr
 n=$(dp_only_ipsec "$XT_DIR/tr.pcap") || xt_fail "plaintext seen between the gateways"
 [ "$n" -gt 500 ] || xt_fail "only $n ESP packets captured"
 args=$(dp_tshark_args gw1 | tr '\n' ' ')
-rows=$(eval "tshark -r '$XT_DIR/tr.pcap' $args -Y 'esp && icmp.type==8 && ip.src==192.0.2.1' -T fields -e icmp.seq" | wc -l)
+rows=$(eval "timeout 120 tshark -r '$XT_DIR/tr.pcap' $args -Y 'esp && icmp.type==8 && ip.src==192.0.2.1' -T fields -e icmp.seq" | wc -l)
 [ "$rows" -ge 5 ] || xt_fail "tshark decrypted $rows transport-mode echo requests (want 5)"
-rows=$(eval "tshark -r '$XT_DIR/tr.pcap' $args -Y 'esp && tcp.len > 0 && ipv6.src==fd00::2' -T fields -e tcp.seq" | wc -l)
+rows=$(eval "timeout 120 tshark -r '$XT_DIR/tr.pcap' $args -Y 'esp && tcp.len > 0 && ipv6.src==fd00::2' -T fields -e tcp.seq" | wc -l)
 [ "$rows" -ge 100 ] || xt_fail "tshark decrypted only $rows IPv6 transport-mode TCP segments"
 for gw in gw1 gw2; do
 	dp_status "$gw" > "$XT_DIR/$gw.json"
