@@ -36,7 +36,7 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 1u
+#define SADB_LAYOUT_VERSION 2u /* 2: AH-GMAC numbered as IANA (9, 11) */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -86,8 +86,8 @@ enum sadb_auth {
 	SADB_AUTH_HMAC_SHA256_128   = 12,
 	SADB_AUTH_HMAC_SHA384_192   = 13,
 	SADB_AUTH_HMAC_SHA512_256   = 14,
-	SADB_AUTH_AES_128_GMAC      = 18, /* AH with GMAC (RFC 4543) */
-	SADB_AUTH_AES_256_GMAC      = 20
+	SADB_AUTH_AES_128_GMAC      = 9,  /* AH with GMAC (RFC 4543) */
+	SADB_AUTH_AES_256_GMAC      = 11
 };
 
 /* SA flags. */

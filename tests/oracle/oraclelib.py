@@ -9,7 +9,7 @@ import sys
 ENC = {'none': 0, '3des': 3, 'null': 11, 'aes-cbc': 12, 'aes-ctr': 13, 'aes-gcm': 20,
        'aes-gmac': 21, 'chacha': 28}
 AUTH = {'none': 0, 'md5': 1, 'sha1': 2, 'sha256': 12, 'sha384': 13, 'sha512': 14,
-        'gmac128': 18, 'gmac256': 20}
+        'gmac128': 9, 'gmac256': 11}
 AUTH_KEY_LEN = {'none': 0, 'md5': 16, 'sha1': 20, 'sha256': 32, 'sha384': 48, 'sha512': 64}
 AUTH_ICV = {'none': 0, 'md5': 12, 'sha1': 12, 'sha256': 16, 'sha384': 24, 'sha512': 32}
 SCAPY_AUTH = {'md5': 'HMAC-MD5-96', 'sha1': 'HMAC-SHA1-96', 'sha256': 'SHA2-256-128',
