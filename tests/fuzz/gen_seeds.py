@@ -11,19 +11,20 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'oracle'))
-from oraclelib import Engine  # noqa: E402
+from oraclelib import Engine, ENC, AUTH  # noqa: E402
 from scapyutil import IP, IPv6, UDP, Raw, raw, inner_packets, parse_ip  # noqa: E402
 
 # (proto, enc, key length, auth, auth key length, iv length, icv length): fz_xforms[] in fuzz_common.h
-XFORMS = [
-    ('esp', 20, 16, 0, 0, 8, 16), ('esp', 20, 32, 0, 0, 8, 16), ('esp', 21, 16, 0, 0, 8, 16),
-    ('esp', 28, 32, 0, 0, 8, 16), ('esp', 12, 16, 2, 20, 16, 12), ('esp', 12, 32, 12, 32, 16, 16),
-    ('esp', 13, 16, 12, 32, 8, 16), ('esp', 3, 24, 2, 20, 8, 12), ('esp', 11, 0, 12, 32, 0, 16),
-    ('esp', 11, 0, 1, 16, 0, 12), ('esp', 12, 16, 14, 64, 16, 32), ('esp', 12, 16, 13, 48, 16, 24),
-    ('ah', 0, 0, 2, 20, 0, 12), ('ah', 0, 0, 13, 48, 0, 24), ('ah', 0, 0, 18, 20, 8, 16),
-    ('ah', 0, 0, 1, 16, 0, 12),
-]
-SALTED = (20, 21, 28, 13)
+XFORMS = [(p, ENC[e], k, AUTH[a], ak, iv, icv) for p, e, k, a, ak, iv, icv in (
+    ('esp', 'aes-gcm', 16, 'none', 0, 8, 16), ('esp', 'aes-gcm', 32, 'none', 0, 8, 16),
+    ('esp', 'aes-gmac', 16, 'none', 0, 8, 16), ('esp', 'chacha', 32, 'none', 0, 8, 16),
+    ('esp', 'aes-cbc', 16, 'sha1', 20, 16, 12), ('esp', 'aes-cbc', 32, 'sha256', 32, 16, 16),
+    ('esp', 'aes-ctr', 16, 'sha256', 32, 8, 16), ('esp', '3des', 24, 'sha1', 20, 8, 12),
+    ('esp', 'null', 0, 'sha256', 32, 0, 16), ('esp', 'null', 0, 'md5', 16, 0, 12),
+    ('esp', 'aes-cbc', 16, 'sha512', 64, 16, 32), ('esp', 'aes-cbc', 16, 'sha384', 48, 16, 24),
+    ('ah', 'none', 0, 'sha1', 20, 0, 12), ('ah', 'none', 0, 'sha384', 48, 0, 24),
+    ('ah', 'none', 0, 'gmac128', 20, 8, 16), ('ah', 'none', 0, 'md5', 16, 0, 12))]
+SALTED = (ENC['aes-gcm'], ENC['aes-gmac'], ENC['chacha'], ENC['aes-ctr'])
 OUT_SRC, OUT_DST = '192.0.2.1', '198.51.100.2'
 
 
@@ -55,7 +56,7 @@ def write(d, name, data):
 def plain_esp(xf, tunnel, natt, inner, seq):
     """A received ESP packet with its payload in plaintext and a zero ICV (fuzz_esp_plain fills it)."""
     _, _, _, _, _, ivl, icvl = XFORMS[xf]
-    blk = 16 if XFORMS[xf][1] == 12 else 8 if XFORMS[xf][1] == 3 else 4
+    blk = 16 if XFORMS[xf][1] == ENC['aes-cbc'] else 8 if XFORMS[xf][1] == ENC['3des'] else 4
     p = parse_ip(inner)
     if tunnel:
         data, nh = inner, 4 if p.version == 4 else 41
@@ -100,6 +101,8 @@ def main():
                             continue
                         name = 'x%02d-t%d-e%d-%d' % (xf, tunnel, esn, k)
                         write(os.path.join(out, target), name, bytes([c, 0, 4]) + r[3])
+                        if is_ah:
+                            write(os.path.join(out, 'fuzz_ah_plain'), name, bytes([c, 0]) + r[3])
                         if k < 2:
                             write(os.path.join(out, 'fuzz_parse'), '%s-%s' % (target, name), b'\x11\x94' + r[3])
                         n += 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine for a bounded time on a
 # generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
-# prints the executions each target ran. First a self-test: with FZ_BREAK=1 the three differential
+# prints the executions each target ran. First a self-test: with FZ_BREAK=1 the four differential
 # targets must report a failure on their seeds (a check that cannot fail proves nothing).
 # Env: FUZZ_SECONDS (default 30 per target), FUZZ_CORPUS_DIR (keep the corpora there, e.g. for
 # `make fuzz-long`; default: a temporary directory), FUZZ_TARGETS (subset, space-separated).
@@ -10,7 +10,7 @@ set -u
 PY=${PYTHON:-/usr/bin/python3}
 secs=${FUZZ_SECONDS:-30}
 bin=$top_builddir/tests/fuzz
-targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_roundtrip fuzz_burst}
+targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst}
 
 tmp=$(mktemp -d /tmp/xipsec-fuzz.XXXXXX) || exit 99
 cleanup() { rm -rf "$tmp"; }
@@ -25,7 +25,7 @@ timeout 300 "$PY" "$top_srcdir/tests/fuzz/gen_seeds.py" "$tmp/seeds" || { echo "
 
 fail=0
 # Self-test of the differential checks.
-for t in fuzz_esp_plain fuzz_roundtrip fuzz_burst; do
+for t in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst; do
 	case " $targets " in *" $t "*) ;; *) continue ;; esac
 	FZ_BREAK=1 timeout 120 "$bin/$t" -runs=0 -artifact_prefix="$tmp/selftest-" "$tmp/seeds/$t" \
 		>"$tmp/selftest-$t.log" 2>&1

@@ -6,10 +6,28 @@ import random
 import subprocess
 import sys
 
-ENC = {'none': 0, '3des': 3, 'null': 11, 'aes-cbc': 12, 'aes-ctr': 13, 'aes-gcm': 20,
-       'aes-gmac': 21, 'chacha': 28}
-AUTH = {'none': 0, 'md5': 1, 'sha1': 2, 'sha256': 12, 'sha384': 13, 'sha512': 14,
-        'gmac128': 9, 'gmac256': 11}
+def _sadb_numbers():
+    """The transform numbers as sadb/sadb.h defines them (read from the header, so the scripts follow
+    it when a number changes), by the names used here."""
+    import re
+    top = os.environ.get('top_srcdir') or os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
+    text = open(os.path.join(top, 'sadb', 'sadb.h')).read()
+
+    def num(name):
+        m = re.search(r'\b%s\s*=\s*(\d+)' % name, text)
+        if not m:
+            raise SystemExit('sadb.h has no %s' % name)
+        return int(m.group(1))
+    enc = {'none': 'NONE', '3des': '3DES_CBC', 'null': 'NULL', 'aes-cbc': 'AES_CBC', 'aes-ctr': 'AES_CTR',
+           'aes-gcm': 'AES_GCM16', 'aes-gmac': 'AES_GMAC', 'chacha': 'CHACHA20_POLY1305'}
+    auth = {'none': 'NONE', 'md5': 'HMAC_MD5_96', 'sha1': 'HMAC_SHA1_96', 'sha256': 'HMAC_SHA256_128',
+            'sha384': 'HMAC_SHA384_192', 'sha512': 'HMAC_SHA512_256', 'gmac128': 'AES_128_GMAC',
+            'gmac256': 'AES_256_GMAC'}
+    return ({k: num('SADB_ENC_' + v) for k, v in enc.items()},
+            {k: num('SADB_AUTH_' + v) for k, v in auth.items()})
+
+
+ENC, AUTH = _sadb_numbers()
 AUTH_KEY_LEN = {'none': 0, 'md5': 16, 'sha1': 20, 'sha256': 32, 'sha384': 48, 'sha512': 64}
 AUTH_ICV = {'none': 0, 'md5': 12, 'sha1': 12, 'sha256': 16, 'sha384': 24, 'sha512': 32}
 SCAPY_AUTH = {'md5': 'HMAC-MD5-96', 'sha1': 'HMAC-SHA1-96', 'sha256': 'SHA2-256-128',
