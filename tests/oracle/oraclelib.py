@@ -3,6 +3,7 @@
 # bookkeeping. Test code only; run by /usr/bin/python3 (Debian's, which has scapy and cryptography).
 import os
 import random
+import signal
 import subprocess
 import sys
 
@@ -95,6 +96,16 @@ class Engine:
             sys.exit(99)
         self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                   bufsize=1 << 20)
+        # A hung driver must not hang make check: the whole script gets ORACLE_TIMEOUT seconds.
+        proc = self.p
+
+        def expired(signum, frame):
+            proc.kill()
+            print('FAIL: timed out after %s s (ORACLE_TIMEOUT)' % os.environ.get('ORACLE_TIMEOUT', '900'))
+            sys.stdout.flush()
+            os._exit(1)
+        signal.signal(signal.SIGALRM, expired)
+        signal.alarm(int(os.environ.get('ORACLE_TIMEOUT', '900')))
 
     def _ask(self, line, nlines=1):
         self.p.stdin.write(line + '\n')
