@@ -101,6 +101,7 @@ class Engine:
 
         def expired(signum, frame):
             proc.kill()
+            proc.wait(timeout=10)
             print('FAIL: timed out after %s s (ORACLE_TIMEOUT)' % os.environ.get('ORACLE_TIMEOUT', '900'))
             sys.stdout.flush()
             os._exit(1)
