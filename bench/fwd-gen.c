@@ -149,6 +149,10 @@ static void *tx_main(void *arg)
 		fprintf(stderr, "fwd-gen: %s queue %u: %s\n", q->ifname, q->queue, strerror(-err));
 		exit(1);
 	}
+	if (q->queue == 0) {
+		printf("sending\n"); /* callers wait for this before measuring */
+		fflush(stdout);
+	}
 	end = now_ns() + (uint64_t)(q->seconds * 1e9);
 	while (now_ns() < end) {
 		uint32_t idx, n;

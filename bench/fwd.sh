@@ -83,9 +83,9 @@ point() { # MODE SIZE
 	sleep "$SECS"
 	c1=$(cpu_ticks)
 	xt_wait 20 sh -c "[ \$(wc -w < '$XT_DIR/sink.log') -ge 4 ]" || xt_fail "no sink result"
-	xt_wait 20 sh -c "[ \$(wc -l < '$XT_DIR/gen.log') -ge 1 ]" || xt_fail "no generator result"
+	xt_wait 20 sh -c "grep -qv sending '$XT_DIR/gen.log'" || xt_fail "no generator result"
 	res=$(tail -1 "$XT_DIR/sink.log"); read -r pkts bytes secs <<< "$res"
-	sent=$(tail -1 "$XT_DIR/gen.log")
+	sent=$(grep -v sending "$XT_DIR/gen.log" | tail -1)
 	xt_stop sink; xt_stop gen
 	awk -v w="$W" -v m="$mode" -v s="$size" -v p="$pkts" -v b="$bytes" -v t="$secs" -v c=$((c1 - c0)) \
 	    -v hz="$hz" -v sent="$sent" -v all="$(echo "$WARM + $SECS + 0.5" | bc)" 'BEGIN {

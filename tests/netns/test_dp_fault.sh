@@ -79,7 +79,7 @@ mac2=$(xt_exec gw2 ip -br link show out2 | awk '{print $3}')
 GEN="$top_builddir/bench/fwd-gen"
 if [ -x "$GEN" ]; then
 	# AF_XDP generator (C): several hundred thousand packets per second
-	xt_bg sw badicv sh -c "echo sending; exec '$GEN' tx s2 $mac2 192.0.2.1 192.0.2.2 140 1 60 esp 0x1101"
+	xt_bg sw badicv "$GEN" tx s2 "$mac2" 192.0.2.1 192.0.2.2 140 1 60 esp 0x1101
 else
 	xt_bg sw badicv "$PYTHON" -c "
 import socket, os, time
@@ -99,10 +99,14 @@ while time.time() < end:
 "
 fi
 xt_wait 30 grep -q sending "$XT_DIR/badicv.log" || xt_fail "the flood generator did not start"
-sleep 0.5
-before=$(timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p')
+icv() { timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p'; }
+# measure only once the flood is arriving
+xt_wait 20 sh -c "[ \"\$(timeout 30 '$DP_TESTCTL' '$DP_SADB_gw2' rt 0x1101 esp 192.0.2.2 |
+	sed -n 's/^drop_icv=//p')\" -gt 1000 ]" ||
+	xt_fail "the bad-ICV flood does not reach gw2: $(cat "$XT_DIR/badicv.log")"
+before=$(icv)
 flood=$(timed_tcp)
-after=$(timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p')
+after=$(icv)
 xt_stop badicv
 [ "$((after - before))" -gt 1000 ] || xt_fail "the bad-ICV flood was not seen ($before -> $after ICV drops)"
 rate=$(( (after - before) * 1000 / (flood > 0 ? flood : 1) ))
