@@ -123,8 +123,10 @@ static void *tx_main(void *arg)
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int err;
 
+	uint8_t *out = calloc(NFRAMES, 1);
+
 	pool = calloc(NFRAMES, sizeof(*pool));
-	if (area == MAP_FAILED || !pool)
+	if (area == MAP_FAILED || !pool || !out)
 		return NULL;
 	for (unsigned i = 0; i < NFRAMES; i++) {
 		uint8_t *f = (uint8_t *)area + (size_t)i * FSIZE;
@@ -158,8 +160,15 @@ static void *tx_main(void *arg)
 		uint32_t idx, n;
 
 		n = xsk_ring_cons__peek(&comp, 4096, &idx);
-		for (uint32_t i = 0; i < n; i++)
-			pool[n_free++] = *xsk_ring_cons__comp_addr(&comp, idx + i) & ~(uint64_t)(FSIZE - 1);
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t a = *xsk_ring_cons__comp_addr(&comp, idx + i) & ~(uint64_t)(FSIZE - 1);
+
+			/* the kernel may complete a frame twice under a flood: take it back once */
+			if (a / FSIZE < NFRAMES && out[a / FSIZE]) {
+				out[a / FSIZE] = 0;
+				pool[n_free++] = a;
+			}
+		}
 		xsk_ring_cons__release(&comp, n);
 		n = n_free < BATCH ? (uint32_t)n_free : BATCH;
 		if (n && xsk_ring_prod__reserve(&tx, n, &idx) == n) {
@@ -167,6 +176,7 @@ static void *tx_main(void *arg)
 				struct xdp_desc *d = xsk_ring_prod__tx_desc(&tx, idx + i);
 
 				d->addr = pool[--n_free];
+				out[d->addr / FSIZE] = 1;
 				d->len = q->flen;
 			}
 			xsk_ring_prod__submit(&tx, n);
@@ -182,6 +192,7 @@ static void *tx_main(void *arg)
 	xsk_umem__delete(umem);
 	munmap(area, (size_t)NFRAMES * FSIZE);
 	free(pool);
+	free(out);
 	return NULL;
 }
 

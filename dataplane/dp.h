@@ -99,6 +99,8 @@ struct dp_worker {
 	struct dp_port port[DP_NPORTS];
 	uint64_t *free_frames;
 	uint32_t n_free;
+	uint8_t *frame_out;          /* per frame: 1 while the kernel or a packet holds it */
+	uint64_t frame_anomalies;    /* completions of frames we did not hand out (ignored) */
 	int nl_fd;                   /* synchronous route/neighbour queries */
 	uint32_t nl_seq;
 	struct dp_rentry rcache[DP_RCACHE_SIZE];
@@ -183,6 +185,14 @@ void dp_route_hold_retry(struct dp_worker *w, bool force);
 bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len);
 void dp_tx_kick(struct dp_port *pt);
 void dp_frame_free(struct dp_worker *w, uint64_t addr);
+/* Take a free frame: its base address, marked as handed out. The caller checks n_free first. */
+static inline uint64_t dp_frame_take(struct dp_worker *w)
+{
+	uint64_t addr = w->free_frames[--w->n_free];
+
+	w->frame_out[addr / DP_FRAME_SIZE] = 1;
+	return addr;
+}
 void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
 void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);
 

@@ -19,7 +19,18 @@
 
 void dp_frame_free(struct dp_worker *w, uint64_t addr)
 {
-	w->free_frames[w->n_free++] = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+	uint64_t i = base / DP_FRAME_SIZE;
+
+	/* A frame returns once per hand-out. The kernel has been seen to complete a frame twice
+	 * under a TX flood in copy mode (a generator here overflowed its pool); a second return
+	 * would give one frame two owners, so it is refused and counted. */
+	if (i >= DP_NUM_FRAMES || !w->frame_out[i]) {
+		w->frame_anomalies++;
+		return;
+	}
+	w->frame_out[i] = 0;
+	w->free_frames[w->n_free++] = base;
 }
 
 void dp_tx_kick(struct dp_port *pt)

@@ -397,15 +397,18 @@ static unsigned tun_burst(struct dp_worker *w, struct group *g)
 	unsigned n = 0;
 
 	while (n < DP_BATCH && w->n_free > DP_BATCH) {
-		uint64_t base = w->free_frames[w->n_free - 1];
-		uint64_t addr = base + XDP_PACKET_HEADROOM + L2;
-		ssize_t r = read(w->ctx->tun_fd, mem(w, addr), DP_FRAME_SIZE - XDP_PACKET_HEADROOM - L2 -
-				 ESP_TAILROOM - 256);
+		uint64_t base, addr;
+		ssize_t r;
 		uint32_t len;
 
-		if (r <= 0)
+		base = dp_frame_take(w);
+		addr = base + XDP_PACKET_HEADROOM + L2;
+		r = read(w->ctx->tun_fd, mem(w, addr), DP_FRAME_SIZE - XDP_PACKET_HEADROOM - L2 -
+			 ESP_TAILROOM - 256);
+		if (r <= 0) {
+			dp_frame_free(w, base);
 			break;
-		w->n_free--;
+		}
 		n++;
 		atomic_fetch_add_explicit(&w->st.from_tun, 1, memory_order_relaxed);
 		if (!l3_len(mem(w, addr), (uint32_t)r, &len)) {
@@ -445,7 +448,7 @@ static void refill(struct dp_worker *w, unsigned p)
 	if (!n || xsk_ring_prod__reserve(&pt->fill, n, &idx) != n)
 		return;
 	for (uint32_t i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&pt->fill, idx + i) = w->free_frames[--w->n_free];
+		*xsk_ring_prod__fill_addr(&pt->fill, idx + i) = dp_frame_take(w);
 	xsk_ring_prod__submit(&pt->fill, n);
 }
 

@@ -69,7 +69,7 @@ static int prime_fill(struct dp_worker *w, unsigned p, uint32_t n)
 	if (xsk_ring_prod__reserve(&pt->fill, n, &idx) != n)
 		return -ENOSPC;
 	for (uint32_t i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&pt->fill, idx + i) = w->free_frames[--w->n_free];
+		*xsk_ring_prod__fill_addr(&pt->fill, idx + i) = dp_frame_take(w);
 	xsk_ring_prod__submit(&pt->fill, n);
 	return 0;
 }
@@ -92,7 +92,8 @@ int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w)
 		return -errno;
 	}
 	w->free_frames = calloc(DP_NUM_FRAMES, sizeof(uint64_t));
-	if (!w->free_frames)
+	w->frame_out = calloc(DP_NUM_FRAMES, 1);
+	if (!w->free_frames || !w->frame_out)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < DP_NUM_FRAMES; i++)
 		w->free_frames[i] = (uint64_t)(DP_NUM_FRAMES - 1 - i) * DP_FRAME_SIZE;
@@ -136,6 +137,8 @@ void dp_xsk_teardown(struct dp_worker *w)
 	}
 	free(w->free_frames);
 	w->free_frames = NULL;
+	free(w->frame_out);
+	w->frame_out = NULL;
 }
 
 /* Number of RX queues of an interface (ethtool channels; sysfs may belong to another namespace

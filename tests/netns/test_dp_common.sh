@@ -216,17 +216,19 @@ dp_capture_start() {
 }
 dp_capture_stop() { sleep 0.3; xt_stop "cap-$1" INT; }
 
-# dp_only_ipsec PCAP: every IP packet in the capture is ESP, AH or ESP-in-UDP (or ARP, ND, link-local
-# multicast of the kernels); prints the number of ESP/AH packets. tshark reads the outermost headers.
+# dp_only_ipsec PCAP: every IP packet in the capture is ESP, AH or ESP-in-UDP (or ARP, ND, IGMP/MLD and
+# other link-local multicast of the kernels); prints the number of ESP/AH packets. tshark reads the
+# outermost headers.
 dp_only_ipsec() {
 	timeout 120 tshark -r "$1" -E occurrence=f -T fields -e frame.number -e ip.proto -e ipv6.nxt -e ipv6.dst \
-		-e udp.srcport -e udp.dstport -e icmpv6.type -e arp.opcode 2>/dev/null |
+		-e udp.srcport -e udp.dstport -e icmpv6.type -e arp.opcode -e ip.dst 2>/dev/null |
 	awk -F'\t' '
 	$8 != "" { next }                                    # ARP
 	$2 == 50 || $2 == 51 || $3 == 50 || $3 == 51 { n++; next }
 	($2 == 17 || $3 == 17) && ($5 == 4500 || $6 == 4500) { n++; next }
 	$3 == 58 && $7 >= 133 && $7 <= 137 { next }          # neighbour discovery
 	$4 ~ /^ff02:/ { next }                               # MLD and other link-local multicast
+	$9 ~ /^224\.0\.0\./ { next }                          # IGMP and other IPv4 link-local multicast
 	$2 == "" && $3 == "" { next }                        # not IP
 	{ print "plaintext between the gateways: frame " $1 " proto " $2 $3 > "/dev/stderr"; bad = 1 }
 	END { if (bad) exit 1; print n + 0 }'
