@@ -41,6 +41,7 @@ struct txq {
 	unsigned flen;
 	double seconds;
 	unsigned long long sent;
+	unsigned long long anomalies; /* completions of frames not in flight */
 	pthread_t th;
 };
 
@@ -163,10 +164,13 @@ static void *tx_main(void *arg)
 		for (uint32_t i = 0; i < n; i++) {
 			uint64_t a = *xsk_ring_cons__comp_addr(&comp, idx + i) & ~(uint64_t)(FSIZE - 1);
 
-			/* the kernel may complete a frame twice under a flood: take it back once */
+			/* take a frame back once: a completion of a frame not in flight once
+			 * overflowed this pool under a flood (cause not established) */
 			if (a / FSIZE < NFRAMES && out[a / FSIZE]) {
 				out[a / FSIZE] = 0;
 				pool[n_free++] = a;
+			} else {
+				q->anomalies++;
 			}
 		}
 		xsk_ring_cons__release(&comp, n);
@@ -281,6 +285,9 @@ static int cmd_tx(int argc, char **argv)
 	for (unsigned i = 0; i < queues; i++) {
 		pthread_join(q[i].th, NULL);
 		total += q[i].sent;
+		if (q[i].anomalies)
+			fprintf(stderr, "fwd-gen: queue %u: %llu completions of frames not in flight\n",
+				i, q[i].anomalies);
 	}
 	printf("%llu\n", total);
 	free(q);

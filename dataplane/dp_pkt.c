@@ -22,9 +22,10 @@ void dp_frame_free(struct dp_worker *w, uint64_t addr)
 	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
 	uint64_t i = base / DP_FRAME_SIZE;
 
-	/* A frame returns once per hand-out. The kernel has been seen to complete a frame twice
-	 * under a TX flood in copy mode (a generator here overflowed its pool); a second return
-	 * would give one frame two owners, so it is refused and counted. */
+	/* A frame returns once per hand-out: a return of a frame that is not out (a completion the
+	 * ring should not hold) would give one frame two owners, so it is refused and counted. Seen
+	 * once as an overflow of bench/fwd-gen's pool under the bad-ICV flood (the same pool logic,
+	 * copy-mode TX); the cause is not established, the guard costs a byte per frame. */
 	if (i >= DP_NUM_FRAMES || !w->frame_out[i]) {
 		w->frame_anomalies++;
 		return;
