@@ -591,7 +591,10 @@ static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, 
 		struct esp_pkt *p = pkts[i];
 		if (p->drop == SADB_DROP_NONE) {
 			pkts[k++] = p;
-			bytes += len_in[i];
+			/* Bytes are counted as plaintext in both directions (the inner packet in tunnel
+			 * mode, the unprotected packet in transport mode), as XFRM does: byte lifetimes and
+			 * counters then agree between the two ends of an SA. */
+			bytes += out ? len_in[i] : p->len;
 		} else {
 			bad[nb++] = p;
 			esp_count_drop(rt, p->drop);

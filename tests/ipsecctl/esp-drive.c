@@ -4,7 +4,7 @@
  *   esp-drive SADB_A SADB_B SPI N
  * encrypts N+1 inner IPv4 UDP packets with A's outbound SA SPI, decrypts the first N with B's
  * inbound SA SPI, then offers B packet 1 again (a replay) and packet N+1 with one ciphertext byte
- * flipped (an ICV failure). Prints "out_bytes=... in_bytes=..." (the sizes as given to each call). */
+ * flipped (an ICV failure). Prints "out_bytes=... in_bytes=..." (plaintext sizes: the engine counts unprotected bytes in both directions). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -106,6 +106,8 @@ int main(int argc, char **argv)
 		pk[i].off = ESP_HEADROOM;
 		pk[i].len = inner(bufs[i] + ESP_HEADROOM, &sa_out, i + 1);
 		out_bytes += pk[i].len;
+		if (i < n) /* the engine counts plaintext bytes in both directions */
+			in_bytes += pk[i].len;
 		pp[i] = &pk[i];
 	}
 	k = esp_burst(eo, pp, n + 1);
@@ -122,8 +124,6 @@ int main(int argc, char **argv)
 		memcpy(again, pk[0].buf, sizeof(again));
 		rp.buf = again;
 		last[pk[n].len - 20] ^= 0x01;
-		for (unsigned i = 0; i < n; i++)
-			in_bytes += pk[i].len;
 		k = esp_burst(ei, pp, n);
 		if (k != n) {
 			fprintf(stderr, "esp-drive: inbound: %u of %u good (drop %u)\n", k, n, pp[k]->drop);
