@@ -89,6 +89,11 @@ struct dp_held {
 
 struct dp_ctx;
 
+_Static_assert(DP_MAX_WORKERS <= SADB_MAX_WORKERS, "every worker needs a record in the SADB stats area");
+
+/* Add to a counter of the worker's SADB stats record (its only writer; relaxed for the readers). */
+#define DP_SST_ADD(w, field, n) __atomic_fetch_add(&(w)->sst->field, (n), __ATOMIC_RELAXED)
+
 struct dp_worker {
 	struct dp_ctx *ctx;
 	unsigned id, queue;
@@ -110,6 +115,7 @@ struct dp_worker {
 	int icmp4_fd, icmp6_fd;      /* ICMP errors are sent through the kernel, which routes them */
 	uint64_t icmp_tokens_ns;     /* rate limit */
 	struct dp_wstats st;
+	struct sadb_worker_stats *sst; /* this worker's record in the SADB stats area (ipsecctl) */
 };
 
 struct dp_ctx {

@@ -59,6 +59,7 @@ bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len)
 		if (xsk_ring_prod__reserve(&pt->tx, 1, &idx) == 1)
 			goto put;
 		atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1, memory_order_relaxed);
+		DP_SST_ADD(w, drops[SADB_DROP_TX_FULL], 1);
 		dp_frame_free(w, addr);
 		return false;
 	}
@@ -69,6 +70,8 @@ put:
 	xsk_ring_prod__submit(&pt->tx, 1);
 	pt->tx_pending++;
 	atomic_fetch_add_explicit(&w->st.tx[port], 1, memory_order_relaxed);
+	DP_SST_ADD(w, tx_packets, 1);
+	DP_SST_ADD(w, tx_bytes, len);
 	return true;
 }
 

@@ -44,7 +44,17 @@ static inline uint8_t *mem(struct dp_worker *w, uint64_t addr)
 	return (uint8_t *)w->umem_area + addr;
 }
 
+/* A drop that belongs to no SA: counted in the worker's SADB record as well (ipsecctl show stats). */
 static inline void drop(struct dp_worker *w, uint64_t addr, unsigned reason)
+{
+	atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
+	DP_SST_ADD(w, drops[reason], 1);
+	dp_frame_free(w, addr);
+}
+
+/* A drop already counted in an SA's runtime drops: not again in the SADB worker record, so that
+ * per-SA + SA-less is the total. */
+static inline void drop_charged(struct dp_worker *w, uint64_t addr, unsigned reason)
 {
 	atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
 	dp_frame_free(w, addr);
@@ -101,11 +111,13 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 			drop(w, addr, SADB_DROP_NO_ROUTE);
 			return;
 		}
-		if (dp_tun_write(w->ctx, l3, len) == 0)
+		if (dp_tun_write(w->ctx, l3, len) == 0) {
 			atomic_fetch_add_explicit(&w->st.to_tun, 1, memory_order_relaxed);
-		else
+		} else {
 			atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1,
 						  memory_order_relaxed);
+			DP_SST_ADD(w, drops[SADB_DROP_TX_FULL], 1);
+		}
 		dp_frame_free(w, addr);
 		return;
 	}
@@ -176,7 +188,7 @@ static void flush(struct dp_worker *w, struct group *g)
 		atomic_fetch_add_explicit(&w->st.unprotect, k, memory_order_relaxed);
 	}
 	for (unsigned i = k; i < n; i++)
-		drop(w, g->pp[i]->user, g->pp[i]->drop);
+		drop_charged(w, g->pp[i]->user, g->pp[i]->drop); /* the engine counted it */
 	for (unsigned i = 0; i < k; i++) {
 		struct esp_pkt *p = g->pp[i];
 		uint64_t base = p->user;
@@ -191,14 +203,14 @@ static void flush(struct dp_worker *w, struct group *g)
 			/* rule: the inner packet must be what the SA and its policy allow */
 			if (esp_pkt_sel(p->buf + p->off, p->len, &sel) != SADB_DROP_NONE) {
 				sa_drop(sa, SADB_DROP_TRUNCATED);
-				drop(w, base, SADB_DROP_TRUNCATED);
+				drop_charged(w, base, SADB_DROP_TRUNCATED);
 				continue;
 			}
 			if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
 			    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||
 			    (pol.reqid && sa->sa.reqid && pol.reqid != sa->sa.reqid)) {
 				sa_drop(sa, SADB_DROP_POLICY_MISMATCH);
-				drop(w, base, SADB_DROP_POLICY_MISMATCH);
+				drop_charged(w, base, SADB_DROP_POLICY_MISMATCH);
 				continue;
 			}
 			forward(w, base + p->off, p->len, FWD_DEC_TTL);
@@ -265,7 +277,7 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 	}
 	if (sa->unusable) {
 		sa_drop(sa, SADB_DROP_UNSUPPORTED);
-		drop(w, addr, SADB_DROP_UNSUPPORTED);
+		drop_charged(w, addr, SADB_DROP_UNSUPPORTED);
 		return;
 	}
 	/* As a router we decrement the inner TTL before encapsulating (RFC 4301 5.1.2.1). */
@@ -281,7 +293,7 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 		if (sel.src.family == AF_INET6 || (l3[6] & 0x40)) /* DF */
 			dp_icmp_too_big(w, l3, len, mtu);
 		sa_drop(sa, SADB_DROP_MTU);
-		drop(w, addr, SADB_DROP_MTU);
+		drop_charged(w, addr, SADB_DROP_MTU);
 		return;
 	}
 	group_add(w, g, sa, true, addr, len, flags & FWD_FROM_TUN);
@@ -304,12 +316,12 @@ static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, ui
 		}
 		if (sa->unusable) {
 			sa_drop(sa, SADB_DROP_UNSUPPORTED);
-			drop(w, addr, SADB_DROP_UNSUPPORTED);
+			drop_charged(w, addr, SADB_DROP_UNSUPPORTED);
 			return;
 		}
 		if (o.udp_encap != (sa->sa.encap_dport != 0)) {
 			sa_drop(sa, SADB_DROP_BAD_ENCAP);
-			drop(w, addr, SADB_DROP_BAD_ENCAP);
+			drop_charged(w, addr, SADB_DROP_BAD_ENCAP);
 			return;
 		}
 		group_add(w, g, sa, false, addr, len, 0);
@@ -371,11 +383,14 @@ static unsigned rx_burst(struct dp_worker *w, struct group *g, unsigned p)
 	if (!n)
 		return 0;
 	atomic_fetch_add_explicit(&w->st.rx[p], n, memory_order_relaxed);
+	DP_SST_ADD(w, rx_packets, n);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&pt->rx, idx + i);
 		uint64_t addr = d->addr;
 		uint8_t *eth = mem(w, addr);
 		uint32_t len;
+
+		DP_SST_ADD(w, rx_bytes, d->len);
 
 		if (d->len < L2 + 20 || !l3_len(eth + L2, d->len - L2, &len) ||
 		    (eth[12] != 0x08 && eth[12] != 0x86)) {

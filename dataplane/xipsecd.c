@@ -319,10 +319,21 @@ int main(int argc, char **argv)
 	ctx.w = calloc(ctx.n_workers, sizeof(*ctx.w));
 	if (!ctx.w)
 		goto out;
+	/* A new run's counters start at zero in the SADB stats area, like --status; the workers
+	 * have not started, so nobody else writes it now. */
+	{
+		struct sadb_dp_stats *ds = sadb_dp_stats(ctx.db);
+
+		memset(ds->w, 0, sizeof(ds->w));
+		__atomic_store_n(&ds->n_workers, ctx.n_workers, __ATOMIC_RELAXED);
+		__atomic_store_n(&ds->started, (uint64_t)time(NULL), __ATOMIC_RELAXED);
+		__atomic_store_n(&ds->pid, (uint64_t)getpid(), __ATOMIC_RELEASE);
+	}
 	for (unsigned i = 0; i < ctx.n_workers; i++) {
 		struct dp_worker *w = &ctx.w[i];
 
 		w->ctx = &ctx;
+		w->sst = sadb_worker_stats(ctx.db, i);
 		w->id = w->queue = i;
 		w->cpu = -1;
 		w->nl_fd = w->icmp4_fd = w->icmp6_fd = -1;

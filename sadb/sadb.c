@@ -90,7 +90,7 @@ void sadb__test_stop(struct sadb *db, int point)
 /* ---- layout ---- */
 
 struct layout {
-	uint64_t off_sa, off_sa_meta, off_rt, off_hash, off_sa_free;
+	uint64_t off_sa, off_sa_meta, off_rt, off_dp, off_hash, off_sa_free;
 	uint64_t off_pol, off_pol_meta, off_pol_free, off_idx[2], off_log, size, idx_size;
 	uint32_t sa_slot, pol_slot, rt, nbuckets, log_cap;
 };
@@ -115,6 +115,8 @@ static void compute_layout(uint32_t max_sa, uint32_t max_pol, struct layout *l)
 	l->off_sa_meta = o;   o = ALIGN_UP(o + (uint64_t)max_sa * sizeof(struct sadb_sa_meta), PAGE);
 	/* The runtime area is page-aligned so a SADB_RUNTIME handle can map only it writable. */
 	l->off_rt = o;        o = ALIGN_UP(o + (uint64_t)max_sa * l->rt, PAGE);
+	/* The dataplane stats area follows it directly, so the same writable window covers both. */
+	l->off_dp = o;        o = ALIGN_UP(o + sizeof(struct sadb_dp_stats), PAGE);
 	l->off_hash = o;      o = ALIGN_UP(o + (uint64_t)nb * SADB_HASH_WAYS * 8, PAGE);
 	l->off_sa_free = o;   o = ALIGN_UP(o + (uint64_t)max_sa * 4, PAGE);
 	l->off_pol = o;       o = ALIGN_UP(o + (uint64_t)max_pol * l->pol_slot, PAGE);
@@ -427,8 +429,7 @@ int sadb_open(const char *path, int flags, const struct sadb_params *params, str
 	 * million SAs within the TLB's reach; elsewhere this is a no-op. */
 	(void)madvise(base, hdr.size, MADV_HUGEPAGE);
 	if ((flags & SADB_RUNTIME) && !(flags & SADB_RDWR) &&
-	    mprotect((uint8_t *)base + hdr.off_rt, ALIGN_UP((uint64_t)hdr.max_sa * hdr.rt_size, PAGE),
-		     PROT_READ | PROT_WRITE) < 0) {
+	    mprotect((uint8_t *)base + hdr.off_rt, hdr.off_hash - hdr.off_rt, PROT_READ | PROT_WRITE) < 0) {
 		r = -errno;
 		OPEN_ERR("cannot make the runtime area of %s writable: %s", path, strerror(errno));
 		munmap(base, hdr.size);
@@ -906,6 +907,52 @@ stale:
 	sadb__set_err(db, "the change journal has moved past generation %llu: resynchronise",
 		      (unsigned long long)s);
 	return -ESTALE;
+}
+
+struct sadb_dp_stats *sadb_dp_stats(const struct sadb *db)
+{
+	struct layout l;
+
+	if (!db)
+		return NULL;
+	/* Not in the header: its place is implied by the layout version and the capacities. */
+	compute_layout(db->h->max_sa, db->h->max_policy, &l);
+	return (struct sadb_dp_stats *)(db->base + l.off_dp);
+}
+
+struct sadb_worker_stats *sadb_worker_stats(const struct sadb *db, unsigned worker)
+{
+	struct sadb_dp_stats *d = sadb_dp_stats(db);
+
+	if (!d || worker >= SADB_MAX_WORKERS)
+		return NULL;
+	return &d->w[worker];
+}
+
+static inline uint64_t ld(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total)
+{
+	struct sadb_dp_stats *d = sadb_dp_stats(db);
+
+	if (!d || !total)
+		return -EINVAL;
+	memset(total, 0, sizeof(*total));
+	/* Every record, not only n_workers: a starting dataplane zeroes them all, so unused ones are 0. */
+	for (unsigned i = 0; i < SADB_MAX_WORKERS; i++) {
+		const struct sadb_worker_stats *w = &d->w[i];
+
+		total->rx_packets += ld(&w->rx_packets);
+		total->rx_bytes += ld(&w->rx_bytes);
+		total->tx_packets += ld(&w->tx_packets);
+		total->tx_bytes += ld(&w->tx_bytes);
+		for (unsigned r = 0; r < SADB_DROP_MAX; r++)
+			total->drops[r] += ld(&w->drops[r]);
+	}
+	return (int)__atomic_load_n(&d->n_workers, __ATOMIC_RELAXED);
 }
 
 struct sadb_runtime *sadb_runtime(const struct sadb *db, uint32_t slot)

@@ -14,6 +14,8 @@
  *    never torn) and retry internally only while a writer is inside that very record.
  *  - The runtime area (sadb_runtime) is written only by the dataplane, one owner per SA direction
  *    (design.md rule 5); the writer API initialises it when an SA is added, before publication.
+ *  - The dataplane stats area (sadb_dp_stats, sadb_worker_stats) is likewise written only by the
+ *    dataplane: one record per worker, each written by that worker alone with relaxed atomics.
  *  - A handle's writer calls and its transaction belong to one thread at a time; reader calls may
  *    share a handle across threads. A writer waits at most 10 s for the lock (-ETIMEDOUT, the
  *    message names the holder's pid; XIPSEC_SADB_LOCK_TIMEOUT_MS changes it).
@@ -36,7 +38,7 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 2u /* 2: AH-GMAC numbered as IANA (9, 11) */
+#define SADB_LAYOUT_VERSION 3u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -194,6 +196,27 @@ struct sadb_runtime {
 	uint32_t pad;
 };
 
+/* Counters of one dataplane worker, written by that worker only (relaxed atomics), read by anyone.
+ * drops[] holds only the drops that belong to no SA (unknown SPI, no policy, no route, ...): a drop
+ * attributed to an SA is counted in that SA's sadb_runtime.drops instead, never in both. One record
+ * per 64-byte line group so that workers never share a cache line. */
+#define SADB_MAX_WORKERS 64u
+struct sadb_worker_stats {
+	_Alignas(64) uint64_t rx_packets, rx_bytes;
+	uint64_t tx_packets, tx_bytes;
+	uint64_t drops[SADB_DROP_MAX];
+};
+
+/* The dataplane stats area: who runs the dataplane and its workers' records. A dataplane that starts
+ * zeroes every record, then sets n_workers, started (CLOCK_REALTIME seconds) and pid. */
+struct sadb_dp_stats {
+	uint64_t pid;               /* xipsecd's pid, 0 = never started */
+	uint64_t started;           /* CLOCK_REALTIME seconds */
+	uint32_t n_workers;         /* records in use (<= SADB_MAX_WORKERS) */
+	uint32_t pad;
+	struct sadb_worker_stats w[SADB_MAX_WORKERS];
+};
+
 /* Change journal entry: which record changed, in publication order. */
 enum sadb_change_op {
 	SADB_CHG_SA_ADD = 1, SADB_CHG_SA_UPDATE, SADB_CHG_SA_DEL,
@@ -313,6 +336,14 @@ int sadb_changes(const struct sadb *db, uint64_t *since, struct sadb_change *out
 
 /* Runtime area of a slot (read-write mapping needed to write). NULL for a bad slot. */
 struct sadb_runtime *sadb_runtime(const struct sadb *db, uint32_t slot);
+
+/* The dataplane stats area (writable through a SADB_RUNTIME or SADB_RDWR handle). NULL for NULL. */
+struct sadb_dp_stats *sadb_dp_stats(const struct sadb *db);
+/* One worker's record; NULL when worker >= SADB_MAX_WORKERS. */
+struct sadb_worker_stats *sadb_worker_stats(const struct sadb *db, unsigned worker);
+/* Sum of the records of every worker (relaxed loads: each counter is exact, the set is not one
+ * instant). Returns the dataplane's n_workers, or -EINVAL for NULL arguments. */
+int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total);
 
 /* ---- Helpers shared by every part. ---- */
 /* Parse "192.0.2.1", "2001:db8::1" (no prefix). 0 or -EINVAL. */

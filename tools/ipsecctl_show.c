@@ -453,7 +453,10 @@ static void info_json(struct ctl_json *j, const char *key, struct sadb *db)
 
 struct totals {
 	uint64_t sas, packets, bytes, drops_total;
-	uint64_t drops[SADB_DROP_MAX];
+	uint64_t drops[SADB_DROP_MAX];      /* per-SA, + SA-less after stats_collect (not monitor) */
+	uint64_t sa_drops[SADB_DROP_MAX];   /* counted in the SAs' runtime areas */
+	struct sadb_worker_stats nosa;      /* sum of the dataplane workers' records */
+	int n_workers;
 };
 
 static void totals_add(struct totals *t, const struct rt_copy *rc)
@@ -464,8 +467,10 @@ static void totals_add(struct totals *t, const struct rt_copy *rc)
 	t->packets += rc->packets;
 	t->bytes += rc->bytes;
 	t->drops_total += rc->drops_total;
-	for (unsigned i = 0; i < SADB_DROP_MAX; i++)
+	for (unsigned i = 0; i < SADB_DROP_MAX; i++) {
 		t->drops[i] += rc->drops[i];
+		t->sa_drops[i] += rc->drops[i];
+	}
 }
 
 static void stats_collect(struct sadb *db, struct totals *t)
@@ -480,10 +485,26 @@ static void stats_collect(struct sadb *db, struct totals *t)
 		totals_add(t, &rc);
 	}
 	explicit_bzero(&sa, sizeof(sa));
+	t->n_workers = sadb_worker_stats_sum(db, &t->nosa);
+	if (t->n_workers < 0 || t->n_workers > (int)SADB_MAX_WORKERS)
+		t->n_workers = 0;
+	for (unsigned i = 0; i < SADB_DROP_MAX; i++) {
+		t->drops[i] += t->nosa.drops[i];
+		t->drops_total += t->nosa.drops[i];
+	}
+}
+
+static void drops_json(struct ctl_json *j, const char *key, const uint64_t *d)
+{
+	ctl_json_obj(j, key);
+	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
+		ctl_json_u64(j, sadb_drop_name(i), LD(d[i]));
+	ctl_json_end_obj(j);
 }
 
 static void stats_json(struct ctl_json *j, const char *key, struct sadb *db)
 {
+	const struct sadb_dp_stats *ds = sadb_dp_stats(db);
 	struct totals t;
 
 	stats_collect(db, &t);
@@ -491,16 +512,39 @@ static void stats_json(struct ctl_json *j, const char *key, struct sadb *db)
 	ctl_json_u64(j, "sas", t.sas);
 	ctl_json_u64(j, "packets", t.packets);
 	ctl_json_u64(j, "bytes", t.bytes);
-	ctl_json_obj(j, "drops");
-	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-		ctl_json_u64(j, sadb_drop_name(i), t.drops[i]);
-	ctl_json_end_obj(j);
+	drops_json(j, "drops", t.drops);
 	ctl_json_u64(j, "drops_total", t.drops_total);
+	drops_json(j, "sa_drops", t.sa_drops);
+	drops_json(j, "no_sa_drops", t.nosa.drops);
+	ctl_json_obj(j, "dataplane");
+	ctl_json_u64(j, "pid", LD(ds->pid));
+	ctl_json_u64(j, "started", LD(ds->started));
+	ctl_json_u64(j, "workers", (uint64_t)t.n_workers);
+	ctl_json_u64(j, "rx_packets", t.nosa.rx_packets);
+	ctl_json_u64(j, "rx_bytes", t.nosa.rx_bytes);
+	ctl_json_u64(j, "tx_packets", t.nosa.tx_packets);
+	ctl_json_u64(j, "tx_bytes", t.nosa.tx_bytes);
+	ctl_json_end_obj(j);
+	ctl_json_arr(j, "workers");
+	for (int i = 0; i < t.n_workers; i++) {
+		const struct sadb_worker_stats *w = sadb_worker_stats(db, (unsigned)i);
+
+		ctl_json_obj(j, NULL);
+		ctl_json_u64(j, "id", (uint64_t)i);
+		ctl_json_u64(j, "rx_packets", LD(w->rx_packets));
+		ctl_json_u64(j, "rx_bytes", LD(w->rx_bytes));
+		ctl_json_u64(j, "tx_packets", LD(w->tx_packets));
+		ctl_json_u64(j, "tx_bytes", LD(w->tx_bytes));
+		drops_json(j, "drops", w->drops);
+		ctl_json_end_obj(j);
+	}
+	ctl_json_end_arr(j);
 	ctl_json_end_obj(j);
 }
 
 static void stats_text(FILE *f, struct sadb *db)
 {
+	const struct sadb_dp_stats *ds = sadb_dp_stats(db);
 	struct totals t;
 
 	stats_collect(db, &t);
@@ -508,7 +552,27 @@ static void stats_text(FILE *f, struct sadb *db)
 		t.sas, t.packets, t.bytes, t.drops_total);
 	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
 		if (t.drops[i])
-			fprintf(f, "  %-48s %" PRIu64 "\n", sadb_drop_str(i), t.drops[i]);
+			fprintf(f, "  %-48s %" PRIu64 " (SAs %" PRIu64 ", no SA %" PRIu64 ")\n",
+				sadb_drop_str(i), t.drops[i], t.sa_drops[i], t.nosa.drops[i]);
+	if (!LD(ds->pid)) {
+		fprintf(f, "dataplane: never started on this SADB\n");
+		return;
+	}
+	fprintf(f, "dataplane: pid %" PRIu64 ", started %" PRIu64 ", %d workers\n", LD(ds->pid),
+		LD(ds->started), t.n_workers);
+	for (int i = 0; i < t.n_workers; i++) {
+		const struct sadb_worker_stats *w = sadb_worker_stats(db, (unsigned)i);
+		uint64_t nd = 0;
+
+		for (unsigned r = 1; r < SADB_DROP_MAX; r++)
+			nd += LD(w->drops[r]);
+		fprintf(f, "  worker %d: rx %" PRIu64 " packets %" PRIu64 " bytes, tx %" PRIu64 " packets %"
+			PRIu64 " bytes, drops without SA %" PRIu64 "\n", i, LD(w->rx_packets),
+			LD(w->rx_bytes), LD(w->tx_packets), LD(w->tx_bytes), nd);
+		for (unsigned r = 1; r < SADB_DROP_MAX; r++)
+			if (LD(w->drops[r]))
+				fprintf(f, "    %-46s %" PRIu64 "\n", sadb_drop_str(r), LD(w->drops[r]));
+	}
 }
 
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv)

@@ -3,6 +3,6 @@
 # peer gateway; neither is a test itself.
 DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_dp_transport.sh tests/netns/test_dp_mq.sh tests/netns/test_dp_fault.sh \
-	tests/netns/test_dp_scapy.sh
+	tests/netns/test_dp_scapy.sh tests/netns/test_dp_stats.sh
 NETNS_TESTS += $(DP_NETNS_TESTS)
 EXTRA_DIST += tests/netns/test_dp_common.sh tests/netns/test_dp_scapy_peer.py $(DP_NETNS_TESTS)

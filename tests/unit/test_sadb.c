@@ -608,6 +608,74 @@ static void test_runtime(void **state)
 	sadb_close(db);
 }
 
+/* ---------------- dataplane stats area ---------------- */
+
+static void test_worker_stats(void **state)
+{
+	const char *path = t_path("wst");
+	struct sadb *w = t_open(path, 16, 4), *r = NULL;
+	struct sadb_worker_stats tot, *a, *b;
+	struct sadb_sa sa = t_sa(777, "10.0.0.1", "10.0.0.2");
+	uint32_t slot;
+	char msg[256];
+
+	assert_int_equal(sadb_sa_add(w, &sa, &slot), 0);
+	/* A new segment has no dataplane and zero counters. */
+	assert_non_null(sadb_dp_stats(w));
+	assert_true(sadb_dp_stats(w)->pid == 0 && sadb_dp_stats(w)->n_workers == 0);
+	assert_int_equal(sadb_worker_stats_sum(w, &tot), 0);
+	assert_true(tot.rx_packets == 0 && tot.drops[SADB_DROP_BAD_SPI] == 0);
+	assert_null(sadb_worker_stats(w, SADB_MAX_WORKERS));
+	assert_null(sadb_worker_stats(NULL, 0));
+	assert_null(sadb_dp_stats(NULL));
+	assert_int_equal(sadb_worker_stats_sum(NULL, &tot), -EINVAL);
+	assert_int_equal(sadb_worker_stats_sum(w, NULL), -EINVAL);
+
+	/* The dataplane's mapping (SADB_RUNTIME) can write the records; a writer's handle sees them. */
+	assert_int_equal(sadb_open(path, SADB_RUNTIME, NULL, &r, msg, sizeof(msg)), 0);
+	sadb_dp_stats(r)->n_workers = 2;
+	sadb_dp_stats(r)->pid = 1234;
+	a = sadb_worker_stats(r, 0);
+	b = sadb_worker_stats(r, SADB_MAX_WORKERS - 1);
+	assert_non_null(a);
+	assert_non_null(b);
+	/* One record per worker on its own cache lines. */
+	assert_int_equal(((uintptr_t)a) % 64, 0);
+	assert_int_equal(((uintptr_t)sadb_worker_stats(r, 1)) % 64, 0);
+	assert_true((uint8_t *)sadb_worker_stats(r, 1) - (uint8_t *)a >= (ptrdiff_t)sizeof(*a));
+	__atomic_fetch_add(&a->rx_packets, 10, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&a->rx_bytes, 1000, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->rx_packets, 5, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->tx_packets, 4, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->tx_bytes, 400, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&a->drops[SADB_DROP_BAD_SPI], 3, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->drops[SADB_DROP_BAD_SPI], 2, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->drops[SADB_DROP_NO_POLICY], 7, __ATOMIC_RELAXED);
+	/* Writing the stats area does not spill into the runtime area or the records. */
+	assert_true(sadb_runtime(w, slot)->packets == 0);
+	{
+		struct sadb_sa out;
+
+		assert_int_equal(sadb_sa_lookup(w, 777, SADB_PROTO_ESP, &sa.dst, &out, NULL), 0);
+		assert_int_equal(out.spi, 777);
+	}
+	assert_int_equal(sadb_worker_stats_sum(w, &tot), 2);
+	assert_true(sadb_dp_stats(w)->pid == 1234);
+	assert_true(tot.rx_packets == 15 && tot.rx_bytes == 1000);
+	assert_true(tot.tx_packets == 4 && tot.tx_bytes == 400);
+	assert_true(tot.drops[SADB_DROP_BAD_SPI] == 5 && tot.drops[SADB_DROP_NO_POLICY] == 7);
+	assert_true(tot.drops[SADB_DROP_REPLAY] == 0);
+	assert_true(sadb_worker_stats(w, 0)->drops[SADB_DROP_BAD_SPI] == 3);
+	assert_int_equal(sadb_sa_delete(r, 777, SADB_PROTO_ESP, &sa.dst), -EPERM);
+	sadb_close(r);
+	/* The area lives in the file: a later reader sees the same counters. */
+	assert_int_equal(sadb_open(path, SADB_RDONLY, NULL, &r, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_worker_stats_sum(r, &tot), 2);
+	assert_true(tot.drops[SADB_DROP_BAD_SPI] == 5);
+	sadb_close(r);
+	sadb_close(w);
+}
+
 /* ---------------- policies ---------------- */
 
 static void test_policy_api(void **state)
@@ -1117,6 +1185,7 @@ int main(void)
 		cmocka_unit_test(test_sa_migrate),
 		cmocka_unit_test(test_keys_wiped),
 		cmocka_unit_test(test_runtime),
+		cmocka_unit_test(test_worker_stats),
 		cmocka_unit_test(test_policy_api),
 		cmocka_unit_test(test_policy_validation),
 		cmocka_unit_test(test_transactions),
