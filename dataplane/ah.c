@@ -370,44 +370,7 @@ static void in_finish(struct esp_sa *sa, struct esp_pkt *p, struct ah_state *s)
 	uint8_t *pl = ah + ahl;
 	uint32_t plen = s->len - s->prefix - ahl;
 	if (sa->mode == SADB_MODE_TUNNEL) {
-		uint32_t ilen;
-		if (next == IPPROTO_IPIP && plen >= 20 && (pl[0] >> 4) == 4) {
-			ilen = esp_rd16(pl + 2);
-			if (ilen < 20 || ilen > plen) {
-				p->drop = SADB_DROP_TRUNCATED;
-				return;
-			}
-		} else if (next == IPPROTO_IPV6 && plen >= 40 && (pl[0] >> 4) == 6) {
-			ilen = 40u + esp_rd16(pl + 4);
-			if (ilen > plen) {
-				p->drop = SADB_DROP_TRUNCATED;
-				return;
-			}
-		} else {
-			p->drop = SADB_DROP_BAD_NEXT_HDR;
-			return;
-		}
-		uint8_t otos = esp_ip_tos(ip), itos = esp_ip_tos(pl), ntos = itos;
-		if (!(sa->flags & SADB_SAF_NO_ECN)) {
-			int ecn = esp_ecn_decap(otos & 3, itos & 3);
-			if (ecn < 0) {
-				p->drop = SADB_DROP_UNSUPPORTED;
-				return;
-			}
-			ntos = (uint8_t)((ntos & 0xfc) | ecn);
-		}
-		if (sa->flags & SADB_SAF_DECAP_DSCP)
-			ntos = (uint8_t)((otos & 0xfc) | (ntos & 3));
-		enum sadb_drop r = esp_replay_update(sa, p->seq);
-		if (r != SADB_DROP_NONE) {
-			p->drop = r;
-			return;
-		}
-		if (ntos != itos)
-			esp_ip_set_tos(pl, ntos);
-		p->off = (uint32_t)(pl - p->buf);
-		p->len = ilen;
-		p->family = next == IPPROTO_IPIP ? AF_INET : AF_INET6;
+		esp_decap_tunnel(sa, p, ip, pl, plen, next);
 		return;
 	}
 	enum sadb_drop r = esp_replay_update(sa, p->seq);

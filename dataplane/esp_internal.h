@@ -122,6 +122,9 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
 void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);
+/* Tunnel-mode inner packet checks, ECN/DSCP, replay update and unwrap, after a verified ICV. */
+void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, uint8_t *pl,
+		      uint32_t plen, uint8_t next);
 
 /* esp_sa_inner_mtu for a packet whose transport-mode headers kept in front are prefix bytes. */
 uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family,
