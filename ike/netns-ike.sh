@@ -240,3 +240,35 @@ print(n)
 	echo "sent $(cat "$XT_DIR/udp-sent-$port") $(cat "$XT_DIR/udp-stream-$port.log")"
 	xt_stop "udp-stream-$port"
 }
+
+# ike_start_stock NODE: the interoperability peer. Strongswan's stock charon with kernel-libipsec (its own
+# user-space ESP over TUN, always UDP-encapsulated) in namespace NODE, in a private mount namespace with its
+# own /run, configured from $XT_DIR/NODE/conf/swanctl.conf; fails the test if it does not come up.
+ike_start_stock() {
+	local n=$1
+	cat > "$XT_DIR/$n/conf/strongswan.conf" <<CONF
+charon {
+  load = random nonce openssl x509 revocation constraints pubkey pkcs1 pkcs8 pem hmac kdf gcm socket-default kernel-libipsec kernel-netlink vici
+  plugins {
+    vici {
+      socket = unix://$XT_DIR/$n/run/charon.vici
+    }
+  }
+  filelog {
+    stderr {
+      default = 1
+      ike_name = yes
+    }
+  }
+}
+swanctl {
+  load = pem pkcs1 pkcs8 x509 revocation constraints pubkey openssl random
+}
+CONF
+	xt_bg "$n" "charon-$n" env STRONGSWAN_CONF="$XT_DIR/$n/conf/strongswan.conf" unshare -m --propagation private \
+		sh -c 'mount -t tmpfs tmpfs /run && exec /usr/lib/ipsec/charon'
+	xt_wait 10 test -S "$XT_DIR/$n/run/charon.vici" ||
+		{ cat "$XT_DIR/charon-$n.log" >&2; xt_fail "stock charon did not start"; }
+	ike_ctl "$n" --load-all --file "$XT_DIR/$n/conf/swanctl.conf" >"$XT_DIR/swanctl-$n.log" 2>&1 ||
+		{ cat "$XT_DIR/charon-$n.log" >&2; xt_fail "loading $n's swanctl.conf failed"; }
+}

@@ -60,30 +60,7 @@ EOF
 conf 10.9.0.1 10.9.0.2 10.1 10.2 > "$XT_DIR/A/conf/swanctl.conf"
 conf 10.9.0.2 10.9.0.1 10.2 10.1 > "$XT_DIR/B/conf/swanctl.conf"
 
-# stock charon for B
-cat > "$XT_DIR/B/conf/strongswan.conf" <<EOF
-charon {
-  load = random nonce openssl x509 revocation constraints pubkey pkcs1 pkcs8 pem hmac kdf gcm socket-default kernel-libipsec kernel-netlink vici
-  plugins {
-    vici {
-      socket = unix://$XT_DIR/B/run/charon.vici
-    }
-  }
-  filelog {
-    stderr {
-      default = 1
-      ike_name = yes
-    }
-  }
-}
-swanctl {
-  load = pem pkcs1 pkcs8 x509 revocation constraints pubkey openssl random
-}
-EOF
-xt_bg B charon-B env STRONGSWAN_CONF="$XT_DIR/B/conf/strongswan.conf" unshare -m --propagation private \
-	sh -c 'mount -t tmpfs tmpfs /run && exec /usr/lib/ipsec/charon'
-xt_wait 10 test -S "$XT_DIR/B/run/charon.vici" || { cat "$XT_DIR/charon-B.log" >&2; xt_fail "stock charon did not start"; }
-ike_ctl B --load-all --file "$XT_DIR/B/conf/swanctl.conf" >"$XT_DIR/swanctl-B.log" 2>&1 || { cat "$XT_DIR/charon-B.log" >&2; xt_fail "loading B's swanctl.conf failed"; }
+ike_start_stock B
 grep -q "kernel-libipsec" "$XT_DIR/charon-B.log" || xt_fail "B's charon did not load kernel-libipsec"
 ike_start A
 

@@ -58,30 +58,7 @@ EOF
 }
 conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 > "$XT_DIR/gw1/conf/swanctl.conf"
 conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 > "$XT_DIR/gw2/conf/swanctl.conf"
-cat > "$XT_DIR/gw2/conf/strongswan.conf" <<EOF
-charon {
-  load = random nonce openssl x509 revocation constraints pubkey pkcs1 pkcs8 pem hmac kdf gcm socket-default kernel-libipsec kernel-netlink vici
-  plugins {
-    vici {
-      socket = unix://$XT_DIR/gw2/run/charon.vici
-    }
-  }
-  filelog {
-    stderr {
-      default = 1
-      ike_name = yes
-    }
-  }
-}
-swanctl {
-  load = pem pkcs1 pkcs8 x509 revocation constraints pubkey openssl random
-}
-EOF
-xt_bg gw2 charon-gw2 env STRONGSWAN_CONF="$XT_DIR/gw2/conf/strongswan.conf" unshare -m --propagation private \
-	sh -c 'mount -t tmpfs tmpfs /run && exec /usr/lib/ipsec/charon'
-xt_wait 10 test -S "$XT_DIR/gw2/run/charon.vici" || { cat "$XT_DIR/charon-gw2.log" >&2; xt_fail "stock charon did not start"; }
-ike_ctl gw2 --load-all --file "$XT_DIR/gw2/conf/swanctl.conf" >"$XT_DIR/swanctl-gw2.log" 2>&1 ||
-	{ cat "$XT_DIR/charon-gw2.log" >&2; xt_fail "loading gw2's swanctl.conf failed"; }
+ike_start_stock gw2
 ike_start gw1
 dp_start gw1
 
