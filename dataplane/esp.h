@@ -72,9 +72,10 @@ enum esp_backend {
 	ESP_BACKEND_IPSECMB,   /* intel-ipsec-mb (only when built with it: HAVE_IPSEC_MB) */
 	ESP_BACKEND_OPENSSL,   /* OpenSSL libcrypto EVP: every transform */
 	ESP_BACKEND_SODIUM,    /* libsodium: ChaCha20-Poly1305 and AES-256-GCM (if the CPU has AES-NI) */
+	ESP_BACKEND_NATIVE,    /* our own AES-GCM/GMAC 128/256 with AES-NI + PCLMULQDQ (x86-64) */
 	ESP_BACKEND_MAX
 };
-#define ESP_ENV_CRYPTO "XIPSEC_CRYPTO"   /* "ipsecmb", "openssl" or "sodium" */
+#define ESP_ENV_CRYPTO "XIPSEC_CRYPTO"   /* "ipsecmb", "openssl", "sodium" or "native" */
 
 /* Source of explicit IVs, for deterministic tests and cross-checks only. Writes len bytes to iv for
  * the packet with sequence number seq. Default (NULL): the 64-bit sequence number for the counter-
@@ -109,7 +110,7 @@ int esp_sa_create(const struct sadb_sa *sa, struct sadb_runtime *rt, const struc
 /* Wipe the keys and free the object (NULL is fine). The runtime state is left as it is. */
 void esp_sa_destroy(struct esp_sa *sa);
 
-/* Which backend an SA uses, and its name ("ipsecmb", "openssl", "sodium"). */
+/* Which backend an SA uses, and its name ("ipsecmb", "openssl", "sodium", "native"). */
 enum esp_backend esp_sa_backend(const struct esp_sa *sa);
 const char *esp_backend_name(enum esp_backend b);
 /* Whether backend b (not AUTO) can run the transform (enc_alg, auth_alg, key length in bytes). */

@@ -109,6 +109,7 @@ struct esp_crypto_ops {
 
 extern const struct esp_crypto_ops esp_crypto_openssl;
 extern const struct esp_crypto_ops esp_crypto_sodium;
+extern const struct esp_crypto_ops esp_crypto_native;
 #ifdef HAVE_IPSEC_MB
 extern const struct esp_crypto_ops esp_crypto_ipsecmb;
 #endif

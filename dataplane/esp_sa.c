@@ -20,6 +20,7 @@ static const struct esp_crypto_ops *backend_ops(enum esp_backend b)
 #endif
 	case ESP_BACKEND_OPENSSL: return &esp_crypto_openssl;
 	case ESP_BACKEND_SODIUM:  return &esp_crypto_sodium;
+	case ESP_BACKEND_NATIVE:  return &esp_crypto_native;
 	default: return NULL;
 	}
 }
@@ -31,6 +32,7 @@ const char *esp_backend_name(enum esp_backend b)
 	case ESP_BACKEND_IPSECMB: return "ipsecmb";
 	case ESP_BACKEND_OPENSSL: return "openssl";
 	case ESP_BACKEND_SODIUM:  return "sodium";
+	case ESP_BACKEND_NATIVE:  return "native";
 	default: return "unknown";
 	}
 }
@@ -175,9 +177,10 @@ static enum esp_backend backend_from_env(void)
 }
 
 /* Preference order when measured costs are within 10 % of each other: ipsec-mb first (platform.md:
- * 3-10x faster than OpenSSL 3.0 here), libsodium before OpenSSL for its AEADs. */
+ * 3-10x faster than OpenSSL 3.0 here), then our own GCM (crypto_native.c: it has to win clearly to be
+ * taken over the library), libsodium before OpenSSL for its AEADs. */
 static const enum esp_backend default_order[] = {
-	ESP_BACKEND_IPSECMB, ESP_BACKEND_SODIUM, ESP_BACKEND_OPENSSL
+	ESP_BACKEND_IPSECMB, ESP_BACKEND_NATIVE, ESP_BACKEND_SODIUM, ESP_BACKEND_OPENSSL
 };
 
 /* "The fastest backend per transform" is measured, not assumed: the first SA of each transform and

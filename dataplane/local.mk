@@ -6,7 +6,7 @@ sbin_PROGRAMS += dataplane/xipsecd
 dataplane_xipsecd_SOURCES = dataplane/xipsecd.c dataplane/dp.h dataplane/dp_sa.h \
 	dataplane/xdp_shared.h dataplane/dp_xdp.c dataplane/dp_xsk.c dataplane/dp_nl.c \
 	dataplane/dp_route.c dataplane/dp_pkt.c dataplane/dp_worker.c dataplane/dp_sa.c \
-	dataplane/dp_tun.c dataplane/dp_ctl.c
+	dataplane/dp_tun.c dataplane/dp_ctl.c dataplane/dp_frag.h dataplane/dp_frag.c
 dataplane_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DPKGDATADIR='"$(pkgdatadir)"' $(XDP_CFLAGS) $(URCU_CFLAGS)
 dataplane_xipsecd_LDADD = dataplane/libesp.a sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS) \
 	$(CRYPTO_LIBS) $(SODIUM_LIBS) $(IPSEC_MB_LIBS)
@@ -33,7 +33,7 @@ dataplane/xipsec_xdp.o: $(srcdir)/dataplane/xdp_prog.bpf.c $(srcdir)/dataplane/x
 noinst_LIBRARIES += dataplane/libesp.a
 dataplane_libesp_a_SOURCES = dataplane/esp.h dataplane/esp_internal.h dataplane/esp_sa.c \
 	dataplane/esp_ip.c dataplane/esp_out.c dataplane/esp_in.c dataplane/ah.c dataplane/replay.c \
-	dataplane/crypto_openssl.c dataplane/crypto_sodium.c
+	dataplane/crypto_openssl.c dataplane/crypto_sodium.c dataplane/crypto_native.c
 if HAVE_IPSEC_MB
 dataplane_libesp_a_SOURCES += dataplane/crypto_ipsecmb.c
 endif
