@@ -16,7 +16,7 @@
  * SA keys: proto=esp|ah mode=tunnel|transport dir=in|out enc=N auth=N (IANA numbers, sadb.h)
  * ekey=HEX salt=HEX akey=HEX esn=0|1 natt=SPORT:DPORT src=ADDR dst=ADDR spi=N
  * seq=N (first outbound sequence number) top=N (inbound: highest sequence number already seen)
- * window=N backend=auto|ipsecmb|openssl|sodium ttl=N dscp=N tfc=N mtu=N flags=N (extra SADB_SAF_*)
+ * window=N backend=auto|ipsecmb|openssl|sodium|native ttl=N dscp=N tfc=N mtu=N flags=N (extra SADB_SAF_*)
  * iv=HEX (a fixed explicit IV through esp_sa_opts.iv_fn, for reproducible packets).
  * Legacy transforms are always allowed here (SADB_SAF_LEGACY_OK): the oracle tests them. */
 #include "config.h"
@@ -90,6 +90,8 @@ static enum esp_backend backend_of(const char *s)
 		return ESP_BACKEND_OPENSSL;
 	if (!strcmp(s, "sodium"))
 		return ESP_BACKEND_SODIUM;
+	if (!strcmp(s, "native"))
+		return ESP_BACKEND_NATIVE;
 	return ESP_BACKEND_AUTO;
 }
 

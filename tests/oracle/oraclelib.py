@@ -37,7 +37,7 @@ SCAPY_ENC = {'aes-gcm': 'AES-GCM', 'aes-cbc': 'AES-CBC', 'aes-ctr': 'AES-CTR', '
              'null': 'NULL', 'chacha': 'CHACHA20-POLY1305'}
 HASHLIB = {'md5': 'md5', 'sha1': 'sha1', 'sha256': 'sha256', 'sha384': 'sha384', 'sha512': 'sha512'}
 SALTED = ('aes-gcm', 'aes-gmac', 'aes-ctr', 'chacha')
-BACKENDS = ('ipsecmb', 'openssl', 'sodium')
+BACKENDS = ('ipsecmb', 'openssl', 'sodium', 'native')
 
 # Outer (tunnel) endpoints per family, inner hosts per family.
 OUTER = {4: ('192.0.2.1', '198.51.100.2'), 6: ('2001:db8::1', '2001:db8:ffff::2')}
