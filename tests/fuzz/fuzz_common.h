@@ -49,7 +49,8 @@ static const struct fz_xf fz_xforms[16] = {
 #define FZ_N_AH 4
 
 /* cfg bits (all targets): xform in bits 0-3 (reduced to the target's protocol), bit 4 tunnel,
- * bit 5 ESN, bits 6-7 backend (0 auto, 1 ipsecmb, 2 openssl, 3 sodium; auto if unsupported). */
+ * bit 5 ESN, bits 6-7 backend (0 native, 1 ipsecmb, 2 openssl, 3 sodium; auto if unsupported, which
+ * covers auto too: native has only GCM/GMAC). */
 struct fz_cfg {
 	unsigned xf;
 	int tunnel, esn, natt;
@@ -64,7 +65,7 @@ static inline struct fz_cfg fz_cfg(uint8_t c, uint8_t proto, int natt)
 	f.tunnel = !!(c & 16);
 	f.esn = !!(c & 32);
 	f.natt = natt;
-	f.backend = (enum esp_backend)(c >> 6);
+	f.backend = (c >> 6) ? (enum esp_backend)(c >> 6) : ESP_BACKEND_NATIVE;
 	f.tfc = f.mtu = 0;
 	return f;
 }

@@ -12,7 +12,7 @@ FUZZ_LINKFLAGS = -fsanitize=fuzzer,address,undefined
 FUZZ_LIBS = $(IPSEC_MB_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS) -lpthread
 FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/esp.h $(srcdir)/dataplane/esp_internal.h $(srcdir)/sadb/sadb.h \
 	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h $(srcdir)/tests/fuzz/fuzz_ref.h
-FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o
+FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o tests/fuzz/obj/crypto_native.o
 if HAVE_IPSEC_MB
 FUZZ_ENGINE_OBJS += tests/fuzz/obj/crypto_ipsecmb.o
 endif
@@ -53,6 +53,10 @@ tests/fuzz/obj/crypto_openssl.o: $(srcdir)/dataplane/crypto_openssl.c $(FUZZ_ENG
 tests/fuzz/obj/crypto_sodium.o: $(srcdir)/dataplane/crypto_sodium.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
 	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_sodium.c -o $@
+
+tests/fuzz/obj/crypto_native.o: $(srcdir)/dataplane/crypto_native.c $(FUZZ_ENGINE_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_native.c -o $@
 
 tests/fuzz/obj/crypto_ipsecmb.o: $(srcdir)/dataplane/crypto_ipsecmb.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
