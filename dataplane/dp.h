@@ -14,6 +14,7 @@
 
 #include "sadb/sadb.h"
 #include "dataplane/xdp_shared.h"
+#include "dataplane/dp_frag.h"
 
 #define DP_MAX_WORKERS   DP_MAX_QUEUES
 #define DP_FRAME_SIZE    XSK_UMEM__DEFAULT_FRAME_SIZE
@@ -23,6 +24,12 @@
 #define DP_HOLD_MAX      256u       /* packets waiting for neighbour resolution, per worker */
 #define DP_HOLD_NS       3000000000ull /* three ARP/ND retransmissions */
 #define DP_RCACHE_SIZE   1024u      /* per-worker route/neighbour cache entries (power of 2) */
+/* Reassembly of received outer fragments: one table for all workers (fragments of one datagram may
+ * arrive on different queues), bounded in datagrams, bytes and fragments, and in time. */
+#define DP_REASM_DGRAMS  64u
+#define DP_REASM_BYTES   (1u << 20)
+#define DP_REASM_FRAGS   64u
+#define DP_REASM_NS      5000000000ull
 
 enum dp_port_id { DP_IN = 0, DP_OUT = 1, DP_NPORTS = 2 };
 
@@ -43,6 +50,7 @@ struct dp_config {
 struct dp_wstats {
 	_Atomic uint64_t rx[DP_NPORTS], tx[DP_NPORTS];
 	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
+	_Atomic uint64_t frag_packets, frag_made, reasm_packets, reasm_frags;
 	_Atomic uint64_t drops[SADB_DROP_MAX];
 };
 
@@ -116,6 +124,8 @@ struct dp_worker {
 	uint64_t icmp_tokens_ns;     /* rate limit */
 	struct dp_wstats st;
 	struct sadb_worker_stats *sst; /* this worker's record in the SADB stats area (ipsecctl) */
+	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
+	uint64_t reasm_expire_ns;    /* next look for timed-out datagrams */
 };
 
 struct dp_ctx {
@@ -136,6 +146,9 @@ struct dp_ctx {
 	void *sa_state;              /* dp_sa.c: control thread's journal position, locks */
 	uint64_t sadb_gen;           /* generation applied by the control thread */
 	uint64_t start_ns;
+	struct dp_reasm *reasm;      /* shared by the workers, under reasm_lock */
+	pthread_spinlock_t reasm_lock;
+	int local_addrs_fd;          /* the XDP program's local_addrs map, for the workers; -1 = none */
 };
 
 /* ---- dp_util ---- */
@@ -149,6 +162,9 @@ int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk
 int dp_xdp_sync_addrs(struct dp_ctx *ctx);
 void dp_xdp_unload(struct dp_ctx *ctx);
 int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
+/* Whether addr (family AF_INET/AF_INET6) is one of the gateway's own addresses (a map lookup: a
+ * system call, for the rare fragment only). */
+bool dp_xdp_is_local(struct dp_ctx *ctx, uint8_t family, const uint8_t *addr);
 
 /* ---- dp_xsk.c: UMEM and sockets of a worker ---- */
 int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w);
@@ -204,6 +220,9 @@ void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);
 
 /* ---- dp_worker.c ---- */
 void *dp_worker_main(void *arg);
+/* The reassembly table and the workers' reassembly buffers (after ctx->w exists); fini frees them. */
+int dp_worker_frag_init(struct dp_ctx *ctx);
+void dp_worker_frag_fini(struct dp_ctx *ctx);
 /* Deliver an L3 packet at addr (frame memory of w) to the next hop or the TUN device; consumes
  * the frame (sent, held or freed with a counted drop). */
 void dp_forward(struct dp_worker *w, uint64_t addr, uint32_t len);

@@ -7,13 +7,18 @@
  *           -> plaintext -> SPD (fwd, then in): bypass -> forward | anything else dropped
  *   TUN (worker 0) -> as inside, never decrementing TTL (locally originated)
  * Consecutive packets of one SA are handed to the engine as one burst. Every drop is counted with
- * its reason (rule 4); a bad packet never stops the burst. */
+ * its reason (rule 4); a bad packet never stops the burst.
+ * Fragments: an IPv4 packet without DF that is too big for the SA (or the next link) is cut into
+ * fragments first, each in its own frame and its own ESP/AH packet (RFC 4301 section 8.1, RFC 4303
+ * section 3.3.4); received outer fragments of ESP, AH and ESP-in-UDP are reassembled (dp_frag.c)
+ * before the engine sees them (RFC 4303 section 3.4.1). */
 #define _GNU_SOURCE
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <syslog.h>
@@ -24,6 +29,7 @@
 
 #include "dataplane/dp.h"
 #include "dataplane/dp_sa.h"
+#include "dataplane/dp_frag.h"
 
 #define L2 14u
 #define FWD_DEC_TTL  1u
@@ -63,6 +69,60 @@ static inline void drop_charged(struct dp_worker *w, uint64_t addr, unsigned rea
 static inline void sa_drop(struct dp_sa *sa, unsigned reason)
 {
 	__atomic_fetch_add(&sa->rt->drops[reason], 1, __ATOMIC_RELAXED);
+}
+
+/* n packets dropped that hold no frame any more (fragments whose bytes were copied). */
+static inline void drop_count(struct dp_worker *w, unsigned reason, uint64_t n)
+{
+	if (!n)
+		return;
+	atomic_fetch_add_explicit(&w->st.drops[reason], n, memory_order_relaxed);
+	DP_SST_ADD(w, drops[reason], n);
+}
+
+static inline bool ttl_expiring(const uint8_t *l3)
+{
+	return (l3[0] >> 4) == 4 ? l3[8] <= 1 : l3[7] <= 1;
+}
+
+/* Where a packet written by the dataplane starts in a fresh frame: room before it for Ethernet and
+ * the engine's headers, as for received frames. */
+#define FRESH_L3 (XDP_PACKET_HEADROOM + L2)
+/* Largest L3 packet a frame holds at FRESH_L3 with the engine's tailroom after it. */
+#define FRAME_L3_MAX (DP_FRAME_SIZE - FRESH_L3 - ESP_TAILROOM)
+
+/* Cut the IPv4 packet at src (len bytes, no DF) into fragments of at most mtu bytes, each in a frame
+ * of its own: fragment 0 in place when in_place (src is then frame memory at src_addr), the others in
+ * fresh frames, all written before the caller hands any of them on (encrypting fragment 0 in place
+ * would overwrite the bytes of fragment 1 that follow it). Returns the number of fragments with
+ * addrs/lens filled, or -reason. */
+static int cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t src_addr,
+	       uint32_t len, uint32_t mtu, uint64_t addrs[DP_FRAG_MAX], uint32_t lens[DP_FRAG_MAX])
+{
+	struct dp_frag4 f;
+	int r = dp_frag4_plan(&f, src, len, mtu);
+	unsigned first = in_place ? 1 : 0;
+
+	if (r < 0)
+		return r;
+	if (mtu > FRAME_L3_MAX)
+		return -SADB_DROP_MTU;
+	/* keep the reserve refill() keeps for the TUN device and held packets */
+	if (w->n_free < f.n - first + 2 * DP_BATCH)
+		return -SADB_DROP_FRAG_NOBUF;
+	for (unsigned i = first; i < f.n; i++) {
+		addrs[i] = dp_frame_take(w) + FRESH_L3;
+		lens[i] = dp_frag4_write(&f, i, mem(w, addrs[i]));
+	}
+	if (in_place) {
+		addrs[0] = src_addr;
+		lens[0] = dp_frag4_write(&f, 0, mem(w, src_addr));
+	}
+	atomic_fetch_add_explicit(&w->st.frag_packets, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&w->st.frag_made, f.n, memory_order_relaxed);
+	DP_SST_ADD(w, frag_packets, 1);
+	DP_SST_ADD(w, frag_made, f.n);
+	return (int)f.n;
 }
 
 /* TTL / hop limit, RFC 1812 5.3.1; the IPv4 checksum is updated incrementally (RFC 1624). */
@@ -121,15 +181,30 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 		dp_frame_free(w, addr);
 		return;
 	}
+	/* Too big with DF (always, for IPv6): the ICMP error that makes PMTUD work quotes the packet as
+	 * received, so it is sent before the TTL changes (an expiring TTL is answered instead). */
+	if (r == 0 && len > e->mtu && (family == AF_INET6 || (l3[6] & 0x40)) &&
+	    !((flags & FWD_DEC_TTL) && ttl_expiring(l3))) {
+		dp_icmp_too_big(w, l3, len, e->mtu);
+		drop(w, addr, SADB_DROP_MTU);
+		return;
+	}
 	if ((flags & FWD_DEC_TTL) && !dec_ttl(w, l3, len)) {
 		drop(w, addr, SADB_DROP_TTL);
 		return;
 	}
 	if (r == 0 && len > e->mtu) {
-		/* no fragmentation here: DF (always, for IPv6) gets the ICMP error that makes PMTUD work */
-		if (family == AF_INET6 || (l3[6] & 0x40)) /* DF */
-			dp_icmp_too_big(w, l3, len, e->mtu);
-		drop(w, addr, SADB_DROP_MTU);
+		/* IPv4 without DF: as a router, fragment (RFC 791, RFC 1812 section 5.2.6) */
+		uint64_t fa[DP_FRAG_MAX];
+		uint32_t fl[DP_FRAG_MAX];
+		int n = cut(w, l3, true, addr, len, e->mtu, fa, fl);
+
+		if (n < 0) {
+			drop(w, addr, (unsigned)-n);
+			return;
+		}
+		for (int i = 0; i < n; i++)
+			forward(w, fa[i], fl[i], flags & ~FWD_DEC_TTL);
 		return;
 	}
 	eth = l3 - L2;
@@ -280,34 +355,106 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 		drop_charged(w, addr, SADB_DROP_UNSUPPORTED);
 		return;
 	}
+	/* Checked here rather than by the engine so the ICMP error can quote the intact packet (before
+	 * the TTL changes; an expiring TTL gets "time exceeded" instead). */
+	mtu = sa->sa.mtu ? sa->sa.mtu : atomic_load_explicit(&w->ctx->ifc[DP_OUT].mtu,
+							      memory_order_relaxed);
+	mtu = esp_sa_inner_mtu(sa->eo[w->id], mtu, sel.src.family);
+	if (len > mtu && (sel.src.family == AF_INET6 || (l3[6] & 0x40)) &&
+	    !((flags & FWD_DEC_TTL) && ttl_expiring(l3))) {
+		dp_icmp_too_big(w, l3, len, mtu);
+		sa_drop(sa, SADB_DROP_MTU);
+		drop_charged(w, addr, SADB_DROP_MTU);
+		return;
+	}
 	/* As a router we decrement the inner TTL before encapsulating (RFC 4301 5.1.2.1). */
 	if ((flags & FWD_DEC_TTL) && !dec_ttl(w, l3, len)) {
 		drop(w, addr, SADB_DROP_TTL);
 		return;
 	}
-	/* Checked here rather than by the engine so the ICMP error can quote the intact packet. */
-	mtu = sa->sa.mtu ? sa->sa.mtu : atomic_load_explicit(&w->ctx->ifc[DP_OUT].mtu,
-							      memory_order_relaxed);
-	mtu = esp_sa_inner_mtu(sa->eo[w->id], mtu, sel.src.family);
 	if (len > mtu) {
-		if (sel.src.family == AF_INET6 || (l3[6] & 0x40)) /* DF */
-			dp_icmp_too_big(w, l3, len, mtu);
-		sa_drop(sa, SADB_DROP_MTU);
-		drop_charged(w, addr, SADB_DROP_MTU);
+		/* IPv4 without DF: fragments first, each then protected on its own (RFC 4301 8.1) */
+		uint64_t fa[DP_FRAG_MAX];
+		uint32_t fl[DP_FRAG_MAX];
+		int n = cut(w, l3, true, addr, len, mtu, fa, fl);
+
+		if (n < 0) {
+			sa_drop(sa, (unsigned)-n);
+			drop_charged(w, addr, (unsigned)-n);
+			return;
+		}
+		for (int i = 0; i < n; i++)
+			group_add(w, g, sa, true, fa[i], fl[i], flags & FWD_FROM_TUN);
 		return;
 	}
 	group_add(w, g, sa, true, addr, len, flags & FWD_FROM_TUN);
 }
 
-static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len)
+static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len,
+			 bool whole);
+
+/* An outer fragment of ESP, AH or ESP-in-UDP: into the shared table; a datagram it completes goes on
+ * as if received whole, in this fragment's frame when it fits. */
+static void reassemble(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len)
+{
+	struct dp_ctx *ctx = w->ctx;
+	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+	struct dp_reasm_res res;
+
+	pthread_spin_lock(&ctx->reasm_lock);
+	res = dp_reasm_add(ctx->reasm, mem(w, addr), len, dp_now_ns(), w->rbuf, DP_REASM_OUT_MAX);
+	pthread_spin_unlock(&ctx->reasm_lock);
+	drop_count(w, SADB_DROP_FRAG_TIMEOUT, res.n_expired);
+	switch (res.verdict) {
+	case DP_REASM_HELD:
+		dp_frame_free(w, base);
+		return;
+	case DP_REASM_DROP:
+		drop_count(w, res.reason, res.n_dropped);
+		drop(w, base, res.reason);
+		return;
+	default:
+		break;
+	}
+	atomic_fetch_add_explicit(&w->st.reasm_packets, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&w->st.reasm_frags, res.n_frags, memory_order_relaxed);
+	DP_SST_ADD(w, reasm_packets, 1);
+	DP_SST_ADD(w, reasm_frags, res.n_frags);
+	if (res.len > DP_FRAME_SIZE - FRESH_L3) {
+		/* the engine works inside one frame: larger datagrams cannot be decrypted here */
+		drop(w, base, SADB_DROP_FRAG_TOO_BIG);
+		return;
+	}
+	memcpy(mem(w, base + FRESH_L3), w->rbuf, res.len);
+	from_outside(w, g, base + FRESH_L3, res.len, true);
+}
+
+/* From the outside interface; whole: a reassembled datagram (a fragment inside is an error). */
+static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len,
+			 bool whole)
 {
 	uint8_t *l3 = mem(w, addr);
 	struct esp_outer o;
 	struct sadb_pkt_sel sel;
 	struct sadb_policy pol;
 	struct dp_sa *sa;
-	enum sadb_drop r = esp_parse_outer(l3, len, DP_NATT_PORT, &o);
+	enum sadb_drop r;
+	uint8_t fproto;
 
+	/* Outer fragments for us (RFC 4303 3.4.1: reassembly before ESP processing). Transit fragments
+	 * of other protocols are forwarded as they are, like any plaintext. */
+	if (dp_frag_is_fragment(l3, len, &fproto) &&
+	    (fproto == IPPROTO_ESP || fproto == IPPROTO_AH ||
+	     (fproto == IPPROTO_UDP && dp_xdp_is_local(w->ctx, (l3[0] >> 4) == 4 ? AF_INET : AF_INET6,
+						      (l3[0] >> 4) == 4 ? l3 + 16 : l3 + 24)))) {
+		if (whole) {
+			drop(w, addr, SADB_DROP_FRAG_BAD);
+			return;
+		}
+		reassemble(w, g, addr, len);
+		return;
+	}
+	r = esp_parse_outer(l3, len, DP_NATT_PORT, &o);
 	if (r == SADB_DROP_NONE) {
 		sa = dp_sa_find_in(w->ctx, o.spi, o.proto, &o.dst);
 		if (!sa) {
@@ -400,7 +547,7 @@ static unsigned rx_burst(struct dp_worker *w, struct group *g, unsigned p)
 		if (p == DP_IN)
 			outbound(w, g, addr + L2, len, FWD_DEC_TTL);
 		else
-			from_outside(w, g, addr + L2, len);
+			from_outside(w, g, addr + L2, len, false);
 	}
 	xsk_ring_cons__release(&pt->rx, n);
 	flush(w, g);
@@ -494,6 +641,65 @@ static void pin(struct dp_worker *w)
 		w->cpu = (int)(w->id % (unsigned)ncpu);
 }
 
+/* Datagrams whose fragments stopped coming: looked for every 100 ms by whichever worker gets the
+ * lock (a busy worker does not wait for it). */
+static void reasm_expire(struct dp_worker *w)
+{
+	struct dp_ctx *ctx = w->ctx;
+	uint64_t now = dp_now_ns();
+	uint32_t n;
+
+	if (now < w->reasm_expire_ns)
+		return;
+	w->reasm_expire_ns = now + 100000000ull;
+	if (pthread_spin_trylock(&ctx->reasm_lock))
+		return;
+	n = dp_reasm_expire(ctx->reasm, now);
+	pthread_spin_unlock(&ctx->reasm_lock);
+	drop_count(w, SADB_DROP_FRAG_TIMEOUT, n);
+}
+
+int dp_worker_frag_init(struct dp_ctx *ctx)
+{
+	struct dp_reasm_cfg rc = {
+		.max_dgrams = DP_REASM_DGRAMS,
+		.max_bytes = DP_REASM_BYTES,
+		.max_frags = DP_REASM_FRAGS,
+		.timeout_ns = DP_REASM_NS,
+	};
+	int err;
+
+	ctx->local_addrs_fd = -1;
+	err = pthread_spin_init(&ctx->reasm_lock, PTHREAD_PROCESS_PRIVATE);
+	if (err)
+		return -err;
+	err = dp_reasm_create(&rc, &ctx->reasm);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < ctx->n_workers; i++) {
+		ctx->w[i].rbuf = malloc(DP_REASM_OUT_MAX);
+		if (!ctx->w[i].rbuf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void dp_worker_frag_fini(struct dp_ctx *ctx)
+{
+	if (!ctx->reasm)
+		return;
+	for (unsigned i = 0; ctx->w && i < ctx->n_workers; i++) {
+		free(ctx->w[i].rbuf);
+		ctx->w[i].rbuf = NULL;
+	}
+	dp_reasm_destroy(ctx->reasm);
+	ctx->reasm = NULL;
+	pthread_spin_destroy(&ctx->reasm_lock);
+	if (ctx->local_addrs_fd >= 0)
+		close(ctx->local_addrs_fd);
+	ctx->local_addrs_fd = -1;
+}
+
 void *dp_worker_main(void *arg)
 {
 	struct dp_worker *w = arg;
@@ -517,6 +723,7 @@ void *dp_worker_main(void *arg)
 			work += tun_burst(w, &g);
 		kick(w);
 		dp_route_hold_retry(w, false);
+		reasm_expire(w);
 		rcu_quiescent_state();
 		if (work)
 			continue;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,9 @@ int dp_xdp_load(struct dp_ctx *ctx)
 		goto fail;
 	}
 	ctx->xdp = x;
+	/* the workers' own reference: it outlives the unload that runs while they finish */
+	if (ctx->local_addrs_fd < 0)
+		ctx->local_addrs_fd = fcntl(x->addrs_fd, F_DUPFD_CLOEXEC, 0);
 	/* Own addresses first: from the moment of attachment, traffic for the gateway must keep
 	 * reaching the kernel. */
 	err = dp_xdp_sync_addrs(ctx);
@@ -281,4 +285,17 @@ void dp_xdp_unload(struct dp_ctx *ctx)
 	bpf_object__close(x->obj);
 	free(x);
 	ctx->xdp = NULL;
+}
+
+bool dp_xdp_is_local(struct dp_ctx *ctx, uint8_t family, const uint8_t *addr)
+{
+	struct dp_xdp_addr k;
+	uint32_t v;
+
+	if (ctx->local_addrs_fd < 0)
+		return false;
+	memset(&k, 0, sizeof(k));
+	k.family = family == AF_INET ? DP_AF_INET : DP_AF_INET6;
+	memcpy(k.addr, addr, family == AF_INET ? 4 : 16);
+	return bpf_map_lookup_elem(ctx->local_addrs_fd, &k, &v) == 0;
 }

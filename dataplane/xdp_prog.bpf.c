@@ -6,7 +6,15 @@
  *  - outside: ESP and AH, and ESP-in-UDP on port 4500 with a non-zero marker, go to the dataplane
  *    even when addressed to the gateway; IKE (UDP 500, 4500 with a zero marker) and keepalives stay
  *    with the kernel;
+ *  - outside, fragments: ESP and AH fragments (IPv4, and IPv6 with a Fragment header right after
+ *    the fixed header) go to the dataplane, which reassembles them. A UDP first fragment addressed
+ *    to the gateway that is ESP-in-UDP goes there too, and its datagram is remembered (LRU map
+ *    `esp_udp_frags`) so that its later fragments, which carry no UDP header, follow it; other UDP
+ *    fragments (IKE, and ESP-in-UDP fragments that overtake their first fragment) stay with the
+ *    kernel, which reassembles IKE for charon;
  *  - any IP packet to be forwarded goes to the dataplane.
+ * Fragments cannot be steered to one queue here: an AF_XDP socket takes only frames of the queue it
+ * is bound to. The dataplane's reassembly table is shared by its workers instead.
  * The xskmap key is the interface's base (from `ifaces`, filled by xipsecd) plus the RX queue, so
  * one loaded program serves both interfaces. When no socket is bound the redirect fails closed
  * (XDP_DROP): transit traffic must never fall through to kernel forwarding unprotected. */
@@ -41,6 +49,13 @@ struct {
 	__type(key, struct dp_xdp_addr);
 	__type(value, __u32);
 } local_addrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DP_XDP_FRAG_MAX);
+	__type(key, struct dp_xdp_frag_key);
+	__type(value, __u32);
+} esp_udp_frags SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -104,6 +119,21 @@ static __always_inline int is_esp_in_udp(void *l4, void *end)
 	return *marker != 0;
 }
 
+/* A UDP fragment to the gateway: the first one decides (ESP-in-UDP marker) and is remembered. */
+static __always_inline int udp_frag_is_esp(struct dp_xdp_frag_key *k, int first, void *l4,
+					   void *end)
+{
+	__u32 one = 1;
+
+	if (first) {
+		if (!is_esp_in_udp(l4, end))
+			return 0;
+		bpf_map_update_elem(&esp_udp_frags, k, &one, BPF_ANY);
+		return 1;
+	}
+	return bpf_map_lookup_elem(&esp_udp_frags, k) != NULL;
+}
+
 SEC("xdp")
 int xipsec_xdp(struct xdp_md *ctx)
 {
@@ -131,10 +161,21 @@ int xipsec_xdp(struct xdp_md *ctx)
 		if (outside) {
 			if (ip->protocol == IPPROTO_ESP || ip->protocol == IPPROTO_AH)
 				return to_dataplane(ctx, ifc);
-			/* first fragment or unfragmented only: a marker needs the UDP header */
-			if (ip->protocol == IPPROTO_UDP && !(ip->frag_off & bpf_htons(0x1fff)) &&
-			    is_local4(ip->daddr) && is_esp_in_udp(l4, end))
-				return to_dataplane(ctx, ifc);
+			if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {
+				if (!(ip->frag_off & bpf_htons(0x3fff))) {
+					if (is_esp_in_udp(l4, end))
+						return to_dataplane(ctx, ifc);
+				} else {
+					struct dp_xdp_frag_key k = { .family = DP_AF_INET };
+
+					k.id = ip->id;
+					__builtin_memcpy(k.src, &ip->saddr, 4);
+					__builtin_memcpy(k.dst, &ip->daddr, 4);
+					if (udp_frag_is_esp(&k, !(ip->frag_off & bpf_htons(0x1fff)),
+							    l4, end))
+						return to_dataplane(ctx, ifc);
+				}
+			}
 		}
 		/* 224.0.0.0/4 multicast and limited broadcast */
 		if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
@@ -158,6 +199,24 @@ int xipsec_xdp(struct xdp_md *ctx)
 			if (ip6->nexthdr == IPPROTO_UDP && is_local6(&ip6->daddr) &&
 			    is_esp_in_udp(l4, end))
 				return to_dataplane(ctx, ifc);
+			if (ip6->nexthdr == 44) {           /* Fragment header (RFC 8200 4.5) */
+				__u8 *fh = l4;
+
+				if ((void *)(fh + 8) > end)
+					return to_kernel();
+				if (fh[0] == IPPROTO_ESP || fh[0] == IPPROTO_AH)
+					return to_dataplane(ctx, ifc);
+				if (fh[0] == IPPROTO_UDP && is_local6(&ip6->daddr)) {
+					struct dp_xdp_frag_key k = { .family = DP_AF_INET6 };
+
+					__builtin_memcpy(&k.id, fh + 4, 4);
+					__builtin_memcpy(k.src, &ip6->saddr, 16);
+					__builtin_memcpy(k.dst, &ip6->daddr, 16);
+					if (udp_frag_is_esp(&k, !((fh[2] << 8 | fh[3]) & 0xfff8),
+							    fh + 8, end))
+						return to_dataplane(ctx, ifc);
+				}
+			}
 		}
 		/* ff00::/8 multicast (ND solicitations, MLD) and link-local fe80::/10 */
 		if (ip6->daddr.s6_addr[0] == 0xff ||

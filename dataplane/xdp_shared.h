@@ -28,6 +28,17 @@ struct dp_xdp_addr {
 	__u8 addr[16];    /* IPv4 in the first 4 bytes, rest zero */
 };
 
+/* A fragmented ESP-in-UDP datagram seen by its first fragment: its later fragments carry no UDP
+ * header, so the program remembers the datagram to send them to the dataplane too. */
+#define DP_XDP_FRAG_MAX 1024
+struct dp_xdp_frag_key {
+	__u8 family;
+	__u8 pad[3];
+	__u32 id;         /* IPv4 identification or IPv6 fragment identification, as on the wire */
+	__u8 src[16];
+	__u8 dst[16];
+};
+
 enum { DP_XDP_STAT_PASS = 0, DP_XDP_STAT_REDIRECT = 1, DP_XDP_STAT_MAX = 2 };
 
 #endif

@@ -338,6 +338,11 @@ int main(int argc, char **argv)
 		w->cpu = -1;
 		w->nl_fd = w->icmp4_fd = w->icmp6_fd = -1;
 	}
+	err = dp_worker_frag_init(&ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot allocate the reassembly table: %s", strerror(-err));
+		goto out;
+	}
 	err = dp_sa_init(&ctx);
 	if (err) {
 		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
@@ -408,6 +413,7 @@ out:
 			close(w->icmp6_fd);
 	}
 	dp_sa_fini(&ctx);
+	dp_worker_frag_fini(&ctx);
 	dp_tun_close(&ctx);
 	dp_ctl_close(&ctx);
 	if (nlfd >= 0)

@@ -949,6 +949,10 @@ int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total
 		total->rx_bytes += ld(&w->rx_bytes);
 		total->tx_packets += ld(&w->tx_packets);
 		total->tx_bytes += ld(&w->tx_bytes);
+		total->frag_packets += ld(&w->frag_packets);
+		total->frag_made += ld(&w->frag_made);
+		total->reasm_packets += ld(&w->reasm_packets);
+		total->reasm_frags += ld(&w->reasm_frags);
 		for (unsigned r = 0; r < SADB_DROP_MAX; r++)
 			total->drops[r] += ld(&w->drops[r]);
 	}

@@ -38,7 +38,8 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 3u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area */
+#define SADB_LAYOUT_VERSION 4u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+                                * 4: fragmentation drop reasons and counters */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -204,6 +205,10 @@ struct sadb_runtime {
 struct sadb_worker_stats {
 	_Alignas(64) uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
+	uint64_t frag_packets;      /* IPv4 packets cut into fragments (before ESP/AH or to a link) */
+	uint64_t frag_made;         /* fragments those became */
+	uint64_t reasm_packets;     /* datagrams reassembled from received fragments */
+	uint64_t reasm_frags;       /* fragments that went into them */
 	uint64_t drops[SADB_DROP_MAX];
 };
 

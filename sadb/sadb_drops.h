@@ -30,7 +30,14 @@
 	X(CRYPTO,         "crypto backend error") \
 	X(UNSUPPORTED,    "unsupported packet or transform") \
 	X(BAD_ENCAP,      "bad UDP encapsulation") \
-	X(TX_FULL,        "transmit ring full")
+	X(TX_FULL,        "transmit ring full") \
+	X(FRAG_NOBUF,     "no free buffer for fragments") \
+	X(FRAG_BAD,       "malformed fragment") \
+	X(FRAG_OVERLAP,   "overlapping fragments") \
+	X(FRAG_DUP,       "duplicate fragment") \
+	X(FRAG_TIMEOUT,   "reassembly timeout") \
+	X(FRAG_LIMIT,     "reassembly limit reached") \
+	X(FRAG_TOO_BIG,   "reassembled datagram too big")
 
 enum sadb_drop {
 #define SADB_DROP_ENUM(name, text) SADB_DROP_##name,

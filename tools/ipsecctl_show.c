@@ -524,6 +524,10 @@ static void stats_json(struct ctl_json *j, const char *key, struct sadb *db)
 	ctl_json_u64(j, "rx_bytes", t.nosa.rx_bytes);
 	ctl_json_u64(j, "tx_packets", t.nosa.tx_packets);
 	ctl_json_u64(j, "tx_bytes", t.nosa.tx_bytes);
+	ctl_json_u64(j, "frag_packets", t.nosa.frag_packets);
+	ctl_json_u64(j, "frag_made", t.nosa.frag_made);
+	ctl_json_u64(j, "reasm_packets", t.nosa.reasm_packets);
+	ctl_json_u64(j, "reasm_frags", t.nosa.reasm_frags);
 	ctl_json_end_obj(j);
 	ctl_json_arr(j, "workers");
 	for (int i = 0; i < t.n_workers; i++) {
@@ -535,6 +539,10 @@ static void stats_json(struct ctl_json *j, const char *key, struct sadb *db)
 		ctl_json_u64(j, "rx_bytes", LD(w->rx_bytes));
 		ctl_json_u64(j, "tx_packets", LD(w->tx_packets));
 		ctl_json_u64(j, "tx_bytes", LD(w->tx_bytes));
+		ctl_json_u64(j, "frag_packets", LD(w->frag_packets));
+		ctl_json_u64(j, "frag_made", LD(w->frag_made));
+		ctl_json_u64(j, "reasm_packets", LD(w->reasm_packets));
+		ctl_json_u64(j, "reasm_frags", LD(w->reasm_frags));
 		drops_json(j, "drops", w->drops);
 		ctl_json_end_obj(j);
 	}
@@ -569,6 +577,10 @@ static void stats_text(FILE *f, struct sadb *db)
 		fprintf(f, "  worker %d: rx %" PRIu64 " packets %" PRIu64 " bytes, tx %" PRIu64 " packets %"
 			PRIu64 " bytes, drops without SA %" PRIu64 "\n", i, LD(w->rx_packets),
 			LD(w->rx_bytes), LD(w->tx_packets), LD(w->tx_bytes), nd);
+		if (LD(w->frag_packets) || LD(w->reasm_packets))
+			fprintf(f, "    fragmented %" PRIu64 " packets into %" PRIu64 ", reassembled %"
+				PRIu64 " from %" PRIu64 " fragments\n", LD(w->frag_packets),
+				LD(w->frag_made), LD(w->reasm_packets), LD(w->reasm_frags));
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++)
 			if (LD(w->drops[r]))
 				fprintf(f, "    %-46s %" PRIu64 "\n", sadb_drop_str(r), LD(w->drops[r]));

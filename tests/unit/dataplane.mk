@@ -6,3 +6,10 @@ tests_unit_test_dp_xdp_SOURCES = tests/unit/test_dp_xdp.c
 tests_unit_test_dp_xdp_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dp_xdp_LDADD = $(BPF_LIBS) $(CMOCKA_LIBS)
 EXTRA_tests_unit_test_dp_xdp_DEPENDENCIES = dataplane/xipsec_xdp.o
+
+# test_dp_frag: the fragmenter and the reassembler (dataplane/dp_frag.c) on plain buffers.
+UNIT_TESTS += tests/unit/test_dp_frag
+check_PROGRAMS += tests/unit/test_dp_frag
+tests_unit_test_dp_frag_SOURCES = tests/unit/test_dp_frag.c dataplane/dp_frag.c dataplane/dp_frag.h
+tests_unit_test_dp_frag_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_dp_frag_LDADD = $(CMOCKA_LIBS)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,13 +90,38 @@ static unsigned udp(uint8_t *f, unsigned o, uint16_t dport, const uint8_t *paylo
 	return o + 8 + plen;
 }
 
+/* IPv4 fragment fields: offset in 8-byte units, MF */
+static void frag4(uint8_t *f, uint16_t id, unsigned off, bool mf)
+{
+	uint8_t *ip = f + 14;
+
+	ip[4] = (uint8_t)(id >> 8);
+	ip[5] = (uint8_t)id;
+	ip[6] = (uint8_t)((mf ? 0x20 : 0) | (off >> 8));
+	ip[7] = (uint8_t)off;
+}
+
+/* An IPv6 Fragment header (RFC 8200 4.5) at o: next header, offset in bytes, M, identification. */
+static unsigned frag6(uint8_t *f, unsigned o, uint8_t nh, unsigned off, bool m, uint32_t id)
+{
+	uint8_t *h = f + o;
+
+	h[0] = nh;
+	h[1] = 0;
+	h[2] = (uint8_t)(off >> 8);
+	h[3] = (uint8_t)((off & 0xf8) | (m ? 1 : 0));
+	h[4] = (uint8_t)(id >> 24); h[5] = (uint8_t)(id >> 16);
+	h[6] = (uint8_t)(id >> 8); h[7] = (uint8_t)id;
+	return o + 8;
+}
+
 static unsigned pad(uint8_t *f, unsigned o, unsigned n)
 {
 	memset(f + o, 0xab, n);
 	return o + n;
 }
 
-static struct row rows[32];
+static struct row rows[48];
 static unsigned n_rows;
 
 static struct row *add(const char *name, unsigned role, enum want want)
@@ -142,6 +168,44 @@ static void build_rows(void)
 	o = ip6(r->frame, "fd00::2", "fd00::1", 17, 16); r->len = udp(r->frame, o, 4500, spi, 8);
 	r = add("outside IPv6 IKE on 4500 -> kernel", O, PASS);
 	o = ip6(r->frame, "fd00::2", "fd00::1", 17, 16); r->len = udp(r->frame, o, 4500, zero_marker, 8);
+	/* Outer fragments (the dataplane reassembles ESP/AH/ESP-in-UDP, RFC 4303 3.4.1). Rows run in
+	 * order: a first fragment's verdict is remembered for its later fragments. */
+	r = add("outside IPv4 ESP non-first fragment -> dataplane", O, DATAPLANE);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 50, 40); frag4(r->frame, 7, 185, false);
+	r->len = pad(r->frame, o, 40);
+	r = add("outside IPv6 ESP non-first fragment -> dataplane", O, DATAPLANE);
+	o = ip6(r->frame, "fd00::2", "fd00::1", 44, 32); o = frag6(r->frame, o, 50, 1448, false, 9);
+	r->len = pad(r->frame, o, 24);
+	r = add("outside IPv6 AH first fragment -> dataplane", O, DATAPLANE);
+	o = ip6(r->frame, "fd00::2", "fd00::1", 44, 32); o = frag6(r->frame, o, 51, 0, true, 10);
+	r->len = pad(r->frame, o, 24);
+	r = add("outside IPv4 ESP-in-UDP first fragment -> dataplane", O, DATAPLANE);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4242, 0, true);
+	r->len = udp(r->frame, o, 4500, spi, 8);
+	r = add("outside IPv4 ESP-in-UDP later fragment (remembered) -> dataplane", O, DATAPLANE);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4242, 185, false);
+	r->len = pad(r->frame, o, 16);
+	r = add("outside IPv4 UDP later fragment of an unknown datagram -> kernel", O, PASS);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4243, 185, false);
+	r->len = pad(r->frame, o, 16);
+	r = add("outside IPv4 IKE first fragment (UDP 4500, zero marker) -> kernel", O, PASS);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4244, 0, true);
+	r->len = udp(r->frame, o, 4500, zero_marker, 8);
+	r = add("outside IPv4 IKE later fragment -> kernel", O, PASS);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4244, 185, false);
+	r->len = pad(r->frame, o, 16);
+	r = add("outside IPv6 ESP-in-UDP first fragment -> dataplane", O, DATAPLANE);
+	o = ip6(r->frame, "fd00::2", "fd00::1", 44, 24); o = frag6(r->frame, o, 17, 0, true, 77);
+	r->len = udp(r->frame, o, 4500, spi, 8);
+	r = add("outside IPv6 ESP-in-UDP later fragment (remembered) -> dataplane", O, DATAPLANE);
+	o = ip6(r->frame, "fd00::2", "fd00::1", 44, 24); o = frag6(r->frame, o, 17, 1448, false, 77);
+	r->len = pad(r->frame, o, 16);
+	r = add("outside IPv6 IKE later fragment -> kernel", O, PASS);
+	o = ip6(r->frame, "fd00::2", "fd00::1", 44, 24); o = frag6(r->frame, o, 17, 1448, false, 78);
+	r->len = pad(r->frame, o, 16);
+	r = add("outside IPv4 UDP fragment in transit -> dataplane (forwarded as it is)", O, DATAPLANE);
+	o = ip4(r->frame, "192.0.2.2", "10.1.0.2", 17, 16); frag4(r->frame, 0x4245, 185, false);
+	r->len = pad(r->frame, o, 16);
 	r = add("inside TCP to be forwarded -> dataplane", I, DATAPLANE);
 	o = ip4(r->frame, "10.1.0.2", "10.2.0.2", 6, 20); r->len = pad(r->frame, o, 20);
 	r = add("inside ICMP to the gateway -> kernel", I, PASS);
