@@ -45,9 +45,13 @@
 
 struct ngcm {
 	__m128i rk[15];   /* AES round keys, rounds + 1 of them */
-	__m128i h[8];     /* H^1..H^8, each times x^-1, in the byte-reversed representation */
-	__m128i hk[8];    /* h[i].hi ^ h[i].lo in both halves (Karatsuba middle term) */
+	__m128i h[16];    /* H^1..H^16, each times x^-1, in the byte-reversed representation */
+	__m128i hk[16];   /* h[i].hi ^ h[i].lo in both halves (Karatsuba middle term) */
 	unsigned rounds;  /* 10 or 14 */
+	bool vaes;        /* the 256-bit copies below are set: the CPU has VAES and VPCLMULQDQ */
+	__m256i rk2[15];  /* round keys in both lanes */
+	__m256i h2[8];    /* (H^(16-2j), H^(15-2j)) in (low, high) lane: 16 blocks, 2 per register */
+	__m256i hk2[8];
 #ifdef HAVE_IPSEC_MB
 	bool imb;         /* ipsec-mb's key below is set up: used above NATIVE_SHORT_MAX bytes */
 	struct gcm_key_data imb_key __attribute__((aligned(64)));
@@ -61,8 +65,10 @@ struct ngcm {
 #define NATIVE_SHORT_MAX 96
 
 /* Tests only (tests/unit/test_esp.c): false sends every length through this file's own code, so
- * that its long path is checked too. */
+ * that its long path is checked too; esp_native_vaes false makes SAs set up afterwards use the
+ * 128-bit code as on a CPU without VAES. */
 bool esp_native_bulk_ipsecmb = true;
+bool esp_native_vaes = true;
 
 #ifdef HAVE_IPSEC_MB
 /* One direct-API manager per thread, freed at thread exit (as crypto_ipsecmb.c does). */
@@ -285,10 +291,111 @@ NT static void setup_h(struct ngcm *g)
 	h = _mm_xor_si128(_mm_xor_si128(_mm_slli_epi32(h, 1), c1), _mm_and_si128(carry, poly));
 	g->h[0] = h;
 	g->hk[0] = kara(h);
-	for (int i = 1; i < 8; i++) {
+	for (int i = 1; i < 16; i++) {
 		g->h[i] = gf_mul(g->h[i - 1], g->h[0], g->hk[0]);
 		g->hk[i] = kara(g->h[i]);
 	}
+}
+
+/* ---- 256-bit VAES + VPCLMULQDQ bulk (AVX2 registers: two blocks per instruction) ---- */
+
+#define NV __attribute__((target("avx2,vaes,vpclmulqdq,aes,pclmul,ssse3,sse4.1")))
+#define NVI NV __attribute__((always_inline)) static inline
+
+static bool cpu_vaes(void)
+{
+	static int ok = -1;
+	if (ok < 0) {
+		__builtin_cpu_init();
+		ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vaes") &&
+		     __builtin_cpu_supports("vpclmulqdq");
+	}
+	return ok;
+}
+
+NV static void setup_vaes(struct ngcm *g)
+{
+	for (unsigned r = 0; r <= g->rounds; r++)
+		g->rk2[r] = _mm256_broadcastsi128_si256(g->rk[r]);
+	for (int j = 0; j < 8; j++) {
+		g->h2[j] = _mm256_set_m128i(g->h[14 - 2 * j], g->h[15 - 2 * j]);
+		g->hk2[j] = _mm256_set_m128i(g->hk[14 - 2 * j], g->hk[15 - 2 * j]);
+	}
+	g->vaes = true;
+}
+
+/* GHASH of the 16 blocks at p into acc: products with H^16..H^1 summed unreduced in both lanes,
+ * the lanes folded, one reduction. */
+NVI __m128i ghash16(const struct ngcm *g, __m128i acc, const uint8_t *p)
+{
+	const __m256i bs = _mm256_broadcastsi128_si256(
+		_mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+	__m256i lo = _mm256_setzero_si256(), hi = lo, mid = lo;
+#pragma GCC unroll 8
+	for (unsigned j = 0; j < 8; j++) {
+		__m256i x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p + 32 * j)), bs);
+		if (j == 0)
+			x = _mm256_xor_si256(x, _mm256_zextsi128_si256(acc));
+		lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(x, g->h2[j], 0x00));
+		hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(x, g->h2[j], 0x11));
+		__m256i xk = _mm256_xor_si256(x, _mm256_shuffle_epi32(x, 0x4e));
+		mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(xk, g->hk2[j], 0x00));
+	}
+	__m128i l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+	__m128i h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+	__m128i m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+	return ghash_reduce(l, h, m);
+}
+
+/* 16 blocks (256 bytes) per round from *off while at least that much is left: counters from *ctr,
+ * GHASH folded into *acc (which must sit at a group boundary). Encryption hashes the previous
+ * round's ciphertext while this round's AES runs, as the 128-bit loop does. */
+NV static void bulk_vaes(const struct ngcm *g, __m128i base, __m128i *acc, const uint8_t *src,
+			 uint8_t *dst, size_t len, size_t *off_p, uint32_t *ctr_p, bool enc)
+{
+	size_t off = *off_p;
+	uint32_t ctr = *ctr_p;
+	/* Counter blocks kept with their last word little-endian, so that one add steps both lanes. */
+	const __m256i cm = _mm256_broadcastsi128_si256(
+		_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 14, 13, 12));
+	__m256i c = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(base), cm);
+	c = _mm256_add_epi32(c, _mm256_set_epi32((int)(ctr + 1), 0, 0, 0, (int)ctr, 0, 0, 0));
+	const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
+	__m128i a = *acc;
+	while (len - off >= 256) {
+		__m256i b[8];
+#pragma GCC unroll 8
+		for (unsigned j = 0; j < 8; j++) {
+			b[j] = _mm256_xor_si256(_mm256_shuffle_epi8(c, cm), g->rk2[0]);
+			c = _mm256_add_epi32(c, two);
+		}
+		for (unsigned r = 1; r < g->rounds; r++) {
+			const __m256i k = g->rk2[r];
+#pragma GCC unroll 8
+			for (unsigned j = 0; j < 8; j++)
+				b[j] = _mm256_aesenc_epi128(b[j], k);
+		}
+		const __m256i kl = g->rk2[g->rounds];
+#pragma GCC unroll 8
+		for (unsigned j = 0; j < 8; j++)
+			b[j] = _mm256_aesenclast_epi128(b[j], kl);
+		if (!enc)
+			a = ghash16(g, a, src + off);
+		else if (off != *off_p)
+			a = ghash16(g, a, dst + off - 256);
+#pragma GCC unroll 8
+		for (unsigned j = 0; j < 8; j++)
+			_mm256_storeu_si256((__m256i *)(dst + off + 32 * j),
+					    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + off + 32 * j)),
+							     b[j]));
+		off += 256;
+		ctr += 16;
+	}
+	if (enc && off != *off_p)
+		a = ghash16(g, a, dst + off - 256);
+	*acc = a;
+	*off_p = off;
+	*ctr_p = ctr;
 }
 
 /* ---- GCM ---- */
@@ -405,13 +512,16 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 	 * are independent, so the core overlaps them. Decryption hashes its input as it reads it. */
 	size_t off = 0;
 	uint32_t ctr = 2;
+	if (g->vaes && len >= 256)
+		bulk_vaes(g, base, &s.acc, src, dst, len, &off, &ctr, enc);
+	const size_t off0 = off; /* the 128-bit rounds start here: nothing of theirs hashed yet */
 	while (len - off >= 128) {
 		__m128i b[8];
 #pragma GCC unroll 8
 		for (unsigned j = 0; j < 8; j++)
 			b[j] = ctr_blk(base, ctr + j);
 		aes_n(g, b, 8);
-		const uint8_t *h8 = enc ? (off ? dst + off - 128 : NULL) : src + off;
+		const uint8_t *h8 = enc ? (off != off0 ? dst + off - 128 : NULL) : src + off;
 		if (h8) {
 			__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
 #pragma GCC unroll 8
@@ -429,7 +539,7 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 		ctr += 8;
 		off += 128;
 	}
-	if (enc && off) { /* the last round's ciphertext */
+	if (enc && off != off0) { /* the last round's ciphertext */
 		__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
 		const uint8_t *h8 = dst + off - 128;
 #pragma GCC unroll 8
@@ -502,8 +612,13 @@ static int nat_init(struct esp_sa *sa)
 		return -ENOMEM;
 	key_expand(g, sa->enc_key, sa->enc_key_len);
 	setup_h(g);
+	g->vaes = false;
+	if (cpu_vaes() && esp_native_vaes)
+		setup_vaes(g);
 #ifdef HAVE_IPSEC_MB
-	IMB_MGR *m = imb_mgr();
+	/* With VAES our bulk loop is faster than ipsec-mb 1.3's AVX2 GCM (no VAES path below AVX-512):
+	 * the hand-off is only for CPUs without it. */
+	IMB_MGR *m = g->vaes ? NULL : imb_mgr();
 	g->imb = m != NULL;
 	if (m && sa->enc_key_len == 16)
 		IMB_AES128_GCM_PRE(m, sa->enc_key, &g->imb_key);
@@ -597,6 +712,7 @@ static void nat_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 #else /* not x86-64 */
 
 bool esp_native_bulk_ipsecmb = true;
+bool esp_native_vaes = true;
 
 static bool nat_supports(uint8_t kind, uint8_t cipher, uint8_t hmac, unsigned key_len)
 {

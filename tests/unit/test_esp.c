@@ -256,7 +256,7 @@ static void ref_gcm(const uint8_t *key, unsigned kl, const uint8_t *nonce, const
  * from 0 to 300 bytes and random ones up to 9000, AADs of 0-40 bytes (GMAC: up to 600), both key
  * sizes, random keys and nonces; in place, with guard bytes around the buffer that must not change;
  * decrypt gives back the plaintext and refuses any single flipped bit of ciphertext, AAD or tag. */
-extern bool esp_native_bulk_ipsecmb;
+extern bool esp_native_bulk_ipsecmb, esp_native_vaes;
 
 static void native_vs_openssl(void)
 {
@@ -364,17 +364,20 @@ static void native_vs_openssl(void)
 		}
 	}
 #undef RND
-	print_message("native GCM/GMAC (%s above 96 B): %u operations equal to OpenSSL's, every flipped bit "
-		      "refused\n", esp_native_bulk_ipsecmb ? "ipsec-mb where built in" : "own code", checked);
+	print_message("native GCM/GMAC (%s, %s): %u operations equal to OpenSSL's, every flipped bit "
+		      "refused\n", esp_native_vaes ? "VAES where the CPU has it" : "128-bit AES-NI only",
+		      esp_native_bulk_ipsecmb ? "ipsec-mb's where it is faster" : "own code at every size", checked);
 }
 
 static void test_native_vs_openssl(void **state)
 {
 	(void)state;
 	native_vs_openssl();
-	esp_native_bulk_ipsecmb = false; /* the long path of crypto_native.c itself */
+	esp_native_bulk_ipsecmb = false; /* the long paths of crypto_native.c itself */
 	native_vs_openssl();
-	esp_native_bulk_ipsecmb = true;
+	esp_native_vaes = false;
+	native_vs_openssl();
+	esp_native_bulk_ipsecmb = esp_native_vaes = true;
 }
 
 /* RFC 3686 §6 test vectors #1 and #2 (AES-CTR) and RFC 3602 §4 case #1 (AES-CBC): the cipher part of
