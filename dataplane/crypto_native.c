@@ -34,6 +34,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
+#include <cpuid.h>
 #include <immintrin.h>
 #ifdef HAVE_IPSEC_MB
 #include <pthread.h>
@@ -306,9 +307,12 @@ static bool cpu_vaes(void)
 {
 	static int ok = -1;
 	if (ok < 0) {
+		/* avx2 from the compiler (it checks the OS saves YMM state); VAES and VPCLMULQDQ from
+		 * CPUID leaf 7 (ECX bits 9 and 10), which clang 14's __builtin_cpu_supports lacks. */
+		unsigned a, b, c, d;
 		__builtin_cpu_init();
-		ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vaes") &&
-		     __builtin_cpu_supports("vpclmulqdq");
+		ok = __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+		     (c & (1u << 9)) && (c & (1u << 10));
 	}
 	return ok;
 }
