@@ -245,6 +245,22 @@ static int lookup_in(struct dp_worker *w, const struct sadb_pkt_sel *sel, struct
 	return sadb_policy_lookup(w->ctx->db, SADB_DIR_IN, sel, pol);
 }
 
+/* After decapsulation: the inner packet must be what the SA and its policy allow. */
+static unsigned inner_check(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3,
+			    uint32_t len)
+{
+	struct sadb_pkt_sel sel;
+	struct sadb_policy pol;
+
+	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
+		return SADB_DROP_TRUNCATED;
+	if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
+	    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||
+	    (pol.reqid && sa->sa.reqid && pol.reqid != sa->sa.reqid))
+		return SADB_DROP_POLICY_MISMATCH;
+	return SADB_DROP_NONE;
+}
+
 static void flush(struct dp_worker *w, struct group *g)
 {
 	struct dp_sa *sa = g->sa;
@@ -272,20 +288,11 @@ static void flush(struct dp_worker *w, struct group *g)
 		if (g->out) {
 			forward(w, base + p->off, p->len, (flags & FWD_FROM_TUN) | FWD_OUTSIDE);
 		} else {
-			struct sadb_pkt_sel sel;
-			struct sadb_policy pol;
+			unsigned r = inner_check(w, sa, p->buf + p->off, p->len);
 
-			/* rule: the inner packet must be what the SA and its policy allow */
-			if (esp_pkt_sel(p->buf + p->off, p->len, &sel) != SADB_DROP_NONE) {
-				sa_drop(sa, SADB_DROP_TRUNCATED);
-				drop_charged(w, base, SADB_DROP_TRUNCATED);
-				continue;
-			}
-			if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
-			    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||
-			    (pol.reqid && sa->sa.reqid && pol.reqid != sa->sa.reqid)) {
-				sa_drop(sa, SADB_DROP_POLICY_MISMATCH);
-				drop_charged(w, base, SADB_DROP_POLICY_MISMATCH);
+			if (r != SADB_DROP_NONE) {
+				sa_drop(sa, r);
+				drop_charged(w, base, r);
 				continue;
 			}
 			forward(w, base + p->off, p->len, FWD_DEC_TTL);
@@ -393,6 +400,112 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len,
 			 bool whole);
 
+/* A decrypted packet from a datagram too big for a frame (at l3 in the worker's reassembly buffer):
+ * one that fits a frame is copied into one; a larger IPv4 packet without DF leaves as fragments of
+ * the next link's MTU, written straight into frames; otherwise the sender gets "fragmentation
+ * needed" / "packet too big" with the largest size a frame carries. Drops are counted here. */
+static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
+{
+	uint8_t family = (l3[0] >> 4) == 4 ? AF_INET : AF_INET6;
+	struct dp_rentry *e;
+	uint64_t fa[DP_FRAG_MAX];
+	uint32_t fl[DP_FRAG_MAX], mtu;
+	int r = dp_route_lookup(w, family, family == AF_INET ? l3 + 16 : l3 + 24, -1, &e), n;
+
+	if (r < 0 && r != -EAGAIN) {
+		drop_count(w, (unsigned)-r, 1);
+		return;
+	}
+	if (r == 0 && e->port == DP_RT_LOCAL) {
+		/* for the gateway itself: the kernel reassembles nothing here, it takes it whole */
+		if (w->ctx->tun_fd >= 0 && dp_tun_write(w->ctx, l3, len) == 0)
+			atomic_fetch_add_explicit(&w->st.to_tun, 1, memory_order_relaxed);
+		else
+			drop_count(w, w->ctx->tun_fd >= 0 ? SADB_DROP_TX_FULL : SADB_DROP_NO_ROUTE, 1);
+		return;
+	}
+	if (len <= FRAME_L3_MAX) {
+		/* the inner packet fits a frame after all: the ordinary path */
+		uint64_t a;
+
+		if (w->n_free <= 2 * DP_BATCH) {
+			drop_count(w, SADB_DROP_NOMEM, 1);
+			return;
+		}
+		a = dp_frame_take(w) + FRESH_L3;
+		memcpy(mem(w, a), l3, len);
+		forward(w, a, len, FWD_DEC_TTL);
+		return;
+	}
+	/* e is filled for an unresolved neighbour too (-EAGAIN): its port and MTU are known */
+	mtu = e->mtu < FRAME_L3_MAX ? e->mtu : FRAME_L3_MAX;
+	if (family == AF_INET6 || (l3[6] & 0x40)) {
+		if (ttl_expiring(l3)) {
+			dp_icmp_ttl(w, l3, len);
+			drop_count(w, SADB_DROP_TTL, 1);
+		} else {
+			dp_icmp_too_big(w, l3, len, mtu);
+			drop_count(w, SADB_DROP_MTU, 1);
+		}
+		return;
+	}
+	if (!dec_ttl(w, l3, len)) {
+		drop_count(w, SADB_DROP_TTL, 1);
+		return;
+	}
+	n = cut(w, l3, false, 0, len, mtu, fa, fl);
+	if (n < 0) {
+		drop_count(w, (unsigned)-n, 1);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		forward(w, fa[i], fl[i], 0);
+}
+
+/* A reassembled datagram too big for a frame (it is in w->rbuf): the engine runs on that buffer,
+ * alone, under the SA's lock like a burst of one. */
+static void inbound_large(struct dp_worker *w, uint32_t len)
+{
+	struct esp_outer o;
+	struct esp_pkt p = { .buf = w->rbuf, .buf_len = DP_REASM_OUT_MAX, .off = 0, .len = len };
+	struct esp_pkt *pp = &p;
+	struct dp_sa *sa;
+	unsigned k, r = esp_parse_outer(w->rbuf, len, DP_NATT_PORT, &o);
+
+	if (r != SADB_DROP_NONE) {
+		drop_count(w, r, 1);
+		return;
+	}
+	sa = dp_sa_find_in(w->ctx, o.spi, o.proto, &o.dst);
+	if (!sa) {
+		drop_count(w, SADB_DROP_BAD_SPI, 1);
+		return;
+	}
+	r = sa->unusable ? SADB_DROP_UNSUPPORTED :
+	    o.udp_encap != (sa->sa.encap_dport != 0) ? SADB_DROP_BAD_ENCAP : SADB_DROP_NONE;
+	if (r != SADB_DROP_NONE) {
+		sa_drop(sa, r);
+		atomic_fetch_add_explicit(&w->st.drops[r], 1, memory_order_relaxed);
+		return;
+	}
+	pthread_spin_lock(sa->in_lock);
+	k = esp_inbound_burst(sa->ei, &pp, 1);
+	pthread_spin_unlock(sa->in_lock);
+	if (!k) {
+		/* counted in the SA by the engine */
+		atomic_fetch_add_explicit(&w->st.drops[p.drop], 1, memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&w->st.unprotect, 1, memory_order_relaxed);
+	r = inner_check(w, sa, p.buf + p.off, p.len);
+	if (r != SADB_DROP_NONE) {
+		sa_drop(sa, r);
+		atomic_fetch_add_explicit(&w->st.drops[r], 1, memory_order_relaxed);
+		return;
+	}
+	forward_large(w, p.buf + p.off, p.len);
+}
+
 /* An outer fragment of ESP, AH or ESP-in-UDP: into the shared table; a datagram it completes goes on
  * as if received whole, in this fragment's frame when it fits. */
 static void reassemble(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len)
@@ -421,8 +534,8 @@ static void reassemble(struct dp_worker *w, struct group *g, uint64_t addr, uint
 	DP_SST_ADD(w, reasm_packets, 1);
 	DP_SST_ADD(w, reasm_frags, res.n_frags);
 	if (res.len > DP_FRAME_SIZE - FRESH_L3) {
-		/* the engine works inside one frame: larger datagrams cannot be decrypted here */
-		drop(w, base, SADB_DROP_FRAG_TOO_BIG);
+		dp_frame_free(w, base);
+		inbound_large(w, res.len);
 		return;
 	}
 	memcpy(mem(w, base + FRESH_L3), w->rbuf, res.len);

@@ -9,7 +9,9 @@
 #     packet as sent. Bypass traffic to a smaller-MTU link is fragmented the same way.
 #  2. Inbound: scapy plays gw2 and sends an ESP packet that was fragmented on the path (IPv4 in
 #     order and reversed, IPv6 with a Fragment header): gw1 reassembles, decrypts and delivers the
-#     inner datagram to h1 whole. Overlapping fragments (RFC 5722) are dropped and counted, and the
+#     inner datagram to h1 whole; ESP-in-UDP likewise; datagrams larger than a frame are decrypted
+#     from the reassembly buffer (IPv4 then leaves in fragments, IPv6 gets "packet too big").
+#     Overlapping fragments (RFC 5722) are dropped and counted, and the
 #     rest of that datagram times out, counted too. ipsecctl show stats shows the counters.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool ping tcpdump tshark
@@ -31,6 +33,8 @@ dp_ctl gw2 policy fwd bypass 10.1.0.0/24 10.3.0.0/24
 dp_ctl gw2 policy out bypass 10.3.0.0/24 10.1.0.0/24
 dp_tunnel gcm 4 1 0x2001 0x2002
 dp_tunnel gcm 6 2 0x3001 0x3002
+# a second inbound SA of the IPv4 tunnel, ESP-in-UDP (a peer behind a NAT would use it)
+dp_ctl gw1 sa in 0x2003 esp tunnel 192.0.2.2 192.0.2.1 reqid 1 $(dp_sa_keys gcm 0x2003 | cut -d' ' -f2-) encap 4500 4500
 dp_start gw1
 dp_start gw2
 st() { dp_status "$1" > "$XT_DIR/st-$1.json"; dp_json "$XT_DIR/st-$1.json" "$2"; }
@@ -113,11 +117,12 @@ while True:
 xt_wait 10 grep -q ready "$XT_DIR/rx.log" || xt_fail "receiver did not start"
 mac=$(xt_exec gw1 ip -o link show out1 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 [ -n "$mac" ] || xt_fail "no MAC for gw1 out1"
-send() {  # send NAME FAMILY SEQ SIZE FRAGSIZE MODE
+send() {  # send NAME FAMILY SEQ SIZE FRAGSIZE MODE [natt]
 	local osrc=192.0.2.2 odst=192.0.2.1 spi=0x2002 isrc=10.2.0.2 idst=10.1.0.2
 	[ "$2" = 6 ] && { osrc=fd00::2 odst=fd00::1 spi=0x3002 isrc=fd02::2 idst=fd01::2; }
+	[ "${7:-}" = natt ] && spi=0x2003
 	xt_exec sw "$PYTHON" "$top_srcdir/tests/netns/test_dp_frag_send.py" br0 "$mac" "$2" "$osrc" \
-		"$odst" "$spi" "$(dp_key "$spi" 20)" "$3" "$isrc" "$idst" 7000 "$1" "$4" "$5" "$6" \
+		"$odst" "$spi" "$(dp_key "$spi" 20)" "$3" "$isrc" "$idst" 7000 "$1" "$4" "$5" "$6" ${7:-} \
 		> "$XT_DIR/send-$1.log" 2>&1 || { cat "$XT_DIR/send-$1.log" >&2; xt_fail "scapy sender $1 failed"; }
 }
 got() { xt_wait 10 grep -q "^got $1 $2 ok" "$XT_DIR/rx.log"; }
@@ -132,7 +137,21 @@ send v6rev 6 100002 1800 700 reverse
 got v6rev 1800 || xt_fail "IPv6 ESP fragments in reverse: inner datagram not delivered"
 r1=$(wsum gw1 reasm_packets)
 [ "$((r1 - r0))" = 4 ] || xt_fail "gw1 reassembled $((r1 - r0)) datagrams (want 4)"
+
 [ "$(wsum gw1 reasm_frags)" -ge 13 ] || xt_fail "reassembled fragments: $(wsum gw1 reasm_frags)"
+# ESP-in-UDP (NAT-T, RFC 3948) fragmented: the XDP program knows the later fragments by the first
+send v4natt 4 1 2500 1000 inorder natt
+got v4natt 2500 || { cat "$XT_DIR/send-v4natt.log" "$XT_DIR/rx.log" >&2; xt_fail "ESP-in-UDP fragments: inner datagram not delivered"; }
+# larger than a frame (4 KiB): decrypted from the reassembly buffer; 6028 bytes without DF leave as
+# fragments of in1's MTU (h1 reassembles), IPv6 gets "packet too big" (counted as mtu)
+f0=$(wsum gw1 frag_packets) m0=$(drops gw1 mtu)
+send v4big 4 100004 6000 1400 inorder
+got v4big 6000 || { cat "$XT_DIR/send-v4big.log" "$XT_DIR/rx.log" "$XT_DIR/st-gw1.json" >&2; xt_fail "a 6000-byte datagram from fragmented ESP not delivered"; }
+[ "$(wsum gw1 frag_packets)" = "$((f0 + 1))" ] || xt_fail "the 6028-byte packet was not fragmented for in1"
+send v6big 6 100003 5000 1400 inorder
+xt_wait 5 drops_are mtu "$((m0 + 1))" || xt_fail "IPv6 5048-byte inner packet: mtu drops $(drops gw1 mtu), want $((m0 + 1))"
+grep -q "^got v6big" "$XT_DIR/rx.log" && xt_fail "an IPv6 packet above in1's MTU was delivered"
+r1=$(wsum gw1 reasm_packets)
 # overlap: fragment 0, a copy of fragment 1 moved back 8 bytes, then fragments 1..: the first two are
 # dropped as an overlap, the rest wait for a fragment 0 that never comes and time out (5 s)
 o0=$(drops gw1 frag_overlap) t0=$(drops gw1 frag_timeout)

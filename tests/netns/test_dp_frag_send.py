@@ -3,9 +3,9 @@
 # datagram with the SA's keys, scapy's fragment()/fragment6() cut the outer packet, and the fragments
 # go out as Ethernet frames towards the gateway.
 #   usage: test_dp_frag_send.py IFACE DST_MAC FAMILY OUTER_SRC OUTER_DST SPI KEYHEX SEQ
-#                               INNER_SRC INNER_DST PORT TAG SIZE FRAGSIZE MODE
+#                               INNER_SRC INNER_DST PORT TAG SIZE FRAGSIZE MODE [natt]
 # MODE: inorder | reverse | overlap (a copy of fragment 1 moved 8 bytes back, sent after fragment 0:
-# RFC 5722 says the datagram is abandoned). Prints one line per fragment sent (offset, length, MF).
+# RFC 5722 says the datagram is abandoned). natt: ESP-in-UDP on port 4500 (RFC 3948). Prints one line per fragment sent (offset, length, MF).
 import logging, sys
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
@@ -17,6 +17,7 @@ from scapy.layers.ipsec import SecurityAssociation
 def main():
     (iface, dmac, fam, osrc, odst, spi, key, seq, isrc, idst, port, tag, size, fragsize,
      mode) = sys.argv[1:16]
+    natt = len(sys.argv) > 16 and sys.argv[16] == 'natt'
     spi, seq, port, size, fragsize = int(spi, 0), int(seq), int(port), int(size), int(fragsize)
     body = (tag.encode() + b':') * (size // (len(tag) + 1) + 1)
     body = body[:size]
@@ -26,7 +27,8 @@ def main():
         hdr, inner = IPv6(src=osrc, dst=odst), IPv6(src=isrc, dst=idst, hlim=64)
     inner = inner / UDP(sport=40000, dport=port) / Raw(body)
     sa = SecurityAssociation(ESP, spi=spi, crypt_algo='AES-GCM', crypt_key=bytes.fromhex(key),
-                             tunnel_header=hdr)
+                             tunnel_header=hdr,
+                             nat_t_header=UDP(sport=4500, dport=4500) if natt else None)
     outer = sa.encrypt(inner, seq_num=seq)
     if fam == '4':
         frags = fragment(IP(bytes(outer)), fragsize=fragsize)
