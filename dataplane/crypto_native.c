@@ -163,17 +163,17 @@ NT static void key_expand(struct ngcm *g, const uint8_t *key, unsigned len)
  * constant wherever this is inlined. */
 NTI void aes_n(const struct ngcm *g, __m128i *b, const unsigned n)
 {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 	for (unsigned j = 0; j < n; j++)
 		b[j] = _mm_xor_si128(b[j], g->rk[0]);
 	for (unsigned r = 1; r < g->rounds; r++) {
 		const __m128i k = g->rk[r];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < n; j++)
 			b[j] = _mm_aesenc_si128(b[j], k);
 	}
 	const __m128i k = g->rk[g->rounds];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 	for (unsigned j = 0; j < n; j++)
 		b[j] = _mm_aesenclast_si128(b[j], k);
 }
@@ -335,7 +335,7 @@ NVI __m128i ghash16(const struct ngcm *g, __m128i acc, const uint8_t *p)
 	const __m256i bs = _mm256_broadcastsi128_si256(
 		_mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 	__m256i lo = _mm256_setzero_si256(), hi = lo, mid = lo;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 	for (unsigned j = 0; j < 8; j++) {
 		__m256i x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p + 32 * j)), bs);
 		if (j == 0)
@@ -368,26 +368,26 @@ NV static void bulk_vaes(const struct ngcm *g, __m128i base, __m128i *acc, const
 	__m128i a = *acc;
 	while (len - off >= 256) {
 		__m256i b[8];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++) {
 			b[j] = _mm256_xor_si256(_mm256_shuffle_epi8(c, cm), g->rk2[0]);
 			c = _mm256_add_epi32(c, two);
 		}
 		for (unsigned r = 1; r < g->rounds; r++) {
 			const __m256i k = g->rk2[r];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 			for (unsigned j = 0; j < 8; j++)
 				b[j] = _mm256_aesenc_epi128(b[j], k);
 		}
 		const __m256i kl = g->rk2[g->rounds];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++)
 			b[j] = _mm256_aesenclast_epi128(b[j], kl);
 		if (!enc)
 			a = ghash16(g, a, src + off);
 		else if (off != *off_p)
 			a = ghash16(g, a, dst + off - 256);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++)
 			_mm256_storeu_si256((__m256i *)(dst + off + 32 * j),
 					    _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + off + 32 * j)),
@@ -433,61 +433,109 @@ NTI __m128i ld_aad(const uint8_t *aad, size_t len)
 	return ld_part(aad, len);
 }
 
-/* One packet of 16 < len <= 16 * nb bytes with an AAD of at most one block, in place: every AES
- * block (J0 and the nb of the payload) in one interleaved batch and every GHASH product summed
- * before one reduction. A last partial block is read and written as the 16 bytes that end the
- * buffer, shuffled, so nothing outside [buf, buf + len) is touched and no byte-wise copy is made. */
-NTI void gcm_short(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aad, size_t aad_len,
-		   uint8_t *buf, size_t len, uint8_t *tag, bool enc, const unsigned nb)
-{
-	const __m128i base = ld(iv);
-	const unsigned rem = (unsigned)(len & 15), full = rem ? nb - 1 : nb;
-	const unsigned total = (aad_len ? 1 : 0) + nb + 1;
-	__m128i b[8], in[7];
-#pragma GCC unroll 8
-	for (unsigned j = 0; j <= nb; j++)
-		b[j] = ctr_blk(base, j + 1);
-	/* Read all input before anything is written (in place). */
-#pragma GCC unroll 8
-	for (unsigned j = 0; j < full; j++)
-		in[j] = ld(buf + 16 * j);
-	__m128i win = _mm_setzero_si128();
-	if (rem) {
-		win = ld(buf + len - 16);
-		in[nb - 1] = _mm_shuffle_epi8(win, ld(sh_tab + 16 + (16 - rem)));
-	}
-	aes_n(g, b, nb + 1);
+/* One short packet for gcm_short: nonce, AAD, in-place buffer and where its tag goes. */
+struct gcm_pkt {
+	const uint8_t *iv;
+	const uint8_t *aad;
+	size_t aad_len;
+	uint8_t *buf;
+	size_t len;
+	uint8_t *tag;
+};
 
-	__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
-	unsigned hp = total - 1;
-	if (aad_len) {
-		clmul_acc(bswap(ld_aad(aad, aad_len)), g->h[hp], g->hk[hp], &lo, &hi, &mid);
-		hp--;
+/* np (1 or 2) packets of 16 < len <= 16 * nb bytes each with an AAD of at most one block, in
+ * place: every AES block of both (J0 and the nb of each payload) in one interleaved batch, so that
+ * the AES units run at their throughput instead of one packet's round latency, and per packet every
+ * GHASH product summed before one reduction. A last partial block is read and written as the 16
+ * bytes that end the buffer, shuffled, so nothing outside [buf, buf + len) is touched and no
+ * byte-wise copy is made. */
+NTI void gcm_short(const struct ngcm *g, const struct gcm_pkt *p, bool enc, const unsigned nb,
+		   const unsigned np)
+{
+	__m128i b[2 * 7], in[2][6], win[2];
+	unsigned rem[2];
+#pragma GCC unroll 2
+	for (unsigned q = 0; q < np; q++) {
+		const __m128i base = ld(p[q].iv);
+		rem[q] = (unsigned)(p[q].len & 15);
+#pragma GCC unroll 16
+		for (unsigned j = 0; j <= nb; j++)
+			b[q * (nb + 1) + j] = ctr_blk(base, j + 1);
+		/* Read all input before anything is written (in place). */
+#pragma GCC unroll 16
+		for (unsigned j = 0; j < nb - 1; j++)
+			in[q][j] = ld(p[q].buf + 16 * j);
+		win[q] = ld(p[q].buf + p[q].len - 16);
+		if (rem[q])
+			in[q][nb - 1] = _mm_shuffle_epi8(win[q], ld(sh_tab + 16 + (16 - rem[q])));
+		else
+			in[q][nb - 1] = win[q];
 	}
-	__m128i out[7];
-#pragma GCC unroll 8
-	for (unsigned j = 0; j < nb; j++)
-		out[j] = _mm_xor_si128(in[j], b[j + 1]);
-#pragma GCC unroll 8
-	for (unsigned j = 0; j < full; j++)
-		st(buf + 16 * j, out[j]);
-	if (rem) {
-		/* Keep the first rem bytes of the last block; write the window ending the buffer. */
-		__m128i keep = _mm_shuffle_epi8(_mm_set1_epi8(-1), ld(sh_tab + 16 + (16 - rem)));
-		out[nb - 1] = _mm_and_si128(out[nb - 1], keep);
-		__m128i prev = nb >= 2 ? out[nb - 2] : win;
-		__m128i w = _mm_or_si128(_mm_shuffle_epi8(prev, ld(sh_tab + 16 + rem)),
-					 _mm_shuffle_epi8(out[nb - 1], ld(sh_tab + 16 - (16 - rem))));
-		st(buf + len - 16, w);
+	aes_n(g, b, np * (nb + 1));
+
+#pragma GCC unroll 2
+	for (unsigned q = 0; q < np; q++) {
+		const __m128i *ks = b + q * (nb + 1);
+		__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo, out[6];
+		unsigned hp = (p[q].aad_len ? 1 : 0) + nb; /* H^(blocks left): AAD, payload, lengths */
+		if (p[q].aad_len) {
+			clmul_acc(bswap(ld_aad(p[q].aad, p[q].aad_len)), g->h[hp], g->hk[hp], &lo, &hi, &mid);
+			hp--;
+		}
+#pragma GCC unroll 16
+		for (unsigned j = 0; j < nb; j++)
+			out[j] = _mm_xor_si128(in[q][j], ks[j + 1]);
+#pragma GCC unroll 16
+		for (unsigned j = 0; j < nb - 1; j++)
+			st(p[q].buf + 16 * j, out[j]);
+		if (rem[q]) {
+			/* Keep the first rem bytes of the last block; write the window ending the buffer. */
+			unsigned r = rem[q];
+			__m128i keep = _mm_shuffle_epi8(_mm_set1_epi8(-1), ld(sh_tab + 16 + (16 - r)));
+			out[nb - 1] = _mm_and_si128(out[nb - 1], keep);
+			__m128i w = _mm_or_si128(_mm_shuffle_epi8(out[nb - 2], ld(sh_tab + 16 + r)),
+						 _mm_shuffle_epi8(out[nb - 1], ld(sh_tab + 16 - (16 - r))));
+			st(p[q].buf + p[q].len - 16, w);
+		} else {
+			st(p[q].buf + 16 * (nb - 1), out[nb - 1]);
+		}
+#pragma GCC unroll 16
+		for (unsigned j = 0; j < nb; j++) {
+			clmul_acc(bswap(enc ? out[j] : in[q][j]), g->h[hp], g->hk[hp], &lo, &hi, &mid);
+			hp--;
+		}
+		clmul_acc(_mm_set_epi64x((long long)((uint64_t)p[q].aad_len * 8), (long long)((uint64_t)p[q].len * 8)),
+			  g->h[0], g->hk[0], &lo, &hi, &mid);
+		st(p[q].tag, _mm_xor_si128(bswap(ghash_reduce(lo, hi, mid)), ks[0]));
 	}
-#pragma GCC unroll 8
-	for (unsigned j = 0; j < nb; j++) {
-		clmul_acc(bswap(enc ? out[j] : in[j]), g->h[hp], g->hk[hp], &lo, &hi, &mid);
-		hp--;
+}
+
+/* Blocks of a payload that gcm_short takes (2..6), or 0. */
+static inline unsigned short_blocks(size_t aad_len, size_t len)
+{
+	return aad_len <= 16 && len > 16 && len <= 96 ? (unsigned)((len + 15) / 16) : 0;
+}
+
+/* gcm_short for np packets of nb blocks each. */
+NT static void gcm_short_dispatch(const struct ngcm *g, const struct gcm_pkt *p, bool enc, unsigned nb,
+				  unsigned np)
+{
+	if (np == 2) {
+		switch (nb) {
+		case 2: gcm_short(g, p, enc, 2, 2); return;
+		case 3: gcm_short(g, p, enc, 3, 2); return;
+		case 4: gcm_short(g, p, enc, 4, 2); return;
+		case 5: gcm_short(g, p, enc, 5, 2); return;
+		default: gcm_short(g, p, enc, 6, 2); return;
+		}
 	}
-	clmul_acc(_mm_set_epi64x((long long)((uint64_t)aad_len * 8), (long long)((uint64_t)len * 8)),
-		  g->h[0], g->hk[0], &lo, &hi, &mid);
-	st(tag, _mm_xor_si128(bswap(ghash_reduce(lo, hi, mid)), b[0]));
+	switch (nb) {
+	case 2: gcm_short(g, p, enc, 2, 1); return;
+	case 3: gcm_short(g, p, enc, 3, 1); return;
+	case 4: gcm_short(g, p, enc, 4, 1); return;
+	case 5: gcm_short(g, p, enc, 5, 1); return;
+	default: gcm_short(g, p, enc, 6, 1); return;
+	}
 }
 
 /* Encrypt or decrypt len bytes from src to dst (may be the same) with the nonce in iv, and write
@@ -495,14 +543,11 @@ NTI void gcm_short(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aad, size_t aad_len,
 		   uint8_t *dst, const uint8_t *src, size_t len, uint8_t *tag, bool enc)
 {
-	if (aad_len <= 16 && len > 16 && len <= 96 && dst == src) {
-		switch ((len + 15) / 16) {
-		case 2: gcm_short(g, iv, aad, aad_len, dst, len, tag, enc, 2); return;
-		case 3: gcm_short(g, iv, aad, aad_len, dst, len, tag, enc, 3); return;
-		case 4: gcm_short(g, iv, aad, aad_len, dst, len, tag, enc, 4); return;
-		case 5: gcm_short(g, iv, aad, aad_len, dst, len, tag, enc, 5); return;
-		default: gcm_short(g, iv, aad, aad_len, dst, len, tag, enc, 6); return;
-		}
+	unsigned nb = short_blocks(aad_len, len);
+	if (nb && dst == src) {
+		const struct gcm_pkt p = { iv, aad, aad_len, dst, len, tag };
+		gcm_short_dispatch(g, &p, enc, nb, 1);
+		return;
 	}
 	const __m128i base = ld(iv);
 	__m128i ej0 = ctr_blk(base, 1); /* E_K(J0) masks the tag */
@@ -521,14 +566,14 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 	const size_t off0 = off; /* the 128-bit rounds start here: nothing of theirs hashed yet */
 	while (len - off >= 128) {
 		__m128i b[8];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++)
 			b[j] = ctr_blk(base, ctr + j);
 		aes_n(g, b, 8);
 		const uint8_t *h8 = enc ? (off != off0 ? dst + off - 128 : NULL) : src + off;
 		if (h8) {
 			__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 			for (unsigned j = 0; j < 8; j++) {
 				__m128i x = bswap(ld(h8 + 16 * j));
 				if (j == 0)
@@ -537,7 +582,7 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 			}
 			s.acc = ghash_reduce(lo, hi, mid);
 		}
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++)
 			st(dst + off + 16 * j, _mm_xor_si128(ld(src + off + 16 * j), b[j]));
 		ctr += 8;
@@ -546,7 +591,7 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 	if (enc && off != off0) { /* the last round's ciphertext */
 		__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
 		const uint8_t *h8 = dst + off - 128;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++) {
 			__m128i x = bswap(ld(h8 + 16 * j));
 			if (j == 0)
@@ -691,10 +736,25 @@ static void nat_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc
 			used_imb = true;
 		} else
 #endif
-		if (gmac)
+		if (gmac) {
 			gcm(g, c->iv, c->auth, c->auth_len, NULL, NULL, 0, tag, true);
-		else
+		} else {
+			/* Two short packets of the same block count go through AES together. */
+			unsigned nb = short_blocks(c->aad_len, c->data_len);
+			struct esp_cop *c2 = i + 1 < n ? &ops[i + 1] : NULL;
+			if (nb && c2 && short_blocks(c2->aad_len, c2->data_len) == nb) {
+				const struct gcm_pkt p[2] = {
+					{ c->iv, c->aad, c->aad_len, c->data, c->data_len, tag },
+					{ c2->iv, c2->aad, c2->aad_len, c2->data, c2->data_len, enc ? c2->tag : c2->calc },
+				};
+				gcm_short_dispatch(g, p, enc, nb, 2);
+				c2->ok = enc ? 1 : !CRYPTO_memcmp(c2->calc, c2->icv_in, 16);
+				c->ok = enc ? 1 : !CRYPTO_memcmp(c->calc, c->icv_in, 16);
+				i++;
+				continue;
+			}
 			gcm(g, c->iv, c->aad, c->aad_len, c->data, c->data, c->data_len, tag, enc);
+		}
 		c->ok = enc ? 1 : !CRYPTO_memcmp(c->calc, c->icv_in, 16);
 	}
 #ifdef HAVE_IPSEC_MB

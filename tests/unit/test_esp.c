@@ -264,7 +264,9 @@ static void native_vs_openssl(void)
 		print_message("native GCM unavailable on this CPU\n");
 		return;
 	}
-	static uint8_t pt[9100], ref[9100 + 16], buf[9100 + 64], aad[640];
+	/* Two packets per call (lane 1 often of the same block count, which crypto_native.c then
+	 * runs through AES together). */
+	static uint8_t pt[2][9100], ref[2][9100 + 16], buf[2][9100 + 64], aad[2][640];
 	unsigned checked = 0, seed = 12345;
 #define RND() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
 	for (unsigned kl = 16; kl <= 32; kl += 16) {
@@ -281,81 +283,103 @@ static void native_vs_openssl(void)
 			assert_non_null(o);
 			assert_non_null(in);
 			for (int it = 0; it < 420; it++) {
-				int len = gmac ? 0 : it <= 300 ? it : (int)(RND() % 9000u);
-				int al = gmac ? (int)(RND() % 600u) : (int)(RND() % 41u);
-				if (!gmac && it % 3 == 0)
-					al = it % 2 ? 8 : 12; /* ESP's own AADs */
-				uint8_t nonce[16] = { 0 }, tag[16];
-				for (int i = 0; i < 12; i++)
-					nonce[i] = (uint8_t)RND();
-				for (int i = 0; i < len; i++)
-					pt[i] = (uint8_t)RND();
-				for (int i = 0; i < al; i++)
-					aad[i] = (uint8_t)RND();
-				ref_gcm(key, kl, nonce, aad, al, pt, len, ref, tag);
-				/* Encrypt in place between guard bytes. */
-				memset(buf, 0xa5, sizeof(buf));
-				memcpy(buf + 32, pt, (size_t)len);
-				uint8_t out_tag[16];
-				struct esp_cop c;
-				memset(&c, 0, sizeof(c));
-				memcpy(c.iv, nonce, 16);
-				if (gmac) {
-					c.auth = aad;
-					c.auth_len = (uint32_t)al;
-				} else {
-					c.aad = aad;
-					c.aad_len = (uint32_t)al;
-					c.data = buf + 32;
-					c.data_len = (uint32_t)len;
-				}
-				c.tag = out_tag;
-				o->ops->encrypt(o, &c, 1);
-				assert_true(c.ok);
-				if (memcmp(buf + 32, ref, (size_t)len) || memcmp(out_tag, tag, 16)) {
-					print_error("native GCM key %u len %d aad %d differs from OpenSSL\n", kl, len, al);
-					fail();
-				}
-				for (int i = 0; i < 32; i++)
-					assert_true(buf[i] == 0xa5 && buf[32 + len + i] == 0xa5);
-				/* Decrypt; then flip one bit somewhere (ciphertext, AAD or tag): refused. */
-				for (int flip = 0; flip < 2; flip++) {
-					uint8_t t2[16];
-					memcpy(t2, tag, 16);
-					memcpy(buf + 32, ref, (size_t)len);
-					int where = (int)(RND() % (unsigned)(len + al + 16));
-					uint8_t bit = (uint8_t)(1u << (RND() % 8u));
-					if (flip) {
-						if (where < len)
-							buf[32 + where] ^= bit;
-						else if (where < len + al)
-							aad[where - len] ^= bit;
-						else
-							t2[where - len - al] ^= bit;
-					}
-					memset(&c, 0, sizeof(c));
-					memcpy(c.iv, nonce, 16);
+				int len[2], al[2];
+				uint8_t nonce[2][16], tag[2][16], out_tag[2][16];
+				struct esp_cop c[2];
+				for (int q = 0; q < 2; q++) {
+					if (gmac)
+						len[q] = 0;
+					else if (q == 0)
+						len[q] = it <= 300 ? it : (int)(RND() % 9000u);
+					else if (RND() % 2 && len[0] > 16 && len[0] <= 96)
+						len[q] = 16 * ((len[0] - 1) / 16) + 1 + (int)(RND() % 16u);
+					else
+						len[q] = (int)(RND() % 301u);
+					al[q] = gmac ? (int)(RND() % 600u) : (int)(RND() % 41u);
+					if (!gmac && (it + q) % 3 == 0)
+						al[q] = (it + q) % 2 ? 8 : 12; /* ESP's own AADs */
+					memset(nonce[q], 0, 16);
+					for (int i = 0; i < 12; i++)
+						nonce[q][i] = (uint8_t)RND();
+					for (int i = 0; i < len[q]; i++)
+						pt[q][i] = (uint8_t)RND();
+					for (int i = 0; i < al[q]; i++)
+						aad[q][i] = (uint8_t)RND();
+					ref_gcm(key, kl, nonce[q], aad[q], al[q], pt[q], len[q], ref[q], tag[q]);
+					/* In place between guard bytes. */
+					memset(buf[q], 0xa5, sizeof(buf[q]));
+					memcpy(buf[q] + 32, pt[q], (size_t)len[q]);
+					memset(&c[q], 0, sizeof(c[q]));
+					memcpy(c[q].iv, nonce[q], 16);
 					if (gmac) {
-						c.auth = aad;
-						c.auth_len = (uint32_t)al;
+						c[q].auth = aad[q];
+						c[q].auth_len = (uint32_t)al[q];
 					} else {
-						c.aad = aad;
-						c.aad_len = (uint32_t)al;
-						c.data = buf + 32;
-						c.data_len = (uint32_t)len;
+						c[q].aad = aad[q];
+						c[q].aad_len = (uint32_t)al[q];
+						c[q].data = buf[q] + 32;
+						c[q].data_len = (uint32_t)len[q];
 					}
-					c.tag = c.calc;
-					c.icv_in = t2;
-					in->ops->decrypt(in, &c, 1);
-					assert_int_equal(c.ok, !flip);
-					if (!flip)
-						assert_memory_equal(buf + 32, pt, (size_t)len);
-					else if (where >= len && where < len + al)
-						aad[where - len] ^= bit;
-					for (int i = 0; i < 32; i++)
-						assert_true(buf[i] == 0xa5 && buf[32 + len + i] == 0xa5);
+					c[q].tag = out_tag[q];
 				}
-				checked++;
+				o->ops->encrypt(o, c, 2);
+				for (int q = 0; q < 2; q++) {
+					assert_true(c[q].ok);
+					if (memcmp(buf[q] + 32, ref[q], (size_t)len[q]) || memcmp(out_tag[q], tag[q], 16)) {
+						print_error("native GCM key %u len %d aad %d (with %d) differs from OpenSSL\n",
+							    kl, len[q], al[q], len[!q]);
+						fail();
+					}
+					for (int i = 0; i < 32; i++)
+						assert_true(buf[q][i] == 0xa5 && buf[q][32 + len[q] + i] == 0xa5);
+				}
+				/* Decrypt both; then again with one bit flipped in one of them (ciphertext, AAD
+				 * or tag): that one is refused, the other still verifies. */
+				for (int flip = 0; flip < 2; flip++) {
+					uint8_t t2[2][16];
+					int fq = (int)(RND() % 2u);
+					int where = (int)(RND() % (unsigned)(len[fq] + al[fq] + 16));
+					uint8_t bit = (uint8_t)(1u << (RND() % 8u));
+					for (int q = 0; q < 2; q++) {
+						memcpy(t2[q], tag[q], 16);
+						memcpy(buf[q] + 32, ref[q], (size_t)len[q]);
+					}
+					if (flip) {
+						if (where < len[fq])
+							buf[fq][32 + where] ^= bit;
+						else if (where < len[fq] + al[fq])
+							aad[fq][where - len[fq]] ^= bit;
+						else
+							t2[fq][where - len[fq] - al[fq]] ^= bit;
+					}
+					for (int q = 0; q < 2; q++) {
+						memset(&c[q], 0, sizeof(c[q]));
+						memcpy(c[q].iv, nonce[q], 16);
+						if (gmac) {
+							c[q].auth = aad[q];
+							c[q].auth_len = (uint32_t)al[q];
+						} else {
+							c[q].aad = aad[q];
+							c[q].aad_len = (uint32_t)al[q];
+							c[q].data = buf[q] + 32;
+							c[q].data_len = (uint32_t)len[q];
+						}
+						c[q].tag = c[q].calc;
+						c[q].icv_in = t2[q];
+					}
+					in->ops->decrypt(in, c, 2);
+					for (int q = 0; q < 2; q++) {
+						bool bad = flip && q == fq;
+						assert_int_equal(c[q].ok, !bad);
+						if (!bad)
+							assert_memory_equal(buf[q] + 32, pt[q], (size_t)len[q]);
+						for (int i = 0; i < 32; i++)
+							assert_true(buf[q][i] == 0xa5 && buf[q][32 + len[q] + i] == 0xa5);
+					}
+					if (flip && where >= len[fq] && where < len[fq] + al[fq])
+						aad[fq][where - len[fq]] ^= bit;
+				}
+				checked += 2;
 			}
 			esp_sa_destroy(o);
 			esp_sa_destroy(in);
