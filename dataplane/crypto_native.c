@@ -257,6 +257,26 @@ NTI void gh_push_rev(const struct ngcm *g, struct ghash *s, __m128i x)
 	}
 }
 
+/* Start a new grouping of total_blocks blocks, keeping the hash so far (at a group boundary). */
+NTI void gh_init_acc(struct ghash *s, size_t total_blocks)
+{
+	s->left = (unsigned)(total_blocks % 8) ? (unsigned)(total_blocks % 8) : 8;
+}
+
+/* GHASH of the 8 blocks at p into acc with H^8..H^1 and one reduction. */
+NTI __m128i ghash8(const struct ngcm *g, __m128i acc, const uint8_t *p)
+{
+	__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
+#pragma GCC unroll 16
+	for (unsigned j = 0; j < 8; j++) {
+		__m128i x = bswap(ld(p + 16 * j));
+		if (j == 0)
+			x = _mm_xor_si128(x, acc);
+		clmul_acc(x, g->h[7 - j], g->hk[7 - j], &lo, &hi, &mid);
+	}
+	return ghash_reduce(lo, hi, mid);
+}
+
 NTI void gh_push(const struct ngcm *g, struct ghash *s, __m128i block)
 {
 	gh_push_rev(g, s, bswap(block));
@@ -349,6 +369,12 @@ NVI __m128i ghash16(const struct ngcm *g, __m128i acc, const uint8_t *p)
 	__m128i h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
 	__m128i m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
 	return ghash_reduce(l, h, m);
+}
+
+/* ghash16 for callers compiled without VAES (only called when the CPU has it). */
+NV static __m128i ghash16_nv(const struct ngcm *g, __m128i acc, const uint8_t *p)
+{
+	return ghash16(g, acc, p);
 }
 
 /* 16 blocks (256 bytes) per round from *off while at least that much is left: counters from *ctr,
@@ -553,8 +579,17 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 	__m128i ej0 = ctr_blk(base, 1); /* E_K(J0) masks the tag */
 	aes_n(g, &ej0, 1);
 	struct ghash s;
-	gh_init(&s, (aad_len + 15) / 16);
-	gh_bytes(g, &s, aad, aad_len); /* the AAD ends a group: s.acc holds its hash, s.left is 8 */
+	/* AAD (GMAC's is the whole packet): whole 16- and 8-block groups first, then the rest as one
+	 * group; it ends a group, so s.acc then holds its hash and s.left is 8. */
+	size_t ad = 0;
+	gh_init(&s, 0);
+	if (g->vaes)
+		for (; aad_len - ad >= 256; ad += 256)
+			s.acc = ghash16_nv(g, s.acc, aad + ad);
+	for (; aad_len - ad >= 128; ad += 128)
+		s.acc = ghash8(g, s.acc, aad + ad);
+	gh_init_acc(&s, (aad_len - ad + 15) / 16);
+	gh_bytes(g, &s, aad + ad, aad_len - ad);
 
 	/* Bulk: 8 blocks per round, one GHASH group each (H^8..H^1, one reduction). Encryption hashes
 	 * the previous round's ciphertext, read back from dst, while this round's AES runs: the two
@@ -571,35 +606,16 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 			b[j] = ctr_blk(base, ctr + j);
 		aes_n(g, b, 8);
 		const uint8_t *h8 = enc ? (off != off0 ? dst + off - 128 : NULL) : src + off;
-		if (h8) {
-			__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
-#pragma GCC unroll 16
-			for (unsigned j = 0; j < 8; j++) {
-				__m128i x = bswap(ld(h8 + 16 * j));
-				if (j == 0)
-					x = _mm_xor_si128(x, s.acc);
-				clmul_acc(x, g->h[7 - j], g->hk[7 - j], &lo, &hi, &mid);
-			}
-			s.acc = ghash_reduce(lo, hi, mid);
-		}
+		if (h8)
+			s.acc = ghash8(g, s.acc, h8);
 #pragma GCC unroll 16
 		for (unsigned j = 0; j < 8; j++)
 			st(dst + off + 16 * j, _mm_xor_si128(ld(src + off + 16 * j), b[j]));
 		ctr += 8;
 		off += 128;
 	}
-	if (enc && off != off0) { /* the last round's ciphertext */
-		__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
-		const uint8_t *h8 = dst + off - 128;
-#pragma GCC unroll 16
-		for (unsigned j = 0; j < 8; j++) {
-			__m128i x = bswap(ld(h8 + 16 * j));
-			if (j == 0)
-				x = _mm_xor_si128(x, s.acc);
-			clmul_acc(x, g->h[7 - j], g->hk[7 - j], &lo, &hi, &mid);
-		}
-		s.acc = ghash_reduce(lo, hi, mid);
-	}
+	if (enc && off != off0) /* the last round's ciphertext */
+		s.acc = ghash8(g, s.acc, dst + off - 128);
 
 	/* Tail: up to 8 blocks, the last maybe partial, then the length block. */
 	unsigned nt = (unsigned)((len - off + 15) / 16);

@@ -210,10 +210,31 @@ static uint64_t now_ns(void)
 static const uint16_t pick_len[12] = { 64, 576, 64, 64, 576, 64, 1400, 64, 576, 64, 64, 576 };
 #define PICK_RUNS 7
 
-/* Nanoseconds for one burst of PICK_PKTS packets in direction dir on backend b (best of runs), or
- * UINT64_MAX if it cannot run. Inbound is timed on packets the same backend protected just before.
- * Stops early once it is clearly slower than `beat`. */
-static uint64_t time_backend(const struct sadb_sa *s, enum esp_backend b, uint8_t dir, uint64_t beat)
+/* One candidate backend being timed: its SAs (the record's transform and keys, tunnel mode between
+ * placeholder addresses) and its own frames. */
+struct trial {
+	enum esp_backend b;
+	struct sadb_runtime *rto, *rti;
+	struct esp_sa *out, *in;
+	uint8_t *mem;
+	uint64_t best;  /* ns per burst, best run so far; UINT64_MAX: none yet */
+	bool live;
+};
+
+static void trial_close(struct trial *t)
+{
+	esp_sa_destroy(t->out);
+	esp_sa_destroy(t->in);
+	free(t->mem);
+	free(t->rto);
+	free(t->rti);
+	t->out = t->in = NULL;
+	t->mem = NULL;
+	t->rto = t->rti = NULL;
+	t->live = false;
+}
+
+static bool trial_open(struct trial *t, const struct sadb_sa *s, enum esp_backend b, uint8_t dir)
 {
 	struct sadb_sa m = *s;
 	m.mode = SADB_MODE_TUNNEL;
@@ -227,56 +248,51 @@ static uint64_t time_backend(const struct sadb_sa *s, enum esp_backend b, uint8_
 	m.instance = 0;
 	m.replay_window = SADB_REPLAY_MAX;
 	m.flags &= ~SADB_SAF_NO_REPLAY;
-	struct sadb_runtime *rto = calloc(1, sizeof(*rto)), *rti = calloc(1, sizeof(*rti));
-	uint8_t *mem = malloc(PICK_PKTS * PICK_FRAME);
-	struct esp_sa *out = NULL, *in = NULL;
 	struct esp_sa_opts o = { .backend = b };
-	uint64_t best = UINT64_MAX;
+	memset(t, 0, sizeof(*t));
+	t->b = b;
+	t->best = UINT64_MAX;
+	t->live = true;
+	t->rto = calloc(1, sizeof(*t->rto));
+	t->rti = calloc(1, sizeof(*t->rti));
+	t->mem = malloc(PICK_PKTS * PICK_FRAME);
 	m.dir = SADB_DIR_OUT;
-	if (!rto || !rti || !mem || esp_sa_create(&m, rto, &o, &out) < 0)
-		goto done;
+	bool ok = t->rto && t->rti && t->mem && esp_sa_create(&m, t->rto, &o, &t->out) == 0;
 	m.dir = SADB_DIR_IN;
-	if (dir == SADB_DIR_IN && esp_sa_create(&m, rti, &o, &in) < 0)
-		goto done;
-	for (int run = 0; run < PICK_RUNS; run++) {
-		struct esp_pkt pk[PICK_PKTS], *pp[PICK_PKTS];
-		for (int i = 0; i < PICK_PKTS; i++) {
-			uint8_t *ip = mem + i * PICK_FRAME + 256;
-			uint16_t len = pick_len[i % 12];
-			memset(ip, 0, len);
-			ip[0] = 0x45;
-			esp_wr16(ip + 2, len);
-			ip[8] = 64;
-			ip[9] = IPPROTO_UDP;
-			pk[i] = (struct esp_pkt){ .buf = mem + i * PICK_FRAME, .buf_len = PICK_FRAME, .off = 256,
-						  .len = len };
-			pp[i] = &pk[i];
-		}
-		uint64_t t0 = now_ns();
-		unsigned good = esp_outbound_burst(out, pp, PICK_PKTS);
-		uint64_t t = now_ns() - t0;
-		if (good == PICK_PKTS && in) {
-			t0 = now_ns();
-			good = esp_inbound_burst(in, pp, PICK_PKTS);
-			t = now_ns() - t0;
-		}
-		if (good != PICK_PKTS) {
-			best = UINT64_MAX;
-			break;
-		}
-		if (run > 0 && t < best) /* the first run warms caches and lazily built state */
-			best = t;
-		if (run > 0 && beat != UINT64_MAX && t > 4 * beat)
-			break;
-	}
-done:
-	esp_sa_destroy(out);
-	esp_sa_destroy(in);
+	if (ok && dir == SADB_DIR_IN)
+		ok = esp_sa_create(&m, t->rti, &o, &t->in) == 0;
 	OPENSSL_cleanse(&m, sizeof(m)); /* a copy of the keys */
-	free(mem);
-	free(rto);
-	free(rti);
-	return best;
+	if (!ok)
+		trial_close(t);
+	return ok;
+}
+
+/* Nanoseconds for one burst of PICK_PKTS packets in the trial's direction, or UINT64_MAX if a
+ * packet failed. Inbound is timed on packets the same backend protected just before. */
+static uint64_t trial_run(struct trial *t)
+{
+	struct esp_pkt pk[PICK_PKTS], *pp[PICK_PKTS];
+	for (int i = 0; i < PICK_PKTS; i++) {
+		uint8_t *ip = t->mem + i * PICK_FRAME + 256;
+		uint16_t len = pick_len[i % 12];
+		memset(ip, 0, len);
+		ip[0] = 0x45;
+		esp_wr16(ip + 2, len);
+		ip[8] = 64;
+		ip[9] = IPPROTO_UDP;
+		pk[i] = (struct esp_pkt){ .buf = t->mem + i * PICK_FRAME, .buf_len = PICK_FRAME, .off = 256,
+					  .len = len };
+		pp[i] = &pk[i];
+	}
+	uint64_t t0 = now_ns();
+	unsigned good = esp_outbound_burst(t->out, pp, PICK_PKTS);
+	uint64_t ns = now_ns() - t0;
+	if (good == PICK_PKTS && t->in) {
+		t0 = now_ns();
+		good = esp_inbound_burst(t->in, pp, PICK_PKTS);
+		ns = now_ns() - t0;
+	}
+	return good == PICK_PKTS ? ns : UINT64_MAX;
 }
 
 static enum esp_backend pick_backend(const struct sadb_sa *s, const struct xform *x, unsigned key_len)
@@ -289,25 +305,44 @@ static enum esp_backend pick_backend(const struct sadb_sa *s, const struct xform
 			b = picks[i].b;
 			goto out;
 		}
-	uint64_t cost[ESP_BACKEND_MAX], best = UINT64_MAX;
-	/* Measured from the portable end, so that a pathological backend is cut short by a good one. */
-	for (size_t i = sizeof(default_order) / sizeof(default_order[0]); i-- > 0;) {
-		enum esp_backend c = default_order[i];
-		const struct esp_crypto_ops *ops = backend_ops(c);
-		cost[c] = UINT64_MAX;
-		if (!ops || !ops->supports(x->kind, x->cipher, x->hmac, key_len))
-			continue;
-		cost[c] = time_backend(s, c, s->dir, best);
-		if (cost[c] < best)
-			best = cost[c];
+	/* The candidates take turns, run by run, so that a machine whose speed drifts (a shared VM)
+	 * slows them all alike instead of whichever happened to be timed during the slow spell. */
+	enum { NB = sizeof(default_order) / sizeof(default_order[0]) };
+	struct trial tr[NB];
+	memset(tr, 0, sizeof(tr));
+	for (size_t i = 0; i < NB; i++) {
+		const struct esp_crypto_ops *ops = backend_ops(default_order[i]);
+		tr[i].best = UINT64_MAX;
+		if (ops && ops->supports(x->kind, x->cipher, x->hmac, key_len))
+			(void)trial_open(&tr[i], s, default_order[i], s->dir);
+	}
+	uint64_t best = UINT64_MAX;
+	for (int run = 0; run < PICK_RUNS; run++) {
+		/* From the portable end, so a pathological backend is cut short by a good one. */
+		for (size_t i = NB; i-- > 0;) {
+			if (!tr[i].live)
+				continue;
+			uint64_t ns = trial_run(&tr[i]);
+			if (ns == UINT64_MAX) {
+				tr[i].best = UINT64_MAX;
+				trial_close(&tr[i]);
+				continue;
+			}
+			if (run == 0) /* the first run warms caches and lazily built state */
+				continue;
+			if (ns < tr[i].best)
+				tr[i].best = ns;
+			if (tr[i].best < best)
+				best = tr[i].best;
+			if (ns > 4 * best) /* clearly slower: stop spending time on it */
+				trial_close(&tr[i]);
+		}
 	}
 	/* The first in preference order within 10 % of the fastest. */
-	for (size_t i = 0; i < sizeof(default_order) / sizeof(default_order[0]); i++) {
-		enum esp_backend c = default_order[i];
-		if (cost[c] != UINT64_MAX && cost[c] <= best + best / 10) {
-			b = c;
-			break;
-		}
+	for (size_t i = 0; i < NB; i++) {
+		if (b == ESP_BACKEND_AUTO && tr[i].best != UINT64_MAX && tr[i].best <= best + best / 10)
+			b = tr[i].b;
+		trial_close(&tr[i]);
 	}
 	if (b != ESP_BACKEND_AUTO && n_picks < sizeof(picks) / sizeof(picks[0]))
 		picks[n_picks++] = (struct pick){ x->kind, x->cipher, x->hmac, (uint8_t)key_len, s->dir, b };
