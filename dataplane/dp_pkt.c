@@ -107,7 +107,7 @@ static uint16_t csum16(const void *data, size_t len)
 static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint8_t type,
 		       uint8_t code, uint32_t info)
 {
-	uint8_t msg[576];
+	uint8_t msg[1280 - 40];     /* ICMPv6: up to the IPv6 minimum MTU (RFC 4443 2.4 c) */
 	size_t quote;
 
 	if (len < 20 || !icmp_allowed(w))
@@ -127,7 +127,8 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		}
 		if (((l3[6] & 0x1f) << 8 | l3[7]) != 0)
 			return;
-		quote = len < sizeof(msg) - 8 - 20 ? len : sizeof(msg) - 8 - 20;
+		/* RFC 1812 4.3.2.3: no more than 576 bytes in all */
+		quote = len < 576 - 8 - 20 ? len : 576 - 8 - 20;
 		memset(msg, 0, 8);
 		msg[0] = type;
 		msg[1] = code;

@@ -159,6 +159,7 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	const uint8_t *dst = family == AF_INET ? l3 + 16 : l3 + 24;
 	struct dp_rentry *e;
 	uint8_t *eth;
+	uint32_t mtu;
 	int r;
 
 	r = dp_route_lookup(w, family, dst, (flags & FWD_OUTSIDE) ? DP_OUT : -1, &e);
@@ -181,11 +182,13 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 		dp_frame_free(w, addr);
 		return;
 	}
-	/* Too big with DF (always, for IPv6): the ICMP error that makes PMTUD work quotes the packet as
+	/* The MTU is known for an unresolved neighbour too (-EAGAIN): a held packet must fit as well.
+	 * Too big with DF (always, for IPv6): the ICMP error that makes PMTUD work quotes the packet as
 	 * received, so it is sent before the TTL changes (an expiring TTL is answered instead). */
-	if (r == 0 && len > e->mtu && (family == AF_INET6 || (l3[6] & 0x40)) &&
+	mtu = (r == 0 || r == -EAGAIN) && e->port <= DP_OUT ? e->mtu : UINT32_MAX;
+	if (len > mtu && (family == AF_INET6 || (l3[6] & 0x40)) &&
 	    !((flags & FWD_DEC_TTL) && ttl_expiring(l3))) {
-		dp_icmp_too_big(w, l3, len, e->mtu);
+		dp_icmp_too_big(w, l3, len, mtu);
 		drop(w, addr, SADB_DROP_MTU);
 		return;
 	}
@@ -193,11 +196,11 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 		drop(w, addr, SADB_DROP_TTL);
 		return;
 	}
-	if (r == 0 && len > e->mtu) {
+	if (len > mtu) {
 		/* IPv4 without DF: as a router, fragment (RFC 791, RFC 1812 section 5.2.6) */
 		uint64_t fa[DP_FRAG_MAX];
 		uint32_t fl[DP_FRAG_MAX];
-		int n = cut(w, l3, true, addr, len, e->mtu, fa, fl);
+		int n = cut(w, l3, true, addr, len, mtu, fa, fl);
 
 		if (n < 0) {
 			drop(w, addr, (unsigned)-n);
@@ -377,6 +380,12 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 	/* As a router we decrement the inner TTL before encapsulating (RFC 4301 5.1.2.1). */
 	if ((flags & FWD_DEC_TTL) && !dec_ttl(w, l3, len)) {
 		drop(w, addr, SADB_DROP_TTL);
+		return;
+	}
+	if (len > mtu && sa->sa.mode != SADB_MODE_TUNNEL) {
+		/* transport mode protects whole datagrams only (RFC 4303 3.3.4) */
+		sa_drop(sa, SADB_DROP_MTU);
+		drop_charged(w, addr, SADB_DROP_MTU);
 		return;
 	}
 	if (len > mtu) {

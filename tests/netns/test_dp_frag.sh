@@ -91,8 +91,17 @@ read -r qmtu qttl qlen <<< "$q"
 [ "${qmtu:-0}" -ge 1400 ] && [ "$qmtu" -lt 1500 ] || xt_fail "ICMP next-hop MTU: $q"
 [ "${qttl:-}" = 50 ] || xt_fail "the ICMP error does not quote TTL 50: $q"
 [ "${qlen:-}" = 3028 ] || xt_fail "the ICMP error does not quote the 3028-byte packet: $q"
+dp_capture_start icmp6 h1 eth0
 out=$(xt_exec h1 ping -c 2 -W 1 -s 3000 fd02::2 2>&1)
+sleep 1.5
+dp_capture_stop icmp6
 echo "$out" | grep -qiE "mtu ?[=:] ?1[34][0-9][0-9]|too big" || xt_fail "no packet-too-big for IPv6: $out"
+# RFC 4443 2.4 (c): as much of the packet as fits in 1280 bytes
+q=$(timeout 60 tshark -r "$XT_DIR/icmp6.pcap" -Y "icmpv6.type == 2" -E occurrence=f -T fields \
+	-e ipv6.plen -e icmpv6.mtu 2>/dev/null | head -1)
+read -r qplen qmtu <<< "$q"
+[ "${qplen:-}" = 1240 ] || xt_fail "ICMPv6 packet too big is not 1280 bytes: $q"
+[ "${qmtu:-0}" -ge 1300 ] && [ "$qmtu" -lt 1500 ] || xt_fail "ICMPv6 MTU: $q"
 
 # bypass to a link with a smaller MTU: forwarded as fragments (gw2 passes them on, h2 reassembles)
 dp_ping h1 10.3.0.2 -M dont -s 3000
