@@ -105,9 +105,23 @@ static bool zero_mutable(uint8_t *ip, uint32_t hlen)
 	return true;
 }
 
+/* zero_mutable for the common bare IPv4 header (no options) without the call: TOS, flags and
+ * fragment offset, TTL and checksum, as zero_mutable does. */
+static inline __attribute__((always_inline)) bool zero_mutable_fast(uint8_t *ip, uint32_t hlen)
+{
+	if (ESP_LIKELY(hlen == 20 && ip[0] == 0x45)) {
+		ip[1] = 0;
+		memset(ip + 6, 0, 3);
+		memset(ip + 10, 0, 2);
+		return true;
+	}
+	return zero_mutable(ip, hlen);
+}
+
 /* Save what zero_mutable may change in the headers ip[0..prefix): for a bare IPv4 or IPv6 header
  * only its first 12 or 8 bytes (fixed-size copies, no library call), else all of it. */
-static void save_hdr(struct ah_state *s, const uint8_t *ip, uint32_t prefix)
+static inline __attribute__((always_inline)) void save_hdr(struct ah_state *s, const uint8_t *ip,
+							     uint32_t prefix)
 {
 	if (prefix == 20 && (ip[0] >> 4) == 4)
 		memcpy(s->save, ip, 12), s->saved = 12;
@@ -117,7 +131,7 @@ static void save_hdr(struct ah_state *s, const uint8_t *ip, uint32_t prefix)
 		memcpy(s->save, ip, prefix), s->saved = prefix;
 }
 
-static void restore_hdr(const struct ah_state *s, uint8_t *ip)
+static inline __attribute__((always_inline)) void restore_hdr(const struct ah_state *s, uint8_t *ip)
 {
 	if (s->saved == 12)
 		memcpy(ip, s->save, 12);
@@ -128,7 +142,7 @@ static void restore_hdr(const struct ah_state *s, uint8_t *ip)
 }
 
 /* ICV-sized copies with constant sizes. */
-static void cpy_icv(uint8_t *d, const uint8_t *src, unsigned n)
+static inline __attribute__((always_inline)) void cpy_icv(uint8_t *d, const uint8_t *src, unsigned n)
 {
 	switch (n) {
 	case 12: memcpy(d, src, 12); break;
@@ -136,6 +150,18 @@ static void cpy_icv(uint8_t *d, const uint8_t *src, unsigned n)
 	case 24: memcpy(d, src, 24); break;
 	case 32: memcpy(d, src, 32); break;
 	default: memcpy(d, src, n); break;
+	}
+}
+
+/* Zero n ICV bytes (and padding), constant sizes for the usual lengths. */
+static inline __attribute__((always_inline)) void zero_icv(uint8_t *d, unsigned n)
+{
+	switch (n) {
+	case 12: memset(d, 0, 12); break;
+	case 16: memset(d, 0, 16); break;
+	case 24: memset(d, 0, 24); break;
+	case 32: memset(d, 0, 32); break;
+	default: memset(d, 0, n); break;
 	}
 }
 
@@ -264,14 +290,14 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 			else
 				esp_wr64(ah + 12, seq);
 		}
-		memset(ah + 12 + sa->iv_len, 0, ahl - 12 - sa->iv_len); /* ICV (and padding) as zeros */
+		zero_icv(ah + 12 + sa->iv_len, ahl - 12u - sa->iv_len); /* ICV (and padding) as zeros */
 		struct ah_state *s = &st[nl];
 		s->ip = o;
 		s->ah = ah;
 		s->len = out_len;
 		s->prefix = prefix;
 		save_hdr(s, o, prefix);
-		if (!zero_mutable(o, prefix)) {
+		if (!zero_mutable_fast(o, prefix)) {
 			restore_hdr(s, o);
 			p->drop = SADB_DROP_TRUNCATED;
 			continue; /* the reserved number is skipped, never reused */
@@ -309,8 +335,15 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 	} else {
 		goto truncated;
 	}
-	if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag))
+	if (ESP_LIKELY(ip[0] == 0x45)) {
+		/* IPv4 without options, the common case, without the call (as esp_find_l4 would). */
+		l4 = 20;
+		nho = 9;
+		proto = ip[9];
+		frag = (esp_rd16(ip + 6) & 0x3fff) != 0;
+	} else if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag)) {
 		goto truncated;
+	}
 	if (frag) {
 		p->drop = SADB_DROP_UNSUPPORTED;
 		return false;
@@ -346,7 +379,7 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 	s->prefix = l4;
 	s->nh_off = nho;
 	save_hdr(s, ip, l4);
-	if (!zero_mutable(ip, l4)) {
+	if (!zero_mutable_fast(ip, l4)) {
 		restore_hdr(s, ip);
 		goto truncated;
 	}
@@ -355,7 +388,7 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 	cpy_icv(c->icv_save, icv, sa->icv_len);
 	/* Only the ICV counts as zeros; the padding after it is hashed as received, whatever the
 	 * sender chose (RFC 4302 §3.3.3.2.1). */
-	memset(icv, 0, sa->icv_len);
+	zero_icv(icv, sa->icv_len);
 	return true;
 truncated:
 	p->drop = SADB_DROP_TRUNCATED;

@@ -193,47 +193,45 @@ static int imb_init(struct esp_sa *sa)
 
 /* ---- GCM / GMAC: direct API ---- */
 
-static void gcm_enc(IMB_MGR *m, const struct imb_ctx *x, struct gcm_context_data *g, uint8_t *dst,
-		    const uint8_t *src, uint64_t len, const uint8_t *iv, const uint8_t *aad, uint64_t aadl,
-		    uint8_t *tag)
+/* The manager's GCM function for this key size and direction, picked once per burst. */
+static aes_gcm_enc_dec_t gcm_fn(const IMB_MGR *m, unsigned key_len, bool enc)
 {
-	if (x->key_len == 16)
-		IMB_AES128_GCM_ENC(m, &x->gkey, g, dst, src, len, iv, aad, aadl, tag, 16);
-	else if (x->key_len == 24)
-		IMB_AES192_GCM_ENC(m, &x->gkey, g, dst, src, len, iv, aad, aadl, tag, 16);
-	else
-		IMB_AES256_GCM_ENC(m, &x->gkey, g, dst, src, len, iv, aad, aadl, tag, 16);
-}
-
-static void gcm_dec(IMB_MGR *m, const struct imb_ctx *x, struct gcm_context_data *g, uint8_t *dst,
-		    const uint8_t *src, uint64_t len, const uint8_t *iv, const uint8_t *aad, uint64_t aadl,
-		    uint8_t *tag)
-{
-	if (x->key_len == 16)
-		IMB_AES128_GCM_DEC(m, &x->gkey, g, dst, src, len, iv, aad, aadl, tag, 16);
-	else if (x->key_len == 24)
-		IMB_AES192_GCM_DEC(m, &x->gkey, g, dst, src, len, iv, aad, aadl, tag, 16);
-	else
-		IMB_AES256_GCM_DEC(m, &x->gkey, g, dst, src, len, iv, aad, aadl, tag, 16);
+	if (key_len == 16)
+		return enc ? m->gcm128_enc : m->gcm128_dec;
+	if (key_len == 24)
+		return enc ? m->gcm192_enc : m->gcm192_dec;
+	return enc ? m->gcm256_enc : m->gcm256_dec;
 }
 
 static void direct_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)
 {
 	const struct imb_ctx *x = sa->cctx;
-	IMB_MGR *m = tl_mgrs.direct;
 	struct gcm_context_data g;
-	for (unsigned i = 0; i < n; i++) {
-		struct esp_cop *c = &ops[i];
-		uint8_t *tag = enc ? c->tag : c->calc;
-		if (sa->kind == ESP_KIND_GMAC)
-			/* GMAC = GCM with everything as AAD and nothing to encrypt (RFC 4543 §3). */
-			gcm_enc(m, x, &g, c->calc + 16, c->calc + 16, 0, c->iv, c->auth, c->auth_len, tag);
-		else if (enc)
-			gcm_enc(m, x, &g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, tag);
-		else
-			gcm_dec(m, x, &g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, tag);
-		c->ok = enc ? 1 : !CRYPTO_memcmp(c->calc, c->icv_in, 16);
+	if (sa->kind == ESP_KIND_GMAC) {
+		/* GMAC = GCM with everything as AAD and nothing to encrypt (RFC 4543 §3). */
+		aes_gcm_enc_dec_t fn = gcm_fn(tl_mgrs.direct, x->key_len, true);
+		for (unsigned i = 0; i < n; i++) {
+			struct esp_cop *c = &ops[i];
+			uint8_t *tag = enc ? c->tag : c->calc;
+			fn(&x->gkey, &g, c->calc + 16, c->calc + 16, 0, c->iv, c->auth, c->auth_len, tag, 16);
+			c->ok = enc ? 1 : esp_icv_equal(c->calc, c->icv_in, 16);
+		}
+	} else if (enc) {
+		aes_gcm_enc_dec_t fn = gcm_fn(tl_mgrs.direct, x->key_len, true);
+		for (unsigned i = 0; i < n; i++) {
+			struct esp_cop *c = &ops[i];
+			fn(&x->gkey, &g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, c->tag, 16);
+			c->ok = 1;
+		}
+	} else {
+		aes_gcm_enc_dec_t fn = gcm_fn(tl_mgrs.direct, x->key_len, false);
+		for (unsigned i = 0; i < n; i++) {
+			struct esp_cop *c = &ops[i];
+			fn(&x->gkey, &g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, c->calc, 16);
+			c->ok = esp_icv_equal(c->calc, c->icv_in, 16);
+		}
 	}
+	/* The context holds keystream-derived state: wiped once per burst, not per packet. */
 	OPENSSL_cleanse(&g, sizeof(g));
 }
 
@@ -246,7 +244,7 @@ static void job_done(struct esp_sa *sa, IMB_JOB *job, bool enc)
 		c->ok = 0;
 		return;
 	}
-	c->ok = enc ? 1 : !CRYPTO_memcmp(c->calc, c->icv_in, sa->icv_len);
+	c->ok = enc ? 1 : esp_icv_equal(c->calc, c->icv_in, sa->icv_len);
 }
 
 static void jobs_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)

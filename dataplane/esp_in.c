@@ -41,8 +41,15 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 	} else {
 		goto truncated;
 	}
-	if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag))
+	if (ESP_LIKELY(ip[0] == 0x45)) {
+		/* IPv4 without options, the common case, without the call (as esp_find_l4 would). */
+		l4 = 20;
+		nho = 9;
+		proto = ip[9];
+		frag = (esp_rd16(ip + 6) & 0x3fff) != 0;
+	} else if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag)) {
 		goto truncated;
+	}
 	if (frag) {
 		p->drop = SADB_DROP_UNSUPPORTED; /* reassembly happens before the engine */
 		return false;
@@ -161,9 +168,11 @@ truncated:
  * has verified: check the inner IP header (pl: plen bytes after the ESP trailer or AH header were
  * removed), apply RFC 6040 ECN and the optional DSCP copy from the outer header ip, then update the
  * replay window (only now, rule 2) and make the inner packet the packet. */
-void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, uint8_t *pl,
-		      uint32_t plen, uint8_t next)
+static inline __attribute__((always_inline)) void decap_tunnel(struct esp_sa *sa, struct esp_pkt *p,
+								const uint8_t *ip, uint8_t *pl, uint32_t plen,
+								uint8_t next)
 {
+	const uint32_t flags = sa->flags;
 	uint32_t ilen;
 	if (next == IPPROTO_IPIP) {
 		if (plen < 20 || (pl[0] >> 4) != 4) {
@@ -191,7 +200,8 @@ void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, u
 	}
 	/* ilen < plen: TFC padding (RFC 4303 §2.7), cut off here. */
 	uint8_t otos = esp_ip_tos(ip), itos = esp_ip_tos(pl), ntos = itos;
-	if (!(sa->flags & SADB_SAF_NO_ECN)) {
+	/* An outer Not-ECT leaves the inner ECN field as it is (RFC 6040 §4.2). */
+	if (!(flags & SADB_SAF_NO_ECN) && (otos & 3)) {
 		int ecn = esp_ecn_decap(otos & 3, itos & 3);
 		if (ecn < 0) {
 			p->drop = SADB_DROP_UNSUPPORTED; /* RFC 6040 §4.2: CE on a Not-ECT inner packet */
@@ -199,7 +209,7 @@ void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, u
 		}
 		ntos = (uint8_t)((ntos & 0xfc) | ecn);
 	}
-	if (sa->flags & SADB_SAF_DECAP_DSCP)
+	if (flags & SADB_SAF_DECAP_DSCP)
 		ntos = (uint8_t)((otos & 0xfc) | (ntos & 3));
 	enum sadb_drop r = esp_replay_update(sa, p->seq);
 	if (r != SADB_DROP_NONE) {
@@ -213,6 +223,12 @@ void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, u
 	p->family = next == IPPROTO_IPIP ? AF_INET : AF_INET6;
 }
 
+void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, uint8_t *pl,
+		      uint32_t plen, uint8_t next)
+{
+	decap_tunnel(sa, p, ip, pl, plen, next);
+}
+
 /* After a verified ICV: trailer checks and decapsulation. */
 static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *st)
 {
@@ -223,11 +239,21 @@ static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *
 		p->drop = SADB_DROP_BAD_PAD;
 		return;
 	}
-	/* RFC 4303 §2.4: default padding is 1, 2, 3, ...; the receiver checks it. */
+	/* RFC 4303 §2.4: default padding is 1, 2, 3, ...; the receiver checks it. Up to 8 bytes (all
+	 * that 4-byte alignment needs) in one load: the ICV follows, so 8 bytes from pad are there. */
 	const uint8_t *pad = pl + clen - 2 - padlen;
-	uint8_t bad = 0;
-	for (unsigned i = 0; i < padlen; i++)
-		bad |= (uint8_t)(pad[i] ^ (uint8_t)(i + 1));
+	uint64_t bad = 0;
+	if (ESP_LIKELY(padlen <= 8 && sa->icv_len >= 8)) {
+		uint64_t v, want = 0x0807060504030201ULL;
+		memcpy(&v, pad, 8);
+		if (padlen < 8)
+			bad = (v ^ want) & ((1ULL << (padlen * 8)) - 1);
+		else
+			bad = v ^ want;
+	} else {
+		for (unsigned i = 0; i < padlen; i++)
+			bad |= (uint8_t)(pad[i] ^ (uint8_t)(i + 1));
+	}
 	if (bad) {
 		p->drop = SADB_DROP_BAD_PAD;
 		return;
@@ -240,7 +266,7 @@ static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *
 		return;
 	}
 	if (sa->mode == SADB_MODE_TUNNEL) {
-		esp_decap_tunnel(sa, p, ip, pl, plen, next);
+		decap_tunnel(sa, p, ip, pl, plen, next); /* inline here, the hot path */
 		return;
 	}
 	/* Transport: the headers before ESP move up to the payload, naming its protocol. */

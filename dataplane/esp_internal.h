@@ -145,13 +145,72 @@ static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
 	return true;
 }
 
-/* Replay window (replay.c) over rt->replay_top/replay_bitmap. */
+/* Replay window over rt->replay_top/replay_bitmap (replay.c explains the ring). The check and the
+ * inference run for every received packet before any crypto, so they are inline here. */
+#define ESP_REPLAY_RING ((uint64_t)SADB_REPLAY_MAX)
+
+static inline uint64_t esp_replay_top(const struct sadb_runtime *rt)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&rt->replay_top, memory_order_relaxed);
+}
+
 /* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half). */
-uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo);
+static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo)
+{
+	if (!(sa->flags & SADB_SAF_ESN))
+		return seq_lo;
+	uint64_t top = esp_replay_top(sa->rt);
+	uint32_t tl = (uint32_t)top, th = (uint32_t)(top >> 32);
+	/* Without a window (manual keying, SADB_SAF_NO_REPLAY), infer around the top by half the space. */
+	uint32_t w = sa->window ? sa->window : 0x80000000u;
+	uint32_t bottom = tl - w + 1; /* modulo 2^32 */
+	if (tl >= w - 1) {
+		/* Case A: the window lies in one 2^32 subspace. */
+		if (seq_lo >= bottom)
+			return (uint64_t)th << 32 | seq_lo;
+		return (uint64_t)(th + 1) << 32 | seq_lo; /* wrapped into the next subspace */
+	}
+	/* Case B: the window straddles a subspace boundary. */
+	if (seq_lo >= bottom && th > 0)
+		return (uint64_t)(th - 1) << 32 | seq_lo;
+	return (uint64_t)th << 32 | seq_lo;
+}
+
 /* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD. Reads only. */
-enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq);
+static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq)
+{
+	if (seq == 0)
+		return SADB_DROP_REPLAY_OLD; /* never sent: counters start at 1 (RFC 4303 §3.3.3) */
+	if (!sa->window)
+		return SADB_DROP_NONE;
+	const struct sadb_runtime *rt = sa->rt;
+	uint64_t top = esp_replay_top(rt);
+	if (seq > top)
+		return SADB_DROP_NONE;
+	if (top - seq >= sa->window)
+		return SADB_DROP_REPLAY_OLD;
+	uint64_t bit = seq % ESP_REPLAY_RING;
+	if (rt->replay_bitmap[bit / 64] & (1ULL << (bit % 64)))
+		return SADB_DROP_REPLAY;
+	return SADB_DROP_NONE;
+}
+
 /* Check again and mark seq as received (after the ICV verified). */
-enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq);
+enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq);
+static inline enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
+{
+	struct sadb_runtime *rt = sa->rt;
+	uint64_t top = esp_replay_top(rt);
+	if (ESP_LIKELY(seq == top + 1 && seq != 0)) {
+		/* In order, the common case: it passes the check (above the top), and the only number
+		 * the window newly covers is seq itself, whose bit is set here: nothing to clear. */
+		uint64_t bit = seq % ESP_REPLAY_RING;
+		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_relaxed);
+		rt->replay_bitmap[bit / 64] |= 1ULL << (bit % 64);
+		return SADB_DROP_NONE;
+	}
+	return esp_replay_update_slow(sa, seq);
+}
 
 /* ---- IP helpers (esp_ip.c) ---- */
 /* Big-endian loads and stores as single unaligned accesses (the compiler emits movbe/bswap). */
@@ -266,6 +325,34 @@ static inline void esp_outer4(struct esp_sa *sa, uint8_t *o, uint8_t tos, uint32
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	esp_wr16(o + 10, (uint16_t)~sum);
+}
+
+/* Whether two ICVs of n bytes are equal, in constant time like CRYPTO_memcmp: every byte is read
+ * and no branch depends on their values (n, public, only sets the number of steps). Inline: for
+ * 12-32 bytes the library call costs more than the comparison (~90 instructions for 12 bytes). */
+static inline bool esp_icv_equal(const uint8_t *a, const uint8_t *b, unsigned n)
+{
+	uint64_t d = 0;
+	unsigned i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x, y;
+		memcpy(&x, a + i, 8);
+		memcpy(&y, b + i, 8);
+		d |= x ^ y;
+	}
+	if (i + 4 <= n) {
+		uint32_t x, y;
+		memcpy(&x, a + i, 4);
+		memcpy(&y, b + i, 4);
+		d |= x ^ y;
+		i += 4;
+	}
+	for (; i < n; i++)
+		d |= (uint64_t)(a[i] ^ b[i]);
+	/* d is opaque from here: the compiler must compute all of it, so it cannot stop at the first
+	 * difference. */
+	__asm__("" : "+r"(d));
+	return d == 0;
 }
 
 /* Counters: relaxed atomics, the owner is the only writer (design.md rule 5). */

@@ -33,34 +33,94 @@ static bool inner_len(const uint8_t *ip, uint32_t len, uint32_t *out, uint8_t *f
 	return false;
 }
 
-/* Write the outer IPv4/IPv6 header of a tunnel packet of total length tot. */
-static inline void write_outer(struct esp_sa *sa, uint8_t *o, const uint8_t *inner, uint32_t tot, uint8_t proto)
+/* What prepare() needs from the SA, read once per burst: the packet bytes are written through
+ * uint8_t pointers, which may alias anything, so fields read from the SA itself would be reloaded
+ * after every store. */
+struct out_plan {
+	uint32_t ins;        /* tunnel: bytes added in front of the payload (outer IP, UDP, ESP, IV) */
+	uint32_t add;        /* UDP + ESP header + IV (transport: after the headers kept in front) */
+	uint32_t ohl;        /* tunnel: outer IP header bytes */
+	uint32_t align_m1;   /* ESP alignment - 1 */
+	uint32_t icv_len;
+	uint32_t tfc_pad;
+	uint32_t mtu;
+	uint32_t spi_be;
+	uint32_t salt;
+	uint64_t addrs4;     /* outer IPv4: source and destination, as the template holds them */
+	uint32_t ttl_proto4; /* outer IPv4: bytes 8-11 of the template (checksum 0) */
+	uint32_t sum4;       /* outer IPv4: one's complement sum of the template's constant words */
+	uint8_t tos_keep;    /* bits of the inner TOS copied to the outer one (DSCP and/or ECN) */
+	uint8_t tos_set;     /* DSCP bits set from the SA */
+	uint8_t df;          /* 0: copy from the inner header, 1: clear, 2: set */
+	uint8_t tunnel, ofam, l4proto, kind, cipher, iv_len, esn, ctr_iv;
+};
+
+static void plan_init(const struct esp_sa *sa, struct out_plan *pl)
 {
-	uint8_t itos = esp_ip_tos(inner);
-	uint8_t dscp = sa->dscp == 0xff ? (uint8_t)(itos & 0xfc) : (uint8_t)(sa->dscp << 2);
+	memset(pl, 0, sizeof(*pl));
+	pl->tunnel = sa->mode == SADB_MODE_TUNNEL;
+	pl->ofam = sa->dst.family;
+	pl->ohl = pl->tunnel ? (pl->ofam == AF_INET6 ? 40u : 20u) : 0u;
+	pl->add = (sa->encap_dport ? 8u : 0u) + 8u + sa->iv_len;
+	pl->ins = pl->ohl + pl->add;
+	pl->align_m1 = sa->align - 1u;
+	pl->icv_len = sa->icv_len;
+	pl->tfc_pad = sa->tfc_pad;
+	pl->mtu = sa->mtu;
+	pl->spi_be = sa->spi_be;
+	memcpy(&pl->salt, sa->salt, 4);
+	memcpy(&pl->addrs4, sa->hdr4 + 12, 8);
+	memcpy(&pl->ttl_proto4, sa->hdr4 + 8, 2); /* TTL, protocol; the checksum goes in per packet */
+	pl->sum4 = sa->hdr4_sum;
 	/* RFC 6040 §4.1 normal mode copies the inner ECN field; compatibility mode sends Not-ECT. */
-	uint8_t tos = (uint8_t)(dscp | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : (itos & 3)));
-	if (sa->dst.family == AF_INET) {
-		bool df;
-		if (sa->flags & SADB_SAF_DF_CLEAR)
-			df = false;
-		else if (sa->flags & SADB_SAF_DF_SET)
-			df = true;
-		else /* copy from an IPv4 inner header; IPv6 is never fragmented on path */
-			df = (inner[0] >> 4) == 6 || (inner[6] & 0x40);
-		esp_outer4(sa, o, tos, tot, df);
+	pl->tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
+	pl->tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
+	pl->df = (sa->flags & SADB_SAF_DF_CLEAR) ? 1 : (sa->flags & SADB_SAF_DF_SET) ? 2 : 0;
+	pl->l4proto = sa->encap_dport ? IPPROTO_UDP : IPPROTO_ESP;
+	pl->kind = sa->kind;
+	pl->cipher = sa->cipher;
+	pl->iv_len = sa->iv_len;
+	pl->esn = (sa->flags & SADB_SAF_ESN) != 0;
+	pl->ctr_iv = sa->iv_len == 8 && !sa->iv_fn; /* the IV is the sequence number */
+}
+
+/* Write the outer IPv4/IPv6 header of a tunnel packet of total length tot, in whole-word stores. */
+static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uint8_t *o, const uint8_t *inner,
+			       uint32_t tot)
+{
+	uint8_t tos = (uint8_t)((esp_ip_tos(inner) & pl->tos_keep) | pl->tos_set);
+	if (pl->ofam == AF_INET) {
+		/* IPv6 inner packets are never fragmented on path: DF unless told otherwise. */
+		bool df = pl->df ? pl->df == 2 : (inner[0] >> 4) == 6 || (inner[6] & 0x40);
+		uint16_t id = sa->ip_id++;
+		uint16_t frag = df ? 0x4000 : 0;
+		uint32_t sum = pl->sum4 + tos + tot + id + frag;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		uint64_t w0 = 0x45u | (uint64_t)tos << 8 | (uint64_t)__builtin_bswap16((uint16_t)tot) << 16 |
+			      (uint64_t)__builtin_bswap16(id) << 32 | (uint64_t)__builtin_bswap16(frag) << 48;
+		uint32_t w2 = pl->ttl_proto4 | (uint32_t)__builtin_bswap16((uint16_t)~sum) << 16;
+		memcpy(o, &w0, 8);
+		memcpy(o + 8, &w2, 4);
+		memcpy(o + 12, &pl->addrs4, 8);
 	} else {
 		esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
 		esp_wr16(o + 4, (uint16_t)(tot - 40));
-		o[6] = proto;
+		o[6] = pl->l4proto;
 		o[7] = sa->ttl;
 		memcpy(o + 8, sa->src.a.b, 16);
 		memcpy(o + 24, sa->dst.a.b, 16);
 	}
 }
 
+/* RFC 4303 §2.4 default padding 1, 2, 3, ... (at most 15 bytes with the largest block, 16). */
+static const uint8_t pad_bytes[16] __attribute__((aligned(16))) = {
+	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
+};
+
 /* Lay out one packet and fill its crypto operation; false (with p->drop) if it cannot be sent. */
-static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
+static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, const struct out_plan *pl,
+							  struct esp_pkt *p, struct esp_cop *c)
 {
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len;
@@ -70,12 +130,11 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		p->drop = SADB_DROP_TRUNCATED;
 		return false;
 	}
-	const bool tunnel = sa->mode == SADB_MODE_TUNNEL;
-	const uint32_t udp = sa->encap_dport ? 8 : 0;
+	const bool tunnel = pl->tunnel;
 	uint32_t prefix, nh_off = 0; /* bytes kept before ESP (transport), offset of the next-header byte */
 	uint8_t ofam;
 	if (tunnel) {
-		ofam = sa->dst.family;
+		ofam = pl->ofam;
 		prefix = 0;
 	} else {
 		ofam = fam;
@@ -84,18 +143,17 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 			return false;
 		}
 	}
-	const uint32_t ohl = tunnel ? (ofam == AF_INET6 ? 40u : 20u) : 0u;
-	const uint32_t ins = ohl + udp + 8u + sa->iv_len;   /* bytes added in front of the payload */
+	const uint32_t ins = tunnel ? pl->ins : pl->add;    /* bytes added in front of the payload */
 	const uint32_t payload = len - prefix;
-	uint32_t tfc = sa->tfc_pad > payload ? sa->tfc_pad - payload : 0;
+	uint32_t tfc = pl->tfc_pad > payload ? pl->tfc_pad - payload : 0;
 	uint32_t padded, out_len;
 	for (;;) {
-		padded = (payload + tfc + 2 + sa->align - 1) & ~(uint32_t)(sa->align - 1);
-		out_len = prefix + ins + padded + sa->icv_len;
-		uint32_t tail_need = padded - payload + sa->icv_len;
-		bool mtu_bad = sa->mtu && out_len > sa->mtu;
+		padded = (payload + tfc + 2 + pl->align_m1) & ~pl->align_m1;
+		out_len = prefix + ins + padded + pl->icv_len;
+		uint32_t tail_need = padded - payload + pl->icv_len;
+		bool mtu_bad = pl->mtu && out_len > pl->mtu;
 		bool tail_bad = p->off + len + tail_need > p->buf_len;
-		if (!mtu_bad && !tail_bad)
+		if (ESP_LIKELY(!mtu_bad && !tail_bad))
 			break;
 		if (tfc) {
 			tfc = 0; /* TFC padding is best effort: never the reason to drop */
@@ -103,13 +161,13 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		}
 		if (mtu_bad) {
 			p->drop = SADB_DROP_MTU;
-			p->mtu = esp_inner_mtu_hdr(sa, sa->mtu, fam, prefix);
+			p->mtu = esp_inner_mtu_hdr(sa, pl->mtu, fam, prefix);
 		} else {
 			p->drop = SADB_DROP_NOMEM;
 		}
 		return false;
 	}
-	if (p->off < ins) {
+	if (ESP_UNLIKELY(p->off < ins)) {
 		p->drop = SADB_DROP_NOMEM;
 		return false;
 	}
@@ -120,32 +178,40 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 	}
 
 	/* Trailer first (RFC 4303 §2.4-2.6): TFC zeros, padding 1, 2, 3..., pad length, next header. */
-	uint8_t *pl = ip + prefix;              /* payload, not moved */
-	uint8_t *t = pl + payload;
+	uint8_t *pld = ip + prefix;             /* payload, not moved */
+	uint8_t *t = pld + payload;
 	uint8_t next;
 	if (tunnel)
 		next = fam == AF_INET ? IPPROTO_IPIP : IPPROTO_IPV6;
 	else
 		next = ip[nh_off];
-	if (tfc) {
+	if (ESP_UNLIKELY(tfc)) {
 		memset(t, 0, tfc);
 		t += tfc;
 	}
 	uint32_t npad = padded - payload - tfc - 2;
-	for (uint32_t i = 0; i < npad; i++)
-		t[i] = (uint8_t)(i + 1);
-	t[npad] = (uint8_t)npad;
-	t[npad + 1] = next;
+	/* The padding in one store when the buffer has room past it (the rest is overwritten by the
+	 * pad length, next header and ICV, or lies in the tailroom). */
+	if (ESP_LIKELY(npad < 8 && p->buf + p->buf_len - t >= 8)) {
+		memcpy(t, pad_bytes, 8);
+	} else if (npad < 16 && p->buf + p->buf_len - t >= 16) {
+		memcpy(t, pad_bytes, 16);
+	} else {
+		for (uint32_t i = 0; i < npad; i++)
+			t[i] = (uint8_t)(i + 1);
+	}
+	uint16_t pn = (uint16_t)(npad | (uint32_t)next << 8);
+	memcpy(t + npad, &pn, 2);
 
 	/* Headers. */
 	uint8_t *o = ip - ins;                  /* new start of the packet */
 	uint8_t *esp;
 	if (tunnel) {
-		write_outer(sa, o, ip, out_len, udp ? IPPROTO_UDP : IPPROTO_ESP);
-		esp = o + ohl;
+		write_outer(sa, pl, o, ip, out_len);
+		esp = o + pl->ohl;
 	} else {
 		memmove(o, ip, prefix);
-		o[nh_off] = udp ? IPPROTO_UDP : IPPROTO_ESP;
+		o[nh_off] = pl->l4proto;
 		if (fam == AF_INET) {
 			esp_wr16(o + 2, (uint16_t)out_len);
 			esp_ip4_set_csum(o);
@@ -154,7 +220,7 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		}
 		esp = o + prefix;
 	}
-	if (udp) {
+	if (pl->l4proto == IPPROTO_UDP) {
 		esp_wr16(esp, sa->encap_sport);
 		esp_wr16(esp + 2, sa->encap_dport);
 		esp_wr16(esp + 4, (uint16_t)(out_len - (uint32_t)(esp - o)));
@@ -162,15 +228,15 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		esp += 8;
 	}
 	uint8_t *ivp = esp + 8;
-	uint8_t *icv = pl + padded;
+	uint8_t *icv = pld + padded;
 	/* ESP header and the counter-based IV (the sequence number) in one store. */
-	uint64_t hdr = (uint64_t)sa->spi_be | (uint64_t)__builtin_bswap32((uint32_t)seq) << 32;
+	uint64_t hdr = (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32((uint32_t)seq) << 32;
 	uint64_t iv_raw = __builtin_bswap64(seq);
-	if (sa->iv_len == 8 && !sa->iv_fn)
+	if (pl->ctr_iv)
 		esp_st16(esp, hdr, iv_raw);
 	else
 		memcpy(esp, &hdr, 8);
-	if (sa->iv_len == 8 && sa->iv_fn) {
+	if (pl->iv_len == 8 && !pl->ctr_iv) {
 		sa->iv_fn(sa->iv_arg, seq, ivp, 8);
 		memcpy(&iv_raw, ivp, 8);
 	}
@@ -178,14 +244,14 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 	memset(c, 0, offsetof(struct esp_cop, aadbuf));
 	c->fix = NULL;
 	c->tag = icv;
-	switch (sa->kind) {
+	switch (pl->kind) {
 	case ESP_KIND_AEAD:
 		/* RFC 4106 §3.1 / RFC 7634 §2: 8-byte IV, nonce = salt || IV; AAD = SPI || [seq hi ||] seq. */
-		esp_nonce(c->iv, sa->salt, iv_raw, 0);
-		c->data = pl;
+		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
+		c->data = pld;
 		c->data_len = padded;
-		if (sa->flags & SADB_SAF_ESN) {
-			esp_st16(c->aadbuf, (uint64_t)sa->spi_be | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32,
+		if (pl->esn) {
+			esp_st16(c->aadbuf, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32,
 				 __builtin_bswap32((uint32_t)seq));
 			c->aad = c->aadbuf;
 			c->aad_len = 12;
@@ -198,15 +264,15 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		/* RFC 4543 §3: everything from the SPI to the next header is AAD; no ciphertext. With ESN
 		 * the AAD is SPI || seq hi || seq lo || IV ...: laid out in place by moving the SPI 4 bytes
 		 * back over the end of the header before it, put back afterwards. */
-		esp_nonce(c->iv, sa->salt, iv_raw, 0);
-		c->data = pl;
+		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
+		c->data = pld;
 		c->data_len = 0;
 		c->auth = esp;
 		c->auth_len = 8u + 8u + padded;
-		if (sa->flags & SADB_SAF_ESN) {
+		if (pl->esn) {
 			c->fix = esp - 4;
 			memcpy(c->fix_save, esp - 4, 4);
-			memcpy(esp - 4, &sa->spi_be, 4);
+			memcpy(esp - 4, &pl->spi_be, 4);
 			esp_wr32(esp, (uint32_t)(seq >> 32));
 			c->auth = esp - 4;
 			c->auth_len += 4;
@@ -214,32 +280,32 @@ static bool prepare(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c)
 		break;
 	default: /* ESP_KIND_CIPHER_HMAC */
 		c->auth = esp;
-		c->auth_len = 8u + sa->iv_len + padded;
-		c->data = pl;
+		c->auth_len = 8u + pl->iv_len + padded;
+		c->data = pld;
 		c->data_len = padded;
-		if (sa->cipher == ESP_C_AES_CBC || sa->cipher == ESP_C_3DES_CBC) {
+		if (pl->cipher == ESP_C_AES_CBC || pl->cipher == ESP_C_3DES_CBC) {
 			if (sa->iv_fn) {
-				sa->iv_fn(sa->iv_arg, seq, ivp, sa->iv_len);
-				memcpy(c->iv, ivp, sa->iv_len);
+				sa->iv_fn(sa->iv_arg, seq, ivp, pl->iv_len);
+				memcpy(c->iv, ivp, pl->iv_len);
 			} else {
 				/* IV = E_K(nonce) (NIST SP 800-38A App. C), computed by CBC-encrypting the
 				 * nonce block in the IV's place with a zero IV: its ciphertext is the IV and
 				 * chains into the payload exactly as CBC with that IV would. */
-				esp_wr64(ivp, seq);
-				if (sa->iv_len == 16) {
-					memcpy(ivp + 8, &sa->spi_be, 4);
-					esp_wr32(ivp + 12, 0x45535056u); /* "ESPV": domain separation */
-				}
+				if (pl->iv_len == 16)
+					/* seq, SPI, "ESPV" (domain separation) */
+					esp_st16(ivp, iv_raw, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32(0x45535056u) << 32);
+				else
+					esp_wr64(ivp, seq);
 				c->data = ivp;
-				c->data_len = padded + sa->iv_len;
+				c->data_len = padded + pl->iv_len;
 			}
-		} else if (sa->cipher == ESP_C_AES_CTR) {
+		} else if (pl->cipher == ESP_C_AES_CTR) {
 			/* RFC 3686 §4: counter block = nonce || IV || 1. */
-			esp_nonce(c->iv, sa->salt, iv_raw, 1);
+			esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32 | (uint64_t)__builtin_bswap32(1) << 32);
 		} else { /* NULL */
 			c->data_len = 0;
 		}
-		if (sa->flags & SADB_SAF_ESN) {
+		if (pl->esn) {
 			/* RFC 4303 §2.2.1: the high bits are hashed after the payload, not sent: they sit in
 			 * the ICV's place, which the tag then overwrites. */
 			esp_wr32(icv, (uint32_t)(seq >> 32));
@@ -258,12 +324,14 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct esp_pkt *live[ESP_BURST_MAX];
+	struct out_plan pl;
 	unsigned nl = 0;
 
+	plan_init(sa, &pl);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 2 < n) /* the header two packets ahead, while this one is laid out */
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (prepare(sa, pkts[i], &cops[nl]))
+		if (prepare(sa, &pl, pkts[i], &cops[nl]))
 			live[nl++] = pkts[i];
 	}
 	if (!nl)

@@ -6,57 +6,16 @@
  * Because the acceptance test uses the configured window W (<= ring size) rather than the ring, a bit
  * still set from a number >= ring size older is never consulted, so W may equal the ring size.
  *
+ * The check, the ESN inference and the in-order update, run for every packet, are inline functions
+ * in esp_internal.h; the general update lives here.
+ *
  * Only the worker that owns the inbound SA writes here (design.md rule 5); readers elsewhere
  * (ipsecctl) may see a bitmap being updated, which is harmless for statistics. */
 #include "config.h"
 
 #include "dataplane/esp_internal.h"
 
-#define RING_BITS ((uint64_t)SADB_REPLAY_MAX)
-
-static uint64_t load_top(const struct sadb_runtime *rt)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)&rt->replay_top, memory_order_relaxed);
-}
-
-uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo)
-{
-	if (!(sa->flags & SADB_SAF_ESN))
-		return seq_lo;
-	uint64_t top = load_top(sa->rt);
-	uint32_t tl = (uint32_t)top, th = (uint32_t)(top >> 32);
-	/* Without a window (manual keying, SADB_SAF_NO_REPLAY), infer around the top by half the space. */
-	uint32_t w = sa->window ? sa->window : 0x80000000u;
-	uint32_t bottom = tl - w + 1; /* modulo 2^32 */
-	if (tl >= w - 1) {
-		/* Case A: the window lies in one 2^32 subspace. */
-		if (seq_lo >= bottom)
-			return (uint64_t)th << 32 | seq_lo;
-		return (uint64_t)(th + 1) << 32 | seq_lo; /* wrapped into the next subspace */
-	}
-	/* Case B: the window straddles a subspace boundary. */
-	if (seq_lo >= bottom && th > 0)
-		return (uint64_t)(th - 1) << 32 | seq_lo;
-	return (uint64_t)th << 32 | seq_lo;
-}
-
-enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq)
-{
-	if (seq == 0)
-		return SADB_DROP_REPLAY_OLD; /* never sent: counters start at 1 (RFC 4303 §3.3.3) */
-	if (!sa->window)
-		return SADB_DROP_NONE;
-	const struct sadb_runtime *rt = sa->rt;
-	uint64_t top = load_top(rt);
-	if (seq > top)
-		return SADB_DROP_NONE;
-	if (top - seq >= sa->window)
-		return SADB_DROP_REPLAY_OLD;
-	uint64_t bit = seq % RING_BITS;
-	if (rt->replay_bitmap[bit / 64] & (1ULL << (bit % 64)))
-		return SADB_DROP_REPLAY;
-	return SADB_DROP_NONE;
-}
+#define RING_BITS ESP_REPLAY_RING
 
 /* Clear the ring bits of numbers from..to (to - from < RING_BITS). */
 static void clear_range(uint64_t *bm, uint64_t from, uint64_t to)
@@ -76,14 +35,16 @@ static void clear_range(uint64_t *bm, uint64_t from, uint64_t to)
 	}
 }
 
-enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
+/* esp_replay_update (esp_internal.h) past its in-order fast path. */
+enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq)
 {
 	/* Checked again: two copies of one number may both pass the check of the same burst. */
 	enum sadb_drop r = esp_replay_check(sa, seq);
 	if (r != SADB_DROP_NONE)
 		return r;
 	struct sadb_runtime *rt = sa->rt;
-	uint64_t top = load_top(rt);
+	uint64_t top = esp_replay_top(rt);
+	uint64_t bit = seq % RING_BITS;
 	if (seq > top) {
 		if (seq - top >= RING_BITS)
 			memset(rt->replay_bitmap, 0, sizeof(rt->replay_bitmap));
@@ -91,7 +52,6 @@ enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
 			clear_range(rt->replay_bitmap, top + 1, seq);
 		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_relaxed);
 	}
-	uint64_t bit = seq % RING_BITS;
 	rt->replay_bitmap[bit / 64] |= 1ULL << (bit % 64);
 	return SADB_DROP_NONE;
 }
