@@ -3,9 +3,10 @@
 # datagram with the SA's keys, scapy's fragment()/fragment6() cut the outer packet, and the fragments
 # go out as Ethernet frames towards the gateway.
 #   usage: test_dp_frag_send.py IFACE DST_MAC FAMILY OUTER_SRC OUTER_DST SPI KEYHEX SEQ
-#                               INNER_SRC INNER_DST PORT TAG SIZE FRAGSIZE MODE [natt]
+#                               INNER_SRC INNER_DST PORT TAG SIZE FRAGSIZE MODE [natt] [only=I,J..]
 # MODE: inorder | reverse | overlap (a copy of fragment 1 moved 8 bytes back, sent after fragment 0:
-# RFC 5722 says the datagram is abandoned). natt: ESP-in-UDP on port 4500 (RFC 3948). Prints one line per fragment sent (offset, length, MF).
+# RFC 5722 says the datagram is abandoned). natt: ESP-in-UDP on port 4500 (RFC 3948). only: send
+# just these fragments (the IV comes from SEQ, so two runs build the same fragments). Prints one line per fragment sent (offset, length, MF).
 import logging, sys
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
@@ -17,7 +18,12 @@ from scapy.layers.ipsec import SecurityAssociation
 def main():
     (iface, dmac, fam, osrc, odst, spi, key, seq, isrc, idst, port, tag, size, fragsize,
      mode) = sys.argv[1:16]
-    natt = len(sys.argv) > 16 and sys.argv[16] == 'natt'
+    opts = sys.argv[16:]
+    natt = 'natt' in opts
+    only = None
+    for o in opts:
+        if o.startswith('only='):
+            only = [int(i) for i in o[5:].split(',')]
     spi, seq, port, size, fragsize = int(spi, 0), int(seq), int(port), int(size), int(fragsize)
     body = (tag.encode() + b':') * (size // (len(tag) + 1) + 1)
     body = body[:size]
@@ -29,7 +35,7 @@ def main():
     sa = SecurityAssociation(ESP, spi=spi, crypt_algo='AES-GCM', crypt_key=bytes.fromhex(key),
                              tunnel_header=hdr,
                              nat_t_header=UDP(sport=4500, dport=4500) if natt else None)
-    outer = sa.encrypt(inner, seq_num=seq)
+    outer = sa.encrypt(inner, seq_num=seq, iv=seq.to_bytes(8, 'big'))
     if fam == '4':
         frags = fragment(IP(bytes(outer)), fragsize=fragsize)
     else:
@@ -50,6 +56,8 @@ def main():
         else:
             bad[IPv6ExtHdrFragment].offset -= 1
         frags = [frags[0], bad.__class__(bytes(bad))] + frags[1:]
+    if only is not None:
+        frags = [frags[i] for i in only]
     for f in frags:
         if fam == '4':
             print('frag offset %d len %d mf %d' % (f.frag * 8, len(f), int(f.flags.MF)))
