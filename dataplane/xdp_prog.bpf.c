@@ -126,8 +126,11 @@ static __always_inline int udp_frag_is_esp(struct dp_xdp_frag_key *k, int first,
 	__u32 one = 1;
 
 	if (first) {
-		if (!is_esp_in_udp(l4, end))
+		if (!is_esp_in_udp(l4, end)) {
+			/* an earlier ESP-in-UDP datagram may have left this id behind */
+			bpf_map_delete_elem(&esp_udp_frags, k);
 			return 0;
+		}
 		bpf_map_update_elem(&esp_udp_frags, k, &one, BPF_ANY);
 		return 1;
 	}

@@ -121,7 +121,7 @@ static unsigned pad(uint8_t *f, unsigned o, unsigned n)
 	return o + n;
 }
 
-static struct row rows[48];
+static struct row rows[64];
 static unsigned n_rows;
 
 static struct row *add(const char *name, unsigned role, enum want want)
@@ -193,6 +193,12 @@ static void build_rows(void)
 	r->len = udp(r->frame, o, 4500, zero_marker, 8);
 	r = add("outside IPv4 IKE later fragment -> kernel", O, PASS);
 	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4244, 185, false);
+	r->len = pad(r->frame, o, 16);
+	r = add("outside IPv4 IKE first fragment reusing that id -> kernel", O, PASS);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4242, 0, true);
+	r->len = udp(r->frame, o, 4500, zero_marker, 8);
+	r = add("outside IPv4 IKE later fragment with that id -> kernel (forgotten)", O, PASS);
+	o = ip4(r->frame, "192.0.2.2", "192.0.2.1", 17, 16); frag4(r->frame, 0x4242, 185, false);
 	r->len = pad(r->frame, o, 16);
 	r = add("outside IPv6 ESP-in-UDP first fragment -> dataplane", O, DATAPLANE);
 	o = ip6(r->frame, "fd00::2", "fd00::1", 44, 24); o = frag6(r->frame, o, 17, 0, true, 77);
