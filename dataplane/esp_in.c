@@ -19,8 +19,24 @@ struct in_state {
 	uint32_t clen;      /* payload + padding + pad length + next header */
 };
 
-static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struct in_state *st)
+/* Whether an SA takes the fast path of check() and finish(): tunnel mode, an AEAD transform (8-byte
+ * IV, 16-byte ICV, no block alignment), no ESN, no UDP encapsulation. */
+static bool in_fast(const struct esp_sa *sa)
 {
+	return sa->mode == SADB_MODE_TUNNEL && sa->kind == ESP_KIND_AEAD && sa->iv_len == 8 && sa->icv_len == 16 &&
+	       sa->blk == 1 && !(sa->flags & SADB_SAF_ESN) && !sa->encap_dport;
+}
+
+/* fast is a constant at each call site: the compiler folds what in_fast() fixes. */
+static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c,
+							struct in_state *st, const bool fast)
+{
+	const uint32_t iv_len = fast ? 8u : sa->iv_len;
+	const uint32_t icv_len = fast ? 16u : sa->icv_len;
+	const uint32_t blk = fast ? 1u : sa->blk;
+	const uint8_t kind = fast ? ESP_KIND_AEAD : sa->kind;
+	const bool esn = !fast && (sa->flags & SADB_SAF_ESN);
+	const bool encap = !fast && sa->encap_dport;
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len = p->len, l4, nho;
 	uint8_t proto;
@@ -47,8 +63,13 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 		nho = 9;
 		proto = ip[9];
 		frag = (esp_rd16(ip + 6) & 0x3fff) != 0;
-	} else if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag)) {
-		goto truncated;
+	} else {
+		uint32_t l4x, nhx;
+		uint8_t px;
+		bool fx;
+		if (!esp_find_l4(ip, len, &l4x, &nhx, &px, &fx))
+			goto truncated;
+		l4 = l4x, nho = nhx, proto = px, frag = fx; /* locals stay in registers on the fast path */
 	}
 	if (frag) {
 		p->drop = SADB_DROP_UNSUPPORTED; /* reassembly happens before the engine */
@@ -56,7 +77,7 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 	}
 	st->prefix = l4;
 	st->nh_off = nho;
-	if (sa->encap_dport) {
+	if (encap) {
 		if (proto != IPPROTO_UDP) {
 			p->drop = SADB_DROP_BAD_ENCAP;
 			return false;
@@ -74,18 +95,18 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 	}
 	uint8_t *esp = ip + l4;
 	uint32_t elen = len - l4;
-	if (elen < 8u + sa->iv_len + sa->icv_len + 2u)
+	if (elen < 8u + iv_len + icv_len + 2u)
 		goto truncated;
 	if (memcmp(esp, &sa->spi_be, 4) != 0) {
 		p->drop = SADB_DROP_BAD_SPI;
 		return false;
 	}
-	uint32_t clen = elen - 8u - sa->iv_len - sa->icv_len;
-	if (sa->blk > 1 && clen % sa->blk)
+	uint32_t clen = elen - 8u - iv_len - icv_len;
+	if (blk > 1 && clen % blk)
 		goto truncated;
 
 	/* RFC 4303 §3.4.3: the replay check comes before any cryptographic work. */
-	uint64_t seq = esp_replay_infer(sa, esp_rd32(esp + 4));
+	uint64_t seq = fast ? esp_rd32(esp + 4) : esp_replay_infer(sa, esp_rd32(esp + 4));
 	enum sadb_drop r = esp_replay_check(sa, seq);
 	if (r != SADB_DROP_NONE) {
 		p->drop = r;
@@ -94,21 +115,21 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 	p->seq = seq;
 
 	uint8_t *ivp = esp + 8;
-	uint8_t *pl = ivp + sa->iv_len;
+	uint8_t *pl = ivp + iv_len;
 	uint8_t *icv = pl + clen;
 	memset(c, 0, offsetof(struct esp_cop, aadbuf));
 	c->fix = NULL;
 	uint64_t iv_raw = 0;
-	if (sa->iv_len == 8)
+	if (iv_len == 8)
 		memcpy(&iv_raw, ivp, 8);
 	c->icv_in = icv;
 	c->tag = c->calc;
-	switch (sa->kind) {
+	switch (kind) {
 	case ESP_KIND_AEAD:
 		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 		c->data = pl;
 		c->data_len = clen;
-		if (sa->flags & SADB_SAF_ESN) {
+		if (esn) {
 			uint32_t spi, lo;
 			memcpy(&spi, esp, 4);
 			memcpy(&lo, esp + 4, 4);
@@ -126,7 +147,7 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 		c->data_len = 0;
 		c->auth = esp;
 		c->auth_len = 8u + 8u + clen;
-		if (sa->flags & SADB_SAF_ESN) {
+		if (esn) {
 			c->fix = esp - 4;
 			memcpy(c->fix_save, esp - 4, 4);
 			memcpy(esp - 4, esp, 4);
@@ -137,17 +158,17 @@ static bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struc
 		break;
 	default:
 		c->auth = esp;
-		c->auth_len = 8u + sa->iv_len + clen;
+		c->auth_len = 8u + iv_len + clen;
 		c->data = pl;
 		c->data_len = sa->cipher == ESP_C_NULL ? 0 : clen;
 		if (sa->cipher == ESP_C_AES_CBC || sa->cipher == ESP_C_3DES_CBC) {
-			memcpy(c->iv, ivp, sa->iv_len);
+			memcpy(c->iv, ivp, iv_len);
 		} else if (sa->cipher == ESP_C_AES_CTR) {
 			esp_nonce(c->iv, sa->salt, iv_raw, 1);
 		}
-		if (sa->flags & SADB_SAF_ESN) {
+		if (esn) {
 			/* The high bits are hashed where the ICV is: keep the received ICV aside. */
-			memcpy(c->icv_save, icv, sa->icv_len);
+			memcpy(c->icv_save, icv, icv_len);
 			c->icv_in = c->icv_save;
 			esp_wr32(icv, (uint32_t)(seq >> 32));
 			c->auth_len += 4;
@@ -230,9 +251,11 @@ void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, u
 }
 
 /* After a verified ICV: trailer checks and decapsulation. */
-static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *st)
+static inline __attribute__((always_inline)) void finish(struct esp_sa *sa, struct esp_pkt *p,
+							  const struct in_state *st, const bool fast)
 {
-	uint8_t *pl = st->esp + 8 + sa->iv_len;
+	const uint32_t icv_len = fast ? 16u : sa->icv_len;
+	uint8_t *pl = st->esp + 8 + (fast ? 8u : sa->iv_len);
 	uint32_t clen = st->clen;
 	uint8_t padlen = pl[clen - 2], next = pl[clen - 1];
 	if (padlen + 2u > clen) {
@@ -243,7 +266,7 @@ static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *
 	 * that 4-byte alignment needs) in one load: the ICV follows, so 8 bytes from pad are there. */
 	const uint8_t *pad = pl + clen - 2 - padlen;
 	uint64_t bad = 0;
-	if (ESP_LIKELY(padlen <= 8 && sa->icv_len >= 8)) {
+	if (ESP_LIKELY(padlen <= 8 && icv_len >= 8)) {
 		uint64_t v, want = 0x0807060504030201ULL;
 		memcpy(&v, pad, 8);
 		if (padlen < 8)
@@ -265,7 +288,7 @@ static void finish(struct esp_sa *sa, struct esp_pkt *p, const struct in_state *
 		p->drop = SADB_DROP_BAD_NEXT_HDR;
 		return;
 	}
-	if (sa->mode == SADB_MODE_TUNNEL) {
+	if (fast || sa->mode == SADB_MODE_TUNNEL) {
 		decap_tunnel(sa, p, ip, pl, plen, next); /* inline here, the hot path */
 		return;
 	}
@@ -303,10 +326,28 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	struct esp_pkt *live[ESP_BURST_MAX];
 	unsigned nl = 0;
 
+	if (in_fast(sa)) {
+		for (unsigned i = 0; i < n; i++) {
+			if (i + 2 < n)
+				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+			if (check(sa, pkts[i], &cops[nl], &st[nl], true))
+				live[nl++] = pkts[i];
+		}
+		if (!nl)
+			return;
+		sa->ops->decrypt(sa, cops, nl);
+		for (unsigned i = 0; i < nl; i++) {
+			if (!cops[i].ok) /* no ESN shift to undo on this path */
+				live[i]->drop = SADB_DROP_ICV;
+			else
+				finish(sa, live[i], &st[i], true);
+		}
+		return;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 2 < n)
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (check(sa, pkts[i], &cops[nl], &st[nl]))
+		if (check(sa, pkts[i], &cops[nl], &st[nl], false))
 			live[nl++] = pkts[i];
 	}
 	if (!nl)
@@ -322,6 +363,6 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 			live[i]->drop = SADB_DROP_ICV;
 			continue;
 		}
-		finish(sa, live[i], &st[i]);
+		finish(sa, live[i], &st[i], false);
 	}
 }

@@ -10,7 +10,8 @@
 #include "dataplane/esp_internal.h"
 
 /* Length of the IP packet from its own header; false if it is not a well-formed IP header. */
-static bool inner_len(const uint8_t *ip, uint32_t len, uint32_t *out, uint8_t *fam)
+static inline __attribute__((always_inline)) bool inner_len(const uint8_t *ip, uint32_t len, uint32_t *out,
+							    uint8_t *fam)
 {
 	if (len < 20)
 		return false;
@@ -53,6 +54,10 @@ struct out_plan {
 	uint8_t tos_set;     /* DSCP bits set from the SA */
 	uint8_t df;          /* 0: copy from the inner header, 1: clear, 2: set */
 	uint8_t tunnel, ofam, l4proto, kind, cipher, iv_len, esn, ctr_iv;
+	/* The common case, laid out by a copy of prepare() with these fixed: tunnel mode, an AEAD
+	 * transform (8-byte IV = sequence number, 16-byte ICV, 4-byte alignment), no ESN, no UDP
+	 * encapsulation, no TFC padding. */
+	bool fast;
 };
 
 static void plan_init(const struct esp_sa *sa, struct out_plan *pl)
@@ -82,23 +87,26 @@ static void plan_init(const struct esp_sa *sa, struct out_plan *pl)
 	pl->iv_len = sa->iv_len;
 	pl->esn = (sa->flags & SADB_SAF_ESN) != 0;
 	pl->ctr_iv = sa->iv_len == 8 && !sa->iv_fn; /* the IV is the sequence number */
+	pl->fast = pl->tunnel && pl->kind == ESP_KIND_AEAD && pl->ctr_iv && sa->icv_len == 16 && sa->align == 4 &&
+		   !pl->tfc_pad && !pl->esn && pl->l4proto == IPPROTO_ESP;
 }
 
 /* Write the outer IPv4/IPv6 header of a tunnel packet of total length tot, in whole-word stores. */
 static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uint8_t *o, const uint8_t *inner,
-			       uint32_t tot)
+			       uint32_t tot, uint8_t l4proto)
 {
 	uint8_t tos = (uint8_t)((esp_ip_tos(inner) & pl->tos_keep) | pl->tos_set);
 	if (pl->ofam == AF_INET) {
 		/* IPv6 inner packets are never fragmented on path: DF unless told otherwise. */
 		bool df = pl->df ? pl->df == 2 : (inner[0] >> 4) == 6 || (inner[6] & 0x40);
-		uint16_t id = sa->ip_id++;
-		uint16_t frag = df ? 0x4000 : 0;
+		uint32_t id = sa->ip_id++;
+		uint32_t frag = df ? 0x4000 : 0;
 		uint32_t sum = pl->sum4 + tos + tot + id + frag;
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
-		uint64_t w0 = 0x45u | (uint64_t)tos << 8 | (uint64_t)__builtin_bswap16((uint16_t)tot) << 16 |
-			      (uint64_t)__builtin_bswap16(id) << 32 | (uint64_t)__builtin_bswap16(frag) << 48;
+		/* Bytes 0-7 (version/IHL, TOS, length, id, flags/offset) as one big-endian word. */
+		uint64_t w0 = __builtin_bswap64(0x4500000000000000ULL | (uint64_t)tos << 48 | (uint64_t)(uint16_t)tot << 32 |
+						(uint64_t)id << 16 | frag);
 		uint32_t w2 = pl->ttl_proto4 | (uint32_t)__builtin_bswap16((uint16_t)~sum) << 16;
 		memcpy(o, &w0, 8);
 		memcpy(o + 8, &w2, 4);
@@ -106,7 +114,7 @@ static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uin
 	} else {
 		esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
 		esp_wr16(o + 4, (uint16_t)(tot - 40));
-		o[6] = pl->l4proto;
+		o[6] = l4proto;
 		o[7] = sa->ttl;
 		memcpy(o + 8, sa->src.a.b, 16);
 		memcpy(o + 24, sa->dst.a.b, 16);
@@ -120,8 +128,20 @@ static const uint8_t pad_bytes[16] __attribute__((aligned(16))) = {
 
 /* Lay out one packet and fill its crypto operation; false (with p->drop) if it cannot be sent. */
 static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, const struct out_plan *pl,
-							  struct esp_pkt *p, struct esp_cop *c)
+							  struct esp_pkt *p, struct esp_cop *c, const bool fast)
 {
+	/* fast is a constant at each call site: the compiler folds what the fast case fixes (see
+	 * out_plan.fast) and drops the code for the rest. */
+	const bool tunnel = fast || pl->tunnel;
+	const uint32_t align_m1 = fast ? 3u : pl->align_m1;
+	const uint32_t icv_len = fast ? 16u : pl->icv_len;
+	const uint32_t tfc_pad = fast ? 0u : pl->tfc_pad;
+	const uint8_t l4proto = fast ? IPPROTO_ESP : pl->l4proto;
+	const uint8_t kind = fast ? ESP_KIND_AEAD : pl->kind;
+	const bool esn = !fast && pl->esn;
+	const bool ctr_iv = fast || pl->ctr_iv;
+	const uint32_t iv_len = fast ? 8u : pl->iv_len;
+
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len;
 	uint8_t fam;
@@ -130,7 +150,6 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		p->drop = SADB_DROP_TRUNCATED;
 		return false;
 	}
-	const bool tunnel = pl->tunnel;
 	uint32_t prefix, nh_off = 0; /* bytes kept before ESP (transport), offset of the next-header byte */
 	uint8_t ofam;
 	if (tunnel) {
@@ -145,12 +164,12 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	}
 	const uint32_t ins = tunnel ? pl->ins : pl->add;    /* bytes added in front of the payload */
 	const uint32_t payload = len - prefix;
-	uint32_t tfc = pl->tfc_pad > payload ? pl->tfc_pad - payload : 0;
+	uint32_t tfc = tfc_pad > payload ? tfc_pad - payload : 0;
 	uint32_t padded, out_len;
 	for (;;) {
-		padded = (payload + tfc + 2 + pl->align_m1) & ~pl->align_m1;
-		out_len = prefix + ins + padded + pl->icv_len;
-		uint32_t tail_need = padded - payload + pl->icv_len;
+		padded = (payload + tfc + 2 + align_m1) & ~align_m1;
+		out_len = prefix + ins + padded + icv_len;
+		uint32_t tail_need = padded - payload + icv_len;
 		bool mtu_bad = pl->mtu && out_len > pl->mtu;
 		bool tail_bad = p->off + len + tail_need > p->buf_len;
 		if (ESP_LIKELY(!mtu_bad && !tail_bad))
@@ -207,11 +226,11 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	uint8_t *o = ip - ins;                  /* new start of the packet */
 	uint8_t *esp;
 	if (tunnel) {
-		write_outer(sa, pl, o, ip, out_len);
+		write_outer(sa, pl, o, ip, out_len, l4proto);
 		esp = o + pl->ohl;
 	} else {
 		memmove(o, ip, prefix);
-		o[nh_off] = pl->l4proto;
+		o[nh_off] = l4proto;
 		if (fam == AF_INET) {
 			esp_wr16(o + 2, (uint16_t)out_len);
 			esp_ip4_set_csum(o);
@@ -220,7 +239,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		}
 		esp = o + prefix;
 	}
-	if (pl->l4proto == IPPROTO_UDP) {
+	if (l4proto == IPPROTO_UDP) {
 		esp_wr16(esp, sa->encap_sport);
 		esp_wr16(esp + 2, sa->encap_dport);
 		esp_wr16(esp + 4, (uint16_t)(out_len - (uint32_t)(esp - o)));
@@ -232,11 +251,11 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	/* ESP header and the counter-based IV (the sequence number) in one store. */
 	uint64_t hdr = (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32((uint32_t)seq) << 32;
 	uint64_t iv_raw = __builtin_bswap64(seq);
-	if (pl->ctr_iv)
+	if (ctr_iv)
 		esp_st16(esp, hdr, iv_raw);
 	else
 		memcpy(esp, &hdr, 8);
-	if (pl->iv_len == 8 && !pl->ctr_iv) {
+	if (iv_len == 8 && !ctr_iv) {
 		sa->iv_fn(sa->iv_arg, seq, ivp, 8);
 		memcpy(&iv_raw, ivp, 8);
 	}
@@ -244,13 +263,13 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	memset(c, 0, offsetof(struct esp_cop, aadbuf));
 	c->fix = NULL;
 	c->tag = icv;
-	switch (pl->kind) {
+	switch (kind) {
 	case ESP_KIND_AEAD:
 		/* RFC 4106 §3.1 / RFC 7634 §2: 8-byte IV, nonce = salt || IV; AAD = SPI || [seq hi ||] seq. */
 		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
 		c->data = pld;
 		c->data_len = padded;
-		if (pl->esn) {
+		if (esn) {
 			esp_st16(c->aadbuf, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32,
 				 __builtin_bswap32((uint32_t)seq));
 			c->aad = c->aadbuf;
@@ -269,7 +288,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		c->data_len = 0;
 		c->auth = esp;
 		c->auth_len = 8u + 8u + padded;
-		if (pl->esn) {
+		if (esn) {
 			c->fix = esp - 4;
 			memcpy(c->fix_save, esp - 4, 4);
 			memcpy(esp - 4, &pl->spi_be, 4);
@@ -280,24 +299,24 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		break;
 	default: /* ESP_KIND_CIPHER_HMAC */
 		c->auth = esp;
-		c->auth_len = 8u + pl->iv_len + padded;
+		c->auth_len = 8u + iv_len + padded;
 		c->data = pld;
 		c->data_len = padded;
 		if (pl->cipher == ESP_C_AES_CBC || pl->cipher == ESP_C_3DES_CBC) {
 			if (sa->iv_fn) {
-				sa->iv_fn(sa->iv_arg, seq, ivp, pl->iv_len);
-				memcpy(c->iv, ivp, pl->iv_len);
+				sa->iv_fn(sa->iv_arg, seq, ivp, iv_len);
+				memcpy(c->iv, ivp, iv_len);
 			} else {
 				/* IV = E_K(nonce) (NIST SP 800-38A App. C), computed by CBC-encrypting the
 				 * nonce block in the IV's place with a zero IV: its ciphertext is the IV and
 				 * chains into the payload exactly as CBC with that IV would. */
-				if (pl->iv_len == 16)
+				if (iv_len == 16)
 					/* seq, SPI, "ESPV" (domain separation) */
 					esp_st16(ivp, iv_raw, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32(0x45535056u) << 32);
 				else
 					esp_wr64(ivp, seq);
 				c->data = ivp;
-				c->data_len = padded + pl->iv_len;
+				c->data_len = padded + iv_len;
 			}
 		} else if (pl->cipher == ESP_C_AES_CTR) {
 			/* RFC 3686 §4: counter block = nonce || IV || 1. */
@@ -305,7 +324,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		} else { /* NULL */
 			c->data_len = 0;
 		}
-		if (pl->esn) {
+		if (esn) {
 			/* RFC 4303 §2.2.1: the high bits are hashed after the payload, not sent: they sit in
 			 * the ICV's place, which the tag then overwrites. */
 			esp_wr32(icv, (uint32_t)(seq >> 32));
@@ -328,10 +347,26 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	unsigned nl = 0;
 
 	plan_init(sa, &pl);
+	if (pl.fast) {
+		for (unsigned i = 0; i < n; i++) {
+			if (i + 2 < n) /* the header two packets ahead, while this one is laid out */
+				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+			if (prepare(sa, &pl, pkts[i], &cops[nl], true))
+				live[nl++] = pkts[i];
+		}
+		if (!nl)
+			return;
+		sa->ops->encrypt(sa, cops, nl);
+		/* No ESN shift to undo, no UDP checksum to fill. */
+		for (unsigned i = 0; i < nl; i++)
+			if (ESP_UNLIKELY(!cops[i].ok))
+				live[i]->drop = SADB_DROP_CRYPTO;
+		return;
+	}
 	for (unsigned i = 0; i < n; i++) {
-		if (i + 2 < n) /* the header two packets ahead, while this one is laid out */
+		if (i + 2 < n)
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (prepare(sa, &pl, pkts[i], &cops[nl]))
+		if (prepare(sa, &pl, pkts[i], &cops[nl], false))
 			live[nl++] = pkts[i];
 	}
 	if (!nl)

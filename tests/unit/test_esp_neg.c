@@ -278,6 +278,76 @@ static void test_bad_trailer(void **state)
 		}
 }
 
+/* Every padding byte is checked, whatever the pad length (0-15) and whichever path checks it (one
+ * 8-byte load up to 8 bytes, a loop beyond): one byte changed at position k is BAD_PAD; the byte just
+ * before the padding (payload) is not padding. */
+static int pad_k;          /* padding byte to change, -1: the payload byte before the padding */
+static bool pad_hit;       /* whether the packet had that byte */
+static void mod_pad_at(uint8_t *pl, uint32_t *clen)
+{
+	uint32_t padlen = pl[*clen - 2];
+	uint8_t *pad = pl + *clen - 2 - padlen;
+	pad_hit = pad_k < 0 || (uint32_t)pad_k < padlen;
+	if (pad_hit)
+		pad[pad_k] ^= 0x40;
+}
+
+static void test_pad_each_byte(void **state)
+{
+	(void)state;
+	const char *names[] = { "esp aes-gcm-16-128", "esp aes-cbc-128/sha1-96", "esp null/sha256-128" };
+	unsigned checked = 0;
+	for (size_t n = 0; n < 3; n++)
+		for (uint32_t size = 20; size < 36; size++)
+			for (pad_k = -1; pad_k < 15; pad_k++) {
+				struct pair p;
+				pair_make(&p, xf_by_name(names[n]), SADB_MODE_TUNNEL, AF_INET, 0, false, 64,
+					  ESP_BACKEND_AUTO);
+				static struct frame f;
+				protect(&p, &f, AF_INET, size, 5);
+				uint8_t pkt[2000];
+				uint32_t len = f.p.len;
+				memcpy(pkt, frame_data(&f), len);
+				len = reseal(&p, pkt, len, mod_pad_at);
+				if (pad_hit) {
+					unsigned d = deliver(&p, pkt, len);
+					const char *want = pad_k < 0 ? "NONE" : "BAD_PAD";
+					if (strcmp(dropname(d), want))
+						fail_msg("%s size %u byte %d: got %s want %s", names[n], size, pad_k,
+							 dropname(d), want);
+					checked++;
+				}
+				pair_free(&p);
+			}
+	assert_true(checked > 3 * 16); /* pad lengths up to 3 (GCM, NULL) and 15 (CBC) were seen */
+}
+
+/* The inline constant-time ICV compare: equal, or different in any one byte, for every length used
+ * (12, 16, 24, 32) and the odd ones. */
+static void test_icv_equal(void **state)
+{
+	(void)state;
+	static const unsigned lens[] = { 1, 4, 7, 8, 12, 15, 16, 20, 24, 31, 32 };
+	uint8_t a[32], b[32];
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		unsigned n = lens[l];
+		for (unsigned i = 0; i < 32; i++)
+			a[i] = b[i] = (uint8_t)(i * 37 + n);
+		if (n < 32) {
+			b[n] ^= 0xff; /* a byte past the length does not count */
+			assert_true(esp_icv_equal(a, b, n));
+			b[n] ^= 0xff;
+		}
+		for (unsigned i = 0; i < n; i++)
+			for (unsigned bit = 0; bit < 8; bit++) {
+				b[i] ^= (uint8_t)(1u << bit);
+				assert_false(esp_icv_equal(a, b, n));
+				b[i] ^= (uint8_t)(1u << bit);
+			}
+		assert_true(esp_icv_equal(a, b, n));
+	}
+}
+
 /* The ring-bitmap window against a naive set of seen numbers, for several window sizes. */
 static void test_replay_window_reference(void **state)
 {
@@ -1014,6 +1084,8 @@ int main(void)
 		cmocka_unit_test(test_tamper),
 		cmocka_unit_test(test_replay_old),
 		cmocka_unit_test(test_bad_trailer),
+		cmocka_unit_test(test_pad_each_byte),
+		cmocka_unit_test(test_icv_equal),
 		cmocka_unit_test(test_replay_window_reference),
 		cmocka_unit_test(test_esn_infer),
 		cmocka_unit_test(test_seq),
