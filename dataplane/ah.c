@@ -182,8 +182,10 @@ static void fill_cop(struct esp_sa *sa, struct esp_cop *c, struct ah_state *st, 
 	c->tag = in ? c->calc : icv;
 	c->icv_in = c->icv_save;
 	if (sa->kind == ESP_KIND_GMAC) {
-		memcpy(c->iv, sa->salt, 4);
-		memcpy(c->iv + 4, ah + 12, 8);
+		/* RFC 4543 §3.1 nonce salt || IV, in one store (read back whole by the GMAC code). */
+		uint64_t iv_raw;
+		memcpy(&iv_raw, ah + 12, 8);
+		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 	}
 	if (sa->flags & SADB_SAF_ESN) {
 		/* RFC 4302 §2.5.1: the high bits are appended to the packet for the ICV only. */
