@@ -10,8 +10,8 @@
  * once. VPP's crypto_native plugin made the same choice for the same reason.
  *
  * Nothing here depends on secret data for branches or memory addresses: AES-NI and carry-less
- * multiplication are constant time, lengths are public. Tags are compared by the caller's
- * CRYPTO_memcmp. Round keys and powers of H are computed once per SA and wiped at its end.
+ * multiplication are constant time, lengths are public. Tags are compared in constant time
+ * (esp_icv_equal). Round keys and powers of H are computed once per SA and wiped at its end.
  *
  * GHASH representation (Gueron & Kounavis, "Intel Carry-Less Multiplication Instruction and its Usage
  * for Computing the GCM Mode"): blocks are byte-reversed so that one 128-bit lane holds the field
@@ -764,14 +764,14 @@ static void nat_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc
 					{ c2->iv, c2->aad, c2->aad_len, c2->data, c2->data_len, enc ? c2->tag : c2->calc },
 				};
 				gcm_short_dispatch(g, p, enc, nb, 2);
-				c2->ok = enc ? 1 : !CRYPTO_memcmp(c2->calc, c2->icv_in, 16);
-				c->ok = enc ? 1 : !CRYPTO_memcmp(c->calc, c->icv_in, 16);
+				c2->ok = enc ? 1 : esp_icv_equal(c2->calc, c2->icv_in, 16);
+				c->ok = enc ? 1 : esp_icv_equal(c->calc, c->icv_in, 16);
 				i++;
 				continue;
 			}
 			gcm(g, c->iv, c->aad, c->aad_len, c->data, c->data, c->data_len, tag, enc);
 		}
-		c->ok = enc ? 1 : !CRYPTO_memcmp(c->calc, c->icv_in, 16);
+		c->ok = enc ? 1 : esp_icv_equal(c->calc, c->icv_in, 16);
 	}
 #ifdef HAVE_IPSEC_MB
 	if (used_imb)
