@@ -19,11 +19,12 @@ struct in_state {
 	uint32_t clen;      /* payload + padding + pad length + next header */
 };
 
-/* Whether an SA takes the fast path of check() and finish(): tunnel mode, an AEAD transform (8-byte
- * IV, 16-byte ICV, no block alignment), no ESN, no UDP encapsulation. */
+/* Whether an SA takes the fast path of check() and finish(): tunnel mode, an AEAD or GMAC transform
+ * (8-byte IV, 16-byte ICV, no block alignment), no ESN, no UDP encapsulation. */
 static bool in_fast(const struct esp_sa *sa)
 {
-	return sa->mode == SADB_MODE_TUNNEL && sa->kind == ESP_KIND_AEAD && sa->iv_len == 8 && sa->icv_len == 16 &&
+	return sa->mode == SADB_MODE_TUNNEL && (sa->kind == ESP_KIND_AEAD || sa->kind == ESP_KIND_GMAC) &&
+	       sa->iv_len == 8 && sa->icv_len == 16 &&
 	       sa->blk == 1 && !(sa->flags & SADB_SAF_ESN) && !sa->encap_dport;
 }
 
@@ -34,7 +35,7 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 	const uint32_t iv_len = fast ? 8u : sa->iv_len;
 	const uint32_t icv_len = fast ? 16u : sa->icv_len;
 	const uint32_t blk = fast ? 1u : sa->blk;
-	const uint8_t kind = fast ? ESP_KIND_AEAD : sa->kind;
+	const uint8_t kind = sa->kind; /* AEAD or GMAC when fast */
 	const bool esn = !fast && (sa->flags & SADB_SAF_ESN);
 	const bool encap = !fast && sa->encap_dport;
 	uint8_t *ip = p->buf + p->off;
@@ -337,7 +338,7 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 			return;
 		sa->ops->decrypt(sa, cops, nl);
 		for (unsigned i = 0; i < nl; i++) {
-			if (!cops[i].ok) /* no ESN shift to undo on this path */
+			if (!cops[i].ok) /* no ESN shift (GMAC) to undo on this path */
 				live[i]->drop = SADB_DROP_ICV;
 			else
 				finish(sa, live[i], &st[i], true);

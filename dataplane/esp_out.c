@@ -54,8 +54,8 @@ struct out_plan {
 	uint8_t tos_set;     /* DSCP bits set from the SA */
 	uint8_t df;          /* 0: copy from the inner header, 1: clear, 2: set */
 	uint8_t tunnel, ofam, l4proto, kind, cipher, iv_len, esn, ctr_iv;
-	/* The common case, laid out by a copy of prepare() with these fixed: tunnel mode, an AEAD
-	 * transform (8-byte IV = sequence number, 16-byte ICV, 4-byte alignment), no ESN, no UDP
+	/* The common case, laid out by a copy of prepare() with these fixed: tunnel mode, an AEAD or
+	 * GMAC transform (8-byte IV = sequence number, 16-byte ICV, 4-byte alignment), no ESN, no UDP
 	 * encapsulation, no TFC padding. */
 	bool fast;
 };
@@ -87,8 +87,8 @@ static void plan_init(const struct esp_sa *sa, struct out_plan *pl)
 	pl->iv_len = sa->iv_len;
 	pl->esn = (sa->flags & SADB_SAF_ESN) != 0;
 	pl->ctr_iv = sa->iv_len == 8 && !sa->iv_fn; /* the IV is the sequence number */
-	pl->fast = pl->tunnel && pl->kind == ESP_KIND_AEAD && pl->ctr_iv && sa->icv_len == 16 && sa->align == 4 &&
-		   !pl->tfc_pad && !pl->esn && pl->l4proto == IPPROTO_ESP;
+	pl->fast = pl->tunnel && (pl->kind == ESP_KIND_AEAD || pl->kind == ESP_KIND_GMAC) && pl->ctr_iv &&
+		   sa->icv_len == 16 && sa->align == 4 && !pl->tfc_pad && !pl->esn && pl->l4proto == IPPROTO_ESP;
 }
 
 /* Write the outer IPv4/IPv6 header of a tunnel packet of total length tot, in whole-word stores. */
@@ -137,7 +137,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	const uint32_t icv_len = fast ? 16u : pl->icv_len;
 	const uint32_t tfc_pad = fast ? 0u : pl->tfc_pad;
 	const uint8_t l4proto = fast ? IPPROTO_ESP : pl->l4proto;
-	const uint8_t kind = fast ? ESP_KIND_AEAD : pl->kind;
+	const uint8_t kind = pl->kind; /* AEAD or GMAC when fast */
 	const bool esn = !fast && pl->esn;
 	const bool ctr_iv = fast || pl->ctr_iv;
 	const uint32_t iv_len = fast ? 8u : pl->iv_len;
@@ -357,7 +357,7 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		if (!nl)
 			return;
 		sa->ops->encrypt(sa, cops, nl);
-		/* No ESN shift to undo, no UDP checksum to fill. */
+		/* No ESN shift to undo (GMAC), no UDP checksum to fill. */
 		for (unsigned i = 0; i < nl; i++)
 			if (ESP_UNLIKELY(!cops[i].ok))
 				live[i]->drop = SADB_DROP_CRYPTO;
