@@ -606,11 +606,15 @@ static void count_time(struct sadb_runtime *rt)
 static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, bool out)
 {
 	struct sadb_runtime *rt = sa->rt;
-	uint32_t len_in[ESP_BURST_MAX];
-	for (unsigned i = 0; i < n; i++) {
-		pkts[i]->drop = SADB_DROP_NONE;
-		len_in[i] = pkts[i]->len;
-	}
+	uint32_t len_in[ESP_BURST_MAX]; /* outbound: the plaintext lengths, counted after success */
+	if (out)
+		for (unsigned i = 0; i < n; i++) {
+			pkts[i]->drop = SADB_DROP_NONE;
+			len_in[i] = pkts[i]->len;
+		}
+	else
+		for (unsigned i = 0; i < n; i++)
+			pkts[i]->drop = SADB_DROP_NONE;
 	if (ESP_UNLIKELY(rt->expired & 2)) {
 		for (unsigned i = 0; i < n; i++)
 			pkts[i]->drop = SADB_DROP_SA_EXPIRED;
