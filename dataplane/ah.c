@@ -2,7 +2,9 @@
  * IPv4 and IPv6, with HMAC or AES-GMAC (RFC 4543: the 8-byte IV follows the sequence number and
  * precedes the 16-byte ICV; it is authenticated, the ICV field counts as zeros). The ICV covers the IP header(s) with their mutable fields
  * zeroed (RFC 4302 §3.3.3.1 and Appendix A): those are zeroed in place on a saved copy of the
- * headers, the burst is authenticated in one backend call, then the headers are put back. */
+ * headers, the burst is authenticated in one backend call, then the headers are put back. Tunnel
+ * SAs without ESN whose transform is GMAC or HMAC with a 12/16-byte ICV take a fast path (below)
+ * for bare outer headers, the general code for the rest. */
 #include "config.h"
 
 #include <netinet/in.h>
@@ -194,7 +196,7 @@ static void fill_cop(struct esp_sa *sa, struct esp_cop *c, struct ah_state *st, 
 	}
 }
 
-void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
+static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct ah_state st[ESP_BURST_MAX];
@@ -429,7 +431,7 @@ static void in_finish(struct esp_sa *sa, struct esp_pkt *p, struct ah_state *s)
 	p->len = nlen;
 }
 
-void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
+static __attribute__((noinline)) void in_general(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct ah_state st[ESP_BURST_MAX];
@@ -452,5 +454,322 @@ void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 			continue;
 		}
 		in_finish(sa, live[i], s);
+	}
+}
+
+/* ---- Fast path: tunnel mode, no ESN, GMAC (8-byte IV = sequence number, 16-byte ICV) or HMAC
+ * with a 12- or 16-byte ICV. The code below is instantiated with the IV and ICV lengths as
+ * constants, so the compiler drops what they fix. The outer header is a bare IPv4 or IPv6 header
+ * (ours outbound; checked per packet inbound, anything else goes the general way), whose mutable
+ * fields RFC 4302 §3.3.3.1 zeroes all lie in its first 12 (IPv4) or 8 (IPv6) bytes: they are kept
+ * in two words per packet instead of a copy of the headers. */
+
+/* Which fast variant an SA takes: 1 GMAC, 2 HMAC-96, 3 HMAC-128, 0 none. The outbound IV must be
+ * the sequence number (no test IV source). */
+static unsigned fast_variant(const struct esp_sa *sa, bool out)
+{
+	if (sa->mode != SADB_MODE_TUNNEL || (sa->flags & SADB_SAF_ESN))
+		return 0;
+	if (sa->kind == ESP_KIND_GMAC && sa->iv_len == 8 && sa->icv_len == 16 && !(out && sa->iv_fn))
+		return 1;
+	if (sa->kind == ESP_KIND_HMAC && sa->iv_len == 0 && (sa->icv_len == 12 || sa->icv_len == 16))
+		return sa->icv_len == 12 ? 2 : 3;
+	return 0;
+}
+
+/* Bytes 0-7 and 8-11 of an IPv4 header, or 0-7 of an IPv6 header, as loaded little-endian. */
+struct ah_fast_state {
+	uint8_t *ip;
+	uint64_t w0;
+	uint32_t w2;
+	uint32_t len;
+};
+
+/* Only the fields the backends read for an AH operation (HMAC or GMAC, no cipher, no AAD). */
+static inline __attribute__((always_inline)) void fast_cop(struct esp_cop *c, uint8_t *ip, uint32_t len,
+							   uint8_t *tag, const uint8_t *icv_in)
+{
+	c->data = NULL;
+	c->data_len = 0;
+	c->auth_len = len;
+	c->auth = ip;
+	c->aad = NULL;
+	c->aad_len = 0;
+	c->tag = tag;
+	c->icv_in = icv_in;
+	c->fix = NULL;
+}
+
+/* Per-burst constants of an outbound fast burst. */
+struct ah_out_plan {
+	uint32_t ahl, ohl, ins, mtu, sum4;
+	uint64_t ah_lo;            /* AH bytes 0-7 without the next header */
+	uint8_t ofam, tos_keep, tos_set, df, ttl; /* df: 0 as the inner packet, 1 clear, 2 set */
+};
+
+static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa, const struct ah_out_plan *pl,
+							       struct esp_pkt *p, struct esp_cop *c,
+							       struct ah_fast_state *s, const unsigned ivl,
+							       const unsigned icvl)
+{
+	uint8_t *ip = p->buf + p->off;
+	uint32_t len = p->len;
+	uint8_t fam;
+	if (len >= 20 && (ip[0] >> 4) == 4 && (ip[0] & 0x0f) >= 5 && esp_rd16(ip + 2) <= len &&
+	    esp_rd16(ip + 2) >= (ip[0] & 0x0fu) * 4u) {
+		len = esp_rd16(ip + 2);
+		fam = AF_INET;
+	} else if (len >= 40 && (ip[0] >> 4) == 6 && 40u + esp_rd16(ip + 4) <= len) {
+		len = 40u + esp_rd16(ip + 4);
+		fam = AF_INET6;
+	} else {
+		p->drop = SADB_DROP_TRUNCATED;
+		return false;
+	}
+	const uint32_t ins = pl->ins, out_len = len + ins;
+	if (pl->mtu && out_len > pl->mtu) {
+		p->drop = SADB_DROP_MTU;
+		p->mtu = esp_inner_mtu_hdr(sa, pl->mtu, fam, 0);
+		return false;
+	}
+	if (p->off < ins || p->off + len > p->buf_len) {
+		p->drop = SADB_DROP_NOMEM;
+		return false;
+	}
+	uint64_t seq;
+	if (!esp_seq_take(sa, &seq)) {
+		p->drop = SADB_DROP_SEQ_OVERFLOW;
+		return false;
+	}
+	uint8_t *o = ip - ins, *ah = o + pl->ohl;
+	uint64_t tos = (esp_ip_tos(ip) & pl->tos_keep) | pl->tos_set;
+	/* The outer header goes out with its mutable fields zero, as the ICV sees it; the real
+	 * values are stored after the crypto call. */
+	if (pl->ofam == AF_INET) {
+		bool df = pl->df ? pl->df == 2 : fam == AF_INET6 || (ip[6] & 0x40);
+		uint32_t id = sa->ip_id++, frag = df ? 0x4000 : 0;
+		uint32_t sum = pl->sum4 + (uint32_t)tos + out_len + id + frag;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		uint64_t z0 = 0x4500000000000000ULL | (uint64_t)(uint16_t)out_len << 32 | (uint64_t)id << 16;
+		s->w0 = __builtin_bswap64(z0 | tos << 48 | frag);
+		s->w2 = pl->ttl | (uint32_t)IPPROTO_AH << 8 | (uint32_t)__builtin_bswap16((uint16_t)~sum) << 16;
+		z0 = __builtin_bswap64(z0);
+		uint32_t z2 = (uint32_t)IPPROTO_AH << 8;
+		memcpy(o, &z0, 8);
+		memcpy(o + 8, &z2, 4);
+		memcpy(o + 12, sa->hdr4 + 12, 8);
+	} else {
+		uint64_t z0 = 0x6000000000000000ULL | (uint64_t)(uint16_t)(out_len - 40) << 16 |
+			      (uint64_t)IPPROTO_AH << 8;
+		s->w0 = __builtin_bswap64(z0 | tos << 52 | pl->ttl);
+		z0 = __builtin_bswap64(z0);
+		memcpy(o, &z0, 8);
+		memcpy(o + 8, sa->src.a.b, 16);
+		memcpy(o + 24, sa->dst.a.b, 16);
+	}
+	/* AH: the ICV (and padding) as zeros first, then header and IV over the start of it. */
+	uint64_t next = fam == AF_INET ? IPPROTO_IPIP : IPPROTO_IPV6;
+	uint64_t iv_raw = __builtin_bswap64(seq);
+	esp_st16(ah + pl->ahl - 16, 0, 0);
+	if (ivl) {
+		esp_st16(ah + 16, iv_raw >> 32, 0);
+		esp_st16(ah, pl->ah_lo | next, __builtin_bswap32((uint32_t)seq) | iv_raw << 32);
+	} else {
+		esp_st16(ah, pl->ah_lo | next, __builtin_bswap32((uint32_t)seq));
+	}
+	fast_cop(c, o, out_len, ah + 12 + ivl, NULL);
+	if (ivl)
+		esp_nonce(c->iv, sa->salt, iv_raw, 0); /* RFC 4543 §3.1: salt || IV */
+	(void)icvl;
+	s->ip = o;
+	p->off -= ins;
+	p->len = out_len;
+	p->seq = seq;
+	p->family = pl->ofam;
+	return true;
+}
+
+static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n,
+							   const unsigned ivl, const unsigned icvl)
+{
+	struct esp_cop cops[ESP_BURST_MAX];
+	struct ah_fast_state st[ESP_BURST_MAX];
+	struct esp_pkt *live[ESP_BURST_MAX];
+	struct ah_out_plan pl;
+	unsigned nl = 0;
+
+	pl.ofam = sa->dst.family;
+	pl.ohl = pl.ofam == AF_INET6 ? 40u : 20u;
+	pl.ahl = ah_len_for(sa, pl.ofam);
+	pl.ins = pl.ohl + pl.ahl;
+	pl.mtu = sa->mtu;
+	pl.sum4 = sa->hdr4_sum;
+	pl.ttl = sa->ttl;
+	pl.ah_lo = (uint64_t)(pl.ahl / 4 - 2) << 8 | (uint64_t)sa->spi_be << 32;
+	pl.tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
+	pl.tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
+	pl.df = (sa->flags & SADB_SAF_DF_CLEAR) ? 1 : (sa->flags & SADB_SAF_DF_SET) ? 2 : 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i + 2 < n)
+			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+		if (out_fast_one(sa, &pl, pkts[i], &cops[nl], &st[nl], ivl, icvl))
+			live[nl++] = pkts[i];
+	}
+	if (!nl)
+		return;
+	sa->ops->encrypt(sa, cops, nl);
+	for (unsigned i = 0; i < nl; i++) {
+		memcpy(st[i].ip, &st[i].w0, 8);
+		if (pl.ofam == AF_INET)
+			memcpy(st[i].ip + 8, &st[i].w2, 4);
+		if (ESP_UNLIKELY(!cops[i].ok))
+			live[i]->drop = SADB_DROP_CRYPTO;
+	}
+}
+
+void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
+{
+	switch (fast_variant(sa, true)) {
+	case 1: out_fast(sa, pkts, n, 8, 16); break;
+	case 2: out_fast(sa, pkts, n, 0, 12); break;
+	case 3: out_fast(sa, pkts, n, 0, 16); break;
+	default: out_general(sa, pkts, n); break;
+	}
+}
+
+/* Inbound: the checks of in_check for a bare outer header; 1 = ready for the crypto call, 0 =
+ * dropped (p->drop set, packet untouched), -1 = not a bare header: the general path's. */
+static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, struct esp_pkt *p,
+							     struct esp_cop *c, struct ah_fast_state *s,
+							     const unsigned ivl, const unsigned icvl)
+{
+	uint8_t *ip = p->buf + p->off;
+	uint32_t len = p->len, l4, tl;
+	uint64_t w0;
+	if (len >= 20 && ip[0] == 0x45) {
+		tl = esp_rd16(ip + 2);
+		if (tl > len || tl < 20)
+			goto truncated;
+		if ((esp_rd16(ip + 6) & 0x3fff) != 0 || ip[9] != IPPROTO_AH) {
+			p->drop = SADB_DROP_UNSUPPORTED; /* a fragment, or not AH */
+			return 0;
+		}
+		l4 = 20;
+	} else if (len >= 40 && (ip[0] >> 4) == 6 && ip[6] == IPPROTO_AH) {
+		tl = 40u + esp_rd16(ip + 4);
+		if (tl > len)
+			goto truncated;
+		l4 = 40;
+	} else {
+		return -1;
+	}
+	len = tl;
+	const uint32_t ahl = l4 == 20 ? sa->ah_hdr_len : sa->ah_hdr_len6;
+	uint8_t *ah = ip + l4;
+	if (l4 + ahl > len || (ah[1] + 2u) * 4u != ahl)
+		goto truncated;
+	if (memcmp(ah + 4, &sa->spi_be, 4) != 0) {
+		p->drop = SADB_DROP_BAD_SPI;
+		return 0;
+	}
+	uint64_t seq = esp_rd32(ah + 8);
+	enum sadb_drop r = esp_replay_check(sa, seq); /* before any crypto (RFC 4302 §3.4.3) */
+	if (r != SADB_DROP_NONE) {
+		p->drop = r;
+		return 0;
+	}
+	p->seq = seq;
+	memcpy(&w0, ip, 8);
+	s->w0 = w0;
+	if (l4 == 20) {
+		/* Zero TOS, flags/fragment offset, TTL and checksum; keep the protocol. */
+		uint32_t w2;
+		memcpy(&w2, ip + 8, 4);
+		s->w2 = w2;
+		w0 &= 0x0000ffffffff00ffULL;
+		w2 &= 0x0000ff00u;
+		memcpy(ip, &w0, 8);
+		memcpy(ip + 8, &w2, 4);
+	} else {
+		/* Version 6, traffic class, flow label and hop limit zeroed. */
+		w0 = (w0 & 0x00ffffff00000000ULL) | 0x60;
+		memcpy(ip, &w0, 8);
+	}
+	s->ip = ip;
+	s->len = len;
+	uint8_t *icv = ah + 12 + ivl;
+	fast_cop(c, ip, len, c->calc, c->icv_save);
+	if (ivl) {
+		uint64_t iv_raw;
+		memcpy(&iv_raw, ah + 12, 8);
+		esp_nonce(c->iv, sa->salt, iv_raw, 0);
+	}
+	/* The ICV counts as zeros, the padding after it as received (RFC 4302 §3.3.3.2.1). */
+	memcpy(c->icv_save, icv, icvl);
+	memset(icv, 0, icvl);
+	return 1;
+truncated:
+	p->drop = SADB_DROP_TRUNCATED;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n,
+							  const unsigned ivl, const unsigned icvl)
+{
+	struct esp_cop cops[ESP_BURST_MAX];
+	struct ah_fast_state st[ESP_BURST_MAX];
+	struct esp_pkt *live[ESP_BURST_MAX];
+	unsigned i = 0;
+
+	while (i < n) {
+		unsigned nl = 0;
+		int k = 1;
+		for (; i < n; i++) {
+			if (i + 2 < n)
+				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+			k = in_fast_one(sa, pkts[i], &cops[nl], &st[nl], ivl, icvl);
+			if (k > 0)
+				live[nl++] = pkts[i];
+			else if (k < 0)
+				break;
+		}
+		if (nl) {
+			sa->ops->decrypt(sa, cops, nl);
+			for (unsigned j = 0; j < nl; j++) {
+				struct ah_fast_state *s = &st[j];
+				uint8_t *ip = s->ip;
+				memcpy(ip, &s->w0, 8);
+				bool v4 = ip[0] == 0x45;
+				if (v4)
+					memcpy(ip + 8, &s->w2, 4);
+				uint32_t l4 = v4 ? 20u : 40u;
+				uint8_t *ah = ip + l4;
+				/* The received ICV back: a dropped packet is left as it came. */
+				memcpy(ah + 12 + ivl, cops[j].icv_save, icvl);
+				if (!cops[j].ok) {
+					live[j]->drop = SADB_DROP_ICV;
+					continue;
+				}
+				uint32_t ahl = (ah[1] + 2u) * 4u;
+				esp_decap_tunnel(sa, live[j], ip, ah + ahl, s->len - l4 - ahl, ah[0]);
+			}
+		}
+		if (k < 0) {
+			/* IPv4 options or IPv6 extension headers (or malformed): after the packets before
+			 * it, so that the replay window sees them in order. */
+			in_general(sa, &pkts[i], 1);
+			i++;
+		}
+	}
+}
+
+void ah_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
+{
+	switch (fast_variant(sa, false)) {
+	case 1: in_fast(sa, pkts, n, 8, 16); break;
+	case 2: in_fast(sa, pkts, n, 0, 12); break;
+	case 3: in_fast(sa, pkts, n, 0, 16); break;
+	default: in_general(sa, pkts, n); break;
 	}
 }
