@@ -485,26 +485,24 @@ struct ah_fast_state {
 	uint32_t len;
 };
 
-/* Only the fields the backends read for an AH operation (HMAC or GMAC, no cipher, no AAD). */
+/* Only the fields the backends read for an AH operation (HMAC or GMAC: no cipher, no AAD, no ESN
+ * shift; data_len 0 tells ipsec-mb's HMAC job there is nothing to cipher), not a memset of the
+ * whole operation. */
 static inline __attribute__((always_inline)) void fast_cop(struct esp_cop *c, uint8_t *ip, uint32_t len,
-							   uint8_t *tag, const uint8_t *icv_in)
+							   uint8_t *tag)
 {
-	c->data = NULL;
 	c->data_len = 0;
 	c->auth_len = len;
 	c->auth = ip;
-	c->aad = NULL;
-	c->aad_len = 0;
 	c->tag = tag;
-	c->icv_in = icv_in;
-	c->fix = NULL;
 }
 
 /* Per-burst constants of an outbound fast burst. */
 struct ah_out_plan {
 	uint32_t ahl, ohl, ins, mtu, sum4;
 	uint64_t ah_lo;            /* AH bytes 0-7 without the next header */
-	uint8_t ofam, tos_keep, tos_set, df, ttl; /* df: 0 as the inner packet, 1 clear, 2 set */
+	uint8_t ofam, tos_keep, tos_set, ttl;
+	uint8_t df_keep, df_set;   /* DF bit (0x40 of byte 6) taken from the inner packet / set */
 };
 
 static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa, const struct ah_out_plan *pl,
@@ -513,10 +511,13 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 							       const unsigned icvl)
 {
 	uint8_t *ip = p->buf + p->off;
-	uint32_t len = p->len;
+	uint32_t len = p->len, tl;
 	uint8_t fam;
-	if (len >= 20 && (ip[0] >> 4) == 4 && (ip[0] & 0x0f) >= 5 && esp_rd16(ip + 2) <= len &&
-	    esp_rd16(ip + 2) >= (ip[0] & 0x0fu) * 4u) {
+	if (ESP_LIKELY(len >= 20 && ip[0] == 0x45 && (tl = esp_rd16(ip + 2)) <= len && tl >= 20)) {
+		len = tl;
+		fam = AF_INET;
+	} else if (len >= 20 && (ip[0] >> 4) == 4 && (ip[0] & 0x0f) >= 5 && esp_rd16(ip + 2) <= len &&
+		   esp_rd16(ip + 2) >= (ip[0] & 0x0fu) * 4u) {
 		len = esp_rd16(ip + 2);
 		fam = AF_INET;
 	} else if (len >= 40 && (ip[0] >> 4) == 6 && 40u + esp_rd16(ip + 4) <= len) {
@@ -546,15 +547,17 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	/* The outer header goes out with its mutable fields zero, as the ICV sees it; the real
 	 * values are stored after the crypto call. */
 	if (pl->ofam == AF_INET) {
-		bool df = pl->df ? pl->df == 2 : fam == AF_INET6 || (ip[6] & 0x40);
-		uint32_t id = sa->ip_id++, frag = df ? 0x4000 : 0;
-		uint32_t sum = pl->sum4 + (uint32_t)tos + out_len + id + frag;
+		/* DF (0x40 of byte 6): the inner packet's (IPv6: set), or as the SA says. */
+		uint32_t df = (((fam == AF_INET6 ? 0x40u : ip[6]) & pl->df_keep) | pl->df_set);
+		uint32_t id = sa->ip_id++;
+		uint32_t sum = pl->sum4 + (uint32_t)tos + out_len + id + (df << 8);
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);
-		uint64_t z0 = 0x4500000000000000ULL | (uint64_t)(uint16_t)out_len << 32 | (uint64_t)id << 16;
-		s->w0 = __builtin_bswap64(z0 | tos << 48 | frag);
+		/* Bytes 0-7 in wire order: 0x45, TOS, length, id, flags/fragment offset. */
+		uint64_t z0 = 0x45u | (uint64_t)__builtin_bswap16((uint16_t)out_len) << 16 |
+			      (uint64_t)__builtin_bswap16((uint16_t)id) << 32;
+		s->w0 = z0 | tos << 8 | (uint64_t)df << 48;
 		s->w2 = pl->ttl | (uint32_t)IPPROTO_AH << 8 | (uint32_t)__builtin_bswap16((uint16_t)~sum) << 16;
-		z0 = __builtin_bswap64(z0);
 		uint32_t z2 = (uint32_t)IPPROTO_AH << 8;
 		memcpy(o, &z0, 8);
 		memcpy(o + 8, &z2, 4);
@@ -578,7 +581,7 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	} else {
 		esp_st16(ah, pl->ah_lo | next, __builtin_bswap32((uint32_t)seq));
 	}
-	fast_cop(c, o, out_len, ah + 12 + ivl, NULL);
+	fast_cop(c, o, out_len, ah + 12 + ivl);
 	if (ivl)
 		esp_nonce(c->iv, sa->salt, iv_raw, 0); /* RFC 4543 §3.1: salt || IV */
 	(void)icvl;
@@ -609,7 +612,8 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 	pl.ah_lo = (uint64_t)(pl.ahl / 4 - 2) << 8 | (uint64_t)sa->spi_be << 32;
 	pl.tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
 	pl.tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
-	pl.df = (sa->flags & SADB_SAF_DF_CLEAR) ? 1 : (sa->flags & SADB_SAF_DF_SET) ? 2 : 0;
+	pl.df_keep = (sa->flags & (SADB_SAF_DF_CLEAR | SADB_SAF_DF_SET)) ? 0 : 0x40;
+	pl.df_set = !(sa->flags & SADB_SAF_DF_CLEAR) && (sa->flags & SADB_SAF_DF_SET) ? 0x40 : 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 2 < n)
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
@@ -620,6 +624,8 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 		return;
 	sa->ops->encrypt(sa, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
+		if (i + 2 < nl) /* the crypto call has streamed the burst through the cache since */
+			__builtin_prefetch(st[i + 2].ip, 1);
 		memcpy(st[i].ip, &st[i].w0, 8);
 		if (pl.ofam == AF_INET)
 			memcpy(st[i].ip + 8, &st[i].w2, 4);
@@ -642,7 +648,8 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
  * dropped (p->drop set, packet untouched), -1 = not a bare header: the general path's. */
 static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, struct esp_pkt *p,
 							     struct esp_cop *c, struct ah_fast_state *s,
-							     const unsigned ivl, const unsigned icvl)
+							     uint32_t ahl4, uint32_t ahl6, const unsigned ivl,
+							     const unsigned icvl)
 {
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len = p->len, l4, tl;
@@ -665,11 +672,13 @@ static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, 
 		return -1;
 	}
 	len = tl;
-	const uint32_t ahl = l4 == 20 ? sa->ah_hdr_len : sa->ah_hdr_len6;
+	const uint32_t ahl = l4 == 20 ? ahl4 : ahl6;
 	uint8_t *ah = ip + l4;
-	if (l4 + ahl > len || (ah[1] + 2u) * 4u != ahl)
+	if (l4 + ahl > len || ah[1] != ahl / 4 - 2)
 		goto truncated;
-	if (memcmp(ah + 4, &sa->spi_be, 4) != 0) {
+	uint32_t spi;
+	memcpy(&spi, ah + 4, 4);
+	if (spi != sa->spi_be) {
 		p->drop = SADB_DROP_BAD_SPI;
 		return 0;
 	}
@@ -699,7 +708,8 @@ static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, 
 	s->ip = ip;
 	s->len = len;
 	uint8_t *icv = ah + 12 + ivl;
-	fast_cop(c, ip, len, c->calc, c->icv_save);
+	fast_cop(c, ip, len, c->calc);
+	c->icv_in = c->icv_save;
 	if (ivl) {
 		uint64_t iv_raw;
 		memcpy(&iv_raw, ah + 12, 8);
@@ -720,6 +730,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct ah_fast_state st[ESP_BURST_MAX];
 	struct esp_pkt *live[ESP_BURST_MAX];
+	const uint32_t ahl4 = sa->ah_hdr_len, ahl6 = sa->ah_hdr_len6;
 	unsigned i = 0;
 
 	while (i < n) {
@@ -728,7 +739,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 		for (; i < n; i++) {
 			if (i + 2 < n)
 				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-			k = in_fast_one(sa, pkts[i], &cops[nl], &st[nl], ivl, icvl);
+			k = in_fast_one(sa, pkts[i], &cops[nl], &st[nl], ahl4, ahl6, ivl, icvl);
 			if (k > 0)
 				live[nl++] = pkts[i];
 			else if (k < 0)
@@ -737,6 +748,8 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 		if (nl) {
 			sa->ops->decrypt(sa, cops, nl);
 			for (unsigned j = 0; j < nl; j++) {
+				if (j + 2 < nl)
+					__builtin_prefetch(st[j + 2].ip, 1);
 				struct ah_fast_state *s = &st[j];
 				uint8_t *ip = s->ip;
 				memcpy(ip, &s->w0, 8);
@@ -752,7 +765,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 					continue;
 				}
 				uint32_t ahl = (ah[1] + 2u) * 4u;
-				esp_decap_tunnel(sa, live[j], ip, ah + ahl, s->len - l4 - ahl, ah[0]);
+				esp_decap_tunnel_inline(sa, live[j], ip, ah + ahl, s->len - l4 - ahl, ah[0]);
 			}
 		}
 		if (k < 0) {
