@@ -508,7 +508,7 @@ struct ah_out_plan {
 static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa, const struct ah_out_plan *pl,
 							       struct esp_pkt *p, struct esp_cop *c,
 							       struct ah_fast_state *s, const unsigned ivl,
-							       const unsigned icvl)
+							       const unsigned icvl, const uint8_t ofam)
 {
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len = p->len, tl;
@@ -542,11 +542,12 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 		p->drop = SADB_DROP_SEQ_OVERFLOW;
 		return false;
 	}
-	uint8_t *o = ip - ins, *ah = o + pl->ohl;
+	const uint32_t ohl = ofam == AF_INET ? 20u : 40u;
+	uint8_t *o = ip - ins, *ah = o + ohl;
 	uint64_t tos = (esp_ip_tos(ip) & pl->tos_keep) | pl->tos_set;
 	/* The outer header goes out with its mutable fields zero, as the ICV sees it; the real
 	 * values are stored after the crypto call. */
-	if (pl->ofam == AF_INET) {
+	if (ofam == AF_INET) {
 		/* DF (0x40 of byte 6): the inner packet's (IPv6: set), or as the SA says. */
 		uint32_t df = (((fam == AF_INET6 ? 0x40u : ip[6]) & pl->df_keep) | pl->df_set);
 		uint32_t id = sa->ip_id++;
@@ -589,12 +590,13 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	p->off -= ins;
 	p->len = out_len;
 	p->seq = seq;
-	p->family = pl->ofam;
+	p->family = ofam;
 	return true;
 }
 
 static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n,
-							   const unsigned ivl, const unsigned icvl)
+							   const unsigned ivl, const unsigned icvl,
+							   const uint8_t ofam)
 {
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct ah_fast_state st[ESP_BURST_MAX];
@@ -602,9 +604,9 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 	struct ah_out_plan pl;
 	unsigned nl = 0;
 
-	pl.ofam = sa->dst.family;
-	pl.ohl = pl.ofam == AF_INET6 ? 40u : 20u;
-	pl.ahl = ah_len_for(sa, pl.ofam);
+	pl.ofam = ofam;
+	pl.ohl = ofam == AF_INET6 ? 40u : 20u;
+	pl.ahl = ah_len_for(sa, ofam);
 	pl.ins = pl.ohl + pl.ahl;
 	pl.mtu = sa->mtu;
 	pl.sum4 = sa->hdr4_sum;
@@ -617,7 +619,7 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 2 < n)
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (out_fast_one(sa, &pl, pkts[i], &cops[nl], &st[nl], ivl, icvl))
+		if (out_fast_one(sa, &pl, pkts[i], &cops[nl], &st[nl], ivl, icvl, ofam))
 			live[nl++] = pkts[i];
 	}
 	if (!nl)
@@ -627,7 +629,7 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 		if (i + 2 < nl) /* the crypto call has streamed the burst through the cache since */
 			__builtin_prefetch(st[i + 2].ip, 1);
 		memcpy(st[i].ip, &st[i].w0, 8);
-		if (pl.ofam == AF_INET)
+		if (ofam == AF_INET)
 			memcpy(st[i].ip + 8, &st[i].w2, 4);
 		if (ESP_UNLIKELY(!cops[i].ok))
 			live[i]->drop = SADB_DROP_CRYPTO;
@@ -636,10 +638,12 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 
 void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
+	/* The outer family is fixed too: one copy per transform variant and family. */
+	const bool v6 = sa->dst.family == AF_INET6;
 	switch (fast_variant(sa, true)) {
-	case 1: out_fast(sa, pkts, n, 8, 16); break;
-	case 2: out_fast(sa, pkts, n, 0, 12); break;
-	case 3: out_fast(sa, pkts, n, 0, 16); break;
+	case 1: v6 ? out_fast(sa, pkts, n, 8, 16, AF_INET6) : out_fast(sa, pkts, n, 8, 16, AF_INET); break;
+	case 2: v6 ? out_fast(sa, pkts, n, 0, 12, AF_INET6) : out_fast(sa, pkts, n, 0, 12, AF_INET); break;
+	case 3: v6 ? out_fast(sa, pkts, n, 0, 16, AF_INET6) : out_fast(sa, pkts, n, 0, 16, AF_INET); break;
 	default: out_general(sa, pkts, n); break;
 	}
 }
