@@ -756,20 +756,27 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 					__builtin_prefetch(st[j + 2].ip, 1);
 				struct ah_fast_state *s = &st[j];
 				uint8_t *ip = s->ip;
-				memcpy(ip, &s->w0, 8);
-				bool v4 = ip[0] == 0x45;
-				if (v4)
-					memcpy(ip + 8, &s->w2, 4);
+				bool v4 = ip[0] == 0x45; /* byte 0 is kept as received (IPv6: 0x60) */
 				uint32_t l4 = v4 ? 20u : 40u;
 				uint8_t *ah = ip + l4;
-				/* The received ICV back: a dropped packet is left as it came. */
-				memcpy(ah + 12 + ivl, cops[j].icv_save, icvl);
-				if (!cops[j].ok) {
+				if (ESP_LIKELY(cops[j].ok)) {
+					/* The outer header and AH are cut off a good packet: only one that
+					 * decapsulation drops needs them back. */
+					uint64_t w0 = s->w0;
+					uint8_t otos = v4 ? (uint8_t)(w0 >> 8)
+							  : (uint8_t)((w0 & 0x0f) << 4 | ((w0 >> 12) & 0x0f));
+					uint32_t ahl = (ah[1] + 2u) * 4u;
+					esp_decap_tunnel_inline(sa, live[j], otos, ah + ahl, s->len - l4 - ahl, ah[0]);
+					if (ESP_LIKELY(live[j]->drop == SADB_DROP_NONE))
+						continue;
+				} else {
 					live[j]->drop = SADB_DROP_ICV;
-					continue;
 				}
-				uint32_t ahl = (ah[1] + 2u) * 4u;
-				esp_decap_tunnel_inline(sa, live[j], ip, ah + ahl, s->len - l4 - ahl, ah[0]);
+				/* A dropped packet is left as it came: header words and the received ICV back. */
+				memcpy(ip, &s->w0, 8);
+				if (v4)
+					memcpy(ip + 8, &s->w2, 4);
+				memcpy(ah + 12 + ivl, cops[j].icv_save, icvl);
 			}
 		}
 		if (k < 0) {

@@ -357,10 +357,11 @@ static inline bool esp_icv_equal(const uint8_t *a, const uint8_t *b, unsigned n)
 
 /* esp_decap_tunnel (esp_in.c) as an inline function, for the fast paths whose per-packet call it
  * would be: after a verified ICV, check the inner IP header at pl (plen bytes), apply RFC 6040 ECN
- * and the optional DSCP copy from the outer header ip, update the replay window (only now), and
- * make the inner packet the packet. Same behaviour as esp_decap_tunnel. */
+ * and the optional DSCP copy from the outer traffic class byte otos, update the replay window
+ * (only now), and make the inner packet the packet. Same behaviour as esp_decap_tunnel; a packet
+ * it drops is left unchanged. */
 static inline __attribute__((always_inline)) void esp_decap_tunnel_inline(struct esp_sa *sa, struct esp_pkt *p,
-									  const uint8_t *ip, uint8_t *pl,
+									  uint8_t otos, uint8_t *pl,
 									  uint32_t plen, uint8_t next)
 {
 	uint32_t ilen;
@@ -388,7 +389,7 @@ static inline __attribute__((always_inline)) void esp_decap_tunnel_inline(struct
 		p->drop = SADB_DROP_BAD_NEXT_HDR;
 		return;
 	}
-	uint8_t otos = esp_ip_tos(ip), itos = esp_ip_tos(pl), ntos = itos;
+	uint8_t itos = esp_ip_tos(pl), ntos = itos;
 	if (!(sa->flags & SADB_SAF_NO_ECN) && (otos & 3)) {
 		int ecn = esp_ecn_decap(otos & 3, itos & 3);
 		if (ecn < 0) {

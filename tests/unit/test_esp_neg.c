@@ -983,7 +983,9 @@ static void iv_is_seq(void *arg, uint64_t seq, uint8_t *iv, unsigned len)
 /* AH outbound tunnel, fast path against the general one (RFC 4302 §3.3.3.1: the outer header's
  * mutable fields counted as zeros, sent as set): byte-identical packets for every combination of
  * DSCP (copied or set), ECN (normal or compatibility), DF (copied, set, cleared), inner family,
- * inner DF and TOS, outer family; and the outer IPv4 checksum is right. */
+ * inner DF and TOS, outer family; and the outer IPv4 checksum is right. Then inbound on the fast
+ * path, every other packet marked CE on the way: RFC 6040 decapsulation (CE onto an ECT inner
+ * packet, a Not-ECT one dropped and left as it came) and the DSCP copy. */
 static void test_ah_fast_outer(void **state)
 {
 	(void)state;
@@ -1004,6 +1006,12 @@ static void test_ah_fast_outer(void **state)
 				struct esp_sa_opts ob = { .backend = ESP_BACKEND_AUTO, .iv_fn = iv_is_seq };
 				assert_int_equal(esp_sa_create(&so, ra, &oa, &a), 0);
 				assert_int_equal(esp_sa_create(&so, rb, &ob, &b), 0);
+				struct sadb_sa si;
+				mk_sa(&si, x, SADB_MODE_TUNNEL, SADB_DIR_IN, ofam, dscp ? SADB_SAF_DECAP_DSCP : 0,
+				      false, 3);
+				struct sadb_runtime *ri = rt_new();
+				struct esp_sa *in;
+				assert_int_equal(esp_sa_create(&si, ri, &oa, &in), 0);
 				for (int k = 0; k < 12; k++) {
 					uint8_t pkt[200];
 					static const uint8_t tos[4] = { 0x00, 0xb9, 0x02, 0x4b };
@@ -1026,13 +1034,45 @@ static void test_ah_fast_outer(void **state)
 					assert_int_equal(fa.p.off, fb.p.off);
 					assert_int_equal(fa.p.seq, fb.p.seq);
 					assert_memory_equal(frame_data(&fa), frame_data(&fb), fa.p.len);
+					uint8_t *w = frame_data(&fa);
 					if (ofam == AF_INET) {
-						assert_int_equal(t_csum(frame_data(&fa), 20), 0);
-						assert_int_equal(frame_data(&fa)[8], 33);
+						assert_int_equal(t_csum(w, 20), 0);
+						assert_int_equal(w[8], 33);
 					} else {
-						assert_int_equal(frame_data(&fa)[7], 33);
+						assert_int_equal(w[7], 33);
+					}
+					/* A router marks CE on every other ECN-capable packet; packets 0 and 8
+					 * (Not-ECT) get CE from a broken one. */
+					uint8_t otos = esp_ip_tos(w);
+					bool ce = (k & 1) ? (otos & 3) != 0 : k % 8 == 0;
+					if (ce)
+						esp_ip_set_tos(w, (uint8_t)(otos | 3));
+					uint8_t sent[300];
+					uint32_t slen = fa.p.len;
+					memcpy(sent, w, slen);
+					frame_set(&fa, sent, slen);
+					unsigned good = esp_inbound_burst(in, &pa, 1);
+					uint8_t itos = tos[k % 4];
+					if (ce && !(itos & 3)) {
+						assert_int_equal(good, 0);
+						assert_string_equal(dropname(fa.p.drop), "UNSUPPORTED");
+						assert_memory_equal(frame_data(&fa), sent, slen);
+						continue;
+					}
+					assert_int_equal(good, 1);
+					uint8_t want = (uint8_t)(((dscp ? 10 << 2 : itos) & 0xfc) | (ce ? 3 : itos & 3));
+					assert_int_equal(fa.p.len, len);
+					assert_int_equal(esp_ip_tos(frame_data(&fa)), want);
+					if (ifam == AF_INET) {
+						assert_int_equal(t_csum(frame_data(&fa), 20), 0);
+						assert_memory_equal(frame_data(&fa) + 2, pkt + 2, 8);
+						assert_memory_equal(frame_data(&fa) + 12, pkt + 12, len - 12);
+					} else {
+						assert_memory_equal(frame_data(&fa) + 2, pkt + 2, len - 2);
 					}
 				}
+				esp_sa_destroy(in);
+				free(ri);
 				esp_sa_destroy(a);
 				esp_sa_destroy(b);
 				free(ra);
