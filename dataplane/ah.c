@@ -477,12 +477,17 @@ static unsigned fast_variant(const struct esp_sa *sa, bool out)
 	return 0;
 }
 
-/* Bytes 0-7 and 8-11 of an IPv4 header, or 0-7 of an IPv6 header, as loaded little-endian. */
+/* Bytes 0-7 and 8-11 of an IPv4 header, or 0-7 of an IPv6 header, as loaded little-endian.
+ * Inbound also what decapsulation needs, read before the crypto call while in cache (the call
+ * streams the whole burst through it): the inner header's first 8 bytes, AH's next header. */
 struct ah_fast_state {
 	uint8_t *ip;
 	uint64_t w0;
 	uint32_t w2;
 	uint32_t len;
+	uint64_t inner8;
+	uint16_t hlen;      /* outer header + AH */
+	uint8_t next;
 };
 
 /* Only the fields the backends read for an AH operation (HMAC or GMAC: no cipher, no AAD, no ESN
@@ -711,6 +716,12 @@ static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, 
 	}
 	s->ip = ip;
 	s->len = len;
+	s->hlen = (uint16_t)(l4 + ahl);
+	s->next = ah[0];
+	uint64_t inner8 = 0;
+	if (len - l4 - ahl >= 8)
+		memcpy(&inner8, ah + ahl, 8);
+	s->inner8 = inner8;
 	uint8_t *icv = ah + 12 + ivl;
 	fast_cop(c, ip, len, c->calc);
 	c->icv_in = c->icv_save;
@@ -752,31 +763,27 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 		if (nl) {
 			sa->ops->decrypt(sa, cops, nl);
 			for (unsigned j = 0; j < nl; j++) {
-				if (j + 2 < nl)
-					__builtin_prefetch(st[j + 2].ip, 1);
 				struct ah_fast_state *s = &st[j];
 				uint8_t *ip = s->ip;
-				bool v4 = ip[0] == 0x45; /* byte 0 is kept as received (IPv6: 0x60) */
-				uint32_t l4 = v4 ? 20u : 40u;
-				uint8_t *ah = ip + l4;
+				uint64_t w0 = s->w0;
+				bool v4 = (w0 & 0xff) == 0x45;
 				if (ESP_LIKELY(cops[j].ok)) {
 					/* The outer header and AH are cut off a good packet: only one that
 					 * decapsulation drops needs them back. */
-					uint64_t w0 = s->w0;
 					uint8_t otos = v4 ? (uint8_t)(w0 >> 8)
 							  : (uint8_t)((w0 & 0x0f) << 4 | ((w0 >> 12) & 0x0f));
-					uint32_t ahl = (ah[1] + 2u) * 4u;
-					esp_decap_tunnel_inline(sa, live[j], otos, ah + ahl, s->len - l4 - ahl, ah[0]);
+					esp_decap_tunnel_inline(sa, live[j], otos, ip + s->hlen, s->len - s->hlen, s->next,
+								s->inner8);
 					if (ESP_LIKELY(live[j]->drop == SADB_DROP_NONE))
 						continue;
 				} else {
 					live[j]->drop = SADB_DROP_ICV;
 				}
 				/* A dropped packet is left as it came: header words and the received ICV back. */
-				memcpy(ip, &s->w0, 8);
+				memcpy(ip, &w0, 8);
 				if (v4)
 					memcpy(ip + 8, &s->w2, 4);
-				memcpy(ah + 12 + ivl, cops[j].icv_save, icvl);
+				memcpy(ip + (v4 ? 20 : 40) + 12 + ivl, cops[j].icv_save, icvl);
 			}
 		}
 		if (k < 0) {

@@ -962,6 +962,60 @@ static void test_ah_fast_mixed(void **state)
 				bool set = (rti->replay_bitmap[bit / 64] >> (bit % 64)) & 1;
 				assert_int_equal(set, i != 3 && i != 5);
 			}
+			/* Authentic packets whose payload is no inner packet (bare outer header, so the
+			 * fast path's decapsulation): not IP-in-IP, an inner IPv4 header claiming more than
+			 * is there, "IPv6" shorter than its header. Dropped with their reasons, left as they
+			 * came, the window untouched. */
+			struct sadb_runtime before = *rti;
+			static const struct { uint8_t proto; const char *why; } odd[3] = {
+				{ IPPROTO_UDP, "BAD_NEXT_HDR" }, { IPPROTO_IPIP, "TRUNCATED" },
+				{ IPPROTO_IPV6, "BAD_NEXT_HDR" },
+			};
+			for (int k = 0; k < 3; k++) {
+				uint8_t pkt[300], pl[60];
+				uint32_t hl = ofam == AF_INET ? 20 : 40, pn = k == 2 ? 30 : 48;
+				uint32_t il = mk_udp(pl, AF_INET, 20, 0, 7); /* 48 bytes */
+				assert_int_equal(il, 48);
+				if (k == 1)
+					pl[3] = 58; /* total length 10 bytes beyond the packet */
+				if (k == 2)
+					pl[0] = 0x60;
+				memset(pkt, 0, hl);
+				if (ofam == AF_INET) {
+					pkt[0] = 0x45;
+					pkt[2] = 0;
+					pkt[3] = (uint8_t)(hl + pn);
+					pkt[8] = 64;
+					pkt[9] = odd[k].proto;
+					memcpy(pkt + 12, so.src.a.b, 4);
+					memcpy(pkt + 16, so.dst.a.b, 4);
+					uint16_t cs = t_csum(pkt, 20);
+					pkt[10] = (uint8_t)(cs >> 8);
+					pkt[11] = (uint8_t)cs;
+				} else {
+					pkt[0] = 0x60;
+					pkt[5] = (uint8_t)pn;
+					pkt[6] = odd[k].proto;
+					pkt[7] = 64;
+					memcpy(pkt + 8, so.src.a.b, 16);
+					memcpy(pkt + 24, so.dst.a.b, 16);
+				}
+				memcpy(pkt + hl, pl, pn);
+				static struct frame g;
+				frame_set(&g, pkt, hl + pn);
+				struct esp_pkt *gp = &g.p;
+				assert_int_equal(esp_outbound_burst(tr, &gp, 1), 1);
+				uint8_t w[400];
+				uint32_t wl = g.p.len;
+				memcpy(w, frame_data(&g), wl);
+				frame_set(&g, w, wl);
+				assert_int_equal(esp_inbound_burst(in, &gp, 1), 0);
+				assert_string_equal(dropname(g.p.drop), odd[k].why);
+				assert_int_equal(g.p.off, PKT_OFF);
+				assert_memory_equal(frame_data(&g), w, wl);
+			}
+			assert_int_equal(rti->replay_top, before.replay_top);
+			assert_memory_equal(rti->replay_bitmap, before.replay_bitmap, sizeof(before.replay_bitmap));
 			esp_sa_destroy(out);
 			esp_sa_destroy(tr);
 			esp_sa_destroy(in);
