@@ -187,62 +187,19 @@ truncated:
 }
 
 /* Tunnel-mode decapsulation shared by ESP and AH (RFC 4303 §3.1.2, RFC 4302 §3.1.2), run once the ICV
- * has verified: check the inner IP header (pl: plen bytes after the ESP trailer or AH header were
- * removed), apply RFC 6040 ECN and the optional DSCP copy from the outer header ip, then update the
- * replay window (only now, rule 2) and make the inner packet the packet. */
+ * has verified: esp_decap_tunnel_inline (esp_internal.h: inner header checks, RFC 6040 ECN, the
+ * optional DSCP copy, the replay update only now, rule 2) given the outer traffic class of ip and
+ * the first bytes of the inner header pl. */
 static inline __attribute__((always_inline)) void decap_tunnel(struct esp_sa *sa, struct esp_pkt *p,
 								const uint8_t *ip, uint8_t *pl, uint32_t plen,
 								uint8_t next)
 {
-	const uint32_t flags = sa->flags;
-	uint32_t ilen;
-	if (next == IPPROTO_IPIP) {
-		if (plen < 20 || (pl[0] >> 4) != 4) {
-			p->drop = SADB_DROP_BAD_NEXT_HDR;
-			return;
-		}
-		ilen = esp_rd16(pl + 2);
-		if (ilen < 20 || ilen > plen || (pl[0] & 0x0f) < 5) {
-			p->drop = SADB_DROP_TRUNCATED;
-			return;
-		}
-	} else if (next == IPPROTO_IPV6) {
-		if (plen < 40 || (pl[0] >> 4) != 6) {
-			p->drop = SADB_DROP_BAD_NEXT_HDR;
-			return;
-		}
-		ilen = 40u + esp_rd16(pl + 4);
-		if (ilen > plen) {
-			p->drop = SADB_DROP_TRUNCATED;
-			return;
-		}
-	} else {
-		p->drop = SADB_DROP_BAD_NEXT_HDR;
-		return;
-	}
-	/* ilen < plen: TFC padding (RFC 4303 §2.7), cut off here. */
-	uint8_t otos = esp_ip_tos(ip), itos = esp_ip_tos(pl), ntos = itos;
-	/* An outer Not-ECT leaves the inner ECN field as it is (RFC 6040 §4.2). */
-	if (!(flags & SADB_SAF_NO_ECN) && (otos & 3)) {
-		int ecn = esp_ecn_decap(otos & 3, itos & 3);
-		if (ecn < 0) {
-			p->drop = SADB_DROP_UNSUPPORTED; /* RFC 6040 §4.2: CE on a Not-ECT inner packet */
-			return;
-		}
-		ntos = (uint8_t)((ntos & 0xfc) | ecn);
-	}
-	if (flags & SADB_SAF_DECAP_DSCP)
-		ntos = (uint8_t)((otos & 0xfc) | (ntos & 3));
-	enum sadb_drop r = esp_replay_update(sa, p->seq);
-	if (r != SADB_DROP_NONE) {
-		p->drop = r;
-		return;
-	}
-	if (ntos != itos)
-		esp_ip_set_tos(pl, ntos);
-	p->off = (uint32_t)(pl - p->buf);
-	p->len = ilen;
-	p->family = next == IPPROTO_IPIP ? AF_INET : AF_INET6;
+	uint64_t hdr8 = 0;
+	if (ESP_LIKELY(plen >= 8))
+		memcpy(&hdr8, pl, 8);
+	else
+		memcpy(&hdr8, pl, plen);
+	esp_decap_tunnel_inline(sa, p, esp_ip_tos(ip), pl, plen, next, hdr8);
 }
 
 void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, uint8_t *pl,

@@ -355,12 +355,12 @@ static inline bool esp_icv_equal(const uint8_t *a, const uint8_t *b, unsigned n)
 	return d == 0;
 }
 
-/* esp_decap_tunnel (esp_in.c) as an inline function, for the fast paths whose per-packet call it
- * would be: after a verified ICV, check the inner IP header at pl (plen bytes), apply RFC 6040 ECN
- * and the optional DSCP copy from the outer traffic class byte otos, update the replay window
- * (only now), and make the inner packet the packet. Same behaviour as esp_decap_tunnel; a packet
- * it drops is left unchanged. hdr8 is pl's first 8 bytes as loaded (little-endian), read by the
- * caller before the crypto call while the line was in cache (any value when plen < 8): only
+/* The one tunnel-mode decapsulation of ESP and AH (esp_in.c's esp_decap_tunnel wraps it for the
+ * general paths; the fast paths inline it where a call per packet would show). After a verified
+ * ICV: check the inner IP header at pl (plen bytes), apply RFC 6040 ECN and the optional DSCP copy
+ * from the outer traffic class byte otos, update the replay window (only now), and make the inner
+ * packet the packet; a packet it drops is left unchanged. hdr8 is pl's first 8 bytes as loaded
+ * (little-endian), read by the caller while the line was in cache (any value when plen < 8): only
  * a changed traffic class is written to the packet here. */
 static inline __attribute__((always_inline)) void esp_decap_tunnel_inline(struct esp_sa *sa, struct esp_pkt *p,
 									  uint8_t otos, uint8_t *pl,
