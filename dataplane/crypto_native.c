@@ -564,6 +564,27 @@ NT static void gcm_short_dispatch(const struct ngcm *g, const struct gcm_pkt *p,
 	}
 }
 
+/* GMAC (no payload) over 16 <= aad_len <= 240 bytes: with the length block at most 16 GHASH blocks,
+ * each multiplied by its own power of H and all reduced once, while E_K(J0) runs alongside. The
+ * last partial block is read as the shuffled 16 bytes that end the AAD. */
+NT static void gmac_short(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aad, size_t aad_len,
+			  uint8_t *tag)
+{
+	__m128i ej0 = ctr_blk(ld(iv), 1);
+	aes_n(g, &ej0, 1);
+	const unsigned full = (unsigned)(aad_len / 16), rem = (unsigned)(aad_len & 15);
+	unsigned hp = full + (rem ? 1 : 0); /* H^(blocks left): AAD blocks, then the lengths */
+	__m128i lo = _mm_setzero_si128(), hi = lo, mid = lo;
+	for (unsigned j = 0; j < full; j++, hp--)
+		clmul_acc(bswap(ld(aad + 16 * j)), g->h[hp], g->hk[hp], &lo, &hi, &mid);
+	if (rem) {
+		__m128i last = _mm_shuffle_epi8(ld(aad + aad_len - 16), ld(sh_tab + 16 + (16 - rem)));
+		clmul_acc(bswap(last), g->h[hp], g->hk[hp], &lo, &hi, &mid);
+	}
+	clmul_acc(_mm_set_epi64x((long long)((uint64_t)aad_len * 8), 0), g->h[0], g->hk[0], &lo, &hi, &mid);
+	st(tag, _mm_xor_si128(bswap(ghash_reduce(lo, hi, mid)), ej0));
+}
+
 /* Encrypt or decrypt len bytes from src to dst (may be the same) with the nonce in iv, and write
  * the 16-byte tag over aad and the ciphertext. */
 NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aad, size_t aad_len,
@@ -573,6 +594,10 @@ NT static void gcm(const struct ngcm *g, const uint8_t iv[16], const uint8_t *aa
 	if (nb && dst == src) {
 		const struct gcm_pkt p = { iv, aad, aad_len, dst, len, tag };
 		gcm_short_dispatch(g, &p, enc, nb, 1);
+		return;
+	}
+	if (len == 0 && aad_len >= 16 && aad_len <= 240) {
+		gmac_short(g, iv, aad, aad_len, tag);
 		return;
 	}
 	const __m128i base = ld(iv);
