@@ -206,16 +206,9 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_pkt *p = pkts[i];
 		uint8_t *ip = p->buf + p->off;
-		uint32_t len = p->len, prefix = 0, nh_off = 0;
+		uint32_t len, prefix = 0, nh_off = 0;
 		uint8_t fam;
-		if (len >= 20 && (ip[0] >> 4) == 4 && (ip[0] & 0x0f) >= 5 && esp_rd16(ip + 2) <= len &&
-		    esp_rd16(ip + 2) >= (ip[0] & 0x0fu) * 4u) {
-			len = esp_rd16(ip + 2);
-			fam = AF_INET;
-		} else if (len >= 40 && (ip[0] >> 4) == 6 && 40u + esp_rd16(ip + 4) <= len) {
-			len = 40u + esp_rd16(ip + 4);
-			fam = AF_INET6;
-		} else {
+		if (!esp_ip_len(ip, p->len, &len, &fam)) {
 			p->drop = SADB_DROP_TRUNCATED;
 			continue;
 		}
@@ -516,19 +509,9 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 							       const unsigned icvl, const uint8_t ofam)
 {
 	uint8_t *ip = p->buf + p->off;
-	uint32_t len = p->len, tl;
+	uint32_t len;
 	uint8_t fam;
-	if (ESP_LIKELY(len >= 20 && ip[0] == 0x45 && (tl = esp_rd16(ip + 2)) <= len && tl >= 20)) {
-		len = tl;
-		fam = AF_INET;
-	} else if (len >= 20 && (ip[0] >> 4) == 4 && (ip[0] & 0x0f) >= 5 && esp_rd16(ip + 2) <= len &&
-		   esp_rd16(ip + 2) >= (ip[0] & 0x0fu) * 4u) {
-		len = esp_rd16(ip + 2);
-		fam = AF_INET;
-	} else if (len >= 40 && (ip[0] >> 4) == 6 && 40u + esp_rd16(ip + 4) <= len) {
-		len = 40u + esp_rd16(ip + 4);
-		fam = AF_INET6;
-	} else {
+	if (!esp_ip_len(ip, p->len, &len, &fam)) {
 		p->drop = SADB_DROP_TRUNCATED;
 		return false;
 	}

@@ -419,6 +419,41 @@ static inline __attribute__((always_inline)) void esp_decap_tunnel_inline(struct
 	p->family = next == IPPROTO_IPIP ? AF_INET : AF_INET6;
 }
 
+/* Length of the IP packet at ip from its own header (IPv4 total length, IPv6 40 + payload length)
+ * and its family; false if the len bytes there do not start with a well-formed IPv4/IPv6 header.
+ * The bare IPv4 header, by far the most common, is tested first. */
+static inline __attribute__((always_inline)) bool esp_ip_len(const uint8_t *ip, uint32_t len, uint32_t *out,
+							     uint8_t *fam)
+{
+	if (len < 20)
+		return false;
+	if (ESP_LIKELY(ip[0] == 0x45)) {
+		uint32_t tl = esp_rd16(ip + 2);
+		if (tl < 20 || tl > len)
+			return false;
+		*out = tl;
+		*fam = AF_INET;
+		return true;
+	}
+	if ((ip[0] >> 4) == 4) {
+		uint32_t tl = esp_rd16(ip + 2);
+		if ((ip[0] & 0x0f) < 5 || tl < (ip[0] & 0x0fu) * 4u || tl > len)
+			return false;
+		*out = tl;
+		*fam = AF_INET;
+		return true;
+	}
+	if ((ip[0] >> 4) == 6 && len >= 40) {
+		uint32_t tl = 40u + esp_rd16(ip + 4);
+		if (tl > len)
+			return false;
+		*out = tl;
+		*fam = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
 /* Counters: relaxed atomics, the owner is the only writer (design.md rule 5). */
 static inline void esp_count_drop(struct sadb_runtime *rt, unsigned reason)
 {

@@ -9,31 +9,6 @@
 
 #include "dataplane/esp_internal.h"
 
-/* Length of the IP packet from its own header; false if it is not a well-formed IP header. */
-static inline __attribute__((always_inline)) bool inner_len(const uint8_t *ip, uint32_t len, uint32_t *out,
-							    uint8_t *fam)
-{
-	if (len < 20)
-		return false;
-	if ((ip[0] >> 4) == 4) {
-		uint32_t tl = esp_rd16(ip + 2);
-		if ((ip[0] & 0x0f) < 5 || tl < (ip[0] & 0x0fu) * 4u || tl > len)
-			return false;
-		*out = tl;
-		*fam = AF_INET;
-		return true;
-	}
-	if ((ip[0] >> 4) == 6 && len >= 40) {
-		uint32_t tl = 40u + esp_rd16(ip + 4);
-		if (tl > len)
-			return false;
-		*out = tl;
-		*fam = AF_INET6;
-		return true;
-	}
-	return false;
-}
-
 /* What prepare() needs from the SA, read once per burst: the packet bytes are written through
  * uint8_t pointers, which may alias anything, so fields read from the SA itself would be reloaded
  * after every store. */
@@ -146,7 +121,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	uint32_t len;
 	uint8_t fam;
 
-	if (!inner_len(ip, p->len, &len, &fam)) {
+	if (!esp_ip_len(ip, p->len, &len, &fam)) {
 		p->drop = SADB_DROP_TRUNCATED;
 		return false;
 	}
