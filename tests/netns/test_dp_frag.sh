@@ -108,21 +108,7 @@ dp_ping h1 10.3.0.2 -M dont -s 3000
 [ "$(wsum gw1 frag_packets)" -ge 10 ] || xt_fail "bypass traffic not fragmented: $(cat "$XT_DIR/st-gw1.json")"
 
 # ---- 2. inbound: ESP fragmented on the path ----
-xt_bg h1 rx "$PYTHON" -c "
-import select, socket, sys
-s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s4.bind(('0.0.0.0', 7000))
-s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1); s6.bind(('::', 7000))
-print('ready', flush=True)
-while True:
-    r, _, _ = select.select([s4, s6], [], [], 60)
-    if not r: break
-    for s in r:
-        d, a = s.recvfrom(65535)
-        tag = d.split(b':')[0].decode()
-        ok = d == ((tag.encode() + b':') * len(d))[:len(d)]
-        print('got', tag, len(d), 'ok' if ok else 'corrupt', a[0], flush=True)
-"
+xt_bg h1 rx "$PYTHON" "$top_srcdir/tests/netns/test_dp_frag_recv.py"
 xt_wait 10 grep -q ready "$XT_DIR/rx.log" || xt_fail "receiver did not start"
 mac=$(xt_exec gw1 ip -o link show out1 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 [ -n "$mac" ] || xt_fail "no MAC for gw1 out1"
