@@ -211,7 +211,7 @@ static const uint16_t pick_len[12] = { 64, 576, 64, 64, 576, 64, 1400, 64, 576, 
 #define PICK_RUNS 11
 
 /* One candidate backend being timed: its SAs (the record's transform and keys, tunnel mode between
- * placeholder addresses) and its own frames. */
+ * two fixed test addresses) and its own frames. */
 struct trial {
 	enum esp_backend b;
 	struct sadb_runtime *rto, *rti;
