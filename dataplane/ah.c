@@ -244,14 +244,9 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 		uint8_t next;
 		if (tunnel) {
 			/* Outer header as esp_out.c builds it (TTL, DSCP/ECN, DF), then AH. */
-			uint8_t itos = esp_ip_tos(ip);
-			uint8_t dscp = sa->dscp == 0xff ? (uint8_t)(itos & 0xfc) : (uint8_t)(sa->dscp << 2);
-			uint8_t tos = (uint8_t)(dscp | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : (itos & 3)));
+			uint8_t tos = esp_outer_tos(sa, ip);
 			if (ofam == AF_INET) {
-				bool df = (sa->flags & SADB_SAF_DF_CLEAR) ? false :
-					  (sa->flags & SADB_SAF_DF_SET) ? true :
-					  (fam == AF_INET6 || (ip[6] & 0x40));
-				esp_outer4(sa, o, tos, out_len, df);
+				esp_outer4(sa, o, tos, out_len, esp_outer_df(sa, ip) != 0);
 			} else {
 				esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
 				esp_wr16(o + 4, (uint16_t)(out_len - 40));
@@ -600,10 +595,10 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 	pl.sum4 = sa->hdr4_sum;
 	pl.ttl = sa->ttl;
 	pl.ah_lo = (uint64_t)(pl.ahl / 4 - 2) << 8 | (uint64_t)sa->spi_be << 32;
-	pl.tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
-	pl.tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
-	pl.df_keep = (sa->flags & (SADB_SAF_DF_CLEAR | SADB_SAF_DF_SET)) ? 0 : 0x40;
-	pl.df_set = !(sa->flags & SADB_SAF_DF_CLEAR) && (sa->flags & SADB_SAF_DF_SET) ? 0x40 : 0;
+	pl.tos_keep = sa->tos_keep; /* esp_outer_tos/esp_outer_df, on the plan's copies */
+	pl.tos_set = sa->tos_set;
+	pl.df_keep = sa->df_keep;
+	pl.df_set = sa->df_set;
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 2 < n)
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);

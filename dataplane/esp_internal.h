@@ -88,6 +88,9 @@ struct esp_sa {
 	uint8_t  hdr4[20];       /* outbound tunnel: outer IPv4 header template (TOS, length, id, DF,
 	                          * checksum filled per packet) */
 	uint32_t hdr4_sum;       /* one's complement sum of the template's constant words */
+	/* Outbound tunnel, fixed at setup (esp_outer_tos/esp_outer_df): outer TOS = (inner TOS &
+	 * tos_keep) | tos_set; outer DF (0x40 of byte 6) = (inner DF & df_keep) | df_set. */
+	uint8_t  tos_keep, tos_set, df_keep, df_set;
 	uint16_t enc_alg, auth_alg;
 	uint8_t enc_key_len, auth_key_len;
 	uint8_t enc_key[SADB_ENC_KEY_MAX];
@@ -290,6 +293,21 @@ static inline uint8_t esp_ip_tos(const uint8_t *ip)
 	if ((ip[0] >> 4) == 4)
 		return ip[1];
 	return (uint8_t)((ip[0] & 0x0f) << 4 | ip[1] >> 4);
+}
+
+/* Outer traffic class of a tunnel packet around inner (RFC 6040 §4.1 normal mode copies the inner
+ * ECN field, compatibility mode sends Not-ECT; DSCP copied or set by the SA). */
+static inline uint8_t esp_outer_tos(const struct esp_sa *sa, const uint8_t *inner)
+{
+	return (uint8_t)((esp_ip_tos(inner) & sa->tos_keep) | sa->tos_set);
+}
+
+/* Outer IPv4 DF bit (0x40 or 0) around inner: copied from an IPv4 inner header (an IPv6 one is
+ * never fragmented on path: DF), unless the SA clears or sets it. */
+static inline uint8_t esp_outer_df(const struct esp_sa *sa, const uint8_t *inner)
+{
+	uint8_t in = (inner[0] >> 4) == 6 ? 0x40 : (uint8_t)(inner[6] & 0x40);
+	return (uint8_t)((in & sa->df_keep) | sa->df_set);
 }
 
 static inline void esp_ip_set_tos(uint8_t *ip, uint8_t tos)

@@ -25,9 +25,7 @@ struct out_plan {
 	uint64_t addrs4;     /* outer IPv4: source and destination, as the template holds them */
 	uint32_t ttl_proto4; /* outer IPv4: bytes 8-11 of the template (checksum 0) */
 	uint32_t sum4;       /* outer IPv4: one's complement sum of the template's constant words */
-	uint8_t tos_keep;    /* bits of the inner TOS copied to the outer one (DSCP and/or ECN) */
-	uint8_t tos_set;     /* DSCP bits set from the SA */
-	uint8_t df;          /* 0: copy from the inner header, 1: clear, 2: set */
+	uint8_t tos_keep, tos_set, df_keep, df_set; /* the SA's outer TOS/DF policy (esp_internal.h) */
 	uint8_t tunnel, ofam, l4proto, kind, cipher, iv_len, esn, ctr_iv;
 	/* The common case, laid out by a copy of prepare() with these fixed: tunnel mode, an AEAD or
 	 * GMAC transform (8-byte IV = sequence number, 16-byte ICV, 4-byte alignment), no ESN, no UDP
@@ -52,10 +50,10 @@ static void plan_init(const struct esp_sa *sa, struct out_plan *pl)
 	memcpy(&pl->addrs4, sa->hdr4 + 12, 8);
 	memcpy(&pl->ttl_proto4, sa->hdr4 + 8, 2); /* TTL, protocol; the checksum goes in per packet */
 	pl->sum4 = sa->hdr4_sum;
-	/* RFC 6040 §4.1 normal mode copies the inner ECN field; compatibility mode sends Not-ECT. */
-	pl->tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
-	pl->tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
-	pl->df = (sa->flags & SADB_SAF_DF_CLEAR) ? 1 : (sa->flags & SADB_SAF_DF_SET) ? 2 : 0;
+	pl->tos_keep = sa->tos_keep; /* esp_outer_tos/esp_outer_df, on the plan's copies */
+	pl->tos_set = sa->tos_set;
+	pl->df_keep = sa->df_keep;
+	pl->df_set = sa->df_set;
 	pl->l4proto = sa->encap_dport ? IPPROTO_UDP : IPPROTO_ESP;
 	pl->kind = sa->kind;
 	pl->cipher = sa->cipher;
@@ -73,9 +71,9 @@ static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uin
 	uint8_t tos = (uint8_t)((esp_ip_tos(inner) & pl->tos_keep) | pl->tos_set);
 	if (pl->ofam == AF_INET) {
 		/* IPv6 inner packets are never fragmented on path: DF unless told otherwise. */
-		bool df = pl->df ? pl->df == 2 : (inner[0] >> 4) == 6 || (inner[6] & 0x40);
+		uint32_t df = (((inner[0] >> 4) == 6 ? 0x40u : inner[6]) & pl->df_keep) | pl->df_set;
 		uint32_t id = sa->ip_id++;
-		uint32_t frag = df ? 0x4000 : 0;
+		uint32_t frag = df << 8;
 		uint32_t sum = pl->sum4 + tos + tot + id + frag;
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);

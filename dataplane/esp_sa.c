@@ -472,6 +472,12 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 		sa->ah_hdr_len6 = (uint8_t)((l + 7) & ~7u);
 	}
 
+	/* Outer TOS and DF policy (esp_outer_tos/esp_outer_df), the same for ESP and AH. */
+	sa->tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
+	sa->tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
+	sa->df_keep = (sa->flags & (SADB_SAF_DF_CLEAR | SADB_SAF_DF_SET)) ? 0 : 0x40;
+	sa->df_set = !(sa->flags & SADB_SAF_DF_CLEAR) && (sa->flags & SADB_SAF_DF_SET) ? 0x40 : 0;
+
 	if (s->mode == SADB_MODE_TUNNEL && s->dst.family == AF_INET) {
 		/* Outer IPv4 header template: only TOS, length, id and DF change per packet, so the
 		 * checksum is this sum plus those words. */
