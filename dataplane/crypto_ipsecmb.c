@@ -20,7 +20,7 @@
 #include <intel-ipsec-mb.h>
 #include <openssl/crypto.h>
 
-#include "dataplane/esp_internal.h"
+#include "dataplane/crypto_ipsecmb.h"
 
 struct imb_ctx {
 	struct gcm_key_data gkey __attribute__((aligned(64)));
@@ -201,6 +201,21 @@ static aes_gcm_enc_dec_t gcm_fn(const IMB_MGR *m, unsigned key_len, bool enc)
 	if (key_len == 24)
 		return enc ? m->gcm192_enc : m->gcm192_dec;
 	return enc ? m->gcm256_enc : m->gcm256_dec;
+}
+
+IMB_MGR *esp_imb_direct_mgr(void)
+{
+	return mgrs_get() ? tl_mgrs.direct : NULL;
+}
+
+void esp_imb_gcm_op(IMB_MGR *m, const struct gcm_key_data *k, unsigned key_len, struct esp_cop *c,
+		    bool gmac, bool enc, struct gcm_context_data *g)
+{
+	uint8_t *tag = enc ? c->tag : c->calc;
+	if (gmac)
+		gcm_fn(m, key_len, true)(k, g, c->calc + 16, c->calc + 16, 0, c->iv, c->auth, c->auth_len, tag, 16);
+	else
+		gcm_fn(m, key_len, enc)(k, g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, tag, 16);
 }
 
 static void direct_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)

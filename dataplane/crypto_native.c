@@ -37,8 +37,7 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #ifdef HAVE_IPSEC_MB
-#include <pthread.h>
-#include <intel-ipsec-mb.h>
+#include "dataplane/crypto_ipsecmb.h"
 #endif
 
 #define NT __attribute__((target("aes,pclmul,ssse3,sse4.1")))
@@ -71,41 +70,6 @@ struct ngcm {
 bool esp_native_bulk_ipsecmb = true;
 bool esp_native_vaes = true;
 
-#ifdef HAVE_IPSEC_MB
-/* One direct-API manager per thread, freed at thread exit (as crypto_ipsecmb.c does). */
-static __thread IMB_MGR *tl_imb;
-static pthread_key_t imb_tkey;
-static pthread_once_t imb_once = PTHREAD_ONCE_INIT;
-
-static void imb_free(void *p)
-{
-	free_mb_mgr(p);
-	tl_imb = NULL;
-}
-
-static void imb_key_make(void)
-{
-	(void)pthread_key_create(&imb_tkey, imb_free);
-}
-
-static IMB_MGR *imb_mgr(void)
-{
-	if (ESP_LIKELY(tl_imb != NULL))
-		return tl_imb;
-	pthread_once(&imb_once, imb_key_make);
-	IMB_MGR *m = alloc_mb_mgr(0);
-	if (!m)
-		return NULL;
-	init_mb_mgr_auto(m, NULL);
-	if (imb_get_errno(m)) {
-		free_mb_mgr(m);
-		return NULL;
-	}
-	tl_imb = m;
-	pthread_setspecific(imb_tkey, m);
-	return m;
-}
-#endif
 
 NTI __m128i bswap(__m128i x)
 {
@@ -708,7 +672,7 @@ static int nat_init(struct esp_sa *sa)
 #ifdef HAVE_IPSEC_MB
 	/* With VAES our bulk loop is faster than ipsec-mb 1.3's AVX2 GCM (no VAES path below AVX-512):
 	 * the hand-off is only for CPUs without it. */
-	IMB_MGR *m = g->vaes ? NULL : imb_mgr();
+	IMB_MGR *m = g->vaes ? NULL : esp_imb_direct_mgr();
 	g->imb = m != NULL;
 	if (m && sa->enc_key_len == 16)
 		IMB_AES128_GCM_PRE(m, sa->enc_key, &g->imb_key);
@@ -733,28 +697,10 @@ static void nat_fini(struct esp_sa *sa)
 static bool imb_run(const struct ngcm *g, unsigned key_len, struct esp_cop *c, bool gmac, bool enc,
 		    struct gcm_context_data *ctx)
 {
-	IMB_MGR *m = imb_mgr();
+	IMB_MGR *m = esp_imb_direct_mgr();
 	if (!m)
 		return false;
-	uint8_t *tag = enc ? c->tag : c->calc;
-	if (gmac && key_len == 16)
-		IMB_AES128_GCM_ENC(m, &g->imb_key, ctx, c->calc + 16, c->calc + 16, 0, c->iv, c->auth,
-				   c->auth_len, tag, 16);
-	else if (gmac)
-		IMB_AES256_GCM_ENC(m, &g->imb_key, ctx, c->calc + 16, c->calc + 16, 0, c->iv, c->auth,
-				   c->auth_len, tag, 16);
-	else if (enc && key_len == 16)
-		IMB_AES128_GCM_ENC(m, &g->imb_key, ctx, c->data, c->data, c->data_len, c->iv, c->aad,
-				   c->aad_len, tag, 16);
-	else if (enc)
-		IMB_AES256_GCM_ENC(m, &g->imb_key, ctx, c->data, c->data, c->data_len, c->iv, c->aad,
-				   c->aad_len, tag, 16);
-	else if (key_len == 16)
-		IMB_AES128_GCM_DEC(m, &g->imb_key, ctx, c->data, c->data, c->data_len, c->iv, c->aad,
-				   c->aad_len, tag, 16);
-	else
-		IMB_AES256_GCM_DEC(m, &g->imb_key, ctx, c->data, c->data, c->data_len, c->iv, c->aad,
-				   c->aad_len, tag, 16);
+	esp_imb_gcm_op(m, &g->imb_key, key_len, c, gmac, enc, ctx);
 	return true;
 }
 #endif

@@ -33,7 +33,8 @@ dataplane/xipsec_xdp.o: $(srcdir)/dataplane/xdp_prog.bpf.c $(srcdir)/dataplane/x
 noinst_LIBRARIES += dataplane/libesp.a
 dataplane_libesp_a_SOURCES = dataplane/esp.h dataplane/esp_internal.h dataplane/esp_sa.c \
 	dataplane/esp_ip.c dataplane/esp_out.c dataplane/esp_in.c dataplane/ah.c dataplane/replay.c \
-	dataplane/crypto_openssl.c dataplane/crypto_sodium.c dataplane/crypto_native.c
+	dataplane/crypto_openssl.c dataplane/crypto_sodium.c dataplane/crypto_native.c \
+	dataplane/crypto_ipsecmb.h
 if HAVE_IPSEC_MB
 dataplane_libesp_a_SOURCES += dataplane/crypto_ipsecmb.c
 endif

@@ -11,6 +11,7 @@ FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 FUZZ_LINKFLAGS = -fsanitize=fuzzer,address,undefined
 FUZZ_LIBS = $(IPSEC_MB_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS) -lpthread
 FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/esp.h $(srcdir)/dataplane/esp_internal.h $(srcdir)/sadb/sadb.h \
+	$(srcdir)/dataplane/crypto_ipsecmb.h \
 	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h $(srcdir)/tests/fuzz/fuzz_ref.h
 FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o tests/fuzz/obj/crypto_native.o
 if HAVE_IPSEC_MB
