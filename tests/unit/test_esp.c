@@ -258,6 +258,23 @@ static void ref_gcm(const uint8_t *key, unsigned kl, const uint8_t *nonce, const
  * decrypt gives back the plaintext and refuses any single flipped bit of ciphertext, AAD or tag. */
 extern bool esp_native_bulk_ipsecmb, esp_native_vaes;
 
+/* A GCM (or GMAC: the AAD alone) operation on len bytes at data in place. */
+static void gcm_cop(struct esp_cop *c, int gmac, const uint8_t *nonce, uint8_t *aad, int al, uint8_t *data,
+		    int len)
+{
+	memset(c, 0, sizeof(*c));
+	memcpy(c->iv, nonce, 16);
+	if (gmac) {
+		c->auth = aad;
+		c->auth_len = (uint32_t)al;
+	} else {
+		c->aad = aad;
+		c->aad_len = (uint32_t)al;
+		c->data = data;
+		c->data_len = (uint32_t)len;
+	}
+}
+
 static void native_vs_openssl(void)
 {
 	if (!esp_crypto_native.supports(ESP_KIND_AEAD, ESP_C_AES_GCM, 0, 16)) {
@@ -309,17 +326,7 @@ static void native_vs_openssl(void)
 					/* In place between guard bytes. */
 					memset(buf[q], 0xa5, sizeof(buf[q]));
 					memcpy(buf[q] + 32, pt[q], (size_t)len[q]);
-					memset(&c[q], 0, sizeof(c[q]));
-					memcpy(c[q].iv, nonce[q], 16);
-					if (gmac) {
-						c[q].auth = aad[q];
-						c[q].auth_len = (uint32_t)al[q];
-					} else {
-						c[q].aad = aad[q];
-						c[q].aad_len = (uint32_t)al[q];
-						c[q].data = buf[q] + 32;
-						c[q].data_len = (uint32_t)len[q];
-					}
+					gcm_cop(&c[q], gmac, nonce[q], aad[q], al[q], buf[q] + 32, len[q]);
 					c[q].tag = out_tag[q];
 				}
 				o->ops->encrypt(o, c, 2);
@@ -353,17 +360,7 @@ static void native_vs_openssl(void)
 							t2[fq][where - len[fq] - al[fq]] ^= bit;
 					}
 					for (int q = 0; q < 2; q++) {
-						memset(&c[q], 0, sizeof(c[q]));
-						memcpy(c[q].iv, nonce[q], 16);
-						if (gmac) {
-							c[q].auth = aad[q];
-							c[q].auth_len = (uint32_t)al[q];
-						} else {
-							c[q].aad = aad[q];
-							c[q].aad_len = (uint32_t)al[q];
-							c[q].data = buf[q] + 32;
-							c[q].data_len = (uint32_t)len[q];
-						}
+						gcm_cop(&c[q], gmac, nonce[q], aad[q], al[q], buf[q] + 32, len[q]);
 						c[q].tag = c[q].calc;
 						c[q].icv_in = t2[q];
 					}
