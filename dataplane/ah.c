@@ -237,7 +237,7 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 		}
 		uint64_t seq;
 		if (!esp_seq_take(sa, &seq)) {
-			p->drop = SADB_DROP_SEQ_OVERFLOW;
+			p->drop = (enum sadb_drop)sa->seq_why;
 			continue;
 		}
 		uint8_t *o = ip - ins, *ah;
@@ -522,7 +522,7 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	}
 	uint64_t seq;
 	if (!esp_seq_take(sa, &seq)) {
-		p->drop = SADB_DROP_SEQ_OVERFLOW;
+		p->drop = (enum sadb_drop)sa->seq_why;
 		return false;
 	}
 	const uint32_t ohl = ofam == AF_INET ? 20u : 40u;
@@ -533,7 +533,7 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	if (ofam == AF_INET) {
 		/* DF (0x40 of byte 6): the inner packet's (IPv6: set), or as the SA says. */
 		uint32_t df = (((fam == AF_INET6 ? 0x40u : ip[6]) & pl->df_keep) | pl->df_set);
-		uint32_t id = sa->ip_id++;
+		uint32_t id = esp_next_ip_id(sa);
 		uint32_t sum = pl->sum4 + (uint32_t)tos + out_len + id + (df << 8);
 		sum = (sum & 0xffff) + (sum >> 16);
 		sum = (sum & 0xffff) + (sum >> 16);

@@ -96,8 +96,11 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
 	o.seq_block = ctx->n_workers > 1 ? 1 : 0;
 	if (rec->dir == SADB_DIR_OUT) {
-		for (unsigned i = 0; i < ctx->n_workers && !err; i++)
+		o.id_parts = (uint16_t)ctx->n_workers;
+		for (unsigned i = 0; i < ctx->n_workers && !err; i++) {
+			o.id_part = (uint16_t)i;
 			err = esp_sa_create(rec, s->rt, &o, &s->eo[i]);
+		}
 	} else {
 		err = esp_sa_create(rec, s->rt, &o, &s->ei);
 	}
@@ -332,6 +335,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	tab_free(old);
 	for (uint32_t i = 0; i < n_dead; i++)
 		sa_free(dead[i], ctx->n_workers);
+	/* Every SA deleted up to here is gone from this process: its slot may take a new SA. */
+	sadb_dp_release(ctx->db, st->since);
 	free(dead);
 	free(dirty);
 	return 0;

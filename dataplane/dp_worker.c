@@ -281,8 +281,15 @@ static void flush(struct dp_worker *w, struct group *g)
 		pthread_spin_unlock(sa->in_lock);
 		atomic_fetch_add_explicit(&w->st.unprotect, k, memory_order_relaxed);
 	}
-	for (unsigned i = k; i < n; i++)
-		drop_charged(w, g->pp[i]->user, g->pp[i]->drop); /* the engine counted it */
+	for (unsigned i = k; i < n; i++) {
+		struct esp_pkt *p = g->pp[i];
+
+		/* the engine counted it in the SA, except when the SA's area was no longer its own */
+		if (p->drop == SADB_DROP_STALE_SA)
+			drop(w, p->user, p->drop);
+		else
+			drop_charged(w, p->user, p->drop);
+	}
 	for (unsigned i = 0; i < k; i++) {
 		struct esp_pkt *p = g->pp[i];
 		uint64_t base = p->user;

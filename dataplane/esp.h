@@ -90,6 +90,9 @@ struct esp_sa_opts {
 	uint32_t mtu;             /* outer MTU when sa->mtu is 0 (the interface's); 0 = no MTU check */
 	esp_iv_fn iv_fn;          /* tests only: NULL = the default IVs described above */
 	void *iv_arg;
+	uint16_t id_part, id_parts; /* outbound tunnel IPv4: this object is part id_part of id_parts
+	                             * objects of one SA (one per worker) and takes IDs from its own
+	                             * 1/id_parts of the space; 0 parts = the whole space */
 };
 
 struct esp_sa;
@@ -101,7 +104,12 @@ struct esp_sa;
  *    resumes above the recorded mark). To start elsewhere (tests), set rt->seq_reserved before.
  *  - Inbound: the replay window is rt->replay_top / rt->replay_bitmap (zero = nothing received).
  * The engine counts rt->packets, bytes (of the packets as given), drops[], first_used, last_used.
- * If rt->instance is not sa->instance, the runtime state belongs to an older SA: -ESTALE.
+ * If rt->instance is not sa->instance, the runtime state belongs to an older SA: -ESTALE. An object
+ * whose runtime area is later given to another SA instance (sadb_sa_delete + sadb_sa_add into the
+ * same slot) stops: outbound it reserves no further numbers, and every burst it is given (both
+ * directions) is dropped with SADB_DROP_STALE_SA, counted nowhere (the counters are the new SA's).
+ *  - Outbound with SADB_SAF_SEQ_PERSIST: no number above rt->seq_lease is used (SADB_DROP_SEQ_LEASE
+ *    until the dataplane has recorded a higher mark on disk).
  * Errors: -EINVAL (inconsistent record: lengths, mode, direction), -ENOTSUP (single DES, a legacy
  * transform without SADB_SAF_LEGACY_OK, or a transform the forced backend lacks), -ENOMEM. *out is
  * NULL on failure. */

@@ -74,8 +74,12 @@ struct esp_sa {
 	uint8_t  blk;            /* cipher block for CBC (16 AES, 8 3DES), else 1 */
 	uint8_t  ttl, dscp;
 	uint16_t tfc_pad;
-	uint16_t ip_id;
 	uint16_t encap_sport, encap_dport;
+	uint32_t ip_id;          /* outbound tunnel IPv4: next identification, in [id_lo, id_end) */
+	uint32_t id_lo, id_end;  /* this object's share of the 16-bit ID space (esp_sa_opts.id_part) */
+	uint64_t instance;       /* sadb_sa.instance: the runtime area belongs to it while rt->instance
+	                          * says so; esp_seq_refill and each burst check */
+	uint8_t  seq_why;        /* outbound: why esp_seq_take failed (SEQ_OVERFLOW, STALE_SA, SEQ_LEASE) */
 	uint8_t  ah_hdr_len;     /* AH: header bytes incl. IV and ICV, padded for IPv4 (4) */
 	uint8_t  ah_hdr_len6;    /* AH: same, padded for IPv6 (8) */
 	uint8_t  salt[4];
@@ -133,9 +137,11 @@ void esp_decap_tunnel(struct esp_sa *sa, struct esp_pkt *p, const uint8_t *ip, u
 /* esp_sa_inner_mtu for a packet whose transport-mode headers kept in front are prefix bytes. */
 uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family,
 			   uint32_t prefix);
-/* Reserve the next block of outbound numbers in the runtime; false when the space is used up. */
+/* Reserve the next block of outbound numbers in the runtime; false when none can be had now:
+ * sa->seq_why says why (the space is used up, the runtime area belongs to another SA instance, or
+ * the numbers above rt->seq_lease are not yet recorded on disk). */
 bool esp_seq_refill(struct esp_sa *sa);
-/* Take one outbound sequence number; false (SEQ_OVERFLOW) when the space is used up. */
+/* Take one outbound sequence number; false (drop with sa->seq_why) when none can be had. */
 static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
 {
 	if (ESP_UNLIKELY(sa->seq_next > sa->seq_limit || sa->seq_done) && !esp_seq_refill(sa))
@@ -329,10 +335,20 @@ static inline void esp_ip_set_tos(uint8_t *ip, uint8_t tos)
 	ip[1] = (uint8_t)((ip[1] & 0x0f) | (tos & 0x0f) << 4);
 }
 
+/* The next outer IPv4 identification. Every engine object of one outbound SA (one per worker) cycles
+ * through its own part of the 16-bit space, so the workers' ID streams never meet (RFC 6864 §4.1:
+ * unique per source, destination and protocol while fragments may be in flight). */
+static inline uint16_t esp_next_ip_id(struct esp_sa *sa)
+{
+	uint32_t id = sa->ip_id;
+	sa->ip_id = ESP_UNLIKELY(id + 1 >= sa->id_end) ? sa->id_lo : id + 1;
+	return (uint16_t)id;
+}
+
 /* Write the outer IPv4 header of a tunnel packet from the SA's template. */
 static inline void esp_outer4(struct esp_sa *sa, uint8_t *o, uint8_t tos, uint32_t tot, bool df)
 {
-	uint16_t id = sa->ip_id++;
+	uint16_t id = esp_next_ip_id(sa);
 	uint16_t frag = df ? 0x4000 : 0;
 	memcpy(o, sa->hdr4, 20);
 	o[1] = tos;

@@ -72,7 +72,7 @@ static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uin
 	if (pl->ofam == AF_INET) {
 		/* IPv6 inner packets are never fragmented on path: DF unless told otherwise. */
 		uint32_t df = (((inner[0] >> 4) == 6 ? 0x40u : inner[6]) & pl->df_keep) | pl->df_set;
-		uint32_t id = sa->ip_id++;
+		uint32_t id = esp_next_ip_id(sa);
 		uint32_t frag = df << 8;
 		uint32_t sum = pl->sum4 + tos + tot + id + frag;
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -165,7 +165,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	}
 	uint64_t seq;
 	if (!esp_seq_take(sa, &seq)) {
-		p->drop = SADB_DROP_SEQ_OVERFLOW;
+		p->drop = (enum sadb_drop)sa->seq_why;
 		return false;
 	}
 

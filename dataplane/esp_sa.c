@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "dataplane/esp_internal.h"
 
@@ -210,8 +211,9 @@ static uint64_t now_ns(void)
 static const uint16_t pick_len[12] = { 64, 576, 64, 64, 576, 64, 1400, 64, 576, 64, 64, 576 };
 #define PICK_RUNS 11
 
-/* One candidate backend being timed: its SAs (the record's transform and keys, tunnel mode between
- * two fixed test addresses) and its own frames. */
+/* One candidate backend being timed: its SAs (the record's transform with a throwaway random key of
+ * the same lengths, tunnel mode between two fixed test addresses) and its own frames. The real key
+ * never encrypts a trial packet: those would be nonces of the SA spent on known plaintext. */
 struct trial {
 	enum esp_backend b;
 	struct sadb_runtime *rto, *rti;
@@ -225,6 +227,8 @@ static void trial_close(struct trial *t)
 {
 	esp_sa_destroy(t->out);
 	esp_sa_destroy(t->in);
+	if (t->mem)
+		OPENSSL_cleanse(t->mem, PICK_PKTS * PICK_FRAME);
 	free(t->mem);
 	free(t->rto);
 	free(t->rti);
@@ -247,9 +251,14 @@ static bool trial_open(struct trial *t, const struct sadb_sa *s, enum esp_backen
 	m.tfc_pad = 0;
 	m.instance = 0;
 	m.replay_window = SADB_REPLAY_MAX;
-	m.flags &= ~SADB_SAF_NO_REPLAY;
+	m.flags &= ~(SADB_SAF_NO_REPLAY | SADB_SAF_SEQ_PERSIST);
 	struct esp_sa_opts o = { .backend = b };
 	memset(t, 0, sizeof(*t));
+	if (RAND_bytes(m.enc_key, sizeof(m.enc_key)) != 1 || RAND_bytes(m.salt, sizeof(m.salt)) != 1 ||
+	    RAND_bytes(m.auth_key, sizeof(m.auth_key)) != 1) {
+		OPENSSL_cleanse(&m, sizeof(m));
+		return false;
+	}
 	t->b = b;
 	t->best = UINT64_MAX;
 	t->live = true;
@@ -425,7 +434,19 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	sa->iv_arg = opts->iv_arg;
 	sa->seq_block = opts->seq_block ? opts->seq_block : ESP_SEQ_BLOCK_DEFAULT;
 	sa->seq_max = (s->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
-	sa->ip_id = (uint16_t)(s->spi ^ (s->spi >> 16));
+	sa->seq_why = SADB_DROP_SEQ_OVERFLOW;
+	sa->instance = s->instance;
+	{
+		/* This object's share of the IPv4 ID space, entered at an SPI-dependent point so that
+		 * the SAs of one peer pair do not all start their streams at the same value. */
+		uint32_t parts = opts->id_parts ? opts->id_parts : 1;
+		uint32_t span = 65536u / parts;
+		if (opts->id_part >= parts)
+			goto einval;
+		sa->id_lo = opts->id_part * span;
+		sa->id_end = sa->id_lo + span;
+		sa->ip_id = sa->id_lo + (s->spi ^ (s->spi >> 16)) % span;
+	}
 
 	/* Keys. AH-GMAC takes its AES key from auth_key and its salt either from the last 4 bytes of
 	 * auth_key (the IKEv2 keying material layout, RFC 4543 §7) or from salt[]. */
@@ -550,23 +571,52 @@ void esp_sa_destroy(struct esp_sa *sa)
 	free(sa);
 }
 
+/* Whether the runtime area still belongs to this object's SA instance. */
+static inline bool rt_ours(const struct esp_sa *sa)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&sa->rt->instance, memory_order_acquire) ==
+	       sa->instance;
+}
+
 bool esp_seq_refill(struct esp_sa *sa)
 {
+	struct sadb_runtime *rt = sa->rt;
+
 	if (sa->seq_done)
 		return false;
-	/* Reserve a block in the shared runtime before using any number of it (rule 1): a crash loses
-	 * at most the rest of the block, never reuses one. A CAS rather than a fetch-add so that the
-	 * recorded mark never wraps past the end of the space. */
-	_Atomic uint64_t *res = (_Atomic uint64_t *)&sa->rt->seq_reserved;
+	/* Reserve a block in the shared runtime before using any number of it: a crash loses at most
+	 * the rest of the block, never reuses one. A CAS rather than a fetch-add so that the recorded
+	 * mark never wraps past the end of the space, nor passes the lease recorded on disk. */
+	_Atomic uint64_t *res = (_Atomic uint64_t *)&rt->seq_reserved;
+	uint64_t cap = sa->seq_max;
+	if (sa->flags & SADB_SAF_SEQ_PERSIST) {
+		uint64_t lease = atomic_load_explicit((_Atomic uint64_t *)&rt->seq_lease, memory_order_acquire);
+		if (lease < cap)
+			cap = lease;
+	}
 	uint64_t old = atomic_load_explicit(res, memory_order_acquire), want;
 	do {
 		if (old >= sa->seq_max) {
 			sa->seq_done = true; /* used up: the SA must be rekeyed */
+			sa->seq_why = SADB_DROP_SEQ_OVERFLOW;
 			return false;
 		}
-		want = sa->seq_max - old < sa->seq_block ? sa->seq_max : old + sa->seq_block;
+		if (old >= cap) {
+			sa->seq_why = SADB_DROP_SEQ_LEASE; /* the control thread extends the lease */
+			return false;
+		}
+		want = cap - old < sa->seq_block ? cap : old + sa->seq_block;
 	} while (!atomic_compare_exchange_weak_explicit(res, &old, want, memory_order_acq_rel,
 						       memory_order_acquire));
+	/* Checked after the CAS, not before: if the counter we just advanced was reset for another SA
+	 * instance (its zero, or a value its own objects reserved), the reset's instance store is
+	 * ordered before what the CAS read (rt_reset in libsadb), so this load sees it. The numbers
+	 * taken are then abandoned: they may be the new SA's, never reused under this object's key. */
+	if (ESP_UNLIKELY(!rt_ours(sa))) {
+		sa->seq_done = true;
+		sa->seq_why = SADB_DROP_STALE_SA;
+		return false;
+	}
 	sa->seq_next = old + 1;
 	sa->seq_limit = want;
 	return true;
@@ -627,6 +677,12 @@ static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, 
 	else
 		for (unsigned i = 0; i < n; i++)
 			pkts[i]->drop = SADB_DROP_NONE;
+	if (ESP_UNLIKELY(!rt_ours(sa))) {
+		/* The area belongs to another SA now: touch nothing of it, count nothing in it. */
+		for (unsigned i = 0; i < n; i++)
+			pkts[i]->drop = SADB_DROP_STALE_SA;
+		return 0;
+	}
 	if (ESP_UNLIKELY(rt->expired & 2)) {
 		for (unsigned i = 0; i < n; i++)
 			pkts[i]->drop = SADB_DROP_SA_EXPIRED;
@@ -640,6 +696,13 @@ static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, 
 			esp_proto_in(sa, pkts, n);
 		else
 			ah_proto_in(sa, pkts, n);
+	}
+	if (ESP_UNLIKELY(!rt_ours(sa))) {
+		/* Given to another SA instance while this burst ran: what it accepted was judged
+		 * against a window that was no longer its own. */
+		for (unsigned i = 0; i < n; i++)
+			pkts[i]->drop = SADB_DROP_STALE_SA;
+		return 0;
 	}
 	struct esp_pkt *bad[ESP_BURST_MAX];
 	unsigned k = 0, nb = 0;

@@ -316,6 +316,14 @@ int main(int argc, char **argv)
 		       sadb_default_path(), msg);
 		return 1;
 	}
+	/* Before any SA is read: from here on no writer reuses the slot of an SA this process may
+	 * still hold (sadb.h, "the dataplane's hold on SA slots"). */
+	err = sadb_dp_attach(ctx.db);
+	if (err) {
+		dp_log(LOG_ERR, "SADB: %s", sadb_errmsg(ctx.db));
+		sadb_close(ctx.db);
+		return 1;
+	}
 	ctx.w = calloc(ctx.n_workers, sizeof(*ctx.w));
 	if (!ctx.w)
 		goto out;
@@ -413,6 +421,7 @@ out:
 			close(w->icmp6_fd);
 	}
 	dp_sa_fini(&ctx);
+	sadb_dp_detach(ctx.db); /* no engine object is left */
 	dp_worker_frag_fini(&ctx);
 	dp_tun_close(&ctx);
 	dp_ctl_close(&ctx);

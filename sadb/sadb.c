@@ -1220,6 +1220,126 @@ static void jappend(struct sadb *db, uint32_t op, uint32_t index)
 	h->txn.jn++;
 }
 
+/* ---- the dataplane's hold on SA slots (sadb.h explains the scheme) ---- */
+
+/* Start time of a live process in clock ticks after boot, 0 if there is no such live process (gone,
+ * or a zombie: a zombie holds no memory, hence no engine objects). */
+static uint64_t proc_start(uint64_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	if (!pid || pid > INT32_MAX)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* pid (comm) state ppid ... starttime is field 22; comm may hold spaces and parentheses */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	return start ? start : 1;
+}
+
+/* The generation up to which freed slots may be reused, UINT64_MAX when no dataplane holds any. */
+static uint64_t released_gen(const struct sadb *db)
+{
+	struct sadb_dp_stats *d = sadb_dp_stats(db);
+	uint64_t pid, start;
+
+	/* Pairs with the fence in sadb_dp_attach: either the attaching dataplane's pid is seen here,
+	 * or it reads the SADB after this writer's earlier changes (Dekker). */
+	atomic_thread_fence(memory_order_seq_cst);
+	pid = __atomic_load_n(&d->hold_pid, __ATOMIC_SEQ_CST);
+	if (!pid)
+		return UINT64_MAX;
+	start = __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE);
+	if (proc_start(pid) != start)
+		return UINT64_MAX; /* the holder died: its objects went with it */
+	return __atomic_load_n(&d->released_gen, __ATOMIC_ACQUIRE);
+}
+
+int sadb_dp_attach(struct sadb *db)
+{
+	struct sadb_dp_stats *d;
+	uint64_t me = (uint64_t)getpid(), start = proc_start(me), pid;
+
+	if (!db)
+		return -EINVAL;
+	if (!(db->flags & (SADB_RDWR | SADB_RUNTIME))) {
+		sadb__set_err(db, "sadb_dp_attach needs a SADB_RUNTIME or SADB_RDWR handle");
+		return -EPERM;
+	}
+	if (!start) {
+		sadb__set_err(db, "cannot read this process's start time from /proc");
+		return -EIO;
+	}
+	d = sadb_dp_stats(db);
+	pid = __atomic_load_n(&d->hold_pid, __ATOMIC_ACQUIRE);
+	if (pid && pid != me && proc_start(pid) == __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE)) {
+		sadb__set_err(db, "%s is in use by another dataplane (pid %llu)", db->path,
+			      (unsigned long long)pid);
+		return -EBUSY;
+	}
+	/* Nothing is released until this process says so; then it becomes the holder. */
+	__atomic_store_n(&d->released_gen, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->hold_start, start, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->hold_pid, me, __ATOMIC_SEQ_CST);
+	atomic_thread_fence(memory_order_seq_cst);
+	sadb__clear_err(db);
+	return 0;
+}
+
+void sadb_dp_release(struct sadb *db, uint64_t gen)
+{
+	struct sadb_dp_stats *d = db ? sadb_dp_stats(db) : NULL;
+
+	if (d && __atomic_load_n(&d->released_gen, __ATOMIC_RELAXED) < gen)
+		__atomic_store_n(&d->released_gen, gen, __ATOMIC_RELEASE);
+}
+
+void sadb_dp_detach(struct sadb *db)
+{
+	struct sadb_dp_stats *d = db ? sadb_dp_stats(db) : NULL;
+
+	if (d && __atomic_load_n(&d->hold_pid, __ATOMIC_RELAXED) == (uint64_t)getpid())
+		__atomic_store_n(&d->hold_pid, 0, __ATOMIC_RELEASE);
+}
+
+uint32_t sadb_sa_quarantined(const struct sadb *db)
+{
+	uint64_t rel, head, tail;
+	uint32_t n = 0;
+
+	if (!db)
+		return 0;
+	rel = released_gen(db);
+	head = db->h->sa_free_head;
+	tail = db->h->sa_free_tail;
+	for (uint64_t k = head; k < tail; k++) {
+		uint32_t s = db->sa_free[k % db->h->max_sa];
+		if (s < db->h->max_sa && db->sa_meta[s].freed_gen > rel)
+			n++;
+	}
+	return n;
+}
+
 /* ---- free slot rings (FIFO: a freed slot is reused as late as possible) ---- */
 
 static int slot_alloc(struct sadb *db, bool pol)
@@ -1232,7 +1352,10 @@ static int slot_alloc(struct sadb *db, bool pol)
 	uint32_t cap = pol ? h->max_policy : h->max_sa;
 	uint32_t hw;
 
-	if (*head < tail) {
+	/* An SA slot is taken from the ring only once the dataplane has let go of its last SA; the
+	 * ring is in freeing order, so if its head is still held, a never-used slot is taken. */
+	if (*head < tail &&
+	    (pol || db->sa_meta[ring[*head % cap] % cap].freed_gen <= released_gen(db))) {
 		uint32_t s = ring[*head % cap];
 		(*head)++;
 		return (int)s;
@@ -1242,7 +1365,7 @@ static int slot_alloc(struct sadb *db, bool pol)
 		atomic_store_explicit(hwm, hw + 1, memory_order_release);
 		return (int)hw;
 	}
-	return -ENOSPC;
+	return *head < tail ? -EBUSY : -ENOSPC;
 }
 
 static void slot_release(struct sadb *db, bool pol, uint32_t s)
@@ -1323,6 +1446,8 @@ static void normalize(struct sadb *db, uint32_t entry, bool release_freed)
 			m->h[m->h[0] ? 1 : 0] = want;
 		if (want)
 			hash_insert(db, want, i);
+		if (!used && m->used)
+			m->freed_gen = g; /* the generation that published the deletion */
 		m->used = used;
 		m->lgen = 0;
 	} else {
@@ -1661,11 +1786,23 @@ static int find_sa(struct sadb *db, uint32_t spi, uint8_t proto, const struct sa
 	return -ENOENT;
 }
 
+/* Give a slot's runtime area to a new SA instance. The instance word is cleared first and set last,
+ * with fences between: an engine object of an older instance that reads any zeroed word after its own
+ * atomic operation then sees an instance that is not its own (esp_seq_refill re-checks after its
+ * compare-and-swap), so it can never take sequence numbers from the reset counter. The quarantine of
+ * freed slots (sadb_dp_attach) keeps such objects from existing in the first place. */
+_Static_assert(offsetof(struct sadb_runtime, instance) == 0 && sizeof(struct sadb_runtime) % 8 == 0,
+	       "rt_reset clears the instance word first and the rest word by word");
 static void rt_reset(struct sadb *db, uint32_t slot, uint64_t instance)
 {
 	struct sadb_runtime *rt = sadb_runtime(db, slot);
+	uint64_t *w = (uint64_t *)rt;
 
-	memset(rt, 0, sizeof(*rt));
+	__atomic_store_n(&rt->instance, 0, __ATOMIC_SEQ_CST);
+	atomic_thread_fence(memory_order_release);
+	for (size_t k = 1; k < sizeof(*rt) / sizeof(uint64_t); k++)
+		__atomic_store_n(&w[k], 0, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_release);
 	__atomic_store_n(&rt->instance, instance, __ATOMIC_RELEASE);
 }
 
@@ -1738,7 +1875,11 @@ static int sa_add_locked(struct sadb *db, const struct sadb_sa *in, uint32_t *sl
 	}
 	s = slot_alloc(db, false);
 	if (s < 0) {
-		sadb__set_err(db, "SA table full (%u SAs)", h->max_sa);
+		if (s == -EBUSY)
+			sadb__set_err(db, "SA table full (%u SAs; %u freed slots wait until the dataplane has "
+				      "let go of their old SAs)", h->max_sa, sadb_sa_quarantined(db));
+		else
+			sadb__set_err(db, "SA table full (%u SAs)", h->max_sa);
 		return -ENOSPC;
 	}
 	memcpy(&sa, in, sizeof(sa));

@@ -38,8 +38,10 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 4u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
-                                * 4: fragmentation drop reasons and counters */
+#define SADB_LAYOUT_VERSION 5u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+                                * 4: fragmentation drop reasons and counters; 5: the dataplane's
+                                * hold on SA slots, stale-SA and sequence-lease drop reasons,
+                                * runtime seq_lease */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -101,6 +103,8 @@ enum sadb_auth {
 #define SADB_SAF_DF_CLEAR     0x0010u /* tunnel mode: clear DF on the outer IPv4 header */
 #define SADB_SAF_DF_SET       0x0020u /* tunnel mode: set DF on the outer IPv4 header (default: copy) */
 #define SADB_SAF_NO_REPLAY    0x0040u /* no anti-replay check (manual keying only) */
+#define SADB_SAF_SEQ_PERSIST  0x0080u /* outbound: sequence numbers only below a mark recorded on disk
+                                       * (manual keys with counter-mode ciphers; rt->seq_lease) */
 
 /* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
 struct sadb_lifetime {
@@ -190,6 +194,9 @@ struct sadb_runtime {
 	uint64_t last_used;
 	uint64_t seq_reserved;      /* outbound: highest sequence number reserved (rule 1); a
 	                             * restarted dataplane resumes above it */
+	uint64_t seq_lease;         /* outbound, SAs with SADB_SAF_SEQ_PERSIST only: the highest number
+	                             * the dataplane has recorded on disk (sadb_seqmark_lease); none
+	                             * above it is used. Written by the dataplane's control thread. */
 	uint64_t replay_top;        /* inbound: highest authenticated sequence number */
 	uint64_t replay_bitmap[SADB_REPLAY_MAX / 64];
 	uint64_t drops[SADB_DROP_MAX];
@@ -219,6 +226,10 @@ struct sadb_dp_stats {
 	uint64_t started;           /* CLOCK_REALTIME seconds */
 	uint32_t n_workers;         /* records in use (<= SADB_MAX_WORKERS) */
 	uint32_t pad;
+	/* The dataplane's hold on SA slots (sadb_dp_attach and friends; written by libsadb only). */
+	uint64_t hold_pid;          /* the process that holds engine objects of SAs, 0 = none */
+	uint64_t hold_start;        /* its start time (clock ticks after boot, /proc/PID/stat) */
+	uint64_t released_gen;      /* every SA deleted at a generation <= this is gone from it */
 	struct sadb_worker_stats w[SADB_MAX_WORKERS];
 };
 
@@ -349,6 +360,25 @@ struct sadb_worker_stats *sadb_worker_stats(const struct sadb *db, unsigned work
 /* Sum of the records of every worker (relaxed loads: each counter is exact, the set is not one
  * instant). Returns the dataplane's n_workers, or -EINVAL for NULL arguments. */
 int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total);
+
+/* ---- The dataplane's hold on SA slots ----
+ * A freed SA slot is not reused while a dataplane may still hold an engine object of the SA that
+ * was in it: such an object would reserve sequence numbers from, and write a replay window into,
+ * the runtime area of the next SA in the slot (under its own old key: a repeated nonce). The
+ * dataplane attaches before it reads any SA, and after it has applied the changes up to generation
+ * g and no worker can reach the objects of SAs deleted by then (an RCU grace period later), it
+ * releases g. A writer reuses a slot freed at generation f only when f <= the released generation,
+ * or when no live dataplane is attached (nobody holds objects then; a dataplane that attaches later
+ * reads the SADB only after attaching, and the attach and the writer's check are ordered by
+ * sequentially consistent fences, so it sees the slot's new contents). A dataplane that dies is
+ * detected by its pid and start time, so a crash never pins slots.
+ * Attach fails with -EBUSY when another live process holds the SADB (message names its pid): two
+ * dataplanes on one SADB would both write the runtime areas. */
+int sadb_dp_attach(struct sadb *db);
+void sadb_dp_release(struct sadb *db, uint64_t gen);
+void sadb_dp_detach(struct sadb *db);
+/* Freed SA slots a writer may not reuse yet (diagnostics, tests). */
+uint32_t sadb_sa_quarantined(const struct sadb *db);
 
 /* ---- Helpers shared by every part. ---- */
 /* Parse "192.0.2.1", "2001:db8::1" (no prefix). 0 or -EINVAL. */

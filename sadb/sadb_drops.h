@@ -37,7 +37,9 @@
 	X(FRAG_DUP,       "duplicate fragment") \
 	X(FRAG_TIMEOUT,   "reassembly timeout") \
 	X(FRAG_LIMIT,     "reassembly limit reached") \
-	X(FRAG_TOO_BIG,   "reassembled datagram too big")
+	X(FRAG_TOO_BIG,   "reassembled datagram too big") \
+	X(STALE_SA,       "SA object of a replaced SA instance") \
+	X(SEQ_LEASE,      "sequence numbers not yet recorded on disk")
 
 enum sadb_drop {
 #define SADB_DROP_ENUM(name, text) SADB_DROP_##name,

@@ -50,7 +50,7 @@
 #define SADB_LOCK_TIMEOUT_S 10             /* a writer waits at most this long for the lock */
 /* Bumped whenever the private layout changes (slot header, index format, checksum) without the
  * public records changing; checked at open like SADB_LAYOUT_VERSION. */
-#define SADB_INTERNAL_REV 4
+#define SADB_INTERNAL_REV 5
 
 enum { SADB_TXN_IDLE = 0, SADB_TXN_ACTIVE = 1 };
 
@@ -114,6 +114,8 @@ struct sadb_copy_hdr {
 struct sadb_sa_meta {
 	uint64_t lgen;     /* txn that logged this slot */
 	uint64_t h[2];     /* SPI hash keys with entries pointing here (0 = none) */
+	uint64_t freed_gen; /* generation at which the slot last became free: it is not reused before
+	                     * the dataplane has released that generation (sadb_dp_release) */
 	uint32_t used;     /* committed state */
 	uint32_t pad;
 };

@@ -4,9 +4,19 @@
 # intact, and both workers of both gateways received and sent packets on both interfaces (so both
 # queues carried traffic and the outbound SA was used by two workers at once without a repeated
 # sequence number - checked in the capture).
+#
+# Which queue of the next gateway a frame reaches is the environment's choice, so the test makes it
+# explicit: ESP carries no ports, and without XPS the bridge picks its transmit queue towards a
+# gateway by a flow hash of the outer addresses alone, which puts all of one SA's ESP on one queue.
+# With XPS on the bridge ports (TX queue N <- CPU N), the queue follows the CPU that forwarded the
+# frame, which is the CPU of the sending gateway's worker (workers are pinned, worker N on CPU N;
+# AF_XDP copy-mode transmit runs in the worker's own system call), and veth delivers TX queue N to RX
+# queue N in native XDP mode. So gateway worker N's ESP reaches the peer's worker N. The plaintext
+# flows from the hosts still spread by their own flow hashes (18 flows: both queues in practice).
 . "$top_srcdir/tests/netns/lib.sh"
-xt_require ip ethtool socat ping ss tcpdump tshark
+xt_require ip ethtool socat ping ss tcpdump tshark nproc
 . "$top_srcdir/tests/netns/test_dp_common.sh"
+[ "$(nproc)" -ge 2 ] || xt_skip "needs 2 CPUs for two pinned workers"
 
 dp_topo 2
 dp_tunnel gcm 4 1 0x5001 0x5002
@@ -17,6 +27,14 @@ done
 dp_start gw1 --workers 2
 dp_start gw2 --workers 2
 dp_status gw1 | grep -q '"workers":2' || xt_fail "gw1 does not run 2 workers"
+for gw in gw1 gw2; do
+	grep -q "native XDP attach failed" "$XT_DIR/xipsecd-$gw.log" &&
+		xt_skip "XDP not in native mode on $gw (generic mode puts everything on queue 0)"
+done
+for port in s1 s2; do
+	timeout 10 ip netns exec "$(xt_ns sw)" sh -c "echo 1 > /sys/class/net/$port/queues/tx-0/xps_cpus &&
+		echo 2 > /sys/class/net/$port/queues/tx-1/xps_cpus" || xt_fail "cannot set XPS on $port"
+done
 
 dp_capture_start mq sw s1
 dp_ping h1 10.2.0.2
