@@ -291,6 +291,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 
+	/* The SADB first: a SADB that is not ours (wrong owner, mode or type) stops the daemon before
+	 * it looks at, let alone attaches to, any interface. */
+	err = open_sadb(ctx.cfg.sadb_path, &ctx.db, msg, sizeof(msg));
+	if (err) {
+		dp_log(LOG_ERR, "SADB %s: %s", ctx.cfg.sadb_path ? ctx.cfg.sadb_path :
+		       sadb_default_path(), msg);
+		return 1;
+	}
 	for (unsigned p = 0; p < DP_NPORTS; p++) {
 		const char *name = p == DP_IN ? ctx.cfg.inside : ctx.cfg.outside;
 
@@ -298,6 +306,7 @@ int main(int argc, char **argv)
 		if (err) {
 			dp_log(LOG_ERR, "interface %s: %s", name,
 			       err == -EPROTONOSUPPORT ? "not an Ethernet interface" : strerror(-err));
+			sadb_close(ctx.db);
 			return 1;
 		}
 	}
@@ -307,15 +316,10 @@ int main(int argc, char **argv)
 	if (ctx.n_workers > q_in || ctx.n_workers > q_out || ctx.n_workers > DP_MAX_WORKERS) {
 		dp_log(LOG_ERR, "%u workers need %u queues; %s has %u, %s has %u", ctx.n_workers,
 		       ctx.n_workers, ctx.cfg.inside, q_in, ctx.cfg.outside, q_out);
+		sadb_close(ctx.db);
 		return 1;
 	}
 
-	err = open_sadb(ctx.cfg.sadb_path, &ctx.db, msg, sizeof(msg));
-	if (err) {
-		dp_log(LOG_ERR, "SADB %s: %s", ctx.cfg.sadb_path ? ctx.cfg.sadb_path :
-		       sadb_default_path(), msg);
-		return 1;
-	}
 	/* Before any SA is read: from here on no writer reuses the slot of an SA this process may
 	 * still hold (sadb.h, "the dataplane's hold on SA slots"). */
 	err = sadb_dp_attach(ctx.db);

@@ -167,7 +167,9 @@ static int init_mutex(pthread_mutex_t *m)
 #define OPEN_ERR(...) do { if (errmsg && errlen) snprintf(errmsg, errlen, __VA_ARGS__); } while (0)
 
 /* Build the whole segment in a private temporary file and link it into place, so nobody ever opens
- * a half-initialised segment and two creators racing end up sharing one. */
+ * a half-initialised segment and two creators racing end up sharing one. Returns the fd of the
+ * segment now at path (O_RDWR), or -EEXIST when something else took the name first: that is not
+ * ours, so the caller opens it through the same checks as any existing file. */
 static int create_segment(const char *path, const struct sadb_params *p, char *errmsg, size_t errlen)
 {
 	uint32_t max_sa = p && p->max_sa ? p->max_sa : SADB_DEFAULT_MAX_SA;
@@ -190,8 +192,14 @@ static int create_segment(const char *path, const struct sadb_params *p, char *e
 	compute_layout(max_sa, max_pol, &l);
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%llx", path, (int)getpid(), (unsigned long long)(seed & 0xffffff));
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	/* O_EXCL: a name somebody else made (a file, a symbolic link) is never reused; try another. */
+	for (int k = 0; k < 16; k++) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%llx", path, (int)getpid(),
+			 (unsigned long long)((seed >> (k * 4)) & 0xffffff) ^ (unsigned)k);
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
 	if (fd < 0) {
 		r = -errno;
 		OPEN_ERR("cannot create %s: %s", tmp, strerror(errno));
@@ -250,14 +258,15 @@ static int create_segment(const char *path, const struct sadb_params *p, char *e
 		OPEN_ERR("cannot initialise the robust writer lock: %s", strerror(-r));
 		goto fail;
 	}
-	if (link(tmp, path) < 0 && errno != EEXIST) {
+	/* link() never replaces an existing name and never follows a symbolic link at path. */
+	if (link(tmp, path) < 0) {
 		r = -errno;
-		OPEN_ERR("cannot create %s: %s", path, strerror(errno));
+		if (r != -EEXIST)
+			OPEN_ERR("cannot create %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	unlink(tmp);
-	close(fd);
-	return 0;
+	return fd;
 fail:
 	unlink(tmp);
 	close(fd);
@@ -313,6 +322,15 @@ static int check_header(const struct sadb_hdr *h, uint64_t fsize, const char *pa
 	if (fsize != h->size) {
 		OPEN_ERR("%s: SADB truncated or padded (%llu bytes, header says %llu)", path,
 			 (unsigned long long)fsize, (unsigned long long)h->size);
+		return -EPROTO;
+	}
+	/* Counts that never exceed the capacities in a SADB libsadb wrote (readers bound their loops
+	 * by the capacities as well: these can change after open). */
+	if (h->sa_hwm > h->max_sa || h->pol_hwm > h->max_policy || h->n_sa > h->max_sa ||
+	    h->n_policy > h->max_policy || h->txn.nlog > h->log_cap) {
+		OPEN_ERR("%s: SADB corrupt (slots in use %u/%u SAs, %u/%u policies, counts %u SAs, %u policies, "
+			 "txn log %u/%u)", path, (unsigned)h->sa_hwm, h->max_sa, (unsigned)h->pol_hwm, h->max_policy,
+			 (unsigned)h->n_sa, (unsigned)h->n_policy, (unsigned)h->txn.nlog, h->log_cap);
 		return -EPROTO;
 	}
 	return 0;
@@ -383,22 +401,23 @@ int sadb_open(const char *path, int flags, const struct sadb_params *params, str
 		OPEN_ERR("SADB path too long");
 		return -ENAMETOOLONG;
 	}
-	for (int tries = 0; tries < 2; tries++) {
-		fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-		if (fd >= 0 || errno != ENOENT || !(flags & SADB_CREATE) || tries)
+	/* Only a file we made is trusted (sadb_file.c). A creator that loses the race to link its new
+	 * segment opens whatever won through the same checks, never assuming it is a SADB of ours. */
+	for (int tries = 0; tries < 4; tries++) {
+		fd = sadb__open_file(path, rw, errmsg, errlen);
+		if (fd != -ENOENT || !(flags & SADB_CREATE))
 			break;
-		r = create_segment(path, params, errmsg, errlen);
-		if (r)
-			return r;
+		fd = create_segment(path, params, errmsg, errlen);
+		if (fd != -EEXIST)
+			break;
 	}
 	if (fd < 0) {
-		r = -errno;
-		if (r == -ENOENT)
+		if (fd == -ENOENT)
 			OPEN_ERR("%s: no SADB here (is xipsecd or xipsec-iked running? SADB path from --sadb or $%s)",
 				 path, SADB_ENV_PATH);
-		else
-			OPEN_ERR("cannot open %s: %s", path, strerror(errno));
-		return r;
+		else if (fd == -EEXIST)
+			OPEN_ERR("%s: cannot create the SADB: its name keeps appearing and disappearing", path);
+		return fd;
 	}
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
@@ -476,13 +495,6 @@ void sadb_close(struct sadb *db)
 	free(db->bld_tail);
 	selmap_drop(db);
 	free(db);
-}
-
-int sadb_unlink(const char *path)
-{
-	if (!path)
-		path = sadb_default_path();
-	return unlink(path) < 0 ? -errno : 0;
 }
 
 int sadb_info(const struct sadb *db, struct sadb_info *info)
@@ -732,6 +744,8 @@ int sadb_sa_next(const struct sadb *db, uint32_t *cursor, struct sadb_sa *out, u
 		return bad_arg(db, "sadb_sa_next: NULL argument");
 	t = sa_tbl(db);
 	hwm = atomic_load_explicit(&db->h->sa_hwm, memory_order_acquire);
+	if (hwm > t.cap)
+		hwm = t.cap; /* never trust the segment with a slot index */
 	for (uint32_t i = *cursor; i < hwm; i++) {
 		int r = read_slot(db, &t, i, out);
 		if (r == -ENOENT)
@@ -782,6 +796,8 @@ int sadb_policy_next(const struct sadb *db, uint32_t *cursor, struct sadb_policy
 		return bad_arg(db, "sadb_policy_next: NULL argument");
 	t = pol_tbl(db);
 	hwm = atomic_load_explicit(&db->h->pol_hwm, memory_order_acquire);
+	if (hwm > t.cap)
+		hwm = t.cap; /* never trust the segment with a slot index */
 	for (uint32_t i = *cursor; i < hwm; i++) {
 		int r = read_slot(db, &t, i, out);
 		if (r == -ENOENT)

@@ -271,14 +271,32 @@ struct sadb;
 /* Path to use: $XIPSEC_SADB if set and non-empty, else SADB_DEFAULT_PATH. Never NULL. */
 const char *sadb_default_path(void);
 
+/* The state directory: state that must outlive /dev/shm (a reboot), e.g. sequence-number
+ * high-water marks. */
+#define SADB_STATE_DIR_DEFAULT "/var/lib/xipsec"
+#define SADB_ENV_STATE_DIR     "XIPSEC_STATE_DIR"
+/* $XIPSEC_STATE_DIR if set and non-empty, else SADB_STATE_DIR_DEFAULT. Never NULL. */
+const char *sadb_state_dir(void);
+/* Open the state directory (path NULL = sadb_state_dir()); with create, make it (mode 0700; the parent
+ * must exist) when missing. Returns an O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC fd, or -errno with a message
+ * in errmsg naming the path, what was found (type, owner, mode) and what is expected: a directory
+ * owned by the effective uid with mode 0700. */
+int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errlen);
+
 /* Open (and with SADB_CREATE, create) the segment at path (NULL = sadb_default_path()).
- * Fails with -EPROTO (wrong magic or layout version; message says which), -ENOENT, -EACCES,
- * -EINVAL (bad params). On failure *out is NULL and, if errmsg is not NULL, a message of at most
- * errlen bytes explains the failure. */
+ * Only a regular file owned by the effective uid with mode 0600 is opened, never through a symbolic
+ * link: anything else fails with -EPERM (owner or mode), -ELOOP (a symbolic link) or -EINVAL (a
+ * directory, FIFO, ...), and the message names the path, what was found and what is expected.
+ * A new segment is built in a temporary file and linked into place; a name that appears meanwhile
+ * is opened through the same checks. Also fails with -EPROTO (wrong magic or layout version, a
+ * header or state that does not fit the file; message says which), -ENOENT, -EACCES, -EINVAL (bad
+ * params). On failure *out is NULL and, if errmsg is not NULL, a message of at most errlen bytes
+ * explains the failure. */
 int sadb_open(const char *path, int flags, const struct sadb_params *params,
 	      struct sadb **out, char *errmsg, size_t errlen);
 void sadb_close(struct sadb *db);
-/* Remove the segment file (ipsecctl/tests). */
+/* Remove the segment's name (ipsecctl/tests): a symbolic link is removed, not its target; a
+ * directory is refused (-EISDIR). */
 int sadb_unlink(const char *path);
 
 /* Message describing the last failure on this handle (per thread); "" when none. */

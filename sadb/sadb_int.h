@@ -215,6 +215,13 @@ static inline uint64_t sadb__mix64(uint64_t x)
 	return x;
 }
 
+/* sadb_file.c: open path without following a symbolic link or blocking on a FIFO, and accept only
+ * a regular file owned by the effective uid with mode 0600: the fd, or -ENOENT (no message), or
+ * -errno with a message naming what was found and what is expected. */
+int sadb__open_file(const char *path, bool rw, char *errmsg, size_t errlen);
+/* The same judgement on an open fd (dir: a directory with mode 0700 instead). */
+int sadb__check_fd(int fd, const char *path, bool dir, char *errmsg, size_t errlen);
+
 /* sadb_spd.c */
 size_t sadb__idx_size(uint32_t max_policy);
 /* Build the index into buf: from the whole policy table (old NULL), or from the published index old

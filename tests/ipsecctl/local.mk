@@ -20,7 +20,7 @@ IPSECCTL_FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 IPSECCTL_FUZZ_OBJS = tests/ipsecctl/fz/fuzz_conf.o tests/ipsecctl/fz/ipsecctl_alg.o \
 	tests/ipsecctl/fz/ipsecctl_util.o tests/ipsecctl/fz/ipsecctl_json.o \
 	tests/ipsecctl/fz/ipsecctl_conf.o tests/ipsecctl/fz/sadb.o tests/ipsecctl/fz/sadb_spd.o \
-	tests/ipsecctl/fz/sadb_util.o
+	tests/ipsecctl/fz/sadb_util.o tests/ipsecctl/fz/sadb_file.o
 IPSECCTL_FUZZ_HDRS = $(srcdir)/tools/ipsecctl.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h \
 	$(srcdir)/sadb/sadb_int.h config.h
 tests/ipsecctl/fz/fuzz_conf.o: $(srcdir)/tests/ipsecctl/fuzz_conf.c $(IPSECCTL_FUZZ_HDRS)
@@ -47,6 +47,9 @@ tests/ipsecctl/fz/sadb_spd.o: $(srcdir)/sadb/sadb_spd.c $(IPSECCTL_FUZZ_HDRS)
 tests/ipsecctl/fz/sadb_util.o: $(srcdir)/sadb/sadb_util.c $(IPSECCTL_FUZZ_HDRS)
 	@$(MKDIR_P) tests/ipsecctl/fz
 	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_util.c -o $@
+tests/ipsecctl/fz/sadb_file.o: $(srcdir)/sadb/sadb_file.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_file.c -o $@
 tests/ipsecctl/fuzz_conf: $(IPSECCTL_FUZZ_OBJS)
 	$(AM_V_CCLD)$(CLANG) -fsanitize=fuzzer,address,undefined $(IPSECCTL_FUZZ_OBJS) -lpthread -o $@
 FUZZ_TESTS += tests/ipsecctl/fuzz-conf.sh
