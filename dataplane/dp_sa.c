@@ -25,10 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 #include <urcu-qsbr.h>
 
 #include "dataplane/dp.h"
 #include "dataplane/dp_sa.h"
+#include "dataplane/dp_seqmark.h"
 
 struct dp_satab {
 	uint32_t max_sa;
@@ -36,6 +38,8 @@ struct dp_satab {
 	uint32_t in_mask, out_mask;
 	struct dp_sa **in_hash;      /* (spi, proto, dst) -> inbound SA */
 	struct dp_sa **out_hash;     /* reqid -> best outbound SA */
+	struct dp_sa **persist;      /* outbound SAs whose numbers are leased from disk */
+	uint32_t n_persist;
 };
 
 struct dp_sa_state {
@@ -44,7 +48,30 @@ struct dp_sa_state {
 	pthread_spinlock_t *in_lock; /* per slot */
 	uint32_t max_sa;
 	unsigned warned_unsupported;
+	int state_fd;                /* the state directory (dp_seqmark.c), -1 = not opened yet */
+	uint64_t state_retry_ns;     /* when to try opening it again after a failure */
 };
+
+/* Lease the next sequence numbers of a persisted outbound SA (dp_seqmark.c). */
+static void seq_lease(struct dp_ctx *ctx, struct dp_sa_state *st, struct dp_sa *s)
+{
+	char msg[256], a[64];
+	int err;
+
+	if (st->state_fd < 0 && dp_now_ns() >= st->state_retry_ns) {
+		st->state_fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
+		if (st->state_fd < 0) {
+			dp_log(LOG_ERR, "state directory: %s", msg);
+			st->state_retry_ns = dp_now_ns() + 1000000000ull;
+		}
+	}
+	err = dp_seqmark_lease(st->state_fd, &s->sa, s->rt, msg, sizeof(msg));
+	if (err && !s->lease_failed)
+		dp_log(LOG_ERR, "SA spi 0x%08x dst %s (manual key, %s): its sequence numbers (nonces) "
+		       "cannot be recorded on disk, so it sends nothing: %s", s->sa.spi,
+		       sadb_addr_str(&s->sa.dst, a, sizeof(a)), sadb_enc_name(s->sa.enc_alg), msg);
+	s->lease_failed = err != 0;
+}
 
 static uint32_t mix(uint32_t h)
 {
@@ -95,6 +122,8 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	}
 	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
 	o.seq_block = ctx->n_workers > 1 ? 1 : 0;
+	if (dp_seqmark_needed(rec))
+		seq_lease(ctx, st, s); /* before any object can reserve a number */
 	if (rec->dir == SADB_DIR_OUT) {
 		o.id_parts = (uint16_t)ctx->n_workers;
 		for (unsigned i = 0; i < ctx->n_workers && !err; i++) {
@@ -154,9 +183,15 @@ static int build_hashes(struct dp_satab *t)
 	if (!t->in_hash || !t->out_hash)
 		return -ENOMEM;
 	t->in_mask = t->out_mask = sz - 1;
+	t->persist = calloc(n ? n : 1, sizeof(*t->persist));
+	if (!t->persist)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < t->max_sa; i++) {
 		struct dp_sa *s = t->slot[i];
 		uint32_t h;
+
+		if (s && !s->unusable && dp_seqmark_needed(&s->sa))
+			t->persist[t->n_persist++] = s;
 
 		if (!s || (s->sa.state != SADB_STATE_MATURE && s->sa.state != SADB_STATE_DYING))
 			continue;
@@ -183,6 +218,7 @@ static void tab_free(struct dp_satab *t)
 	free(t->slot);
 	free(t->in_hash);
 	free(t->out_hash);
+	free(t->persist);
 	free(t);
 }
 
@@ -243,6 +279,7 @@ int dp_sa_init(struct dp_ctx *ctx)
 	for (uint32_t i = 0; i < info.max_sa; i++)
 		pthread_spin_init(&st->in_lock[i], PTHREAD_PROCESS_PRIVATE);
 	st->need_full = true;
+	st->state_fd = -1;
 	ctx->sa_state = st;
 	return dp_sa_sync(ctx);
 }
@@ -366,10 +403,27 @@ void dp_sa_fini(struct dp_ctx *ctx)
 		tab_free(t);
 	}
 	if (st) {
+		if (st->state_fd >= 0)
+			close(st->state_fd);
 		free((void *)st->in_lock);
 		free(st);
 	}
 	ctx->sa_state = NULL;
+}
+
+void dp_sa_tick(struct dp_ctx *ctx)
+{
+	struct dp_satab *t = ctx->satab;
+
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->n_persist; i++) {
+		struct dp_sa *s = t->persist[i];
+		uint64_t max = (s->sa.flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
+
+		if (dp_seqmark_due(s->rt, max))
+			seq_lease(ctx, ctx->sa_state, s);
+	}
 }
 
 unsigned dp_sa_count(struct dp_ctx *ctx)

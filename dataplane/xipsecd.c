@@ -254,6 +254,7 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 
 			if (err)
 				dp_log(LOG_WARNING, "SADB sync failed: %s", strerror(-err));
+			dp_sa_tick(ctx);
 			last_sync = now;
 		}
 	}

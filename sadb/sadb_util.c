@@ -535,8 +535,8 @@ int sadb_sa_validate(const struct sadb_sa *sa, char *msg, size_t len)
 		FAIL("src: family differs from dst's");
 	if (sa->src.family == 0 && sa->state != SADB_STATE_LARVAL)
 		FAIL("src: missing");
-	if (sa->flags & ~(uint32_t)0x7f)
-		FAIL("flags: unknown bits 0x%x", sa->flags & ~(uint32_t)0x7f);
+	if (sa->flags & ~(uint32_t)0xff)
+		FAIL("flags: unknown bits 0x%x", sa->flags & ~(uint32_t)0xff);
 	if (sa->state == SADB_STATE_LARVAL && sa->enc_alg == SADB_ENC_NONE && sa->auth_alg == SADB_AUTH_NONE)
 		goto skip_alg; /* a reserved SPI has no keys yet */
 	r = sa_alg_validate(sa, msg, len);

@@ -185,6 +185,50 @@ static int read_all(const char *path, char **out, size_t *len)
 	return 0;
 }
 
+/* Counter-mode ciphers take their nonce from the sequence number. */
+static bool counter_mode(const struct sadb_sa *sa)
+{
+	return sa->enc_alg == SADB_ENC_AES_GCM16 || sa->enc_alg == SADB_ENC_AES_GMAC ||
+	       sa->enc_alg == SADB_ENC_AES_CTR || sa->enc_alg == SADB_ENC_CHACHA20_POLY1305 ||
+	       sa->auth_alg == SADB_AUTH_AES_128_GMAC || sa->auth_alg == SADB_AUTH_AES_256_GMAC;
+}
+
+/* A manual key outlives the SADB: flushed and loaded again, or after a reboot, an outbound SA with
+ * a counter-mode cipher would start at sequence 1 and send its nonces again. xipsecd leases such
+ * SAs' numbers from a mark in the state directory (SADB_SAF_SEQ_PERSIST); without a usable state
+ * directory they are refused here, before anything changes. */
+static int seq_persist(struct ctl_conf *c)
+{
+	char msg[300];
+	bool checked = false;
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct ctl_item *it = &c->items[i];
+
+		if (it->kind != CTL_IT_SA || it->sa.dir != SADB_DIR_OUT || it->sa.ike_id ||
+		    !counter_mode(&it->sa))
+			continue;
+		it->sa.flags |= SADB_SAF_SEQ_PERSIST;
+		if (checked)
+			continue;
+		int fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
+		if (fd < 0) {
+			ctl_conf_error(c, it->pos, "SA spi 0x%08x uses %s with a manual key: its sequence "
+				       "numbers are its nonces, and without a record of them outside /dev/shm "
+				       "a reload or a reboot would send the same nonces again under the same "
+				       "key. %s. Make the state directory usable (or point $%s at one), or "
+				       "key this SA with IKE", it->sa.spi,
+				       it->sa.enc_alg ? sadb_enc_name(it->sa.enc_alg) :
+				       sadb_auth_name(it->sa.auth_alg), msg, SADB_ENV_STATE_DIR);
+			fprintf(stderr, "ipsecctl: nothing was changed\n");
+			return CTL_EXIT_ERR;
+		}
+		close(fd);
+		checked = true;
+	}
+	return CTL_EXIT_OK;
+}
+
 /* Apply the parsed and validated items in one transaction. */
 static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, bool update)
 {
@@ -192,6 +236,8 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 	unsigned nsa = 0, npol = 0;
 	int rc;
 
+	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
+		return rc;
 	if ((rc = sadb_txn_begin(db))) {
 		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));
 		return CTL_EXIT_ERR;

@@ -94,6 +94,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "esp-drive: SA %s not found out in A and in in B\n", argv[3]);
 		return 1;
 	}
+	/* This tool plays the dataplane on a throwaway SADB: a manual counter-mode SA's numbers would be
+	 * leased from a mark on disk by xipsecd (SADB_SAF_SEQ_PERSIST); here the whole space is. */
+	if (sa_out.flags & SADB_SAF_SEQ_PERSIST)
+		sadb_runtime(a, slot_out)->seq_lease = UINT32_MAX;
 	if ((rc = esp_sa_create(&sa_out, sadb_runtime(a, slot_out), NULL, &eo)) ||
 	    (rc = esp_sa_create(&sa_in, sadb_runtime(b, slot_in), NULL, &ei))) {
 		fprintf(stderr, "esp-drive: esp_sa_create: %d\n", rc);

@@ -3,7 +3,7 @@
 # AES-GCM tunnel (IPv4) and a bypassed IPv6 path spread over both queues; every flow's data arrives
 # intact, and both workers of both gateways received and sent packets on both interfaces (so both
 # queues carried traffic and the outbound SA was used by two workers at once without a repeated
-# sequence number - checked in the capture).
+# sequence number, nor an outer IPv4 ID twice - checked in the capture).
 #
 # Which queue of the next gateway a frame reaches is the environment's choice, so the test makes it
 # explicit: ESP carries no ports, and without XPS the bridge picks its transmit queue towards a
@@ -63,5 +63,12 @@ for gw in gw1 gw2; do
 done
 dup=$(timeout 120 tshark -r "$XT_DIR/mq.pcap" -Y esp -T fields -e esp.spi -e esp.sequence | sort | uniq -d | head -3)
 [ -z "$dup" ] || xt_fail "sequence numbers sent twice: $dup"
+# Each worker's object of the outbound SA takes outer IPv4 IDs from its own part of the space
+# (RFC 6864 §4.1): no ID twice between one pair of gateways (fewer packets than either part holds).
+n=$(timeout 120 tshark -r "$XT_DIR/mq.pcap" -Y 'esp && ip' -T fields -e ip.src -e ip.dst -e ip.id | wc -l)
+dup=$(timeout 120 tshark -r "$XT_DIR/mq.pcap" -Y 'esp && ip' -T fields -e ip.src -e ip.dst -e ip.id |
+	sort | uniq -d | head -3)
+[ -z "$dup" ] || xt_fail "outer IPv4 IDs sent twice (of $n ESP packets): $dup"
+xt_log "$n ESP packets, every outer IPv4 ID once per direction"
 dp_finish
 exit 0
