@@ -346,9 +346,10 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 	struct sadb *db = NULL;
 	int rc;
 
+	c->replace = update;
 	if (o->dry_run) {
 		db = open_for_check(o);
-		rc = ctl_conf_validate(c, update ? NULL : db);
+		rc = ctl_conf_validate(c, db);
 		if (db)
 			sadb_close(db);
 		if (rc)
@@ -362,7 +363,7 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 	}
 	if ((rc = open_rw(o, &db)))
 		return rc;
-	if (ctl_conf_validate(c, update ? NULL : db)) {
+	if (ctl_conf_validate(c, db)) {
 		fprintf(stderr, "ipsecctl: nothing was changed\n");
 		sadb_close(db);
 		return CTL_EXIT_ERR;

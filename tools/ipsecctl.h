@@ -87,7 +87,7 @@ enum ctl_item_kind { CTL_IT_SA = 1, CTL_IT_POLICY, CTL_IT_FLUSH };
 struct ctl_item {
 	enum ctl_item_kind kind;
 	struct ctl_pos pos;         /* statement start */
-	struct ctl_pos spi_pos, reqid_pos, key_pos, dst_pos;
+	struct ctl_pos spi_pos, reqid_pos, key_pos, authkey_pos, dst_pos;
 	unsigned flush;             /* CTL_FLUSH_* */
 	struct sadb_sa sa;
 	struct sadb_policy pol;
@@ -100,6 +100,7 @@ struct ctl_conf {
 	struct ctl_item *items;
 	size_t n, cap;
 	unsigned nerr;              /* errors reported */
+	bool replace;               /* the SAs replace the SADB's of the same identity (sa update) */
 	FILE *err;                  /* where errors go (stderr; tests may redirect) */
 };
 
@@ -111,8 +112,8 @@ void ctl_conf_free(struct ctl_conf *c);
 int ctl_conf_parse(struct ctl_conf *c, const char *text, size_t len);
 /* Parse one statement given as command-line words (first word the statement keyword, e.g. "sa"). */
 int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv);
-/* Semantic checks over the whole set (duplicates, reqids) against an optional open SADB, then
- * libsadb's own validation. Prints every error; 0 or -EINVAL. */
+/* Semantic checks over the whole set (duplicates, reqids, keys shared between SAs) against an
+ * optional open SADB, then libsadb's own validation. Prints every error; 0 or -EINVAL. */
 int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db);
 /* Normalised text: parses back to the same items. */
 void ctl_conf_print(const struct ctl_conf *c, FILE *out);

@@ -28,6 +28,7 @@ enum tok_type { T_WORD, T_EOL, T_EOF, T_BAD };
 struct tok {
 	enum tok_type t;
 	bool quoted;
+	bool macro;         /* text from a macro: pos is that of '$name', not of the text */
 	char *s;
 	struct ctl_pos pos;
 };
@@ -72,6 +73,7 @@ static int toks_push(struct toks *ts, enum tok_type t, const char *s, size_t len
 	}
 	ts->v[ts->n].t = t;
 	ts->v[ts->n].quoted = quoted;
+	ts->v[ts->n].macro = false;
 	ts->v[ts->n].pos = pos;
 	ts->v[ts->n].s = NULL;
 	if (s) {
@@ -463,6 +465,7 @@ struct saopt {
 	const struct ctl_enc_alg *enc;
 	const struct ctl_auth_alg *auth;
 	struct ctl_pos enc_pos, auth_pos, key_pos, akey_pos, reqid_pos;
+	struct ctl_pos key_in_pos, akey_in_pos; /* the IN half of "OUT:IN" (pairs) */
 	char *key, *akey;           /* text as written ("0x..", "0x..:0x.."), owned */
 	char *key_file, *akey_file;
 	unsigned key_part, akey_part;
@@ -525,11 +528,12 @@ static char *read_key_file(struct ps *p, struct ctl_pos pos, const char *path)
 	return out;
 }
 
-static int parse_key(struct ps *p, char **key, char **file, unsigned *part, struct ctl_pos *pos)
+static int parse_key(struct ps *p, char **key, char **file, unsigned *part, struct ctl_pos *pos,
+		     struct ctl_pos *in_pos)
 {
-	const char *s;
+	const char *s, *half2;
 
-	*pos = here(p);
+	*pos = *in_pos = here(p);
 	if (*key)
 		return PERR(p, *pos, "key given twice");
 	if (acc(p, "file")) {
@@ -564,6 +568,9 @@ static int parse_key(struct ps *p, char **key, char **file, unsigned *part, stru
 	}
 	if (!(s = next(p, "a hex key (0x...) or 'file PATH'")))
 		return -1;
+	/* Messages about the IN key of a pair point at it when it is written out in the line. */
+	if (pos->line && !p->t[p->i - 1].quoted && !p->t[p->i - 1].macro && (half2 = strchr(s, ':')))
+		in_pos->col += (unsigned)(half2 - s) + 1;
 	*key = strdup(s);
 	return *key ? 0 : -1;
 }
@@ -668,9 +675,11 @@ static int sa_option(struct ps *p, struct saopt *o, bool allow_selector)
 		return 1;
 	}
 	if (acc(p, "key") || acc(p, "enckey"))
-		return parse_key(p, &o->key, &o->key_file, &o->key_part, &o->key_pos) ? -1 : 1;
+		return parse_key(p, &o->key, &o->key_file, &o->key_part, &o->key_pos,
+				 &o->key_in_pos) ? -1 : 1;
 	if (acc(p, "authkey"))
-		return parse_key(p, &o->akey, &o->akey_file, &o->akey_part, &o->akey_pos) ? -1 : 1;
+		return parse_key(p, &o->akey, &o->akey_file, &o->akey_part, &o->akey_pos,
+				 &o->akey_in_pos) ? -1 : 1;
 	if (acc(p, "reqid")) {
 		o->reqid_pos = here(p);
 		o->reqid_set = true;
@@ -861,10 +870,10 @@ static int split_pair(struct ps *p, const char *text, struct ctl_pos pos, bool p
 	}
 	if (!colon || strchr(colon + 1, ':'))
 		return PERR(p, pos, "an SA pair takes two keys: '%s OUT:IN' (one per direction)", kw);
+	/* Whether the two directions share a key is a question about bytes, not text ("0xAB" is
+	 * "ab"): ctl_conf_validate answers it, for every SA of the file and the SADB. */
 	*a = strndup(text, (size_t)(colon - text));
 	*b = strdup(colon + 1);
-	if (*a && *b && !strcasecmp(*a, *b))
-		return PERR(p, pos, "the two directions must not share a key");
 	return 0;
 }
 
@@ -1055,6 +1064,7 @@ static int parse_sa(struct ps *p)
 	it->dst_pos = dst_pos;
 	it->reqid_pos = o.reqid_set ? o.reqid_pos : p->t[0].pos;
 	it->key_pos = o.key_pos;
+	it->authkey_pos = o.akey_pos;
 	it->key_file = o.key_file;
 	it->authkey_file = o.akey_file;
 	it->key_part = o.key_part;
@@ -1356,7 +1366,8 @@ static int parse_pair(struct ps *p)
 		it->spi_pos = spi_pos;
 		it->dst_pos = d == 0 ? peer_pos : local_pos;
 		it->reqid_pos = o.reqid_set ? o.reqid_pos : spi_pos;
-		it->key_pos = o.key_pos;
+		it->key_pos = d == 0 ? o.key_pos : o.key_in_pos;
+		it->authkey_pos = d == 0 ? o.akey_pos : o.akey_in_pos;
 		if (o.key_file) {
 			it->key_file = strdup(o.key_file);
 			it->key_part = (unsigned)d + 1;
@@ -1509,6 +1520,7 @@ static int macro_expand(struct ctl_conf *c, struct tok *t, size_t n, struct macr
 			wipe_free(t[i].s);
 			t[i].s = strdup(tab[m].value);
 			t[i].quoted = false;
+			t[i].macro = true;
 		}
 		if (!found) {
 			ctl_conf_error(c, t[i].pos, "undefined macro '%.60s' (define it first: "
@@ -1815,17 +1827,241 @@ static void vstate_free(struct vstate *v)
 	free(v->rq);
 }
 
+/* Key reuse. No two SAs may share a key: the rule is about the bytes the SAs would use, whatever
+ * the text looked like ("0xAB" and "ab" are one key), and it holds across the two directions of a
+ * pair, every SA of the file and the SAs already in the SADB.
+ *  - GCM, GMAC (ESP and AH), CTR and ChaCha20-Poly1305 build their nonce from the salt and the
+ *    sequence number: two SAs with the same key and salt send the same nonces from packet 1 on,
+ *    which gives away the GHASH/Poly1305 key and XORs of plaintexts. A different salt alone keeps
+ *    the nonces apart, but nothing derives keys that way (IKE draws key and salt together), so
+ *    the cipher key is compared without the salt and a different salt does not make it another key.
+ *  - CBC and HMAC are not broken at once by a shared key, but an ICV tells SAs apart only by
+ *    the SPI, and SPIs are unique only per destination: two SAs with one integrity key and one SPI
+ *    (the directions of "spi 0x1000:0x1000", or one SPI towards two peers) accept each other's
+ *    packets, our own reflected back among them, and each replay window knows only its own SA's.
+ *    Nothing legitimate shares a key, so it is refused whatever the SPIs.
+ * So every encryption key and every integrity key is compared with every other one of the same
+ * length, whatever the transforms (an AH GMAC key and salt used as an ESP CTR key and nonce give
+ * the same counter blocks), another SA's or the SA's own (keys are independent, as IKE derives
+ * them: an SA's encryption key is not its integrity key). The entries point into the items (no
+ * copy of the key bytes); sorting keeps it O(n log n), and the SADB is streamed against the
+ * sorted file keys, so a large SADB costs no memory. */
+enum { KEY_ENC, KEY_AUTH };
+enum { KREF_NONE, KREF_FILE, KREF_SADB };
+
+struct key_ent {
+	const uint8_t *k, *salt;
+	uint8_t len, slen, what;    /* what: KEY_ENC or KEY_AUTH */
+	uint32_t item;
+};
+
+/* The first SA that had a key, as the message about a later one names it. */
+struct key_ref {
+	uint8_t from, what;         /* KREF_*, KEY_* */
+	uint8_t slen;
+	uint8_t salt[SADB_SALT_MAX];
+	uint32_t item;              /* KREF_FILE */
+	uint32_t spi;               /* KREF_SADB: the SADB's SA */
+	uint8_t proto;
+	struct sadb_addr dst;
+};
+
+/* An SA's key of one kind and the salt that goes with it (ESP: the cipher's; AH: GMAC's). */
+static bool key_of(const struct sadb_sa *sa, uint8_t what, struct key_ent *e, uint32_t item)
+{
+	e->what = what;
+	e->item = item;
+	e->salt = sa->salt;
+	if (what == KEY_ENC) {
+		e->k = sa->enc_key;
+		e->len = sa->proto == SADB_PROTO_ESP ? sa->enc_key_len : 0;
+		e->slen = sa->proto == SADB_PROTO_ESP ? sa->salt_len : 0;
+	} else {
+		e->k = sa->auth_key;
+		e->len = sa->auth_alg ? sa->auth_key_len : 0;
+		e->slen = sa->proto == SADB_PROTO_AH ? sa->salt_len : 0;
+	}
+	if (e->len > (what == KEY_ENC ? SADB_ENC_KEY_MAX : SADB_AUTH_KEY_MAX))
+		e->len = 0; /* not a key this check can compare (libsadb refuses it anyway) */
+	if (e->slen > SADB_SALT_MAX)
+		e->slen = 0;
+	return e->len > 0;
+}
+
+static int key_ent_cmp_bytes(const struct key_ent *a, const struct key_ent *b)
+{
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	return memcmp(a->k, b->k, a->len);
+}
+
+/* Equal keys in file order: the SA written first is the one the others are compared with. */
+static int key_ent_cmp(const void *x, const void *y)
+{
+	const struct key_ent *a = x, *b = y;
+	int r = key_ent_cmp_bytes(a, b);
+
+	if (r)
+		return r;
+	if (a->item != b->item)
+		return a->item < b->item ? -1 : 1;
+	return a->what < b->what ? -1 : a->what > b->what;
+}
+
+/* Whether the SADB's SA is one that this configuration replaces (sa update: same identity). */
+static bool key_replaced(const struct ctl_conf *c, const struct sadb_sa *sa)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct sadb_sa *f = &c->items[i].sa;
+
+		if (c->items[i].kind == CTL_IT_SA && f->spi == sa->spi && f->proto == sa->proto &&
+		    f->dst.family == sa->dst.family && !memcmp(f->dst.a.b, sa->dst.a.b,
+							       sa->dst.family == AF_INET ? 4 : 16))
+			return true;
+	}
+	return false;
+}
+
+/* refs[2 * item + what]: the earlier SA with the same key, KREF_NONE if there is none. db may be
+ * NULL (no SADB, or one that the configuration flushes first). */
+static int key_refs_build(const struct ctl_conf *c, const struct sadb *db, struct key_ref **out)
+{
+	struct key_ent *e = calloc(2 * c->n + 1, sizeof(*e));
+	struct key_ref *refs = calloc(2 * c->n + 1, sizeof(*refs)), *dbref = NULL;
+	size_t n = 0;
+
+	*out = refs;
+	if (!e || !refs) {
+		free(e);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->items[i].kind != CTL_IT_SA)
+			continue;
+		for (uint8_t w = KEY_ENC; w <= KEY_AUTH; w++)
+			if (key_of(&c->items[i].sa, w, &e[n], (uint32_t)i))
+				n++;
+	}
+	qsort(e, n, sizeof(*e), key_ent_cmp);
+	if (db && n) {
+		uint32_t cur = 0;
+		struct sadb_sa sa;
+
+		if (!(dbref = calloc(n, sizeof(*dbref)))) {
+			free(e);
+			return -ENOMEM;
+		}
+		while (sadb_sa_next(db, &cur, &sa, NULL) == 0) {
+			if (c->replace && key_replaced(c, &sa))
+				continue;
+			for (uint8_t w = KEY_ENC; w <= KEY_AUTH; w++) {
+				struct key_ent probe;
+				size_t lo = 0, hi = n;
+
+				if (!key_of(&sa, w, &probe, 0))
+					continue;
+				while (lo < hi) {
+					size_t mid = lo + (hi - lo) / 2;
+
+					if (key_ent_cmp_bytes(&e[mid], &probe) < 0)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				if (lo == n || key_ent_cmp_bytes(&e[lo], &probe) || dbref[lo].from)
+					continue;
+				dbref[lo] = (struct key_ref){ .from = KREF_SADB, .what = w,
+							      .slen = probe.slen, .spi = sa.spi,
+							      .proto = sa.proto, .dst = sa.dst };
+				memcpy(dbref[lo].salt, probe.salt, probe.slen);
+			}
+		}
+		explicit_bzero(&sa, sizeof(sa));
+	}
+	for (size_t g = 0, i; g < n; g = i) {
+		struct key_ref first;
+
+		if (dbref && dbref[g].from) {
+			first = dbref[g];
+			i = g;
+		} else {
+			first = (struct key_ref){ .from = KREF_FILE, .what = e[g].what,
+						  .slen = e[g].slen, .item = e[g].item };
+			memcpy(first.salt, e[g].salt, e[g].slen);
+			i = g + 1;
+		}
+		for (; i < n && !key_ent_cmp_bytes(&e[g], &e[i]); i++)
+			refs[2 * e[i].item + e[i].what] = first;
+		explicit_bzero(&first, sizeof(first));
+	}
+	if (dbref)
+		explicit_bzero(dbref, n * sizeof(*dbref));
+	free(dbref);
+	free(e);
+	return 0;
+}
+
+/* "key of SA spi 0x00001001 is the key (and salt) of SA spi 0x00001000 (f:1:58): ..." */
+static void key_report(struct ctl_conf *c, size_t i, uint8_t what, const struct key_ref *r)
+{
+	const struct ctl_item *it = &c->items[i];
+	const char *name = what == KEY_ENC ? "key" : "authkey";
+	const char *rname = r->what == KEY_ENC ? "key" : "authkey";
+	struct ctl_pos pos = what == KEY_ENC ? it->key_pos : it->authkey_pos, rpos;
+	struct key_ent mine;
+	char where[INET6_ADDRSTRLEN + 96], buf[INET6_ADDRSTRLEN];
+	bool salted, same_salt;
+
+	key_of(&it->sa, what, &mine, (uint32_t)i);
+	salted = mine.slen && r->slen;
+	same_salt = salted && mine.slen == r->slen && !memcmp(mine.salt, r->salt, r->slen);
+	if (r->from == KREF_FILE && r->item == i) {
+		ctl_conf_error(c, pos, "%s of SA spi 0x%08x is its own %s: encryption and integrity "
+			       "need keys of their own", name, it->sa.spi, rname);
+		return;
+	}
+	if (r->from == KREF_SADB) {
+		snprintf(where, sizeof(where), "%s to %s, already in the SADB",
+			 ctl_proto_name(r->proto), ctl_addr_str(&r->dst, buf, sizeof(buf)));
+	} else {
+		rpos = r->what == KEY_ENC ? c->items[r->item].key_pos :
+			c->items[r->item].authkey_pos;
+		if (rpos.line)
+			snprintf(where, sizeof(where), "(%s:%u:%u)", c->src, rpos.line, rpos.col);
+		else
+			snprintf(where, sizeof(where), "(argument %u)", rpos.col);
+	}
+	ctl_conf_error(c, pos, "%s of SA spi 0x%08x is the %s%s of SA spi 0x%08x %s: two SAs must "
+		       "never share a key%s", name, it->sa.spi, rname, same_salt ? " (and salt)" : "",
+		       r->from == KREF_SADB ? r->spi : c->items[r->item].sa.spi, where,
+		       same_salt ? ": with a counter-mode cipher both would send the same nonces" :
+		       salted ? ", not even with different salts" : "");
+}
+
 int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 {
 	unsigned flush = 0;
 	char msg[256], buf[INET6_ADDRSTRLEN];
 	struct vstate v;
+	struct key_ref *refs = NULL;
+	const struct sadb *keydb = db;
+	int rc;
 
 	for (size_t i = 0; i < c->n; i++)
 		if (c->items[i].kind == CTL_IT_FLUSH)
 			flush |= c->items[i].flush;
-	if (vstate_build(&v, c, db, flush)) {
+	/* SAs that replace the SADB's (sa update) are no duplicates of them; their keys still must
+	 * not be another SA's. SAs that a flush removes first share nothing with the file. */
+	if (c->replace)
+		db = NULL;
+	if (flush & CTL_FLUSH_SA)
+		keydb = NULL;
+	rc = vstate_build(&v, c, db, flush);
+	if (rc == 0)
+		rc = key_refs_build(c, keydb, &refs);
+	if (rc) {
 		vstate_free(&v);
+		free(refs);
 		ctl_conf_error(c, (struct ctl_pos){ 0, 0 }, "out of memory while validating");
 		return -ENOMEM;
 	}
@@ -1851,6 +2087,9 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 						       ctl_addr_str(&sa->dst, buf, sizeof(buf)));
 				explicit_bzero(&cur, sizeof(cur));
 			}
+			for (uint8_t w = KEY_ENC; w <= KEY_AUTH; w++)
+				if (refs[2 * i + w].from != KREF_NONE)
+					key_report(c, i, w, &refs[2 * i + w]);
 			if (sadb_sa_validate(sa, msg, sizeof(msg)))
 				ctl_conf_error(c, it->pos, "invalid SA spi 0x%08x: %s", sa->spi, msg);
 		} else if (it->kind == CTL_IT_POLICY) {
@@ -1891,6 +2130,8 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 		}
 	}
 	vstate_free(&v);
+	explicit_bzero(refs, (2 * c->n + 1) * sizeof(*refs));
+	free(refs);
 	return c->nerr ? -EINVAL : 0;
 }
 

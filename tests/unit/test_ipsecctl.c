@@ -1,10 +1,11 @@
 /* tests/unit/test_ipsecctl.c: unit tests of ipsecctl's parsers (tools/libipsecctl.a): hex keys,
  * prefixes, numbers and durations, the algorithm table checked against libsadb's own transform
- * table, JSON escaping (RFC 8259 §7), statement parsing into SADB records, a randomised
- * parse -> print -> parse round trip, and random mutations of a valid file (no crash, and an error
- * is reported exactly when parsing fails). */
+ * table, JSON escaping (RFC 8259 §7), statement parsing into SADB records, keys shared between
+ * many SAs, a randomised parse -> print -> parse round trip, and random mutations of a valid file
+ * (no crash, and an error is reported exactly when parsing fails). */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -340,6 +341,45 @@ static void test_parse_pair(void **state)
 	free(errs);
 }
 
+/* Shared keys are found among many SAs (sorted, not pairwise): 20000 SAs with keys that differ
+ * only in their last key byte pass; making one SA's key another's gives exactly one error, naming
+ * both SAs. */
+static void test_shared_key_many(void **state)
+{
+	enum { NSA = 20000 };
+	char *text = malloc((size_t)NSA * 200), *p;
+	struct ctl_conf c;
+	char *errs = NULL;
+
+	(void)state;
+	assert_non_null(text);
+	for (int round = 0; round < 2; round++) {
+		p = text;
+		for (unsigned i = 0; i < NSA; i++) {
+			/* key bytes 13..15 carry i, the salt is the same everywhere */
+			unsigned k = round == 1 && i == NSA - 1 ? 7 : i;
+
+			p += sprintf(p, "sa esp tunnel from 192.0.2.1 to 198.51.100.%u spi %u out "
+				     "enc aes128gcm16 key 0x0102030405060708090a0b0c0d%06x11121314\n",
+				     i % 250 + 1, 0x1000 + i, k);
+		}
+		if (round == 0) {
+			assert_int_equal(parse(&c, text, &errs), 0);
+			assert_string_equal(errs, "");
+		} else {
+			assert_int_equal(parse(&c, text, &errs), -EINVAL);
+			assert_string_equal(errs, "t:20000:82: key of SA spi 0x00005e1f is the key (and "
+					    "salt) of SA spi 0x00001007 (t:8:79): two SAs must never "
+					    "share a key: with a counter-mode cipher both would send "
+					    "the same nonces\n");
+		}
+		ctl_conf_free(&c);
+		free(errs);
+		errs = NULL;
+	}
+	free(text);
+}
+
 /* ---- random round trip ---- */
 
 static unsigned rnd(unsigned *s, unsigned n)
@@ -511,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_json_shape),
 		cmocka_unit_test(test_parse_sa_fields),
 		cmocka_unit_test(test_parse_pair),
+		cmocka_unit_test(test_shared_key_many),
 		cmocka_unit_test(test_roundtrip_random),
 		cmocka_unit_test(test_mutations),
 	};
