@@ -638,6 +638,7 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 {
 	uint64_t hv, fp;
 	uint32_t b[2];
+	unsigned bad_sum = 0;
 
 	if (!db || !dst || !out)
 		return bad_arg(db, "sadb_sa_lookup: NULL argument");
@@ -662,6 +663,13 @@ int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const str
 				/* Copied straight into out: a torn or foreign copy is overwritten by the
 				 * next attempt, and wiped if the lookup fails. */
 				r = snap_read(db, &t, s - 1, g, out);
+				if (r == SNAP_USED && !sa_sum_ok(out) && ++bad_sum > 16) {
+					/* A stable copy with a bad checksum is corruption, not a race
+					 * (as in read_slot): fail now rather than spin. */
+					explicit_bzero(out, sizeof(*out));
+					sadb__set_err(db, "SA record in slot %u fails its checksum", s - 1);
+					return -EIO;
+				}
 				if (r == SNAP_RETRY || (r == SNAP_USED && !sa_sum_ok(out))) {
 					retry = true;
 					break;
@@ -814,6 +822,8 @@ int sadb_policy_next(const struct sadb *db, uint32_t *cursor, struct sadb_policy
 int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt_sel *pkt,
 		       struct sadb_policy *out)
 {
+	unsigned bad = 0;
+
 	if (!db || !pkt || !out)
 		return bad_arg(db, "sadb_policy_lookup: NULL argument");
 	if (dir < SADB_DIR_IN || dir > SADB_DIR_FWD)
@@ -843,8 +853,18 @@ int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt
 		ib = b ? i1 : i0;
 		r = sadb__idx_lookup(db, db->idx[b], dir, pkt, out);
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&db->h->idx_gen[b], memory_order_relaxed) != ib ||
-		    (r == 0 && !pol_sum_ok(out)) || r == -EAGAIN) {
+		if (atomic_load_explicit(&db->h->idx_gen[b], memory_order_relaxed) != ib) {
+			sadb__read_retry();
+			continue;
+		}
+		if ((r == 0 && !pol_sum_ok(out)) || r == -EAGAIN) {
+			/* The buffer did not change under us, yet it is inconsistent: after a few
+			 * tries that is corruption, not a writer racing with us. */
+			if (++bad > 16) {
+				sadb__set_err(db, "SPD index %d is corrupt (generation %llu)", b,
+					      (unsigned long long)ib);
+				return -EIO;
+			}
 			sadb__read_retry();
 			continue;
 		}

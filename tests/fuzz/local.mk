@@ -18,10 +18,11 @@ if HAVE_IPSEC_MB
 FUZZ_ENGINE_OBJS += tests/fuzz/obj/crypto_ipsecmb.o
 endif
 FUZZ_BINS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_esp_in tests/fuzz/fuzz_udp_in tests/fuzz/fuzz_ah_in \
-	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip tests/fuzz/fuzz_burst tests/fuzz/fuzz_ah_plain
+	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip tests/fuzz/fuzz_burst tests/fuzz/fuzz_ah_plain \
+	tests/fuzz/fuzz_sadb_open
 FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuzz/obj/h_udp_in.o \
 	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o tests/fuzz/obj/h_burst.o \
-	tests/fuzz/obj/h_ah_plain.o
+	tests/fuzz/obj/h_ah_plain.o tests/fuzz/obj/h_sadb_open.o
 
 tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -119,6 +120,33 @@ tests/fuzz/obj/h_ah_plain.o: $(srcdir)/tests/fuzz/fuzz_ah_plain.c $(FUZZ_ENGINE_
 tests/fuzz/fuzz_ah_plain: tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_OBJS)
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
 
+# libsadb's readers over a corrupted segment: the library's own sources, built with clang.
+FUZZ_SADB_HDRS = $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_int.h $(srcdir)/sadb/sadb_drops.h
+FUZZ_SADB_OBJS = tests/fuzz/obj/sadb.o tests/fuzz/obj/sadb_file.o tests/fuzz/obj/sadb_spd.o tests/fuzz/obj/sadb_util.o
+
+tests/fuzz/obj/sadb.o: $(srcdir)/sadb/sadb.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb.c -o $@
+
+tests/fuzz/obj/sadb_file.o: $(srcdir)/sadb/sadb_file.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_file.c -o $@
+
+tests/fuzz/obj/sadb_spd.o: $(srcdir)/sadb/sadb_spd.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_spd.c -o $@
+
+tests/fuzz/obj/sadb_util.o: $(srcdir)/sadb/sadb_util.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_util.c -o $@
+
+tests/fuzz/obj/h_sadb_open.o: $(srcdir)/tests/fuzz/fuzz_sadb_open.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_sadb_open.c -o $@
+
+tests/fuzz/fuzz_sadb_open: tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS) -lpthread -o $@
+
 fuzz: $(FUZZ_BINS)
 fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' PYTHON='$(DEBIAN_PYTHON)' \
@@ -129,6 +157,6 @@ fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 FUZZ_TESTS += tests/fuzz/run-fuzz.sh
 # The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
 tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
-CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) tests/fuzz/obj/crypto_ipsecmb.o
-EXTRA_DIST += tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
+CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/crypto_ipsecmb.o
+EXTRA_DIST += tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
 	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh

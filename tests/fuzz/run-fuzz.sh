@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine for a bounded time on a
-# generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
+# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine and of libsadb's readers
+# for a bounded time on a generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
 # prints the executions each target ran. First a self-test: with FZ_BREAK=1 the four differential
 # targets must report a failure on their seeds (a check that cannot fail proves nothing).
 # Env: FUZZ_SECONDS (default 30 per target), FUZZ_CORPUS_DIR (keep the corpora there, e.g. for
@@ -10,7 +10,7 @@ set -u
 PY=${PYTHON:-/usr/bin/python3}
 secs=${FUZZ_SECONDS:-30}
 bin=$top_builddir/tests/fuzz
-targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst}
+targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open}
 
 tmp=$(mktemp -d /tmp/xipsec-fuzz.XXXXXX) || exit 99
 cleanup() { rm -rf "$tmp"; }
@@ -22,6 +22,12 @@ for t in $targets; do
 	[ -x "$bin/$t" ] || { echo "FAIL: $bin/$t is not built (make fuzz)"; exit 1; }
 done
 timeout 300 "$PY" "$top_srcdir/tests/fuzz/gen_seeds.py" "$tmp/seeds" || { echo "FAIL: seed generation"; exit 1; }
+# fuzz_sadb_open builds its valid SADB itself (in $TMPDIR, here the run's temp dir): its seeds are
+# patch lists, e.g. none, and the same with the record checksums recomputed.
+mkdir -p "$tmp/seeds/fuzz_sadb_open"
+printf '\000' >"$tmp/seeds/fuzz_sadb_open/none"
+printf '\001' >"$tmp/seeds/fuzz_sadb_open/sums"
+printf '\001\002\030\000\003\377\377\377\377' >"$tmp/seeds/fuzz_sadb_open/sa-slot"
 
 fail=0
 # Self-test of the differential checks.
@@ -44,7 +50,7 @@ for t in $targets; do
 	mkdir -p "$corpus/$t"
 	log=$tmp/$t.log
 	# -timeout: one input taking 10 s is a hang; the outer timeout guards libFuzzer itself.
-	timeout $((secs + 120)) "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=4096 \
+	TMPDIR=$tmp timeout $((secs + 120)) "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=4096 \
 		-print_final_stats=1 -artifact_prefix="$tmp/crash-$t-" "$corpus/$t" "$tmp/seeds/$t" >"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
