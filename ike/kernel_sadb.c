@@ -52,15 +52,45 @@ struct ks_pol_user {
 	uint32_t ike_id;
 };
 
-#define KS_POL_USERS_MAX 8
+/* Users of one policy: one per CHILD_SA that installed it. IKEv1 keeps a rekeyed CHILD_SA (and its
+ * policies) until its hard lifetime, so with a short rekey time and a long lifetime many coexist: the
+ * array grows; the bound only stops a runaway. */
+#define KS_POL_USERS_MAX 1024
 struct ks_pol {
 	uint8_t dir;
 	struct sadb_selector sel;
 	uint32_t sadb_id;           /* the installed SADB policy */
-	unsigned n_users;
-	struct ks_pol_user users[KS_POL_USERS_MAX];
+	unsigned n_users, cap_users;
+	struct ks_pol_user *users;
 	unsigned installed_user;    /* index of the user whose entry is in the SADB */
 };
+
+static void pol_free(struct ks_pol *p)
+{
+	free(p->users);
+	free(p);
+}
+
+/* Room for one more user; false at the bound or without memory. */
+static bool pol_reserve(struct ks_pol *p)
+{
+	struct ks_pol_user *u;
+	unsigned cap;
+
+	if (p->n_users < p->cap_users)
+		return TRUE;
+	if (p->n_users >= KS_POL_USERS_MAX)
+		return FALSE;
+	cap = p->cap_users ? 2 * p->cap_users : 4;
+	if (cap > KS_POL_USERS_MAX)
+		cap = KS_POL_USERS_MAX;
+	u = realloc(p->users, cap * sizeof(*u));
+	if (!u)
+		return FALSE;
+	p->users = u;
+	p->cap_users = cap;
+	return TRUE;
+}
 
 typedef struct private_kernel_sadb_t private_kernel_sadb_t;
 struct private_kernel_sadb_t {
@@ -970,7 +1000,7 @@ METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel
 	this->mutex->lock(this->mutex);
 	p = find_pol(this, dir, &sel);
 	if (p) {
-		if (p->n_users == KS_POL_USERS_MAX) {
+		if (!pol_reserve(p)) {
 			this->mutex->unlock(this->mutex);
 			DBG1(DBG_KNL, "xipsec: too many users of policy %R === %R", id->src_ts, id->dst_ts);
 			return FAILED;
@@ -980,13 +1010,19 @@ METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel
 		if (rc < 0)
 			p->n_users--;
 	} else {
-		INIT(p, .dir = dir, .sel = sel, .n_users = 1);
+		INIT(p, .dir = dir, .sel = sel);
+		if (!pol_reserve(p)) {
+			this->mutex->unlock(this->mutex);
+			pol_free(p);
+			return FAILED;
+		}
+		p->n_users = 1;
 		p->users[0] = u;
 		rc = sync_policy(this, p, TRUE);
 		if (rc == 0)
 			this->pols->insert_last(this->pols, p);
 		else
-			free(p);
+			pol_free(p);
 	}
 	this->mutex->unlock(this->mutex);
 	if (rc < 0) {
@@ -1070,7 +1106,7 @@ METHOD(kernel_ipsec_t, del_policy, status_t, private_kernel_sadb_t *this, kernel
 	if (p->n_users == 0) {
 		rc = sadb_policy_delete(this->db, p->sadb_id);
 		this->pols->remove(this->pols, p, NULL);
-		free(p);
+		pol_free(p);
 		if (rc == -ENOENT)
 			rc = 0;
 	} else {
@@ -1097,7 +1133,7 @@ METHOD(kernel_ipsec_t, flush_policies, status_t, private_kernel_sadb_t *this)
 	this->mutex->lock(this->mutex);
 	while (this->pols->remove_first(this->pols, (void **)&p) == SUCCESS) {
 		sadb_policy_delete(this->db, p->sadb_id);
-		free(p);
+		pol_free(p);
 	}
 	this->mutex->unlock(this->mutex);
 	return SUCCESS;
