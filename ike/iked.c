@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,6 +95,60 @@ static int take_pidfile(const char *path)
 	return fd;
 fail:
 	fprintf(stderr, "xipsec-iked: cannot write pid file %s: %s\n", path, strerror(errno));
+	close(fd);
+	return -1;
+}
+
+/* The pid of the process holding a lock on the file open at fd, from /proc/locks, or 0. */
+static long lock_holder(int fd)
+{
+	char line[256];
+	struct stat st;
+	long holder = 0;
+	FILE *f;
+
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return 0;
+	while (!holder && fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		unsigned long ino;
+		long pid;
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF"; waiters ("-> FLOCK ...") do not match */
+		if (sscanf(line, "%*d: FLOCK %*s %*s %ld %x:%x:%lu", &pid, &maj, &min, &ino) == 4 &&
+		    ino == (unsigned long)st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev))
+			holder = pid;
+	}
+	fclose(f);
+	return holder;
+}
+
+/* One xipsec-iked per SADB: at start it removes what an earlier daemon left there (kernel_sadb.c),
+ * which would be the SAs and reserved SPIs of a second live daemon. An exclusive lock on the SADB file
+ * itself (whatever run directory each daemon has) tells a live daemon from a dead one; the kernel
+ * drops it when its holder dies, even by SIGKILL. */
+static int lock_sadb(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	long pid;
+
+	if (fd < 0) {
+		fprintf(stderr, "xipsec-iked: cannot open SADB %s to lock it: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	if (errno == EWOULDBLOCK) {
+		pid = lock_holder(fd);
+		if (pid)
+			fprintf(stderr, "xipsec-iked: another xipsec-iked (pid %ld) uses the SADB %s; "
+				"one IKE daemon per SADB\n", pid, path);
+		else
+			fprintf(stderr, "xipsec-iked: another xipsec-iked uses the SADB %s (it holds its lock); "
+				"one IKE daemon per SADB\n", path);
+	} else {
+		fprintf(stderr, "xipsec-iked: cannot lock SADB %s: %s\n", path, strerror(errno));
+	}
 	close(fd);
 	return -1;
 }
@@ -210,7 +265,9 @@ int main(int argc, char *argv[])
 	struct sadb *db = NULL;
 	maxqm_t *maxqm;
 	sigset_t set;
-	int c, group, pidfd, rc;
+	uint64_t seq_soft = 0;
+	const char *knob;
+	int c, group, pidfd, sadbfd, rc;
 	char *end, lvl[16];
 
 	while ((c = getopt_long(argc, argv, "c:r:s:d:nhv", opts, NULL)) != -1) {
@@ -238,6 +295,13 @@ int main(int argc, char *argv[])
 	}
 	if (!sadb_path)
 		sadb_path = sadb_default_path();
+	/* test knob: rekey outbound SAs at this sequence number instead of near the end of the space */
+	knob = getenv("XIPSEC_SEQ_SOFT");
+	if (knob && *knob && kernel_sadb_parse_seq_soft(knob, &seq_soft) < 0) {
+		fprintf(stderr, "xipsec-iked: XIPSEC_SEQ_SOFT wants a sequence number from 1 to %llu, not '%s'\n",
+			(unsigned long long)UINT64_MAX, knob);
+		return 1;
+	}
 	/* The VICI URI and the files handed to swanctl must not depend on the working directory. */
 	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) {
 		fprintf(stderr, "xipsec-iked: cannot create run directory %s: %s\n", run_dir, strerror(errno));
@@ -262,7 +326,12 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "xipsec-iked: cannot open SADB %s: %s\n", sadb_path, err[0] ? err : strerror(-rc));
 		return 1;
 	}
+	if ((sadbfd = lock_sadb(sadb_path)) < 0) {
+		sadb_close(db);
+		return 1;
+	}
 	kernel_sadb_set_db(db);
+	kernel_sadb_set_seq_soft(seq_soft);
 
 	/* Never fall back to /etc/strongswan.conf: that one belongs to the system's charon. Without a
 	 * strongswan.conf of ours, an empty one in the run directory keeps the built-in defaults. */
@@ -337,5 +406,6 @@ int main(int argc, char *argv[])
 	library_deinit();
 	unlink(pidf);
 	close(pidfd);
+	close(sadbfd);
 	return rc;
 }

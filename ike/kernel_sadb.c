@@ -5,12 +5,15 @@
  *
  * No kernel holds our SAs, so nothing would ever tell charon that an SA expired: a periodic job here
  * compares each SA's age and the dataplane's byte/packet counters (sadb_runtime) with its soft and hard
- * limits and raises charon->kernel->expire() itself. Policies are reference counted here because charon
+ * limits and raises charon->kernel->expire() itself. The same job asks for a new outbound SA before its
+ * sequence space runs out (RFC 4303 section 3.3.3): the ESP engine stops at the wrap, which would
+ * otherwise only drop packets until the hard lifetime. Policies are reference counted here because charon
  * installs the same policy once per CHILD_SA (rekeying makes two exist at once, make-before-break) while
  * the SADB holds one entry per direction and selector. */
 #include "ike/swan.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +38,7 @@ struct ks_sa {
 	uint32_t slot;
 	uint64_t instance;
 	struct sadb_lifetime soft, hard;
+	uint64_t seq_soft;          /* outbound: soft expiry once seq_reserved reaches it; 0 = none */
 	timeval_t added;            /* monotonic */
 	bool soft_raised, hard_raised;
 };
@@ -48,15 +52,45 @@ struct ks_pol_user {
 	uint32_t ike_id;
 };
 
-#define KS_POL_USERS_MAX 8
+/* Users of one policy: one per CHILD_SA that installed it. IKEv1 keeps a rekeyed CHILD_SA (and its
+ * policies) until its hard lifetime, so with a short rekey time and a long lifetime many coexist: the
+ * array grows; the bound only stops a runaway. */
+#define KS_POL_USERS_MAX 1024
 struct ks_pol {
 	uint8_t dir;
 	struct sadb_selector sel;
 	uint32_t sadb_id;           /* the installed SADB policy */
-	unsigned n_users;
-	struct ks_pol_user users[KS_POL_USERS_MAX];
+	unsigned n_users, cap_users;
+	struct ks_pol_user *users;
 	unsigned installed_user;    /* index of the user whose entry is in the SADB */
 };
+
+static void pol_free(struct ks_pol *p)
+{
+	free(p->users);
+	free(p);
+}
+
+/* Room for one more user; false at the bound or without memory. */
+static bool pol_reserve(struct ks_pol *p)
+{
+	struct ks_pol_user *u;
+	unsigned cap;
+
+	if (p->n_users < p->cap_users)
+		return TRUE;
+	if (p->n_users >= KS_POL_USERS_MAX)
+		return FALSE;
+	cap = p->cap_users ? 2 * p->cap_users : 4;
+	if (cap > KS_POL_USERS_MAX)
+		cap = KS_POL_USERS_MAX;
+	u = realloc(p->users, cap * sizeof(*u));
+	if (!u)
+		return FALSE;
+	p->users = u;
+	p->cap_users = cap;
+	return TRUE;
+}
 
 typedef struct private_kernel_sadb_t private_kernel_sadb_t;
 struct private_kernel_sadb_t {
@@ -72,12 +106,42 @@ struct private_kernel_sadb_t {
 };
 
 static struct sadb *ks_pending_db;
+static uint64_t ks_seq_soft_override;
 static struct kernel_sadb_stats ks_stats;
 static mutex_t *ks_stats_mutex;
 
 void kernel_sadb_set_db(struct sadb *db)
 {
 	ks_pending_db = db;
+}
+
+void kernel_sadb_set_seq_soft(uint64_t seq)
+{
+	ks_seq_soft_override = seq;
+}
+
+uint64_t kernel_sadb_seq_soft_limit(bool esn, uint64_t override)
+{
+	if (override)
+		return override;
+	/* 2^24 numbers before the end of a 32-bit space, and the same proportion (2^56) of a 64-bit one:
+	 * far more than a rekey needs at any packet rate the dataplane reaches */
+	return esn ? UINT64_MAX - ((UINT64_C(1) << 56) - 1) : UINT32_MAX - ((UINT32_C(1) << 24) - 1);
+}
+
+int kernel_sadb_parse_seq_soft(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 void kernel_sadb_get_stats(struct kernel_sadb_stats *out)
@@ -570,6 +634,8 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		.instance = chk.instance,
 		.soft = sa.soft,
 		.hard = sa.hard,
+		.seq_soft = data->inbound ? 0 :
+			kernel_sadb_seq_soft_limit(sa.flags & SADB_SAF_ESN, ks_seq_soft_override),
 	);
 	time_monotonic(&t->added);
 	this->sas->insert_last(this->sas, t);
@@ -934,7 +1000,7 @@ METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel
 	this->mutex->lock(this->mutex);
 	p = find_pol(this, dir, &sel);
 	if (p) {
-		if (p->n_users == KS_POL_USERS_MAX) {
+		if (!pol_reserve(p)) {
 			this->mutex->unlock(this->mutex);
 			DBG1(DBG_KNL, "xipsec: too many users of policy %R === %R", id->src_ts, id->dst_ts);
 			return FAILED;
@@ -944,13 +1010,19 @@ METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel
 		if (rc < 0)
 			p->n_users--;
 	} else {
-		INIT(p, .dir = dir, .sel = sel, .n_users = 1);
+		INIT(p, .dir = dir, .sel = sel);
+		if (!pol_reserve(p)) {
+			this->mutex->unlock(this->mutex);
+			pol_free(p);
+			return FAILED;
+		}
+		p->n_users = 1;
 		p->users[0] = u;
 		rc = sync_policy(this, p, TRUE);
 		if (rc == 0)
 			this->pols->insert_last(this->pols, p);
 		else
-			free(p);
+			pol_free(p);
 	}
 	this->mutex->unlock(this->mutex);
 	if (rc < 0) {
@@ -1034,7 +1106,7 @@ METHOD(kernel_ipsec_t, del_policy, status_t, private_kernel_sadb_t *this, kernel
 	if (p->n_users == 0) {
 		rc = sadb_policy_delete(this->db, p->sadb_id);
 		this->pols->remove(this->pols, p, NULL);
-		free(p);
+		pol_free(p);
 		if (rc == -ENOENT)
 			rc = 0;
 	} else {
@@ -1061,7 +1133,7 @@ METHOD(kernel_ipsec_t, flush_policies, status_t, private_kernel_sadb_t *this)
 	this->mutex->lock(this->mutex);
 	while (this->pols->remove_first(this->pols, (void **)&p) == SUCCESS) {
 		sadb_policy_delete(this->db, p->sadb_id);
-		free(p);
+		pol_free(p);
 	}
 	this->mutex->unlock(this->mutex);
 	return SUCCESS;
@@ -1090,6 +1162,7 @@ struct ks_expire {
 	uint32_t spi;
 	struct sadb_addr dst;
 	bool hard;
+	uint64_t seq, seq_soft;     /* set when the sequence space raised it */
 };
 
 static bool limit_hit(const struct sadb_lifetime *l, uint64_t age, uint64_t bytes, uint64_t packets)
@@ -1124,18 +1197,24 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 	e = this->sas->create_enumerator(this->sas);
 	while (n < countof(ev) && e->enumerate(e, &t)) {
 		const struct sadb_runtime *rt = sa_runtime(this, t);
-		uint64_t bytes = 0, packets = 0, age_ms;
-		bool hard, soft;
+		uint64_t bytes = 0, packets = 0, seq = 0, age_ms;
+		bool hard, soft, seq_hit;
 
 		if (rt) {
 			bytes = __atomic_load_n(&rt->bytes, __ATOMIC_RELAXED);
 			packets = __atomic_load_n(&rt->packets, __ATOMIC_RELAXED);
+			/* what the dataplane reserved, not what it sent: a number reserved is spent even if
+			 * the packet was dropped or the dataplane restarted (it resumes above the mark) */
+			if (t->seq_soft)
+				seq = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
 		}
 		age_ms = (uint64_t)(now.tv_sec - t->added.tv_sec) * 1000 +
 			 (now.tv_usec - t->added.tv_usec) / 1000;
 		/* the limit is reached when the full second has passed, not when it started */
 		hard = !t->hard_raised && limit_hit(&t->hard, age_ms / 1000, bytes, packets);
-		soft = !t->soft_raised && !t->hard_raised && limit_hit(&t->soft, age_ms / 1000, bytes, packets);
+		seq_hit = t->seq_soft && seq >= t->seq_soft;
+		soft = !t->soft_raised && !t->hard_raised &&
+		       (limit_hit(&t->soft, age_ms / 1000, bytes, packets) || seq_hit);
 		if (!hard && !soft)
 			continue;
 		if (hard)
@@ -1145,7 +1224,8 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 			/* runtime is the dataplane's area; only the expired bits are ours to set */
 			__atomic_fetch_or((uint32_t *)&rt->expired, hard ? 3u : 1u, __ATOMIC_RELEASE);
 		}
-		ev[n++] = (struct ks_expire){ .proto = t->proto, .spi = t->spi, .dst = t->dst, .hard = hard };
+		ev[n++] = (struct ks_expire){ .proto = t->proto, .spi = t->spi, .dst = t->dst, .hard = hard,
+					      .seq = !hard && seq_hit ? seq : 0, .seq_soft = t->seq_soft };
 	}
 	e->destroy(e);
 	this->mutex->unlock(this->mutex);
@@ -1157,11 +1237,19 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 		dst = host_create_from_chunk(ev[i].dst.family, a, 0);
 		if (!dst)
 			continue;
-		DBG1(DBG_KNL, "xipsec: %s lifetime of SA %.8x reached", ev[i].hard ? "hard" : "soft", ev[i].spi);
+		if (ev[i].seq)
+			DBG1(DBG_KNL, "xipsec: CHILD_SA spi 0x%.8x reached sequence %llu of the soft "
+			     "limit %llu: rekeying", ev[i].spi, (unsigned long long)ev[i].seq,
+			     (unsigned long long)ev[i].seq_soft);
+		else
+			DBG1(DBG_KNL, "xipsec: %s lifetime of SA %.8x reached", ev[i].hard ? "hard" : "soft",
+			     ev[i].spi);
 		if (ev[i].hard)
 			KS_STAT_INC(hard_expired);
 		else
 			KS_STAT_INC(soft_expired);
+		if (ev[i].seq)
+			KS_STAT_INC(seq_soft_expired);
 		charon->kernel->expire(charon->kernel, ev[i].proto == SADB_PROTO_AH ? IPPROTO_AH : IPPROTO_ESP,
 				       htonl(ev[i].spi), dst, ev[i].hard);
 		dst->destroy(dst);
@@ -1194,18 +1282,24 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 }
 
 /* SAs and policies a previous xipsec-iked on this SADB negotiated and could not remove (it was killed):
- * no charon knows them any more, so nobody would rekey, expire or delete them. One IKE daemon owns the
- * IKE part of an SADB (design.md); manual entries (ike_id 0) are never touched. */
-static void remove_orphans(struct sadb *db)
+ * no charon knows them any more, so nobody would rekey, expire or delete them. SPIs it reserved for
+ * exchanges that never completed (LARVAL SAs) would stay reserved forever the same way. One IKE daemon
+ * owns the IKE part of an SADB (iked.c locks the SADB file); manual entries (ike_id 0) are never
+ * touched. */
+void kernel_sadb_remove_orphans(struct sadb *db, unsigned *n_sa, unsigned *n_pol, unsigned *n_larval)
 {
 	struct sadb_policy p;
 	struct sadb_sa sa;
 	uint32_t cur = 0, slot;
-	unsigned nsa = 0, npol = 0;
+	unsigned nsa = 0, npol = 0, nlarval = 0;
 
 	while (sadb_sa_next(db, &cur, &sa, &slot) == 0) {
-		if (sa.ike_id && sadb_sa_delete(db, sa.spi, sa.proto, &sa.dst) == 0)
+		if (sa.state == SADB_STATE_LARVAL) {
+			if (sadb_sa_delete(db, sa.spi, sa.proto, &sa.dst) == 0)
+				nlarval++;
+		} else if (sa.ike_id && sadb_sa_delete(db, sa.spi, sa.proto, &sa.dst) == 0) {
 			nsa++;
+		}
 	}
 	memwipe(&sa, sizeof(sa));
 	cur = 0;
@@ -1216,6 +1310,15 @@ static void remove_orphans(struct sadb *db)
 	if (nsa || npol)
 		DBG1(DBG_KNL, "xipsec: removed %u SAs and %u policies left in the SADB by an earlier IKE daemon",
 		     nsa, npol);
+	if (nlarval)
+		DBG1(DBG_KNL, "xipsec: released %u SPIs reserved (larval SAs) by an earlier IKE daemon",
+		     nlarval);
+	if (n_sa)
+		*n_sa = nsa;
+	if (n_pol)
+		*n_pol = npol;
+	if (n_larval)
+		*n_larval = nlarval;
 }
 
 kernel_ipsec_t *kernel_sadb_create(void)
@@ -1264,9 +1367,12 @@ kernel_ipsec_t *kernel_sadb_create(void)
 	}
 	if (this->spi_min < 256)
 		this->spi_min = 256;
-	remove_orphans(this->db);
+	kernel_sadb_remove_orphans(this->db, NULL, NULL, NULL);
 	schedule_expiry(this);
 	DBG1(DBG_KNL, "xipsec: kernel-ipsec backend writes the SADB (SPIs %.8x-%.8x)", this->spi_min,
 	     this->spi_max);
+	if (ks_seq_soft_override)
+		DBG1(DBG_KNL, "xipsec: XIPSEC_SEQ_SOFT: outbound SAs are rekeyed at sequence number %llu",
+		     (unsigned long long)ks_seq_soft_override);
 	return &this->public;
 }

@@ -12,6 +12,21 @@
  * takes ownership of db (closes it on destroy). */
 void kernel_sadb_set_db(struct sadb *db);
 
+/* Soft expiry on sequence space: an outbound SA is rekeyed once the dataplane reserved sequence
+ * number kernel_sadb_seq_soft_limit(esn, seq) or above (RFC 4303 section 3.3.3; the ESP engine's hard
+ * stop is the wrap). seq 0 keeps the defaults; set before charon->initialize(). */
+void kernel_sadb_set_seq_soft(uint64_t seq);
+/* The threshold for an SA: override if not 0, else 2^32 - 2^24 (2^64 - 2^56 with ESN). */
+uint64_t kernel_sadb_seq_soft_limit(bool esn, uint64_t override);
+/* Parse a threshold (decimal, at least 1; the XIPSEC_SEQ_SOFT test knob). 0 or -EINVAL. */
+int kernel_sadb_parse_seq_soft(const char *s, uint64_t *out);
+
+/* Delete what an earlier xipsec-iked on db left behind: SAs and policies it negotiated (non-zero IKE
+ * id) and the SPIs it reserved (LARVAL SAs: only xipsec-iked makes them, for charon's get_spi) and
+ * never completed. Manual entries stay. Counts go to the pointers (each may be NULL). The caller
+ * must be the only xipsec-iked on db (iked.c holds a lock on the SADB file for that). */
+void kernel_sadb_remove_orphans(struct sadb *db, unsigned *n_sa, unsigned *n_pol, unsigned *n_larval);
+
 /* kernel_ipsec_constructor_t for PLUGIN_CALLBACK(kernel_ipsec_register, ...). */
 kernel_ipsec_t *kernel_sadb_create(void);
 
@@ -26,6 +41,7 @@ struct kernel_sadb_stats {
 	uint64_t sa_added, sa_deleted, sa_updated, spi_allocated;
 	uint64_t pol_added, pol_deleted;
 	uint64_t soft_expired, hard_expired;
+	uint64_t seq_soft_expired;  /* soft expiries raised by the sequence space (among soft_expired) */
 };
 void kernel_sadb_get_stats(struct kernel_sadb_stats *out);
 

@@ -197,6 +197,7 @@ static void write_status_locked(private_maxqm_t *this)
 	fprintf(f, "sadb_sa_deleted %llu\n", (unsigned long long)ks.sa_deleted);
 	fprintf(f, "sadb_soft_expired %llu\n", (unsigned long long)ks.soft_expired);
 	fprintf(f, "sadb_hard_expired %llu\n", (unsigned long long)ks.hard_expired);
+	fprintf(f, "sadb_seq_soft_expired %llu\n", (unsigned long long)ks.seq_soft_expired);
 	e = this->entries->create_enumerator(this->entries);
 	while (e->enumerate(e, &q))
 		fprintf(f, "ike %u %s v%d %s qm %u limit %u%s\n", q->ike_id, q->conn, q->version,

@@ -2,7 +2,8 @@
 # own SADB); helpers in ike/netns-ike.sh.
 IKE_NETNS_TESTS = tests/netns/test_ike_psk.sh tests/netns/test_ike_auth.sh tests/netns/test_ike_maxqm.sh \
 	tests/netns/test_ike_lifetime.sh tests/netns/test_ike_interop.sh tests/netns/test_ike_traffic.sh \
-	tests/netns/test_ike_interop_traffic.sh tests/netns/test_ike_mobike.sh
+	tests/netns/test_ike_interop_traffic.sh tests/netns/test_ike_mobike.sh \
+	tests/netns/test_ike_seqlimit.sh tests/netns/test_ike_rekey_nonce.sh
 EXTRA_DIST += ike/netns-ike.sh $(IKE_NETNS_TESTS)
 if HAVE_STRONGSWAN
 NETNS_TESTS += $(IKE_NETNS_TESTS)
