@@ -4,6 +4,7 @@
  * explained at the top of sadb_int.h; the SPD index lives in sadb_spd.c. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -1258,38 +1259,86 @@ static void jappend(struct sadb *db, uint32_t op, uint32_t index)
 
 /* ---- the dataplane's hold on SA slots (sadb.h explains the scheme) ---- */
 
-/* Start time of a live process in clock ticks after boot, 0 if there is no such live process (gone,
- * or a zombie: a zombie holds no memory, hence no engine objects). */
+#define PF_EXITING_FLAG 0x4u /* the kernel's PF_EXITING: the task never runs user code again */
+
+/* From a /proc/.../stat line: whether the task can still run user code, and its start time (clock
+ * ticks after boot). A zombie or exiting task cannot: it will not touch the SADB again. */
+static bool stat_live(const char *path, uint64_t *start)
+{
+	char buf[1024], *p;
+	unsigned long long v[22];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* pid (comm) state ppid ...: flags is field 9, starttime 22; comm may hold spaces or ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return false;
+	p += 3;
+	for (int field = 4; field <= 22; field++) {
+		char *end;
+		v[field - 1] = strtoull(p, &end, 10);
+		if (end == p)
+			return false;
+		p = end;
+	}
+	if (v[8] & PF_EXITING_FLAG)
+		return false;
+	*start = v[21] ? v[21] : 1;
+	return true;
+}
+
+/* Start time of a process that may still run user code, 0 if there is none (gone, a zombie, or every
+ * thread exiting: kill -9 of a dataplane with a large mapping takes a while to finish, and none of
+ * its threads executes another instruction of ours meanwhile). */
 static uint64_t proc_start(uint64_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
-	ssize_t n;
-	int fd;
+	char path[96];
+	uint64_t start = 0, t;
+	bool live = false;
+	struct dirent *de;
+	DIR *d;
 
 	if (!pid || pid > INT32_MAX)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* pid (comm) state ppid ... starttime is field 22; comm may hold spaces and parentheses */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0;
-	p += 2;
-	for (int field = 3; field < 22 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
+	if (!stat_live(path, &start))
+		start = 0; /* the leader may be exiting while other threads still run: look at each */
+	snprintf(path, sizeof(path), "/proc/%llu/task", (unsigned long long)pid);
+	d = opendir(path);
+	if (!d)
+		return start;
+	while (!live && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%llu/task/%.20s/stat", (unsigned long long)pid, de->d_name);
+		live = stat_live(path, &t);
 	}
-	if (!p || sscanf(p, "%llu", &start) != 1)
+	closedir(d);
+	if (!live)
 		return 0;
+	if (!start) { /* the process's start time is its leader's, exiting or not */
+		char buf[1024], *p;
+		snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			return 1;
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		for (int field = 2; p && field < 22; field++)
+			p = strchr(p + 1, ' ');
+		start = p ? strtoull(p + 1, NULL, 10) : 1;
+	}
 	return start ? start : 1;
 }
 
@@ -1327,11 +1376,17 @@ int sadb_dp_attach(struct sadb *db)
 		return -EIO;
 	}
 	d = sadb_dp_stats(db);
-	pid = __atomic_load_n(&d->hold_pid, __ATOMIC_ACQUIRE);
-	if (pid && pid != me && proc_start(pid) == __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE)) {
-		sadb__set_err(db, "%s is in use by another dataplane (pid %llu)", db->path,
-			      (unsigned long long)pid);
-		return -EBUSY;
+	/* A predecessor that was just killed may take a moment to go: wait for it, a little. */
+	for (int tries = 0;; tries++) {
+		pid = __atomic_load_n(&d->hold_pid, __ATOMIC_ACQUIRE);
+		if (!pid || pid == me || proc_start(pid) != __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE))
+			break;
+		if (tries == 100) {
+			sadb__set_err(db, "%s is in use by another dataplane (pid %llu)", db->path,
+				      (unsigned long long)pid);
+			return -EBUSY;
+		}
+		usleep(50000);
 	}
 	/* Nothing is released until this process says so; then it becomes the holder. */
 	__atomic_store_n(&d->released_gen, 0, __ATOMIC_SEQ_CST);
