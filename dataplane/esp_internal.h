@@ -286,7 +286,8 @@ void esp_l4_set_csum(uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto);
  * of the next-header byte to rewrite. Returns false if malformed. */
 bool esp_transport_split(const uint8_t *pkt, uint32_t len, uint32_t *hdr_len, uint32_t *nh_off);
 /* Walk the received IP packet to the ESP/AH/UDP header: offset of that header, offset of the byte
- * that names it, protocol. False if malformed. */
+ * that names it, protocol. False if malformed. An IPv6 non-first fragment ends the walk at its
+ * Fragment header: protocol is that header's next header, *frag is set. */
 bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *nh_off, uint8_t *proto,
 		 bool *frag);
 

@@ -102,8 +102,19 @@ bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *n
 		uint32_t hl;
 		if (nh == IPPROTO_FRAGMENT) {
 			hl = 8;
-			if (esp_rd16(pkt + off + 2) & 0xfff9)
+			uint16_t fo = esp_rd16(pkt + off + 2);
+			if (fo & 0xfff9)
 				*frag = true; /* offset or M flag: a fragment */
+			if (fo & 0xfff8) {
+				/* Not the first fragment: what follows is the middle of the original
+				 * payload, not headers. The walk ends here, at the Fragment header's next
+				 * header (RFC 4301 §7.1: a non-initial fragment's selector), whatever
+				 * that payload looks like. */
+				nho = off;
+				nh = pkt[off];
+				off += hl;
+				break;
+			}
 		} else {
 			hl = (pkt[off + 1] + 1u) * 8u;
 		}
@@ -250,6 +261,22 @@ enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_
 	return SADB_DROP_NONE;
 }
 
+/* Whether an IPv6 packet (headers already walked once by esp_find_l4) carries a Fragment header with
+ * a non-zero offset before its upper-layer header. */
+static bool v6_nonfirst(const uint8_t *pkt, uint32_t len)
+{
+	uint32_t off = 40;
+	uint8_t nh = pkt[6];
+
+	while (is_v6_ext(nh) && off + 8 <= len) {
+		if (nh == IPPROTO_FRAGMENT)
+			return (esp_rd16(pkt + off + 2) & 0xfff8) != 0;
+		nh = pkt[off];
+		off += (pkt[off + 1] + 1u) * 8u;
+	}
+	return false;
+}
+
 enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
 {
 	uint32_t l4, nho;
@@ -267,8 +294,8 @@ enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel
 	bool first = true;
 	if (fam == AF_INET)
 		first = (esp_rd16(pkt + 6) & 0x1fff) == 0;
-	else if (frag && nho >= 40 && pkt[nho] == proto)
-		first = (esp_rd16(pkt + nho + 2) & 0xfff8) == 0;
+	else if (frag)
+		first = !v6_nonfirst(pkt, len);
 	if (!first)
 		return SADB_DROP_NONE;
 	switch (proto) {

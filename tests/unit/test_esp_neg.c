@@ -1334,6 +1334,36 @@ static void test_parse(void **state)
 	assert_int_equal(s.proto, IPPROTO_UDP);
 	assert_int_equal(s.dport, 53);
 	assert_int_equal(esp_pkt_sel(p6, 45, &s), SADB_DROP_TRUNCATED);
+
+	/* RFC 4301 §7.1: a non-first IPv6 fragment whose Fragment header names a Destination Options
+	 * header. The fragment's data happens to look like such a header followed by TCP ports 22 ->
+	 * 80: the selector must not read it (proto = the Fragment header's next header, ports 0). */
+	uint8_t f6[120];
+	memcpy(f6, pkt, 40);
+	f6[6] = IPPROTO_FRAGMENT;
+	static const uint8_t fh[8] = { IPPROTO_DSTOPTS, 0, 0x00, 0xa9, 0, 0, 0, 1 }; /* offset 21 */
+	static const uint8_t fake[16] = { IPPROTO_TCP, 0, 1, 4, 0, 0, 0, 0, 0, 22, 0, 80, 0, 0, 0, 0 };
+	memcpy(f6 + 40, fh, 8);
+	memcpy(f6 + 48, fake, 16);
+	f6[4] = 0;
+	f6[5] = 24;
+	assert_int_equal(esp_pkt_sel(f6, 64, &s), SADB_DROP_NONE);
+	assert_int_equal(s.proto, IPPROTO_DSTOPTS);
+	assert_int_equal(s.sport, 0);
+	assert_int_equal(s.dport, 0);
+	/* The first fragment (offset 0, M set) of the same: the headers are read, ports too. */
+	f6[42] = 0; f6[43] = 1;
+	assert_int_equal(esp_pkt_sel(f6, 64, &s), SADB_DROP_NONE);
+	assert_int_equal(s.proto, IPPROTO_TCP);
+	assert_int_equal(s.sport, 22);
+	assert_int_equal(s.dport, 80);
+	/* The same non-first fragment with UDP straight after the Fragment header: proto UDP, no ports. */
+	f6[40] = IPPROTO_UDP;
+	f6[42] = 0x00; f6[43] = 0xa8;
+	assert_int_equal(esp_pkt_sel(f6, 64, &s), SADB_DROP_NONE);
+	assert_int_equal(s.proto, IPPROTO_UDP);
+	assert_int_equal(s.sport, 0);
+	assert_int_equal(s.dport, 0);
 }
 
 /* Sum of the pseudo header and segment: 0 (after folding) when the checksum is right. */
