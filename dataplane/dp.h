@@ -50,6 +50,7 @@ struct dp_config {
 struct dp_wstats {
 	_Atomic uint64_t rx[DP_NPORTS], tx[DP_NPORTS];
 	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
+	_Atomic uint64_t spd_out;    /* from the outside and back out: through the outbound SPD */
 	_Atomic uint64_t frag_packets, frag_made, reasm_packets, reasm_frags;
 	_Atomic uint64_t drops[SADB_DROP_MAX];
 };
@@ -70,6 +71,15 @@ struct dp_iface {
 	uint8_t mac[6];
 	_Atomic uint32_t mtu;
 	unsigned queues;
+};
+
+/* The source addresses of ICMP errors the dataplane sends: the inside interface's (an address of the
+ * protected site, so that an error towards a remote site matches the tunnel's selectors and is
+ * protected like the traffic it is about). Double-buffered: the control thread fills the other one,
+ * then switches dp_ctx.src_cur. */
+struct dp_srcaddr {
+	uint8_t v4[4], v6[16];
+	bool has4, has6;
 };
 
 /* One cached answer of the kernel's FIB + neighbour table for a destination. */
@@ -120,11 +130,13 @@ struct dp_worker {
 	struct dp_held hold[DP_HOLD_MAX];
 	uint32_t n_hold;
 	uint64_t hold_retry_ns;
-	int icmp4_fd, icmp6_fd;      /* ICMP errors are sent through the kernel, which routes them */
-	uint64_t icmp_tokens_ns;     /* rate limit */
+	uint64_t icmp_tokens_ns;     /* rate limit of the ICMP errors it sends */
+	uint16_t icmp_ipid;            /* IPv4 identification of those errors */
 	struct dp_wstats st;
 	struct sadb_worker_stats *sst; /* this worker's record in the SADB stats area (ipsecctl) */
 	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
+	void *regroup;               /* dp_worker.c: outbound burst of packets that came in from the
+	                              * outside (decapsulated or bypassed) and leave through it again */
 	uint64_t reasm_expire_ns;    /* next look for timed-out datagrams */
 };
 
@@ -149,6 +161,8 @@ struct dp_ctx {
 	struct dp_reasm *reasm;      /* shared by the workers, under reasm_lock */
 	pthread_spinlock_t reasm_lock;
 	int local_addrs_fd;          /* the XDP program's local_addrs map, for the workers; -1 = none */
+	struct dp_srcaddr src[2];    /* ICMP error sources (struct dp_srcaddr) */
+	_Atomic unsigned src_cur;
 };
 
 /* ---- dp_util ---- */
@@ -185,7 +199,13 @@ int dp_nl_neigh_get(int fd, uint32_t *seq, uint8_t family, int ifindex, const ui
 /* Have the kernel start resolving addr on ifindex (NTF_USE). */
 int dp_nl_neigh_resolve(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr);
 /* Dump every local address: cb(family, addr, arg). */
-int dp_nl_addrs(int fd, uint32_t *seq, void (*cb)(uint8_t family, const uint8_t *addr, void *arg),
+struct dp_nl_addr_info {
+	int ifindex;
+	uint8_t scope;               /* RT_SCOPE_*: 0 = universe (global) */
+	bool own;                    /* the interface's own address (not a peer or broadcast address) */
+};
+int dp_nl_addrs(int fd, uint32_t *seq,
+		void (*cb)(uint8_t family, const uint8_t *addr, const struct dp_nl_addr_info *info, void *arg),
 		void *arg);
 /* Read pending notifications from a monitor socket; returns a bitmask of DP_NL_CHG_*. */
 #define DP_NL_CHG_ROUTE 1
@@ -217,6 +237,9 @@ static inline uint64_t dp_frame_take(struct dp_worker *w)
 }
 void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
 void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);
+/* dp_worker.c: send a packet the dataplane made (at addr in a frame of this worker) on its way, as
+ * one that came from the outside: through the outbound SPD if it leaves through the outside. */
+void dp_forward_generated(struct dp_worker *w, uint64_t addr, uint32_t len);
 
 /* ---- dp_worker.c ---- */
 void *dp_worker_main(void *arg);

@@ -89,13 +89,13 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 		put(&p, &left, "%s{\"id\":%u,\"queue\":%u,\"cpu\":%d,\"rx_inside\":%llu,"
 		    "\"rx_outside\":%llu,\"tx_inside\":%llu,\"tx_outside\":%llu,\"bypass\":%llu,"
 		    "\"protect\":%llu,\"unprotect\":%llu,\"to_tun\":%llu,\"from_tun\":%llu,"
-		    "\"held\":%llu,\"icmp_sent\":%llu,\"frame_anomalies\":%llu,"
+		    "\"held\":%llu,\"icmp_sent\":%llu,\"spd_out\":%llu,\"frame_anomalies\":%llu,"
 		    "\"frag_packets\":%llu,\"frag_made\":%llu,\"reasm_packets\":%llu,"
 		    "\"reasm_frags\":%llu,\"drops\":{",
 		    i ? "," : "", i, ctx->w[i].queue, ctx->w[i].cpu, L(s->rx[DP_IN]),
 		    L(s->rx[DP_OUT]), L(s->tx[DP_IN]), L(s->tx[DP_OUT]), L(s->bypass),
 		    L(s->protect), L(s->unprotect), L(s->to_tun), L(s->from_tun), L(s->held),
-		    L(s->icmp_sent), (unsigned long long)ctx->w[i].frame_anomalies,
+		    L(s->icmp_sent), L(s->spd_out), (unsigned long long)ctx->w[i].frame_anomalies,
 		    L(s->frag_packets), L(s->frag_made), L(s->reasm_packets), L(s->reasm_frags));
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++) {
 			unsigned long long v = L(s->drops[r]);

@@ -238,7 +238,7 @@ int dp_nl_neigh_resolve(int fd, uint32_t *seq, uint8_t family, int ifindex, cons
 }
 
 struct addr_walk {
-	void (*cb)(uint8_t family, const uint8_t *addr, void *arg);
+	void (*cb)(uint8_t family, const uint8_t *addr, const struct dp_nl_addr_info *info, void *arg);
 	void *arg;
 };
 
@@ -253,12 +253,20 @@ static int addr_cb(struct nlmsghdr *h, void *arg)
 	for (struct rtattr *r = IFA_RTA(ifa); RTA_OK(r, len); r = RTA_NEXT(r, len))
 		if ((r->rta_type == IFA_LOCAL || r->rta_type == IFA_ADDRESS ||
 		     r->rta_type == IFA_BROADCAST) &&
-		    RTA_PAYLOAD(r) == alen(ifa->ifa_family))
-			w->cb(ifa->ifa_family, RTA_DATA(r), w->arg);
+		    RTA_PAYLOAD(r) == alen(ifa->ifa_family)) {
+			struct dp_nl_addr_info info = {
+				.ifindex = (int)ifa->ifa_index, .scope = ifa->ifa_scope,
+				/* the interface's own address: IFA_LOCAL for IPv4, IFA_ADDRESS for IPv6 */
+				.own = ifa->ifa_family == AF_INET ? r->rta_type == IFA_LOCAL :
+				       r->rta_type == IFA_ADDRESS,
+			};
+			w->cb(ifa->ifa_family, RTA_DATA(r), &info, w->arg);
+		}
 	return 0;
 }
 
-int dp_nl_addrs(int fd, uint32_t *seq, void (*cb)(uint8_t family, const uint8_t *addr, void *arg),
+int dp_nl_addrs(int fd, uint32_t *seq,
+		void (*cb)(uint8_t family, const uint8_t *addr, const struct dp_nl_addr_info *info, void *arg),
 		void *arg)
 {
 	struct {

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "dataplane/dp.h"
+#include "dataplane/dp_icmp.h"
 
 #define DP_ICMP_PER_SEC 200
 
@@ -103,63 +104,93 @@ static uint16_t csum16(const void *data, size_t len)
 }
 
 /* Send an ICMP(v6) error about the packet at l3 to its source. type/code per family; `info` is the
- * 32-bit field after the checksum (next-hop MTU, pointer, unused). */
+ * 32-bit field after the checksum (next-hop MTU, pointer, unused).
+ *
+ * The error is built here as a packet in a frame of ours and handed to the forwarding path like any
+ * packet that came from the outside: if its way to the original sender leaves through the outside
+ * interface it takes the outbound SPD lookup, so an error about a packet that came through a tunnel
+ * goes back through the tunnel, protected (path MTU discovery then works from that side too), or is
+ * dropped by policy; it never goes to a protected network in clear. Its source is the inside
+ * interface's address, an address of the protected site, which the tunnel's selectors cover. */
 static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint8_t type,
 		       uint8_t code, uint32_t info)
 {
-	uint8_t msg[1280 - 40];     /* ICMPv6: up to the IPv6 minimum MTU (RFC 4443 2.4 c) */
-	size_t quote;
+	const struct dp_srcaddr *src = &w->ctx->src[atomic_load_explicit(&w->ctx->src_cur,
+									  memory_order_acquire)];
+	uint64_t addr;
+	uint8_t *p;
+	uint32_t quote, tot;
 
-	if (len < 20 || !icmp_allowed(w))
+	if (!dp_icmp_may_answer(l3, len))
+		return;
+	if (w->n_free <= 2 * DP_BATCH || !icmp_allowed(w))
 		return;
 	if ((l3[0] >> 4) == 4) {
-		/* byte access: frames put the IP header at a 2-byte boundary */
-		struct sockaddr_in to = { .sin_family = AF_INET };
-		uint32_t ihl = (l3[0] & 0xfu) * 4;
-
-		memcpy(&to.sin_addr.s_addr, l3 + 12, 4);
-		/* never about an ICMP error or a non-first fragment (RFC 1812 4.3.2.7) */
-		if (l3[9] == IPPROTO_ICMP && len >= ihl + 1) {
-			uint8_t t = l3[ihl];
-
-			if (t != ICMP_ECHO && t != ICMP_ECHOREPLY)
-				return;
-		}
-		if (((l3[6] & 0x1f) << 8 | l3[7]) != 0)
+		if (!src->has4)
 			return;
 		/* RFC 1812 4.3.2.3: no more than 576 bytes in all */
 		quote = len < 576 - 8 - 20 ? len : 576 - 8 - 20;
-		memset(msg, 0, 8);
-		msg[0] = type;
-		msg[1] = code;
+		tot = 20 + 8 + quote;
+		addr = dp_frame_take(w) + XDP_PACKET_HEADROOM + 14;
+		p = (uint8_t *)w->umem_area + addr;
+		memset(p, 0, 28);
+		p[0] = 0x45;
+		p[1] = 0xc0; /* internetwork control */
+		p[2] = (uint8_t)(tot >> 8);
+		p[3] = (uint8_t)tot;
+		p[4] = (uint8_t)(w->icmp_ipid >> 8);
+		p[5] = (uint8_t)w->icmp_ipid;
+		w->icmp_ipid++;
+		p[8] = 64;
+		p[9] = IPPROTO_ICMP;
+		memcpy(p + 12, src->v4, 4);
+		memcpy(p + 16, l3 + 12, 4);
+		uint16_t c = htons(csum16(p, 20));
+		memcpy(p + 10, &c, 2);
+		p[20] = type;
+		p[21] = code;
 		info = htonl(info);
-		memcpy(msg + 4, &info, 4);
-		memcpy(msg + 8, l3, quote);
-		uint16_t c = htons(csum16(msg, 8 + quote));
-		memcpy(msg + 2, &c, 2);
-		if (sendto(w->icmp4_fd, msg, 8 + quote, MSG_DONTWAIT, (struct sockaddr *)&to,
-			   sizeof(to)) >= 0)
-			atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
-	} else if ((l3[0] >> 4) == 6 && len >= 40) {
-		struct sockaddr_in6 to = { .sin6_family = AF_INET6 };
-
-		memcpy(&to.sin6_addr, l3 + 8, 16);
-		if (l3[6] == IPPROTO_ICMPV6 && len >= 41 && !(l3[40] & 0x80))
-			return; /* an ICMPv6 error itself */
+		memcpy(p + 24, &info, 4);
+		memcpy(p + 28, l3, quote);
+		c = htons(csum16(p + 20, 8 + quote));
+		memcpy(p + 22, &c, 2);
+	} else {
+		if (!src->has6)
+			return;
+		/* RFC 4443 2.4 (c): as much as fits the IPv6 minimum MTU */
 		quote = len < 1280 - 48 ? len : 1280 - 48;
-		if (quote > sizeof(msg) - 8)
-			quote = sizeof(msg) - 8;
-		memset(msg, 0, 8);
-		msg[0] = type;
-		msg[1] = code;
+		tot = 40 + 8 + quote;
+		addr = dp_frame_take(w) + XDP_PACKET_HEADROOM + 14;
+		p = (uint8_t *)w->umem_area + addr;
+		memset(p, 0, 48);
+		p[0] = 0x60;
+		p[4] = (uint8_t)((tot - 40) >> 8);
+		p[5] = (uint8_t)(tot - 40);
+		p[6] = IPPROTO_ICMPV6;
+		p[7] = 64;
+		memcpy(p + 8, src->v6, 16);
+		memcpy(p + 24, l3 + 8, 16);
+		p[40] = type;
+		p[41] = code;
 		info = htonl(info);
-		memcpy(msg + 4, &info, 4);
-		memcpy(msg + 8, l3, quote);
-		/* the kernel computes the ICMPv6 checksum on raw ICMPv6 sockets */
-		if (sendto(w->icmp6_fd, msg, 8 + quote, MSG_DONTWAIT, (struct sockaddr *)&to,
-			   sizeof(to)) >= 0)
-			atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
+		memcpy(p + 44, &info, 4);
+		memcpy(p + 48, l3, quote);
+		/* checksum over the pseudo header (addresses, length, next header) and the message */
+		uint32_t s = 0, ml = 8 + quote;
+		for (unsigned i = 8; i < 40; i += 2)
+			s += (uint32_t)(p[i] << 8 | p[i + 1]);
+		s += ml + IPPROTO_ICMPV6;
+		for (uint32_t i = 0; i + 1 < ml; i += 2)
+			s += (uint32_t)(p[40 + i] << 8 | p[40 + i + 1]);
+		if (ml & 1)
+			s += (uint32_t)p[40 + ml - 1] << 8;
+		while (s >> 16)
+			s = (s & 0xffff) + (s >> 16);
+		uint16_t c = htons((uint16_t)~s);
+		memcpy(p + 42, &c, 2);
 	}
+	atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
+	dp_forward_generated(w, addr, tot);
 }
 
 void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu)

@@ -35,6 +35,11 @@
 #define FWD_DEC_TTL  1u
 #define FWD_FROM_TUN 2u
 #define FWD_OUTSIDE  4u   /* ESP/AH we made: always through the outside interface */
+/* Came in from the outside (decapsulated, or plaintext an inbound policy let in): if its route leaves
+ * through the outside interface again it crosses the IPsec boundary outbound, so it takes the
+ * outbound SPD lookup first (RFC 4301 §5.1; a hub re-protects spoke-to-spoke traffic for the other
+ * spoke, or bypasses or discards it as a policy says), never straight out in clear. */
+#define FWD_SPD_OUT  8u
 
 struct group {
 	struct dp_sa *sa;
@@ -151,6 +156,9 @@ expired:
 	return false;
 }
 
+static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32_t len,
+		     unsigned flags);
+
 /* Send the L3 packet at addr to its next hop; consumes the frame. */
 static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
 {
@@ -165,6 +173,12 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	r = dp_route_lookup(w, family, dst, (flags & FWD_OUTSIDE) ? DP_OUT : -1, &e);
 	if (r < 0 && r != -EAGAIN) {
 		drop(w, addr, (unsigned)-r);
+		return;
+	}
+	/* e is filled for an unresolved neighbour too (-EAGAIN) */
+	if ((flags & FWD_SPD_OUT) && e->port == DP_OUT) {
+		atomic_fetch_add_explicit(&w->st.spd_out, 1, memory_order_relaxed);
+		outbound(w, w->regroup, addr, len, flags & FWD_DEC_TTL);
 		return;
 	}
 	if (r == 0 && e->port == DP_RT_LOCAL) {
@@ -188,7 +202,8 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	mtu = (r == 0 || r == -EAGAIN) && e->port <= DP_OUT ? e->mtu : UINT32_MAX;
 	if (len > mtu && (family == AF_INET6 || (l3[6] & 0x40)) &&
 	    !((flags & FWD_DEC_TTL) && ttl_expiring(l3))) {
-		dp_icmp_too_big(w, l3, len, mtu);
+		if (!(flags & FWD_OUTSIDE)) /* not about our own ESP: its source is us */
+			dp_icmp_too_big(w, l3, len, mtu);
 		drop(w, addr, SADB_DROP_MTU);
 		return;
 	}
@@ -237,6 +252,11 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 void dp_forward(struct dp_worker *w, uint64_t addr, uint32_t len)
 {
 	forward(w, addr, len, FWD_DEC_TTL);
+}
+
+void dp_forward_generated(struct dp_worker *w, uint64_t addr, uint32_t len)
+{
+	forward(w, addr, len, FWD_SPD_OUT);
 }
 
 /* The policy for traffic arriving from the outside: a forward policy (as XFRM's "fwd") first, an
@@ -305,9 +325,11 @@ static void flush(struct dp_worker *w, struct group *g)
 				drop_charged(w, base, r);
 				continue;
 			}
-			forward(w, base + p->off, p->len, FWD_DEC_TTL);
+			forward(w, base + p->off, p->len, FWD_DEC_TTL | FWD_SPD_OUT);
 		}
 	}
+	if (!g->out)
+		flush(w, w->regroup); /* what those re-entered the outbound path with */
 }
 
 static void group_add(struct dp_worker *w, struct group *g, struct dp_sa *sa, bool out,
@@ -450,8 +472,29 @@ static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 		}
 		a = dp_frame_take(w) + FRESH_L3;
 		memcpy(mem(w, a), l3, len);
-		forward(w, a, len, FWD_DEC_TTL);
+		forward(w, a, len, FWD_DEC_TTL | FWD_SPD_OUT);
 		return;
+	}
+	if (e->port == DP_OUT) {
+		/* back out through the outside: only where an outbound policy bypasses it (a datagram
+		 * larger than a frame cannot be protected again here) */
+		struct sadb_pkt_sel sel;
+		struct sadb_policy pol;
+		unsigned why = SADB_DROP_NONE;
+
+		atomic_fetch_add_explicit(&w->st.spd_out, 1, memory_order_relaxed);
+		if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
+			why = SADB_DROP_TRUNCATED;
+		else if (sadb_policy_lookup(w->ctx->db, SADB_DIR_OUT, &sel, &pol))
+			why = SADB_DROP_NO_POLICY;
+		else if (pol.action == SADB_ACT_DISCARD)
+			why = SADB_DROP_POLICY_DISCARD;
+		else if (pol.action == SADB_ACT_PROTECT)
+			why = SADB_DROP_MTU;
+		if (why != SADB_DROP_NONE) {
+			drop_count(w, why, 1);
+			return;
+		}
 	}
 	/* e is filled for an unresolved neighbour too (-EAGAIN): its port and MTU are known */
 	mtu = e->mtu < FRAME_L3_MAX ? e->mtu : FRAME_L3_MAX;
@@ -618,7 +661,7 @@ static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, ui
 	}
 	if (pol.action == SADB_ACT_BYPASS) {
 		atomic_fetch_add_explicit(&w->st.bypass, 1, memory_order_relaxed);
-		forward(w, addr, len, FWD_DEC_TTL);
+		forward(w, addr, len, FWD_DEC_TTL | FWD_SPD_OUT);
 	} else {
 		/* plaintext where the policy demands protection is a mismatch, not a discard */
 		drop(w, addr, pol.action == SADB_ACT_PROTECT ? SADB_DROP_POLICY_MISMATCH :
@@ -680,6 +723,7 @@ static unsigned rx_burst(struct dp_worker *w, struct group *g, unsigned p)
 	}
 	xsk_ring_cons__release(&pt->rx, n);
 	flush(w, g);
+	flush(w, w->regroup);
 	return n;
 }
 
@@ -709,6 +753,7 @@ static unsigned tun_burst(struct dp_worker *w, struct group *g)
 		outbound(w, g, addr, len, FWD_FROM_TUN);
 	}
 	flush(w, g);
+	flush(w, w->regroup);
 	return n;
 }
 
@@ -833,9 +878,10 @@ void *dp_worker_main(void *arg)
 {
 	struct dp_worker *w = arg;
 	struct dp_ctx *ctx = w->ctx;
-	static __thread struct group g;
+	static __thread struct group g, rg;
 	bool tun = w->id == 0 && ctx->tun_fd >= 0;
 
+	w->regroup = &rg;
 	pin(w);
 	rcu_register_thread();
 	while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed)) {

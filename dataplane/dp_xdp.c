@@ -180,12 +180,24 @@ int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk
 struct addr_set {
 	struct dp_xdp_addr a[DP_LOCAL_ADDR_MAX];
 	unsigned n;
+	int inside;                  /* ifindex of the inside interface */
+	struct dp_srcaddr src;
 };
 
-static void collect(uint8_t family, const uint8_t *addr, void *arg)
+static void collect(uint8_t family, const uint8_t *addr, const struct dp_nl_addr_info *info, void *arg)
 {
 	struct addr_set *s = arg;
 	struct dp_xdp_addr *k;
+
+	if (info->ifindex == s->inside && info->own && info->scope == 0) {
+		if (family == AF_INET && !s->src.has4) {
+			memcpy(s->src.v4, addr, 4);
+			s->src.has4 = true;
+		} else if (family == AF_INET6 && !s->src.has6) {
+			memcpy(s->src.v6, addr, 16);
+			s->src.has6 = true;
+		}
+	}
 
 	if (s->n >= DP_LOCAL_ADDR_MAX)
 		return;
@@ -206,9 +218,16 @@ int dp_xdp_sync_addrs(struct dp_ctx *ctx)
 
 	if (!s)
 		return -ENOMEM;
+	s->inside = ctx->ifc[DP_IN].ifindex;
 	err = dp_nl_addrs(x->nl_fd, &x->nl_seq, collect, s);
 	if (err < 0)
 		goto out;
+	{
+		unsigned other = !atomic_load(&ctx->src_cur);
+
+		ctx->src[other] = s->src;
+		atomic_store_explicit(&ctx->src_cur, other, memory_order_release);
+	}
 	/* Add the new set before removing what is gone, so an address that stays is never missing. */
 	for (unsigned i = 0; i < s->n; i++)
 		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &one, BPF_ANY)) {

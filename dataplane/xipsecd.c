@@ -349,7 +349,7 @@ int main(int argc, char **argv)
 		w->sst = sadb_worker_stats(ctx.db, i);
 		w->id = w->queue = i;
 		w->cpu = -1;
-		w->nl_fd = w->icmp4_fd = w->icmp6_fd = -1;
+		w->nl_fd = -1;
 	}
 	err = dp_worker_frag_init(&ctx);
 	if (err) {
@@ -380,10 +380,8 @@ int main(int argc, char **argv)
 		struct dp_worker *w = &ctx.w[i];
 
 		w->nl_fd = dp_nl_open(0);
-		w->icmp4_fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
-		w->icmp6_fd = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
-		if (w->nl_fd < 0 || w->icmp4_fd < 0 || w->icmp6_fd < 0) {
-			dp_log(LOG_ERR, "worker %u: cannot open netlink/ICMP sockets", i);
+		if (w->nl_fd < 0) {
+			dp_log(LOG_ERR, "worker %u: cannot open its netlink socket", i);
 			goto out;
 		}
 		err = dp_xsk_setup(&ctx, w);
@@ -420,10 +418,6 @@ out:
 		dp_xsk_teardown(w);
 		if (w->nl_fd >= 0)
 			close(w->nl_fd);
-		if (w->icmp4_fd >= 0)
-			close(w->icmp4_fd);
-		if (w->icmp6_fd >= 0)
-			close(w->icmp6_fd);
 	}
 	dp_sa_fini(&ctx);
 	sadb_dp_detach(ctx.db); /* no engine object is left */

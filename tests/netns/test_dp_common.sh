@@ -161,7 +161,7 @@ dp_ping() {
 # dp_finish: stop every xipsecd with SIGTERM and check each shut down cleanly and sanitizer-clean.
 dp_finish() {
 	local gw log
-	for gw in gw1 gw2; do
+	for gw in gw1 gw2 gw3; do
 		[ -n "$(xt_pid "xipsecd-$gw")" ] || continue
 		xt_stop "xipsecd-$gw" TERM
 		log="$XT_DIR/xipsecd-$gw.log"
