@@ -222,14 +222,16 @@ static void forget(struct run *R, struct mdg *m)
 	m->nfrag = 0;
 }
 
-static uint32_t model_expire(struct run *R)
+/* A datagram is older than the timeout at t when t is at least timeout past its first fragment; one
+ * begun after t (a clock read before the call, by a worker waiting for the table) is not. */
+static uint32_t model_expire(struct run *R, uint64_t t)
 {
 	uint32_t n = 0;
 
 	for (unsigned i = 0; i < NKEYS; i++) {
 		struct mdg *m = &model[i];
 
-		if (m->nfrag && R->now - m->start >= R->cfg.timeout_ns) {
+		if (m->nfrag && t >= m->start && t - m->start >= R->cfg.timeout_ns) {
 			n += m->nfrag;
 			forget(R, m);
 		}
@@ -317,7 +319,7 @@ static void feed(struct run *R, unsigned k, uint32_t len, uint32_t unfrag, uint3
 	R->fed++;
 	R->adds++;
 	R->bytes_fed += dlen;
-	exp = model_expire(R);
+	exp = model_expire(R, R->now);
 	res = dp_reasm_add(R->r, pkt, len, R->now, out, DP_REASM_OUT_MAX);
 	if (res.n_expired != exp)
 		fail("fragments expired by the call (reported, timed out)", res.n_expired, exp);
@@ -565,8 +567,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 6: {
-			/* op_expire: the worker's periodic expiry */
-			uint32_t exp = model_expire(&R), n = dp_reasm_expire(R.r, R.now);
+			/* op_expire: the worker's periodic expiry; with op >> 3 non-zero its clock is that
+			 * many ms behind the last fragment's (the worker reads it before taking the
+			 * table's lock, and another worker may add a fragment meanwhile) */
+			uint64_t t = R.now - (op >> 3) * MS;
+			uint32_t exp = model_expire(&R, t), n = dp_reasm_expire(R.r, t);
 
 			if (n != exp)
 				fail("dp_reasm_expire: fragments dropped (reported, timed out)", n, exp);
@@ -608,7 +613,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t exp, n;
 
 		R.now += R.cfg.timeout_ns;
-		exp = model_expire(&R);
+		exp = model_expire(&R, R.now);
 		n = dp_reasm_expire(R.r, R.now);
 		if (n != exp)
 			fail("final expiry: fragments dropped (reported, held)", n, exp);

@@ -99,6 +99,8 @@ def reasm_seeds(out):
         # timeouts: a datagram older than the timeout, the periodic expiry
         'timeout': b'\x02' + piece(0, 0) + adv(0x80 | 9) + piece(0, 1) + adv(0xc0 | 1) + bytes([6]) +
         whole(0) + piece(1, 0) + adv(0xc0 | 2) + piece(5, 0),
+        # an expiry whose clock lags the newest fragments' (read before the table's lock)
+        'expire-lag': b'\x00' + piece(0, 0) + piece(1, 0) + bytes([6 | 5 << 3]) + whole(0) + whole(1),
         # duplicates (same bytes) and overlaps (other bytes, other ranges), both families
         'dup-overlap': b'\x00' + plan(0, 64, 3, 0) + plan(1, 64, 3, 0) + piece(0, 0) + piece(0, 0) +
         piece(0, 1, 2) + piece(1, 0) + piece(1, 0) + custom(1, 16, 32, 1) + whole(0) + whole(1, 4),
