@@ -343,7 +343,9 @@ uint32_t dp_reasm_expire(struct dp_reasm *r, uint64_t now_ns)
 	for (uint32_t i = 0; i < r->cfg.max_dgrams; i++) {
 		struct slot *s = &r->slot[i];
 
-		if (s->used && now_ns - s->start_ns >= r->cfg.timeout_ns) {
+		/* a datagram begun after now_ns is not old: a caller's clock may have been read
+		 * before another thread added its first fragment */
+		if (s->used && now_ns >= s->start_ns && now_ns - s->start_ns >= r->cfg.timeout_ns) {
 			n += s->nfrag;
 			slot_free(r, s);
 		}

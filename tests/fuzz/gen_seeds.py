@@ -79,8 +79,46 @@ def plain_esp(xf, tunnel, natt, inner, seq):
     return raw(pkt)
 
 
+def reasm_seeds(out):
+    """fuzz_reasm programs (see its op_* comments): a cfg byte, then operations."""
+    d = os.path.join(out, 'fuzz_reasm')
+    piece = lambda k, j, var=0: bytes([0 | var << 3, k, j])
+    custom = lambda k, off, ln, fl: bytes([3, k]) + struct.pack('!HH', off, ln) + bytes([fl])
+    plan = lambda k, total, pc, hdr: bytes([4, k]) + struct.pack('!H', total) + bytes([pc, hdr])
+    adv = lambda a: bytes([5, a])
+    whole = lambda k, mode=0, rot=0: bytes([7 | mode << 3, k, rot])
+    seeds = {
+        # the worker's table: IPv4 and IPv6 (with extension headers) datagrams, interleaved
+        'worker-v4v6': b'\x00' + plan(0, 3000, 127, 0x25) + plan(1, 3000, 127, 0x0e) +
+        b''.join(piece(0, j) + piece(1, 2 - j) for j in range(3)) + whole(4, 1) + whole(5, 2),
+        'worker-esp-udp-ah': b'\x04' + whole(2) + whole(6, 3, 1) + whole(3) + whole(7, 1) + bytes([6]),
+        # small tables: more datagrams than slots, fragment and byte limits
+        'limits': b'\x01' + b''.join(piece(k, 0) for k in range(0, 20, 4)) + whole(8, 1) + whole(9) +
+        plan(12, 5000, 0, 0) + whole(12),
+        'frags2': b'\x03' + plan(0, 24, 0, 0) + whole(0) + whole(1) + whole(16, 1),
+        # timeouts: a datagram older than the timeout, the periodic expiry
+        'timeout': b'\x02' + piece(0, 0) + adv(0x80 | 9) + piece(0, 1) + adv(0xc0 | 1) + bytes([6]) +
+        whole(0) + piece(1, 0) + adv(0xc0 | 2) + piece(5, 0),
+        # an expiry whose clock lags the newest fragments' (read before the table's lock)
+        'expire-lag': b'\x00' + piece(0, 0) + piece(1, 0) + bytes([6 | 5 << 3]) + whole(0) + whole(1),
+        # duplicates (same bytes) and overlaps (other bytes, other ranges), both families
+        'dup-overlap': b'\x00' + plan(0, 64, 3, 0) + plan(1, 64, 3, 0) + piece(0, 0) + piece(0, 0) +
+        piece(0, 1, 2) + piece(1, 0) + piece(1, 0) + custom(1, 16, 32, 1) + whole(0) + whole(1, 4),
+        # the largest datagrams, offsets near the end of the range, malformed fragments
+        'big': b'\x00' + plan(0, 65515, 255, 0) + whole(0) + plan(1, 65495, 255, 0x05) + whole(1, 1) +
+        custom(0, 0x1fff, 8, 0) + custom(1, 0xfff8, 9, 0),
+        'malformed': b'\x00' + piece(0, 0) + custom(0, 1, 8, 1 | 1 << 3) + custom(1, 8, 8, 1 | 2 << 3) +
+        custom(5, 0, 8, 1 | 3 << 3) + custom(4, 0, 8, 3 << 3) + custom(9, 0, 0, 1) + custom(0, 2, 7, 1) +
+        custom(1, 0, 40, 0) + custom(4, 0, 40, 0x20 | 0x40),
+    }
+    for name, data in seeds.items():
+        write(d, name, data)
+    return len(seeds)
+
+
 def main():
     out = sys.argv[1]
+    n_reasm = reasm_seeds(out)
     eng = Engine()
     n = 0
     inners = inner_packets(4, True) + inner_packets(6, True)
@@ -129,7 +167,7 @@ def main():
                               bytes([xf | (16 if tunnel else 0) | (32 if esn else 0), fl]) + inn)
                         n += 1
     eng.close()
-    print('gen_seeds: %d seed files in %s' % (n, out))
+    print('gen_seeds: %d seed files in %s' % (n + n_reasm, out))
 
 
 if __name__ == '__main__':

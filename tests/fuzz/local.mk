@@ -19,10 +19,10 @@ FUZZ_ENGINE_OBJS += tests/fuzz/obj/crypto_ipsecmb.o
 endif
 FUZZ_BINS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_esp_in tests/fuzz/fuzz_udp_in tests/fuzz/fuzz_ah_in \
 	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip tests/fuzz/fuzz_burst tests/fuzz/fuzz_ah_plain \
-	tests/fuzz/fuzz_sadb_open
+	tests/fuzz/fuzz_sadb_open tests/fuzz/fuzz_reasm
 FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuzz/obj/h_udp_in.o \
 	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o tests/fuzz/obj/h_burst.o \
-	tests/fuzz/obj/h_ah_plain.o tests/fuzz/obj/h_sadb_open.o
+	tests/fuzz/obj/h_ah_plain.o tests/fuzz/obj/h_sadb_open.o tests/fuzz/obj/h_reasm.o
 
 tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -147,6 +147,22 @@ tests/fuzz/obj/h_sadb_open.o: $(srcdir)/tests/fuzz/fuzz_sadb_open.c $(FUZZ_SADB_
 tests/fuzz/fuzz_sadb_open: tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS)
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS) -lpthread -o $@
 
+# xipsecd's reassembly of outer fragments: dp_frag.c alone (no I/O), built with clang.
+FUZZ_REASM_HDRS = $(srcdir)/dataplane/dp_frag.h $(srcdir)/dataplane/dp.h $(srcdir)/sadb/sadb_drops.h
+
+tests/fuzz/obj/dp_frag.o: $(srcdir)/dataplane/dp_frag.c $(FUZZ_REASM_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/dp_frag.c -o $@
+
+# The model's byte loops would spend most of the time in comparison hooks: the fuzzer steers by
+# the reassembler's comparisons and by the harness's edges only.
+tests/fuzz/obj/h_reasm.o: $(srcdir)/tests/fuzz/fuzz_reasm.c $(FUZZ_REASM_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -fno-sanitize-coverage=trace-cmp -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_reasm.c -o $@
+
+tests/fuzz/fuzz_reasm: tests/fuzz/obj/h_reasm.o tests/fuzz/obj/dp_frag.o
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_reasm.o tests/fuzz/obj/dp_frag.o -o $@
+
 fuzz: $(FUZZ_BINS)
 fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' PYTHON='$(DEBIAN_PYTHON)' \
@@ -157,6 +173,6 @@ fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 FUZZ_TESTS += tests/fuzz/run-fuzz.sh
 # The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
 tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
-CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/crypto_ipsecmb.o
-EXTRA_DIST += tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
+CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/dp_frag.o tests/fuzz/obj/crypto_ipsecmb.o
+EXTRA_DIST += tests/fuzz/fuzz_reasm.c tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
 	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh

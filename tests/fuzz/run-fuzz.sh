@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine and of libsadb's readers
+# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine, of libsadb's readers and of
+# xipsecd's fragment reassembly
 # for a bounded time on a generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
-# prints the executions each target ran. First a self-test: with FZ_BREAK=1 the four differential
+# prints the executions each target ran. First a self-test: with FZ_BREAK=1 the five differential
 # targets must report a failure on their seeds (a check that cannot fail proves nothing).
 # Env: FUZZ_SECONDS (default 30 per target), FUZZ_CORPUS_DIR (keep the corpora there, e.g. for
 # `make fuzz-long`; default: a temporary directory), FUZZ_TARGETS (subset, space-separated).
@@ -10,7 +11,7 @@ set -u
 PY=${PYTHON:-/usr/bin/python3}
 secs=${FUZZ_SECONDS:-30}
 bin=$top_builddir/tests/fuzz
-targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open}
+targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open fuzz_reasm}
 
 tmp=$(mktemp -d /tmp/xipsec-fuzz.XXXXXX) || exit 99
 cleanup() { rm -rf "$tmp"; }
@@ -31,7 +32,7 @@ printf '\001\002\030\000\003\377\377\377\377' >"$tmp/seeds/fuzz_sadb_open/sa-slo
 
 fail=0
 # Self-test of the differential checks.
-for t in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst; do
+for t in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_reasm; do
 	case " $targets " in *" $t "*) ;; *) continue ;; esac
 	FZ_BREAK=1 timeout 120 "$bin/$t" -runs=0 -artifact_prefix="$tmp/selftest-" "$tmp/seeds/$t" \
 		>"$tmp/selftest-$t.log" 2>&1
