@@ -149,6 +149,8 @@ struct dp_ctx {
 	struct dp_reasm *reasm;      /* shared by the workers, under reasm_lock */
 	pthread_spinlock_t reasm_lock;
 	int local_addrs_fd;          /* the XDP program's local_addrs map, for the workers; -1 = none */
+	/* dp_expire.c (control thread): soft and hard expiries it raised since start */
+	uint64_t sa_soft_expired, sa_hard_expired;
 };
 
 /* ---- dp_util ---- */
