@@ -8,6 +8,9 @@
 # 1000-byte pings expire the outbound SA after 20 packets (plus the few sent before the next scan);
 # the rest, and every later packet, are dropped as sa_expired. Tolerances hold on a loaded 2-core
 # machine: "not before" is checked against when the SA was loaded (never early), "by" leaves 1.5-2 s.
+# (c) Restart: an SA whose hard time (2 s) runs out while xipsecd is stopped stays unmarked until
+# xipsecd starts again, and expires within 2 s of the start (the time counts from the SA's creation,
+# which the SADB records in whole seconds).
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ping
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -19,6 +22,8 @@ K1=0x0102030405060708090a0b0c0d0e0f1011121314
 K2=0x2122232425262728292a2b2c2d2e2f3031323334
 K3=0x4142434445464748494a4b4c4d4e4f5051525354
 K4=0x6162636465666768696a6b6c6d6e6f7071727374
+K5=0x8182838485868788898a8b8c8d8e8f9091929394
+K6=0xa1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4
 dp_topo 1
 dp_start gw1
 dp_start gw2
@@ -161,9 +166,35 @@ grep -q "notice: SA spi 0x00002000 .*hard lifetime reached (bytes)" "$XT_DIR/xip
 timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --json show sa 0x2000 > "$XT_DIR/show-gw2.json"
 [ "$(dp_json "$XT_DIR/show-gw2.json" "j['sas'][0]['expiry']")" = none ] ||
 	xt_fail "(b) gw2's SA without lifetime expired"
+
+# ---- (c) restart: nothing expires while xipsecd is stopped; time counts from the SA's creation ----
+xt_stop xipsecd-gw1 TERM
+log1="$XT_DIR/xipsecd-gw1-first.log"
+mv "$XT_DIR/xipsecd-gw1.log" "$log1"
+grep -q "notice: stopped" "$log1" || { cat "$log1" >&2; xt_fail "xipsecd on gw1 did not stop cleanly"; }
+! grep -q "AddressSanitizer\|runtime error\|LeakSanitizer" "$log1" ||
+	{ cat "$log1" >&2; xt_fail "sanitizer report from the first xipsecd on gw1"; }
+conf gw1 0x3000:0x3001 "$K5:$K6" "hard time 2"
+t0=$(ms)
+load gw1 -F
+sleep 2.5
+read -r exp soft hard pk by dr <<< "$(state 0x3000)"
+[ "$exp" = none ] || xt_fail "(c) expiry '$exp' while no xipsecd ran"
+dp_start gw1
+t=$(( $(ms) - t0 ))
+xt_wait 2 sh -c "timeout 30 '$CTL' --sadb '$(dp_sadb_of gw1)' --json show sa 0x3000 | grep -q '\"expiry\": \"hard\"'" ||
+	xt_fail "(c) the SA whose 2 s ran out while xipsecd was stopped is not expired 2 s after its start"
+xt_log "(c) xipsecd up $t ms after the load; the SA seen expired $(( $(ms) - t0 )) ms after the load"
+grep -q "notice: SA spi 0x00003000 .*hard lifetime reached (time)" "$XT_DIR/xipsecd-gw1.log" ||
+	{ cat "$XT_DIR/xipsecd-gw1.log" >&2; xt_fail "(c) xipsecd log lacks the expiry"; }
+dp_status gw1 > "$XT_DIR/status-c.json" || xt_fail "xipsecd --status on gw1"
+[ "$(dp_json "$XT_DIR/status-c.json" "j['sa_soft_expired'], j['sa_hard_expired']")" = "0 2" ] ||
+	{ cat "$XT_DIR/status-c.json" >&2; xt_fail "(c) gw1 --status after the restart: expected 0 soft, 2 hard"; }
+
 # keys never reach the log
-for k in "$K1" "$K2" "$K3" "$K4"; do
-	! grep -qi "${k#0x}" "$XT_DIR/xipsecd-gw1.log" "$XT_DIR/xipsecd-gw2.log" || xt_fail "a key in xipsecd's log"
+for k in "$K1" "$K2" "$K3" "$K4" "$K5" "$K6"; do
+	! grep -qi "${k#0x}" "$log1" "$XT_DIR/xipsecd-gw1.log" "$XT_DIR/xipsecd-gw2.log" ||
+		xt_fail "a key in xipsecd's log"
 done
 dp_finish
 exit 0
