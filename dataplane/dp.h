@@ -163,6 +163,8 @@ struct dp_ctx {
 	int local_addrs_fd;          /* the XDP program's local_addrs map, for the workers; -1 = none */
 	struct dp_srcaddr src[2];    /* ICMP error sources (struct dp_srcaddr) */
 	_Atomic unsigned src_cur;
+	/* dp_expire.c (control thread): soft and hard expiries it raised since start */
+	uint64_t sa_soft_expired, sa_hard_expired;
 };
 
 /* ---- dp_util ---- */

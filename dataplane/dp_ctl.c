@@ -1,8 +1,8 @@
 /* dataplane/dp_ctl.c: xipsecd's control socket (a unix stream socket, mode 0600). One request per
  * connection, a line: "status" (JSON: interfaces, workers, per-worker counters and drops by reason,
- * XDP program counters, SADB generation) or "ping". Answered by the control thread; reading the
- * workers' relaxed counters never disturbs the packet path. Per-SA counters live in the SADB runtime
- * area and are shown by ipsecctl. */
+ * XDP program counters, SADB generation, expiries of manual SAs it raised) or "ping". Answered by
+ * the control thread; reading the workers' relaxed counters never disturbs the packet path. Per-SA
+ * counters live in the SADB runtime area and are shown by ipsecctl. */
 #include "config.h"
 
 #include <errno.h>
@@ -74,10 +74,12 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 
 	dp_xdp_stats(ctx, &pass, &redir);
 	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,"
-	    "\"sadb_generation\":%llu,\"sas\":%u,\"uptime_ms\":%llu,"
+	    "\"sadb_generation\":%llu,\"sas\":%u,\"sa_soft_expired\":%llu,"
+	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,"
 	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu},\"tun\":\"%s\",\"worker\":[",
 	    (int)getpid(), ctx->ifc[DP_IN].name, ctx->ifc[DP_OUT].name, ctx->n_workers,
 	    (unsigned long long)ctx->sadb_gen, dp_sa_count(ctx),
+	    (unsigned long long)ctx->sa_soft_expired, (unsigned long long)ctx->sa_hard_expired,
 	    (unsigned long long)((dp_now_ns() - ctx->start_ns) / 1000000),
 	    (unsigned long long)pass, (unsigned long long)redir,
 	    ctx->tun_fd >= 0 ? (ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0") : "");

@@ -40,6 +40,8 @@ struct dp_satab {
 	struct dp_sa **out_hash;     /* reqid -> best outbound SA */
 	struct dp_sa **persist;      /* outbound SAs whose numbers are leased from disk */
 	uint32_t n_persist;
+	struct dp_sa **expiring;     /* SAs whose lifetimes xipsecd enforces (dp_expire.c) */
+	uint32_t n_expiring;
 };
 
 struct dp_sa_state {
@@ -50,6 +52,7 @@ struct dp_sa_state {
 	unsigned warned_unsupported;
 	int state_fd;                /* the state directory (dp_seqmark.c), -1 = not opened yet */
 	uint64_t state_retry_ns;     /* when to try opening it again after a failure */
+	struct dp_expire_round expire; /* dp_expire.c's position in t->expiring */
 };
 
 /* Lease the next sequence numbers of a persisted outbound SA (dp_seqmark.c). */
@@ -184,7 +187,8 @@ static int build_hashes(struct dp_satab *t)
 		return -ENOMEM;
 	t->in_mask = t->out_mask = sz - 1;
 	t->persist = calloc(n ? n : 1, sizeof(*t->persist));
-	if (!t->persist)
+	t->expiring = calloc(n ? n : 1, sizeof(*t->expiring));
+	if (!t->persist || !t->expiring)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->max_sa; i++) {
 		struct dp_sa *s = t->slot[i];
@@ -192,6 +196,8 @@ static int build_hashes(struct dp_satab *t)
 
 		if (s && !s->unusable && dp_seqmark_needed(&s->sa))
 			t->persist[t->n_persist++] = s;
+		if (s && dp_expire_owned(&s->sa))
+			t->expiring[t->n_expiring++] = s;
 
 		if (!s || (s->sa.state != SADB_STATE_MATURE && s->sa.state != SADB_STATE_DYING))
 			continue;
@@ -219,6 +225,7 @@ static void tab_free(struct dp_satab *t)
 	free(t->in_hash);
 	free(t->out_hash);
 	free(t->persist);
+	free(t->expiring);
 	free(t);
 }
 
@@ -355,6 +362,13 @@ int dp_sa_sync(struct dp_ctx *ctx)
 				continue;
 			t->slot[i] = sa_make(ctx, st, &rec, i);
 			explicit_bzero(&rec, sizeof(rec));
+			if (t->slot[i] && cur && cur->sa.instance == t->slot[i]->sa.instance) {
+				/* an update of the same SA: its lifetimes still count from when it came */
+				t->slot[i]->seen_ns = cur->seen_ns;
+				t->slot[i]->use_seen_ns = cur->use_seen_ns;
+			} else if (t->slot[i]) {
+				t->slot[i]->seen_ns = dp_realtime_ns();
+			}
 		} else {
 			t->slot[i] = NULL;
 		}
@@ -424,6 +438,8 @@ void dp_sa_tick(struct dp_ctx *ctx)
 		if (dp_seqmark_due(s->rt, max))
 			seq_lease(ctx, ctx->sa_state, s);
 	}
+	dp_expire_tick(ctx, &((struct dp_sa_state *)ctx->sa_state)->expire, t->expiring,
+		       t->n_expiring);
 }
 
 unsigned dp_sa_count(struct dp_ctx *ctx)

@@ -14,6 +14,9 @@ struct dp_sa {
 	bool lease_failed;           /* SADB_SAF_SEQ_PERSIST: the last lease could not be recorded */
 	struct sadb_runtime *rt;     /* in the SADB: survives restarts */
 	pthread_spinlock_t *in_lock; /* inbound: the replay window's single writer (rule 5) */
+	/* Control thread only (dp_expire.c): CLOCK_REALTIME ns when this process first saw this SA
+	 * instance, and first saw it used (0 = not yet); kept across updates of the record. */
+	uint64_t seen_ns, use_seen_ns;
 	struct esp_sa *ei;           /* inbound engine object */
 	struct esp_sa *eo[];         /* outbound: one per worker */
 };
@@ -26,5 +29,18 @@ unsigned dp_sa_count(struct dp_ctx *ctx);
 /* Control thread, every few milliseconds: extend the on-disk leases of sequence numbers that are
  * running low (dp_seqmark.c). */
 void dp_sa_tick(struct dp_ctx *ctx);
+
+/* ---- dp_expire.c: lifetimes of the SAs without an IKE owner ---- */
+struct dp_expire_round {
+	uint32_t next;               /* index of the next SA to look at, 0 = between rounds */
+	uint64_t due_ns;             /* dp_now_ns() when the next round may start */
+};
+uint64_t dp_realtime_ns(void);
+/* Whether xipsecd owns the expiry of this SA: no IKE owner, a limit, keyed (MATURE or DYING). */
+bool dp_expire_owned(const struct sadb_sa *sa);
+/* Control thread, every tick: look at the next SAs of v (those dp_expire_owned) and raise the soft
+ * or hard expiry of each whose limit is reached (runtime bits, log, ctx counters). */
+void dp_expire_tick(struct dp_ctx *ctx, struct dp_expire_round *r, struct dp_sa *const *v,
+		    uint32_t n);
 
 #endif

@@ -7,7 +7,7 @@ dataplane_xipsecd_SOURCES = dataplane/xipsecd.c dataplane/dp.h dataplane/dp_sa.h
 	dataplane/xdp_shared.h dataplane/dp_xdp.c dataplane/dp_xsk.c dataplane/dp_nl.c \
 	dataplane/dp_route.c dataplane/dp_pkt.c dataplane/dp_worker.c dataplane/dp_sa.c \
 	dataplane/dp_tun.c dataplane/dp_ctl.c dataplane/dp_frag.h dataplane/dp_frag.c \
-	dataplane/dp_seqmark.h dataplane/dp_seqmark.c dataplane/dp_icmp.h
+	dataplane/dp_seqmark.h dataplane/dp_seqmark.c dataplane/dp_icmp.h dataplane/dp_expire.c
 dataplane_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DPKGDATADIR='"$(pkgdatadir)"' $(XDP_CFLAGS) $(URCU_CFLAGS)
 dataplane_xipsecd_LDADD = dataplane/libesp.a sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS) \
 	$(CRYPTO_LIBS) $(SODIUM_LIBS) $(IPSEC_MB_LIBS)

@@ -200,7 +200,10 @@ struct sadb_runtime {
 	uint64_t replay_top;        /* inbound: highest authenticated sequence number */
 	uint64_t replay_bitmap[SADB_REPLAY_MAX / 64];
 	uint64_t drops[SADB_DROP_MAX];
-	uint32_t expired;           /* bit 0 soft, bit 1 hard: set by whoever raised the expiry */
+	uint32_t expired;           /* bit 0 soft, bit 1 hard (hard implies soft), set by the SA's one
+	                             * expiry owner: xipsec-iked for the SAs it negotiated (ike_id != 0),
+	                             * xipsecd's control thread for manual ones (dp_expire.c). The engine
+	                             * drops every packet of an SA with the hard bit. */
 	uint32_t pad;
 };
 

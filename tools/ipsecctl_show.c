@@ -84,6 +84,14 @@ static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, st
 	c->expired = LD(rt->expired);
 }
 
+/* What the expiry bits say: "soft" (the SA is dying: its soft lifetime was reached, it should be
+ * replaced), "hard" (expired: the dataplane drops every packet of it), or "none". Whoever owns the
+ * SA's expiry sets them: xipsec-iked for negotiated SAs, xipsecd for manual ones. */
+static const char *expiry_name(uint32_t expired)
+{
+	return expired & 2 ? "hard" : expired & 1 ? "soft" : "none";
+}
+
 static void sel_json(struct ctl_json *j, const char *key, const struct sadb_selector *s)
 {
 	char buf[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN];
@@ -187,6 +195,10 @@ void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, 
 	ctl_json_str(j, "mode", ctl_mode_name(sa->mode));
 	ctl_json_str(j, "dir", ctl_dir_name(sa->dir));
 	ctl_json_str(j, "state", ctl_state_name(sa->state));
+	if (rc.valid)
+		ctl_json_str(j, "expiry", expiry_name(rc.expired));
+	else
+		ctl_json_null(j, "expiry");
 	ctl_json_str(j, "src", ctl_addr_str(&sa->src, buf, sizeof(buf)));
 	ctl_json_str(j, "dst", ctl_addr_str(&sa->dst, buf, sizeof(buf)));
 	ctl_json_u64(j, "reqid", sa->reqid);
@@ -362,9 +374,10 @@ void ctl_sa_text(FILE *f, struct sadb *db, const struct sadb_sa *sa, uint32_t sl
 		if (rc.drops[i])
 			fprintf(f, ", %s: %" PRIu64, sadb_drop_str(i), rc.drops[i]);
 	fputc('\n', f);
-	if (rc.expired)
-		fprintf(f, "\t# expired:%s%s\n", rc.expired & 1 ? " soft" : "",
-			rc.expired & 2 ? " hard" : "");
+	if (rc.expired & 2)
+		fprintf(f, "\t# expired: hard lifetime reached, every packet is dropped\n");
+	else if (rc.expired & 1)
+		fprintf(f, "\t# dying: soft lifetime reached, to be replaced\n");
 	if (sa->soft.bytes || sa->soft.packets || sa->soft.add_seconds || sa->soft.use_seconds ||
 	    sa->hard.bytes || sa->hard.packets || sa->hard.add_seconds || sa->hard.use_seconds) {
 		lt_remaining_text(f, "# soft", &sa->soft, sa, &rc, now, times);
@@ -677,6 +690,7 @@ struct mon_sa {
 	uint8_t dir, proto;
 	uint64_t instance;
 	uint64_t packets, bytes, drops_total;
+	uint32_t expired;           /* runtime expiry bits: a change between samples is an event */
 };
 
 struct mon_sample {
@@ -722,7 +736,7 @@ static int mon_sample(struct sadb *db, const struct spi_filter *flt, struct mon_
 		rt_read(db, &sa, slot, &rc, false);
 		totals_add(&m->tot, &rc);
 		m->v[m->n++] = (struct mon_sa){ slot, sa.spi, sa.dir, sa.proto, sa.instance,
-						rc.packets, rc.bytes, rc.drops_total };
+						rc.packets, rc.bytes, rc.drops_total, rc.expired };
 	}
 	explicit_bzero(&sa, sizeof(sa));
 	if (m->n)
@@ -737,6 +751,15 @@ static const struct mon_sa *mon_find(const struct mon_sample *m, const struct mo
 	const struct mon_sa *p = m->n ? bsearch(s, m->v, m->n, sizeof(*s), mon_cmp) : NULL;
 
 	return p && p->instance == s->instance ? p : NULL;
+}
+
+/* The expiry an SA reached since the previous sample ("soft-expired", "hard-expired"), or NULL. An
+ * SA not in the previous sample has no transition to report. */
+static const char *mon_event(const struct mon_sa *s, const struct mon_sa *p)
+{
+	if (!p || (s->expired & ~p->expired & 3u) == 0)
+		return NULL;
+	return (s->expired & ~p->expired & 2u) ? "hard-expired" : "soft-expired";
 }
 
 static void human(char *buf, size_t len, double v)
@@ -800,6 +823,23 @@ static void mon_print(const struct ctl_opts *o, const struct mon_sample *a,
 			ctl_json_u64(&j, "packets", sub0(s->packets, p ? p->packets : 0));
 			ctl_json_u64(&j, "bytes", sub0(s->bytes, p ? p->bytes : 0));
 			ctl_json_u64(&j, "drops", sub0(s->drops_total, p ? p->drops_total : 0));
+			ctl_json_str(&j, "expiry", expiry_name(s->expired));
+			ctl_json_end_obj(&j);
+		}
+		ctl_json_end_arr(&j);
+		ctl_json_arr(&j, "events");
+		for (size_t i = 0; i < b->n; i++) {
+			const struct mon_sa *s = &b->v[i];
+			const char *ev = mon_event(s, mon_find(a, s));
+			char spi[16];
+
+			if (!ev)
+				continue;
+			snprintf(spi, sizeof(spi), "0x%08x", s->spi);
+			ctl_json_obj(&j, NULL);
+			ctl_json_str(&j, "spi", spi);
+			ctl_json_str(&j, "dir", ctl_dir_name(s->dir));
+			ctl_json_str(&j, "event", ev);
 			ctl_json_end_obj(&j);
 		}
 		ctl_json_end_arr(&j);
@@ -816,6 +856,13 @@ static void mon_print(const struct ctl_opts *o, const struct mon_sample *a,
 			if (b->tot.drops[i] > a->tot.drops[i])
 				printf(" %s %.1f/s", sadb_drop_name(i),
 				       (double)(b->tot.drops[i] - a->tot.drops[i]) / dt);
+		for (size_t i = 0; i < b->n; i++) {
+			const struct mon_sa *s = &b->v[i];
+			const char *ev = mon_event(s, mon_find(a, s));
+
+			if (ev)
+				printf(" SA 0x%08x %s %s", s->spi, ctl_dir_name(s->dir), ev);
+		}
 		putchar('\n');
 		fflush(stdout);
 		return;
@@ -823,17 +870,18 @@ static void mon_print(const struct ctl_opts *o, const struct mon_sample *a,
 	/* Redraw in place: home, clear to end of screen. */
 	printf("\033[H\033[J");
 	printf("ipsecctl monitor  %s  every %.1fs  (%s)\n\n", t, o->interval, o->sadb_path);
-	printf("%-12s %-4s %-4s %12s %12s %12s %14s\n", "SPI", "PROTO", "DIR", "pkts/s", "bits/s",
-	       "drops/s", "packets");
+	printf("%-12s %-4s %-4s %12s %12s %12s %14s  %s\n", "SPI", "PROTO", "DIR", "pkts/s", "bits/s",
+	       "drops/s", "packets", "LIFETIME");
 	for (size_t i = 0; i < b->n; i++) {
 		const struct mon_sa *s = &b->v[i], *p = mon_find(a, s);
 		char r1[16], r2[16];
 
 		human(r1, sizeof(r1), (double)sub0(s->packets, p ? p->packets : 0) / dt);
 		human(r2, sizeof(r2), (double)sub0(s->bytes, p ? p->bytes : 0) * 8 / dt);
-		printf("0x%08x   %-5s %-4s %12s %12s %12.1f %14" PRIu64 "\n", s->spi,
+		printf("0x%08x   %-5s %-4s %12s %12s %12.1f %14" PRIu64 "  %s\n", s->spi,
 		       ctl_proto_name(s->proto), ctl_dir_name(s->dir), r1, r2,
-		       (double)sub0(s->drops_total, p ? p->drops_total : 0) / dt, s->packets);
+		       (double)sub0(s->drops_total, p ? p->drops_total : 0) / dt, s->packets,
+		       s->expired & 2 ? "expired" : s->expired & 1 ? "dying" : "ok");
 	}
 	printf("\n%-23s %12s %12s %12.1f\n", "total", h1, h2, (double)dd / dt);
 	for (unsigned i = 1; i < SADB_DROP_MAX; i++)

@@ -56,4 +56,23 @@ else
 	echo "script(1) missing: tty redraw not checked"
 fi
 wait "$pid"; pid=
+# Expiry transitions are events: the soft bit, then the hard bit of the idle SA appear between two
+# samples each (rt-poke sets them as the SA's expiry owner would).
+ctl --json monitor --count 6 --interval 0.5 > "$T/ev" & mpid=$!
+sleep 0.75; timeout 10 "$POKE" "$DB" 0x1001 expired=1 || fail "poke expired=1"
+sleep 1; timeout 10 "$POKE" "$DB" 0x1001 expired=3 || fail "poke expired=3"
+wait "$mpid" || fail "monitor --json (events)"
+"$PY" - "$T/ev" <<'EOP' || { cat "$T/ev"; fail "monitor --json expiry events"; }
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+ev = [(e["spi"], e["dir"], e["event"]) for o in lines for e in o["events"]]
+assert ev == [("0x00001001", "in", "soft-expired"), ("0x00001001", "in", "hard-expired")], ev
+last = {s["spi"]: s for s in lines[-1]["per_sa"]}
+assert last["0x00001001"]["expiry"] == "hard" and last["0x00001000"]["expiry"] == "none", last
+print("monitor --json: events", ev)
+EOP
+ctl monitor --count 3 --interval 0.5 > "$T/plain-ev" & mpid=$!
+sleep 0.6; timeout 10 "$POKE" "$DB" 0x1000 expired=1 || fail "poke expired=1"
+wait "$mpid" || fail "monitor (events)"
+grep -q ' SA 0x00001000 out soft-expired' "$T/plain-ev" || { cat "$T/plain-ev"; fail "plain monitor: no event"; }
 echo "ok"
