@@ -89,18 +89,28 @@ static bool icmp_allowed(struct dp_worker *w)
 	return true;
 }
 
-static uint16_t csum16(const void *data, size_t len)
+/* One's complement sum of data added to s (an odd length only for the last piece). */
+static uint32_t sum_add(uint32_t s, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	uint32_t s = 0;
 
 	for (; len > 1; len -= 2, p += 2)
 		s += (uint32_t)(p[0] << 8 | p[1]);
 	if (len)
 		s += (uint32_t)p[0] << 8;
+	return s;
+}
+
+static uint16_t csum_fold(uint32_t s)
+{
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
+}
+
+static uint16_t csum16(const void *data, size_t len)
+{
+	return csum_fold(sum_add(0, data, len));
 }
 
 /* Send an ICMP(v6) error about the packet at l3 to its source. type/code per family; `info` is the
@@ -176,17 +186,8 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		memcpy(p + 44, &info, 4);
 		memcpy(p + 48, l3, quote);
 		/* checksum over the pseudo header (addresses, length, next header) and the message */
-		uint32_t s = 0, ml = 8 + quote;
-		for (unsigned i = 8; i < 40; i += 2)
-			s += (uint32_t)(p[i] << 8 | p[i + 1]);
-		s += ml + IPPROTO_ICMPV6;
-		for (uint32_t i = 0; i + 1 < ml; i += 2)
-			s += (uint32_t)(p[40 + i] << 8 | p[40 + i + 1]);
-		if (ml & 1)
-			s += (uint32_t)p[40 + ml - 1] << 8;
-		while (s >> 16)
-			s = (s & 0xffff) + (s >> 16);
-		uint16_t c = htons((uint16_t)~s);
+		uint32_t ml = 8 + quote;
+		uint16_t c = htons(csum_fold(sum_add(sum_add(ml + IPPROTO_ICMPV6, p + 8, 32), p + 40, ml)));
 		memcpy(p + 42, &c, 2);
 	}
 	atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);

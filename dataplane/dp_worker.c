@@ -239,7 +239,10 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 		h->addr = addr - L2;
 		h->len = len + L2;
 		h->family = family;
-		h->want = (flags & FWD_OUTSIDE) ? DP_OUT : -1;
+		/* Held for the port it was cleared for: a packet from the outside that was let through
+		 * towards the inside (not through the outbound SPD) must not leave by the outside if the
+		 * route changes while it waits. */
+		h->want = (flags & FWD_OUTSIDE) ? DP_OUT : (flags & FWD_SPD_OUT) ? (int8_t)e->port : -1;
 		h->deadline_ns = dp_now_ns() + DP_HOLD_NS;
 		atomic_fetch_add_explicit(&w->st.held, 1, memory_order_relaxed);
 		return;

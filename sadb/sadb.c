@@ -1261,12 +1261,13 @@ static void jappend(struct sadb *db, uint32_t op, uint32_t index)
 
 #define PF_EXITING_FLAG 0x4u /* the kernel's PF_EXITING: the task never runs user code again */
 
-/* From a /proc/.../stat line: whether the task can still run user code, and its start time (clock
- * ticks after boot). A zombie or exiting task cannot: it will not touch the SADB again. */
-static bool stat_live(const char *path, uint64_t *start)
+/* Read a /proc/.../stat file: whether the task can still run user code (not a zombie, not exiting:
+ * such a task never touches the SADB again) and its start time in clock ticks after boot. False if
+ * the file cannot be read or parsed. */
+static bool stat_read(const char *path, bool *live, uint64_t *start)
 {
-	char buf[1024], *p;
-	unsigned long long v[22];
+	char buf[1024], *p, *end;
+	unsigned long long flags = 0, v = 0;
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -1279,67 +1280,54 @@ static bool stat_live(const char *path, uint64_t *start)
 	buf[n] = '\0';
 	/* pid (comm) state ppid ...: flags is field 9, starttime 22; comm may hold spaces or ')' */
 	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+	if (!p || p[1] != ' ')
 		return false;
+	*live = p[2] != 'Z' && p[2] != 'X';
 	p += 3;
-	for (int field = 4; field <= 22; field++) {
-		char *end;
-		v[field - 1] = strtoull(p, &end, 10);
+	for (int field = 4; field <= 22; field++, p = end) {
+		v = strtoull(p, &end, 10);
 		if (end == p)
 			return false;
-		p = end;
+		if (field == 9)
+			flags = v;
 	}
-	if (v[8] & PF_EXITING_FLAG)
-		return false;
-	*start = v[21] ? v[21] : 1;
+	*live = *live && !(flags & PF_EXITING_FLAG);
+	*start = v ? v : 1;
 	return true;
 }
 
 /* Start time of a process that may still run user code, 0 if there is none (gone, a zombie, or every
  * thread exiting: kill -9 of a dataplane with a large mapping takes a while to finish, and none of
- * its threads executes another instruction of ours meanwhile). */
+ * its threads executes another instruction of ours meanwhile). The leader may be exiting while other
+ * threads still run, so each thread is looked at. */
 static uint64_t proc_start(uint64_t pid)
 {
 	char path[96];
-	uint64_t start = 0, t;
-	bool live = false;
+	uint64_t start, t;
+	bool live, tlive = false;
 	struct dirent *de;
 	DIR *d;
 
 	if (!pid || pid > INT32_MAX)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
-	if (!stat_live(path, &start))
-		start = 0; /* the leader may be exiting while other threads still run: look at each */
+	if (!stat_read(path, &live, &start))
+		return 0;
+	if (live)
+		return start;
 	snprintf(path, sizeof(path), "/proc/%llu/task", (unsigned long long)pid);
 	d = opendir(path);
 	if (!d)
-		return start;
-	while (!live && (de = readdir(d))) {
+		return 0;
+	while (!tlive && (de = readdir(d))) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%llu/task/%.20s/stat", (unsigned long long)pid, de->d_name);
-		live = stat_live(path, &t);
+		if (!stat_read(path, &tlive, &t))
+			tlive = false;
 	}
 	closedir(d);
-	if (!live)
-		return 0;
-	if (!start) { /* the process's start time is its leader's, exiting or not */
-		char buf[1024], *p;
-		snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n <= 0)
-			return 1;
-		buf[n] = '\0';
-		p = strrchr(buf, ')');
-		for (int field = 2; p && field < 22; field++)
-			p = strchr(p + 1, ' ');
-		start = p ? strtoull(p + 1, NULL, 10) : 1;
-	}
-	return start ? start : 1;
+	return tlive ? start : 0;
 }
 
 /* The generation up to which freed slots may be reused, UINT64_MAX when no dataplane holds any. */
