@@ -25,7 +25,7 @@
 #include <intel-ipsec-mb.h>
 #endif
 
-#include "dataplane/esp_internal.h"
+#include "dataplane/engine/esp_internal.h"
 
 #define BURST 32
 #define FRAME_BIG (16384 + 512)

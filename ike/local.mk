@@ -20,11 +20,6 @@ ike_xipsec_iked_LDFLAGS = $(AM_LDFLAGS) $(IKE_SWAN_LINKFLAGS)
 ike_xipsec_iked_LDADD = $(SADB_LIBS) $(IKE_SWAN_LIBS)
 dist_man_MANS += ike/xipsec-iked.8
 
-# A tiny SADB reader for the netns tests: prints SAs as lines both sides can be compared with.
-noinst_PROGRAMS += ike/ike-sadb-dump
-ike_ike_sadb_dump_SOURCES = ike/sadb_dump.c
-ike_ike_sadb_dump_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
-ike_ike_sadb_dump_LDADD = $(SADB_LIBS) $(CRYPTO_LIBS)
 endif
 
 # `ipsecctl ike` (tools/ike_cmd.c, ours) talks VICI through Debian's libvici (/usr/lib/ipsec): the

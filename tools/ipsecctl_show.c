@@ -63,7 +63,7 @@ static void rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, st
 		c->drops_total += c->drops[i];
 	}
 	/* The bitmap is a ring indexed by sequence number modulo SADB_REPLAY_MAX (RFC 6479, as
-	 * dataplane/replay.c keeps it); only [top - window + 1, top] is the window, older bits are
+	 * dataplane/engine/replay.c keeps it); only [top - window + 1, top] is the window, older bits are
 	 * stale. Sequence number 0 is never sent. */
 	if (want_replay && sa->replay_window && c->replay_top) {
 		uint64_t lo = c->replay_top >= sa->replay_window ? c->replay_top - sa->replay_window + 1 : 1;

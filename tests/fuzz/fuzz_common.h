@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "dataplane/esp.h"
+#include "dataplane/engine/esp.h"
 
 struct fz_xf {
 	uint8_t proto;

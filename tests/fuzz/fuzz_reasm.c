@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_reasm.c: libFuzzer target for xipsecd's reassembly of outer IPv4/IPv6 fragments of
- * ESP, AH and ESP-in-UDP (dataplane/dp_frag.c), driven as the worker drives it: one table, every
+ * ESP, AH and ESP-in-UDP (dataplane/xipsecd/dp_frag.c), driven as the worker drives it: one table, every
  * fragment through dp_reasm_add with the clock of its arrival and an output buffer of
  * DP_REASM_OUT_MAX, dp_reasm_expire now and then. The input is a program of operations on up to 256
  * datagram keys (family, protocol, identification) of both families: send piece j of a key's plan
@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "sadb/sadb_drops.h"
-#include "dataplane/dp.h"
-#include "dataplane/dp_frag.h"
+#include "dataplane/xipsecd/dp.h"
+#include "dataplane/xipsecd/dp_frag.h"
 
 #define MS 1000000ull
 #define NKEYS 256

@@ -10,8 +10,8 @@ FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 	-I$(top_srcdir) -I$(top_builddir) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 FUZZ_LINKFLAGS = -fsanitize=fuzzer,address,undefined
 FUZZ_LIBS = $(IPSEC_MB_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS) -lpthread
-FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/esp.h $(srcdir)/dataplane/esp_internal.h $(srcdir)/sadb/sadb.h \
-	$(srcdir)/dataplane/crypto_ipsecmb.h \
+FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/engine/esp.h $(srcdir)/dataplane/engine/esp_internal.h $(srcdir)/sadb/sadb.h \
+	$(srcdir)/dataplane/engine/crypto/crypto_ipsecmb.h \
 	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h $(srcdir)/tests/fuzz/fuzz_ref.h
 FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o tests/fuzz/obj/crypto_native.o
 if HAVE_IPSEC_MB
@@ -24,45 +24,45 @@ FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuz
 	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o tests/fuzz/obj/h_burst.o \
 	tests/fuzz/obj/h_ah_plain.o tests/fuzz/obj/h_sadb_open.o tests/fuzz/obj/h_reasm.o
 
-tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/engine/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_sa.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_sa.c -o $@
 
-tests/fuzz/obj/esp_ip.o: $(srcdir)/dataplane/esp_ip.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/esp_ip.o: $(srcdir)/dataplane/engine/esp_ip.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_ip.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_ip.c -o $@
 
-tests/fuzz/obj/esp_out.o: $(srcdir)/dataplane/esp_out.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/esp_out.o: $(srcdir)/dataplane/engine/esp_out.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_out.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_out.c -o $@
 
-tests/fuzz/obj/esp_in.o: $(srcdir)/dataplane/esp_in.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/esp_in.o: $(srcdir)/dataplane/engine/esp_in.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/esp_in.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_in.c -o $@
 
-tests/fuzz/obj/ah.o: $(srcdir)/dataplane/ah.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/ah.o: $(srcdir)/dataplane/engine/ah.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/ah.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/ah.c -o $@
 
-tests/fuzz/obj/replay.o: $(srcdir)/dataplane/replay.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/replay.o: $(srcdir)/dataplane/engine/replay.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/replay.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/replay.c -o $@
 
-tests/fuzz/obj/crypto_openssl.o: $(srcdir)/dataplane/crypto_openssl.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/crypto_openssl.o: $(srcdir)/dataplane/engine/crypto/crypto_openssl.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_openssl.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_openssl.c -o $@
 
-tests/fuzz/obj/crypto_sodium.o: $(srcdir)/dataplane/crypto_sodium.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/crypto_sodium.o: $(srcdir)/dataplane/engine/crypto/crypto_sodium.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_sodium.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_sodium.c -o $@
 
-tests/fuzz/obj/crypto_native.o: $(srcdir)/dataplane/crypto_native.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/crypto_native.o: $(srcdir)/dataplane/engine/crypto/crypto_native.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_native.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_native.c -o $@
 
-tests/fuzz/obj/crypto_ipsecmb.o: $(srcdir)/dataplane/crypto_ipsecmb.c $(FUZZ_ENGINE_HDRS) config.h
+tests/fuzz/obj/crypto_ipsecmb.o: $(srcdir)/dataplane/engine/crypto/crypto_ipsecmb.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/crypto_ipsecmb.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_ipsecmb.c -o $@
 
 tests/fuzz/obj/h_parse.o: $(srcdir)/tests/fuzz/fuzz_parse.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -148,11 +148,11 @@ tests/fuzz/fuzz_sadb_open: tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS)
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS) -lpthread -o $@
 
 # xipsecd's reassembly of outer fragments: dp_frag.c alone (no I/O), built with clang.
-FUZZ_REASM_HDRS = $(srcdir)/dataplane/dp_frag.h $(srcdir)/dataplane/dp.h $(srcdir)/sadb/sadb_drops.h
+FUZZ_REASM_HDRS = $(srcdir)/dataplane/xipsecd/dp_frag.h $(srcdir)/dataplane/xipsecd/dp.h $(srcdir)/sadb/sadb_drops.h
 
-tests/fuzz/obj/dp_frag.o: $(srcdir)/dataplane/dp_frag.c $(FUZZ_REASM_HDRS) config.h
+tests/fuzz/obj/dp_frag.o: $(srcdir)/dataplane/xipsecd/dp_frag.c $(FUZZ_REASM_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/dp_frag.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/xipsecd/dp_frag.c -o $@
 
 # The model's byte loops would spend most of the time in comparison hooks: the fuzzer steers by
 # the reassembler's comparisons and by the harness's edges only.

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataplane/esp.h"
+#include "dataplane/engine/esp.h"
 #include "sadb/sadb.h"
 
 #define MAXN 256

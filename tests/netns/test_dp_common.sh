@@ -13,8 +13,8 @@
 # dp_bypass_all        bypass policies both ways on both gateways (v4 and v6)
 
 DP_BUILD=${top_builddir:?}
-XIPSECD="$DP_BUILD/dataplane/xipsecd"
-DP_TESTCTL="$DP_BUILD/dataplane/dp_testctl"
+XIPSECD="$DP_BUILD/dataplane/xipsecd/xipsecd"
+DP_TESTCTL="$DP_BUILD/tests/tools/dp_testctl"
 [ -x "$XIPSECD" ] || xt_skip "xipsecd not built"
 [ -x "$DP_TESTCTL" ] || xt_skip "dp_testctl not built"
 XIPSECD_ASAN=${ASAN_OPTIONS:-}

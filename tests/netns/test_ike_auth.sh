@@ -9,7 +9,7 @@
 #    the IKEv1 certificate SA (cert1, no DPD) stays.
 # After each establishment both SADBs must match (inbound of one = outbound of the other).
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
 xt_require pki
 ike_pair

@@ -8,7 +8,7 @@
 # The stock charon writes /var/run/charon.pid: it runs in its own mount namespace with a private /run.
 # Traffic between the two (needs xipsecd) is in test_ike_traffic.sh.
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
 xt_require unshare /usr/lib/ipsec/charon
 [ -f /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] || xt_skip "kernel-libipsec plugin missing (libcharon-extra-plugins)"

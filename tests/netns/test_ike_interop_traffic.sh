@@ -6,7 +6,7 @@
 # both ends exchange is counted by both (xipsecd's SA counters via charon on gw1, libipsec's on gw2).
 # The stock charon writes /var/run/charon.pid: it runs in its own mount namespace with a private /run.
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 xt_require ethtool socat ping ss unshare /usr/lib/ipsec/charon
 ike_require
 [ -f /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] || xt_skip "kernel-libipsec plugin missing (libcharon-extra-plugins)"

@@ -6,11 +6,11 @@
 #    ones are deleted); both SADBs match at the end.
 #  - packets: CHILD SA 'p' with rekey_packets 1000: 1500 packets counted on its inbound SA rekey it.
 #  - bytes: CHILD SA 'b' with rekey_bytes 1 MB / life_bytes 2 MB. The dataplane's counters are
-#    simulated here (ike-sadb-dump --count adds to the SA's runtime counters, as xipsecd does): 1.5 MB
+#    simulated here (sadb-dump --count adds to the SA's runtime counters, as xipsecd does): 1.5 MB
 #    on the inbound SA must make A rekey it (soft), 2.5 MB on the next one must make A delete it (hard).
 # Traffic through xipsecd under rekeying is covered by test_ike_traffic.sh once the dataplane exists.
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
 ike_pair
 for s in A B; do ike_dirs $s; done

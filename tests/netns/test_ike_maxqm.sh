@@ -6,7 +6,7 @@
 # sees every Main Mode too), and in both SADBs (all 20 SAs present and matching: the CHILD SAs
 # survive the renewals). Also checks that `ipsecctl ike maxqm set` changes the limit at run time.
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
 ike_pair
 

@@ -5,7 +5,7 @@
 # UPDATE_SA_ADDRESSES; both daemons must move the outer addresses of their SAs in the SADB without
 # rekeying (same SPIs, same keys), and both SADBs must still match.
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
 ike_pair
 for s in A B; do ike_dirs $s; done

@@ -6,7 +6,7 @@
 # each side has its in/out/fwd policies; terminating removes the SAs and policies on both sides.
 # Then IKEv2 over IPv6 with IPv6 selectors (the SADB is family-neutral end to end).
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
 ike_pair
 

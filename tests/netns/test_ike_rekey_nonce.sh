@@ -14,7 +14,7 @@
 #    cover every SPI seen on the wire, agree between the two gateways, and no two SPIs share a key
 #    (key and salt): so no nonce repeats under any key.
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 xt_require ethtool socat ping ss tcpdump tshark
 ike_require
 . "$top_srcdir/tests/netns/test_dp_common.sh"

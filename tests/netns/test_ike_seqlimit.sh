@@ -15,7 +15,7 @@
 # xipsecd runs two workers: it then reserves sequence numbers one at a time (with one worker, 1024 at
 # a time, and the reservation would pass 300 at the first packet).
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 xt_require ethtool socat ping ss tcpdump tshark pkill
 ike_require
 . "$top_srcdir/tests/netns/test_dp_common.sh"

@@ -12,7 +12,7 @@
 # Zero loss across rekeys relies on xipsec-iked's dataplane_sync_ms (default 30): with 0, this test
 # loses a few datagrams per rekey (the peer switches to the new SPI before xipsecd has loaded it).
 . "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/ike/netns-ike.sh"
+. "$top_srcdir/tests/netns/ike_common.sh"
 xt_require ethtool socat ping ss
 ike_require
 . "$top_srcdir/tests/netns/test_dp_common.sh"

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataplane/esp.h"
+#include "dataplane/engine/esp.h"
 #include "sadb/sadb.h"
 
 #define FRAME_LEN 16384u

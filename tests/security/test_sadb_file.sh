@@ -11,8 +11,8 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require setpriv mkfifo cmp xxd
 CTL="$top_builddir/tools/ipsecctl"
-XIPSECD="$top_builddir/dataplane/xipsecd"
-TESTCTL="$top_builddir/dataplane/dp_testctl"
+XIPSECD="$top_builddir/dataplane/xipsecd/xipsecd"
+TESTCTL="$top_builddir/tests/tools/dp_testctl"
 IKED="$top_builddir/ike/xipsec-iked"
 for p in "$CTL" "$XIPSECD" "$TESTCTL"; do [ -x "$p" ] || xt_skip "$p not built"; done
 [ "$(id -u)" -eq 0 ] || xt_skip "needs root (files of another uid)"

@@ -1,4 +1,4 @@
-# tests/unit/esp.mk: unit tests of the ESP/AH engine (dataplane/libesp.a), alone and with libsadb.
+# tests/unit/esp.mk: unit tests of the ESP/AH engine (dataplane/engine/libesp.a), alone and with libsadb.
 ESP_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 ESP_TEST_LDADD = $(ESP_LIBS) $(CMOCKA_LIBS)
 

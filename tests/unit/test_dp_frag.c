@@ -1,4 +1,4 @@
-/* tests/unit/test_dp_frag.c: xipsecd's IPv4 fragmenter and IPv4/IPv6 reassembler (dataplane/dp_frag.c)
+/* tests/unit/test_dp_frag.c: xipsecd's IPv4 fragmenter and IPv4/IPv6 reassembler (dataplane/xipsecd/dp_frag.c)
  * on plain buffers: exact fragment layouts (RFC 791: 8-byte offsets, MF, options by copy flag, header
  * checksums), reassembly in order, out of order, with duplicates, overlaps (RFC 5722), timeouts, the
  * table's limits and the 65535-byte maximum. The kernel's own reassembly of our fragments is checked
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "sadb/sadb_drops.h"
-#include "dataplane/dp_frag.h"
+#include "dataplane/xipsecd/dp_frag.h"
 
 #define SEC 1000000000ull
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_dp_icmp.c: which packets the dataplane answers with an ICMP/ICMPv6 error
- * (dataplane/dp_icmp.h), one row per case: RFC 1812 §4.3.2.7 for IPv4, RFC 4443 §2.4 (e) for IPv6. */
+ * (dataplane/xipsecd/dp_icmp.h), one row per case: RFC 1812 §4.3.2.7 for IPv4, RFC 4443 §2.4 (e) for IPv6. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "dataplane/dp_icmp.h"
+#include "dataplane/xipsecd/dp_icmp.h"
 
 static uint32_t v4(uint8_t *p, const char *src, const char *dst, uint8_t proto, uint8_t icmp_type,
 		   uint16_t frag)

@@ -20,7 +20,7 @@
 #include <linux/bpf.h>
 #include <cmocka.h>
 
-#include "dataplane/xdp_shared.h"
+#include "dataplane/xipsecd/xdp_shared.h"
 
 enum want { PASS, DATAPLANE };
 
@@ -279,7 +279,7 @@ static int setup(void **state)
 
 	(void)state;
 	if (!path) {
-		snprintf(buf, sizeof(buf), "%s/dataplane/xipsec_xdp.o", XIPSEC_BUILDDIR);
+		snprintf(buf, sizeof(buf), "%s/dataplane/xipsecd/xipsec_xdp.o", XIPSEC_BUILDDIR);
 		path = buf;
 	}
 	obj = bpf_object__open_file(path, NULL);

@@ -7,7 +7,7 @@
 #include <openssl/evp.h>
 
 #include "tests/unit/test_esp_util.h"
-#include "dataplane/esp_internal.h"
+#include "dataplane/engine/esp_internal.h"
 
 static const enum esp_backend backends[] = { ESP_BACKEND_IPSECMB, ESP_BACKEND_OPENSSL, ESP_BACKEND_SODIUM,
 					      ESP_BACKEND_NATIVE };

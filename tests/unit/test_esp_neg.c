@@ -7,7 +7,7 @@
 #include "config.h"
 
 #include "tests/unit/test_esp_util.h"
-#include "dataplane/esp_internal.h"
+#include "dataplane/engine/esp_internal.h"
 
 static const struct xf *xf_by_name(const char *name)
 {

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "dataplane/esp.h"
+#include "dataplane/engine/esp.h"
 
 #define FRAME 4096
 #define PKT_OFF 256

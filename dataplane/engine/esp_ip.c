@@ -1,0 +1,326 @@
+/* dataplane/engine/esp_ip.c: IP header handling for the ESP/AH engine: checksums, walking IPv6 extension
+ * headers (where ESP/AH goes in transport mode, where it is on receipt), RFC 6040 ECN, and the two
+ * parse helpers of esp.h (outer headers for the SA lookup, selector fields for policy checks). */
+#include "config.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "dataplane/engine/esp_internal.h"
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, unsigned len)
+{
+	while (len > 1) {
+		sum += (uint32_t)(p[0] << 8 | p[1]);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		sum += (uint32_t)(p[0] << 8);
+	return sum;
+}
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+uint16_t esp_ip4_csum(const uint8_t *hdr, unsigned len)
+{
+	return csum_fold(csum_add(0, hdr, len));
+}
+
+void esp_ip4_set_csum(uint8_t *hdr)
+{
+	hdr[10] = hdr[11] = 0;
+	esp_wr16(hdr + 10, esp_ip4_csum(hdr, (hdr[0] & 0x0f) * 4u));
+}
+
+uint16_t esp_udp6_csum(const uint8_t *ip6, const uint8_t *udp, unsigned udp_len)
+{
+	uint32_t sum = csum_add(0, ip6 + 8, 32);
+	sum += udp_len >> 16;
+	sum += udp_len & 0xffff;
+	sum += IPPROTO_UDP;
+	sum = csum_add(sum, udp, udp_len);
+	uint16_t c = csum_fold(sum);
+	return c ? c : 0xffff; /* RFC 8200 §8.1: a computed zero is sent as 0xffff */
+}
+
+void esp_l4_set_csum(uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto)
+{
+	uint32_t seg = len - l4, at = proto == IPPROTO_TCP ? 16 : 6;
+	if (seg < (proto == IPPROTO_TCP ? 20u : 8u))
+		return;
+	bool v4 = (ip[0] >> 4) == 4;
+	uint8_t *c = ip + l4 + at;
+	if (v4 && proto == IPPROTO_UDP && c[0] == 0 && c[1] == 0)
+		return; /* no checksum sent: none to fix */
+	c[0] = c[1] = 0;
+	uint32_t sum = v4 ? csum_add(0, ip + 12, 8) : csum_add(0, ip + 8, 32);
+	sum += seg >> 16;
+	sum += seg & 0xffff;
+	sum += proto;
+	sum = csum_add(sum, ip + l4, seg);
+	uint16_t v = csum_fold(sum);
+	if (v == 0 && proto == IPPROTO_UDP)
+		v = 0xffff;
+	esp_wr16(c, v);
+}
+
+static bool is_v6_ext(uint8_t nh)
+{
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS ||
+	       nh == IPPROTO_FRAGMENT;
+}
+
+bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *nh_off, uint8_t *proto,
+		 bool *frag)
+{
+	*frag = false;
+	if (len < 20)
+		return false;
+	if ((pkt[0] >> 4) == 4) {
+		unsigned ihl = (pkt[0] & 0x0f) * 4u;
+		if (ihl < 20 || ihl > len)
+			return false;
+		*l4_off = ihl;
+		*nh_off = 9;
+		*proto = pkt[9];
+		*frag = (esp_rd16(pkt + 6) & 0x3fff) != 0;
+		return true;
+	}
+	if ((pkt[0] >> 4) != 6 || len < 40)
+		return false;
+	uint32_t off = 40, nho = 6;
+	uint8_t nh = pkt[6];
+	while (is_v6_ext(nh)) {
+		if (off + 8 > len)
+			return false;
+		uint32_t hl;
+		if (nh == IPPROTO_FRAGMENT) {
+			hl = 8;
+			uint16_t fo = esp_rd16(pkt + off + 2);
+			if (fo & 0xfff9)
+				*frag = true; /* offset or M flag: a fragment */
+			if (fo & 0xfff8) {
+				/* Not the first fragment: what follows is the middle of the original
+				 * payload, not headers. The walk ends here, at the Fragment header's next
+				 * header (RFC 4301 §7.1: a non-initial fragment's selector), whatever
+				 * that payload looks like. */
+				nho = off;
+				nh = pkt[off];
+				off += hl;
+				break;
+			}
+		} else {
+			hl = (pkt[off + 1] + 1u) * 8u;
+		}
+		nho = off;
+		nh = pkt[off];
+		off += hl;
+		if (off > len)
+			return false;
+	}
+	*l4_off = off;
+	*nh_off = nho;
+	*proto = nh;
+	return true;
+}
+
+bool esp_transport_split(const uint8_t *pkt, uint32_t len, uint32_t *hdr_len, uint32_t *nh_off)
+{
+	if (len < 20)
+		return false;
+	if ((pkt[0] >> 4) == 4) {
+		unsigned ihl = (pkt[0] & 0x0f) * 4u;
+		if (ihl < 20 || ihl > len)
+			return false;
+		*hdr_len = ihl;
+		*nh_off = 9;
+		return true;
+	}
+	if ((pkt[0] >> 4) != 6 || len < 40)
+		return false;
+	/* RFC 4303 §3.1.1: ESP goes after hop-by-hop, routing and fragment headers; destination options
+	 * may be either side: those that precede a routing header must stay in clear (intermediate
+	 * nodes read them), the others are protected. */
+	uint32_t off = 40, nho = 6;
+	uint8_t nh = pkt[6];
+	for (;;) {
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_FRAGMENT &&
+		    nh != IPPROTO_DSTOPTS)
+			break;
+		if (off + 8 > len)
+			return false;
+		uint32_t hl = nh == IPPROTO_FRAGMENT ? 8 : (pkt[off + 1] + 1u) * 8u;
+		if (off + hl > len)
+			return false;
+		if (nh == IPPROTO_DSTOPTS && pkt[off] != IPPROTO_ROUTING)
+			break;
+		nho = off;
+		nh = pkt[off];
+		off += hl;
+	}
+	*hdr_len = off;
+	*nh_off = nho;
+	return true;
+}
+
+int esp_ecn_decap(unsigned outer, unsigned inner)
+{
+	/* RFC 6040 §4.2, Figure 4. ECT(0) = 2, ECT(1) = 1, CE = 3. */
+	if (outer == 3)
+		return inner == 0 ? -1 : 3;
+	if (inner == 0)
+		return 0;
+	if (outer == 1 && inner == 2)
+		return 1;
+	return (int)inner;
+}
+
+static void addr_set(struct sadb_addr *a, int family, const uint8_t *p)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = (uint8_t)family;
+	memcpy(a->a.b, p, family == AF_INET ? 4 : 16);
+}
+
+/* Trim len to the IP header's own length (Ethernet padding, TFC padding); false if inconsistent. */
+static bool ip_len(const uint8_t *pkt, uint32_t len, uint32_t *out)
+{
+	if (len < 20)
+		return false;
+	if ((pkt[0] >> 4) == 4) {
+		uint32_t tl = esp_rd16(pkt + 2);
+		if (tl < 20 || tl > len)
+			return false;
+		*out = tl;
+		return true;
+	}
+	if ((pkt[0] >> 4) == 6 && len >= 40) {
+		uint32_t tl = 40u + esp_rd16(pkt + 4);
+		if (tl > len)
+			return false;
+		*out = tl;
+		return true;
+	}
+	return false;
+}
+
+enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_port,
+			       struct esp_outer *out)
+{
+	uint32_t l4, nho;
+	uint8_t proto;
+	bool frag;
+
+	memset(out, 0, sizeof(*out));
+	if (!ip_len(pkt, len, &len) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
+		return SADB_DROP_TRUNCATED;
+	if (frag)
+		return SADB_DROP_UNSUPPORTED;
+	int fam = (pkt[0] >> 4) == 4 ? AF_INET : AF_INET6;
+	out->family = (uint8_t)fam;
+	addr_set(&out->src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
+	addr_set(&out->dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
+	if (!encap_port)
+		encap_port = 4500;
+	if (proto == IPPROTO_UDP) {
+		if (l4 + 8 > len)
+			return SADB_DROP_TRUNCATED;
+		out->sport = esp_rd16(pkt + l4);
+		out->dport = esp_rd16(pkt + l4 + 2);
+		if (out->dport != encap_port)
+			return SADB_DROP_UNSUPPORTED;
+		/* RFC 3948 §2.2/§4: a one-byte 0xff is a NAT keepalive, a zero marker IKE. */
+		if (len - l4 - 8 < 8 || esp_rd32(pkt + l4 + 8) == 0)
+			return SADB_DROP_BAD_ENCAP;
+		out->udp_encap = true;
+		l4 += 8;
+		proto = IPPROTO_ESP;
+	}
+	if (proto == IPPROTO_ESP) {
+		if (l4 + 8 > len)
+			return SADB_DROP_TRUNCATED;
+		out->proto = SADB_PROTO_ESP;
+		out->spi = esp_rd32(pkt + l4);
+		out->seq = esp_rd32(pkt + l4 + 4);
+	} else if (proto == IPPROTO_AH) {
+		if (l4 + 12 > len)
+			return SADB_DROP_TRUNCATED;
+		out->proto = SADB_PROTO_AH;
+		out->spi = esp_rd32(pkt + l4 + 4);
+		out->seq = esp_rd32(pkt + l4 + 8);
+	} else {
+		return SADB_DROP_UNSUPPORTED;
+	}
+	out->l4_off = l4;
+	return SADB_DROP_NONE;
+}
+
+/* Whether an IPv6 packet (headers already walked once by esp_find_l4) carries a Fragment header with
+ * a non-zero offset before its upper-layer header. */
+static bool v6_nonfirst(const uint8_t *pkt, uint32_t len)
+{
+	uint32_t off = 40;
+	uint8_t nh = pkt[6];
+
+	while (is_v6_ext(nh) && off + 8 <= len) {
+		if (nh == IPPROTO_FRAGMENT)
+			return (esp_rd16(pkt + off + 2) & 0xfff8) != 0;
+		nh = pkt[off];
+		off += (pkt[off + 1] + 1u) * 8u;
+	}
+	return false;
+}
+
+enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
+{
+	uint32_t l4, nho;
+	uint8_t proto;
+	bool frag;
+
+	memset(out, 0, sizeof(*out));
+	if (!ip_len(pkt, len, &len) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
+		return SADB_DROP_TRUNCATED;
+	int fam = (pkt[0] >> 4) == 4 ? AF_INET : AF_INET6;
+	addr_set(&out->src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
+	addr_set(&out->dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
+	out->proto = proto;
+	/* Ports only from a first (or no) fragment. */
+	bool first = true;
+	if (fam == AF_INET)
+		first = (esp_rd16(pkt + 6) & 0x1fff) == 0;
+	else if (frag)
+		first = !v6_nonfirst(pkt, len);
+	if (!first)
+		return SADB_DROP_NONE;
+	switch (proto) {
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+	case IPPROTO_SCTP:
+	case IPPROTO_UDPLITE:
+		if (l4 + 4 <= len) {
+			out->sport = esp_rd16(pkt + l4);
+			out->dport = esp_rd16(pkt + l4 + 2);
+		}
+		break;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if (l4 + 2 <= len) {
+			out->sport = pkt[l4];
+			out->dport = pkt[l4 + 1];
+		}
+		break;
+	case IPPROTO_MH:
+		if (l4 + 3 <= len)
+			out->sport = pkt[l4 + 2];
+		break;
+	default:
+		break;
+	}
+	return SADB_DROP_NONE;
+}

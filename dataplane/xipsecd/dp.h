@@ -1,0 +1,270 @@
+/* dataplane/xipsecd/dp.h: xipsecd's internal declarations shared by its files: configuration, the per-worker
+ * state (AF_XDP ports, frame pool, route cache, counters) and the functions each file provides.
+ * Prefix dp_. Nothing here is a public API; ipsecctl and tests talk to xipsecd through the SADB and
+ * the control socket only. */
+#ifndef XIPSEC_DP_H
+#define XIPSEC_DP_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <xdp/xsk.h>
+
+#include "sadb/sadb.h"
+#include "dataplane/xipsecd/xdp_shared.h"
+#include "dataplane/xipsecd/dp_frag.h"
+
+#define DP_MAX_WORKERS   DP_MAX_QUEUES
+#define DP_FRAME_SIZE    XSK_UMEM__DEFAULT_FRAME_SIZE
+#define DP_NUM_FRAMES    16384u     /* per worker: 2 fill rings + 2 RX + 2 TX rings + hold queue */
+#define DP_RING_SIZE     4096u      /* platform.md: RX rings below 4096 drop above ~450 kpps */
+#define DP_BATCH         64u        /* constant burst cap: no VLAs sized by a burst */
+#define DP_HOLD_MAX      256u       /* packets waiting for neighbour resolution, per worker */
+#define DP_HOLD_NS       3000000000ull /* three ARP/ND retransmissions */
+#define DP_RCACHE_SIZE   1024u      /* per-worker route/neighbour cache entries (power of 2) */
+/* Reassembly of received outer fragments: one table for all workers (fragments of one datagram may
+ * arrive on different queues), bounded in datagrams, bytes and fragments, and in time. */
+#define DP_REASM_DGRAMS  64u
+#define DP_REASM_BYTES   (1u << 20)
+#define DP_REASM_FRAGS   64u
+#define DP_REASM_NS      5000000000ull
+
+enum dp_port_id { DP_IN = 0, DP_OUT = 1, DP_NPORTS = 2 };
+
+struct dp_config {
+	char inside[IF_NAMESIZE], outside[IF_NAMESIZE];
+	unsigned workers;            /* 0 = one per queue of the interfaces */
+	const char *sadb_path;
+	const char *bpf_obj;         /* NULL = search XIPSEC_XDP_OBJ, build dir, pkgdatadir */
+	const char *ctl_path;        /* control socket */
+	const char *tun_name;        /* NULL = "xipsec0"; "" = none */
+	bool skb_mode;               /* force generic XDP */
+	bool copy_mode;              /* never try zero-copy */
+	bool no_pin;                 /* do not pin workers to CPUs */
+	int verbose;
+};
+
+/* Per-worker counters. Written by the worker only (relaxed), read by the control socket. */
+struct dp_wstats {
+	_Atomic uint64_t rx[DP_NPORTS], tx[DP_NPORTS];
+	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
+	_Atomic uint64_t spd_out;    /* from the outside and back out: through the outbound SPD */
+	_Atomic uint64_t frag_packets, frag_made, reasm_packets, reasm_frags;
+	_Atomic uint64_t drops[SADB_DROP_MAX];
+};
+
+struct dp_port {
+	struct xsk_socket *xsk;
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod tx;
+	struct xsk_ring_prod fill;
+	struct xsk_ring_cons comp;
+	int fd;
+	uint32_t tx_pending;         /* descriptors on the TX ring not yet completed */
+};
+
+struct dp_iface {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	uint8_t mac[6];
+	_Atomic uint32_t mtu;
+	unsigned queues;
+};
+
+/* The source addresses of ICMP errors the dataplane sends: the inside interface's (an address of the
+ * protected site, so that an error towards a remote site matches the tunnel's selectors and is
+ * protected like the traffic it is about). Double-buffered: the control thread fills the other one,
+ * then switches dp_ctx.src_cur. */
+struct dp_srcaddr {
+	uint8_t v4[4], v6[16];
+	bool has4, has6;
+};
+
+/* One cached answer of the kernel's FIB + neighbour table for a destination. */
+struct dp_rentry {
+	uint64_t gen;                /* dp_ctx.route_gen when filled; stale when different */
+	uint64_t retry_ns;           /* unresolved neighbour: when to ask the kernel again */
+	uint8_t used, family, port;  /* port: DP_IN, DP_OUT, DP_RT_LOCAL, DP_RT_NONE */
+	uint8_t resolved;
+	int8_t want;                 /* output constrained to this port (-1: wherever it routes) */
+	uint8_t dst[16];
+	uint8_t nh[16];
+	uint8_t dmac[6];
+	uint32_t mtu;
+};
+#define DP_RT_LOCAL 2
+#define DP_RT_NONE  3
+
+struct dp_held {
+	uint64_t addr;               /* frame address of the packet start */
+	uint32_t len;
+	uint8_t port, family;
+	int8_t want;
+	uint64_t deadline_ns;
+};
+
+struct dp_ctx;
+
+_Static_assert(DP_MAX_WORKERS <= SADB_MAX_WORKERS, "every worker needs a record in the SADB stats area");
+
+/* Add to a counter of the worker's SADB stats record (its only writer; relaxed for the readers). */
+#define DP_SST_ADD(w, field, n) __atomic_fetch_add(&(w)->sst->field, (n), __ATOMIC_RELAXED)
+
+struct dp_worker {
+	struct dp_ctx *ctx;
+	unsigned id, queue;
+	int cpu;
+	pthread_t thread;
+	void *umem_area;
+	struct xsk_umem *umem;
+	struct dp_port port[DP_NPORTS];
+	uint64_t *free_frames;
+	uint32_t n_free;
+	uint8_t *frame_out;          /* per frame: 1 while the kernel or a packet holds it */
+	uint64_t frame_anomalies;    /* completions of frames we did not hand out (ignored) */
+	int nl_fd;                   /* synchronous route/neighbour queries */
+	uint32_t nl_seq;
+	struct dp_rentry rcache[DP_RCACHE_SIZE];
+	struct dp_held hold[DP_HOLD_MAX];
+	uint32_t n_hold;
+	uint64_t hold_retry_ns;
+	uint64_t icmp_tokens_ns;     /* rate limit of the ICMP errors it sends */
+	uint16_t icmp_ipid;            /* IPv4 identification of those errors */
+	struct dp_wstats st;
+	struct sadb_worker_stats *sst; /* this worker's record in the SADB stats area (ipsecctl) */
+	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
+	void *regroup;               /* dp_worker.c: outbound burst of packets that came in from the
+	                              * outside (decapsulated or bypassed) and leave through it again */
+	uint64_t reasm_expire_ns;    /* next look for timed-out datagrams */
+};
+
+struct dp_ctx {
+	struct dp_config cfg;
+	struct sadb *db;
+	struct dp_iface ifc[DP_NPORTS];
+	unsigned n_workers;
+	struct dp_worker *w;
+	_Atomic uint64_t route_gen;
+	_Atomic bool stop;
+	void *xdp;                   /* dp_xdp.c */
+	int tun_fd;
+	int tun_ifindex;
+	uint32_t tun_mtu;
+	pthread_mutex_t tun_tx_lock;
+	int ctl_fd;
+	void *satab;                 /* dp_sa.c: RCU-published table */
+	void *sa_state;              /* dp_sa.c: control thread's journal position, locks */
+	uint64_t sadb_gen;           /* generation applied by the control thread */
+	uint64_t start_ns;
+	struct dp_reasm *reasm;      /* shared by the workers, under reasm_lock */
+	pthread_spinlock_t reasm_lock;
+	int local_addrs_fd;          /* the XDP program's local_addrs map, for the workers; -1 = none */
+	struct dp_srcaddr src[2];    /* ICMP error sources (struct dp_srcaddr) */
+	_Atomic unsigned src_cur;
+	/* dp_expire.c (control thread): soft and hard expiries it raised since start */
+	uint64_t sa_soft_expired, sa_hard_expired;
+};
+
+/* ---- dp_util ---- */
+uint64_t dp_now_ns(void);
+void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern int dp_verbose;
+
+/* ---- dp_xdp.c: our one XDP program ---- */
+int dp_xdp_load(struct dp_ctx *ctx);
+int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk_socket *xsk);
+int dp_xdp_sync_addrs(struct dp_ctx *ctx);
+void dp_xdp_unload(struct dp_ctx *ctx);
+int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
+/* Whether addr (family AF_INET/AF_INET6) is one of the gateway's own addresses (a map lookup: a
+ * system call, for the rare fragment only). */
+bool dp_xdp_is_local(struct dp_ctx *ctx, uint8_t family, const uint8_t *addr);
+
+/* ---- dp_xsk.c: UMEM and sockets of a worker ---- */
+int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w);
+void dp_xsk_teardown(struct dp_worker *w);
+unsigned dp_if_queues(const char *name);
+
+/* ---- dp_nl.c: the kernel's routes, neighbours and addresses over netlink ---- */
+int dp_nl_open(int groups);
+/* Ask the kernel for the route to dst: *oif, nexthop (gateway or dst itself), *type (RTN_*). */
+int dp_nl_route_get(int fd, uint32_t *seq, uint8_t family, const uint8_t *dst, int *oif,
+		    uint8_t *nh, uint8_t *type);
+/* The same, constrained to leave through oif (the kernel skips routes through other devices). */
+int dp_nl_route_get_oif(int fd, uint32_t *seq, uint8_t family, const uint8_t *dst, int *oif,
+			uint8_t *nh, uint8_t *type);
+/* Neighbour entry: 0 and mac when usable, -ENOENT when unknown or unresolved. */
+int dp_nl_neigh_get(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr,
+		    uint8_t *mac);
+/* Have the kernel start resolving addr on ifindex (NTF_USE). */
+int dp_nl_neigh_resolve(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr);
+/* Dump every local address: cb(family, addr, arg). */
+struct dp_nl_addr_info {
+	int ifindex;
+	uint8_t scope;               /* RT_SCOPE_*: 0 = universe (global) */
+	bool own;                    /* the interface's own address (not a peer or broadcast address) */
+};
+int dp_nl_addrs(int fd, uint32_t *seq,
+		void (*cb)(uint8_t family, const uint8_t *addr, const struct dp_nl_addr_info *info, void *arg),
+		void *arg);
+/* Read pending notifications from a monitor socket; returns a bitmask of DP_NL_CHG_*. */
+#define DP_NL_CHG_ROUTE 1
+#define DP_NL_CHG_ADDR  2
+#define DP_NL_CHG_LINK  4
+int dp_nl_monitor_read(int fd);
+int dp_if_info(const char *name, struct dp_iface *ifc);
+
+/* ---- dp_route.c: per-worker route/neighbour cache, hold queue ---- */
+/* Resolve the output for dst (want: DP_OUT to force the outside interface, as for ESP/AH whose
+ * peer the local stack may route into the TUN device; -1: wherever the kernel routes it). Returns 0
+ * and fills *e (port, dmac) when the packet can be sent, -EAGAIN when the neighbour is being
+ * resolved (hold the packet), or -reason (SADB_DROP_*). */
+int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
+		    struct dp_rentry **e);
+void dp_route_hold_retry(struct dp_worker *w, bool force);
+
+/* ---- dp_pkt.c ---- */
+bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len);
+void dp_tx_kick(struct dp_port *pt);
+void dp_frame_free(struct dp_worker *w, uint64_t addr);
+/* Take a free frame: its base address, marked as handed out. The caller checks n_free first. */
+static inline uint64_t dp_frame_take(struct dp_worker *w)
+{
+	uint64_t addr = w->free_frames[--w->n_free];
+
+	w->frame_out[addr / DP_FRAME_SIZE] = 1;
+	return addr;
+}
+void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
+void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);
+/* dp_worker.c: send a packet the dataplane made (at addr in a frame of this worker) on its way, as
+ * one that came from the outside: through the outbound SPD if it leaves through the outside. */
+void dp_forward_generated(struct dp_worker *w, uint64_t addr, uint32_t len);
+
+/* ---- dp_worker.c ---- */
+void *dp_worker_main(void *arg);
+/* The reassembly table and the workers' reassembly buffers (after ctx->w exists); fini frees them. */
+int dp_worker_frag_init(struct dp_ctx *ctx);
+void dp_worker_frag_fini(struct dp_ctx *ctx);
+/* Deliver an L3 packet at addr (frame memory of w) to the next hop or the TUN device; consumes
+ * the frame (sent, held or freed with a counted drop). */
+void dp_forward(struct dp_worker *w, uint64_t addr, uint32_t len);
+
+/* ---- dp_tun.c ---- */
+int dp_tun_open(struct dp_ctx *ctx);
+void dp_tun_close(struct dp_ctx *ctx);
+int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len);
+
+/* ---- dp_ctl.c: control socket ---- */
+int dp_ctl_open(struct dp_ctx *ctx);
+void dp_ctl_handle(struct dp_ctx *ctx);
+void dp_ctl_close(struct dp_ctx *ctx);
+
+/* ---- dp_sa.c: private SA objects, SADB change pickup, RCU ---- */
+int dp_sa_init(struct dp_ctx *ctx);
+int dp_sa_sync(struct dp_ctx *ctx);     /* control thread: apply SADB changes */
+void dp_sa_fini(struct dp_ctx *ctx);
+
+#endif

@@ -1,0 +1,454 @@
+/* dataplane/xipsecd/dp_sa.c: the dataplane's private view of the SAD. The control thread follows the SADB
+ * (generation + sadb_changes journal, full resynchronisation when the journal has moved on), turns
+ * each SA record into pre-keyed engine objects (crypto contexts cannot live in shared memory) and
+ * publishes an immutable lookup table to the workers with RCU (liburcu-qsbr: workers announce a
+ * quiescent state after every burst, so reading costs nothing on the packet path).
+ *
+ * SA ownership (design.md rule 5), chosen and measured (bench/fwd, dataplane/xipsecd.8):
+ *  - outbound: one engine object per worker, all sharing the SA's runtime area; sequence numbers
+ *    are reserved from it with one atomic compare-and-swap (rule 1 holds across restarts because
+ *    the reservation is recorded in the SADB before use). No hand-off, no lock: workers protect
+ *    the same SA in parallel. With one worker the engine reserves blocks of 1024; with several,
+ *    one number at a time: a block a worker holds while another worker sends faster falls behind
+ *    the receiver's replay window (measured: REPLAY_OLD drops at the peer with two workers and
+ *    1024-blocks), whereas single reservations only reorder packets in flight, a burst at most.
+ *  - inbound: one engine object per SA whose replay window is written under a per-slot lock that
+ *    lives outside the table, so the old and the new version of an updated SA (both visible during
+ *    an RCU grace period) still exclude each other. The lock is held for one burst of one SA;
+ *    different SAs decrypt in parallel. We chose it over hand-off rings because a hand-off costs a
+ *    ring round-trip and a cache miss per packet on every inbound packet that lands on a foreign
+ *    worker, whereas the lock is uncontended whenever a peer keeps an SA's packets on one queue,
+ *    and costs the same serialisation as hand-off when it does not. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <urcu-qsbr.h>
+
+#include "dataplane/xipsecd/dp.h"
+#include "dataplane/xipsecd/dp_sa.h"
+#include "dataplane/xipsecd/dp_seqmark.h"
+
+struct dp_satab {
+	uint32_t max_sa;
+	struct dp_sa **slot;         /* by SADB slot */
+	uint32_t in_mask, out_mask;
+	struct dp_sa **in_hash;      /* (spi, proto, dst) -> inbound SA */
+	struct dp_sa **out_hash;     /* reqid -> best outbound SA */
+	struct dp_sa **persist;      /* outbound SAs whose numbers are leased from disk */
+	uint32_t n_persist;
+	struct dp_sa **expiring;     /* SAs whose lifetimes xipsecd enforces (dp_expire.c) */
+	uint32_t n_expiring;
+};
+
+struct dp_sa_state {
+	uint64_t since;              /* journal position */
+	bool need_full;
+	pthread_spinlock_t *in_lock; /* per slot */
+	uint32_t max_sa;
+	unsigned warned_unsupported;
+	int state_fd;                /* the state directory (dp_seqmark.c), -1 = not opened yet */
+	uint64_t state_retry_ns;     /* when to try opening it again after a failure */
+	struct dp_expire_round expire; /* dp_expire.c's position in t->expiring */
+};
+
+/* Lease the next sequence numbers of a persisted outbound SA (dp_seqmark.c). */
+static void seq_lease(struct dp_ctx *ctx, struct dp_sa_state *st, struct dp_sa *s)
+{
+	char msg[256], a[64];
+	int err;
+
+	if (st->state_fd < 0 && dp_now_ns() >= st->state_retry_ns) {
+		st->state_fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
+		if (st->state_fd < 0) {
+			dp_log(LOG_ERR, "state directory: %s", msg);
+			st->state_retry_ns = dp_now_ns() + 1000000000ull;
+		}
+	}
+	err = dp_seqmark_lease(st->state_fd, &s->sa, s->rt, msg, sizeof(msg));
+	if (err && !s->lease_failed)
+		dp_log(LOG_ERR, "SA spi 0x%08x dst %s (manual key, %s): its sequence numbers (nonces) "
+		       "cannot be recorded on disk, so it sends nothing: %s", s->sa.spi,
+		       sadb_addr_str(&s->sa.dst, a, sizeof(a)), sadb_enc_name(s->sa.enc_alg), msg);
+	s->lease_failed = err != 0;
+}
+
+static uint32_t mix(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x7feb352d;
+	h ^= h >> 15;
+	h *= 0x846ca68b;
+	h ^= h >> 16;
+	return h;
+}
+
+static uint32_t in_key(uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
+{
+	uint32_t h = mix(spi ^ ((uint32_t)proto << 24));
+
+	for (unsigned i = 0; i < 4; i++)
+		h = mix(h ^ dst->a.w[i]);
+	return h;
+}
+
+static void sa_free(struct dp_sa *s, unsigned n_workers)
+{
+	if (!s)
+		return;
+	for (unsigned i = 0; i < n_workers; i++)
+		esp_sa_destroy(s->eo[i]);
+	esp_sa_destroy(s->ei);
+	explicit_bzero(&s->sa, sizeof(s->sa));
+	free(s);
+}
+
+static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const struct sadb_sa *rec,
+			     uint32_t slot)
+{
+	struct dp_sa *s = calloc(1, sizeof(*s) + ctx->n_workers * sizeof(struct esp_sa *));
+	struct esp_sa_opts o = { .backend = ESP_BACKEND_AUTO };
+	int err = 0;
+
+	if (!s)
+		return NULL;
+	s->sa = *rec;
+	s->slot = slot;
+	s->rt = sadb_runtime(ctx->db, slot);
+	s->in_lock = &st->in_lock[slot];
+	if (!s->rt) {
+		free(s);
+		return NULL;
+	}
+	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
+	o.seq_block = ctx->n_workers > 1 ? 1 : 0;
+	if (dp_seqmark_needed(rec))
+		seq_lease(ctx, st, s); /* before any object can reserve a number */
+	if (rec->dir == SADB_DIR_OUT) {
+		o.id_parts = (uint16_t)ctx->n_workers;
+		for (unsigned i = 0; i < ctx->n_workers && !err; i++) {
+			o.id_part = (uint16_t)i;
+			err = esp_sa_create(rec, s->rt, &o, &s->eo[i]);
+		}
+	} else {
+		err = esp_sa_create(rec, s->rt, &o, &s->ei);
+	}
+	if (err) {
+		char a[64];
+
+		/* the SA stays known (its packets are counted UNSUPPORTED, not BAD_SPI) */
+		dp_log(LOG_WARNING, "SA spi 0x%08x dst %s (%s/%s): engine refuses it: %s", rec->spi,
+		       sadb_addr_str(&rec->dst, a, sizeof(a)), sadb_enc_name(rec->enc_alg),
+		       sadb_auth_name(rec->auth_alg), strerror(-err));
+		for (unsigned i = 0; i < ctx->n_workers; i++) {
+			esp_sa_destroy(s->eo[i]);
+			s->eo[i] = NULL;
+		}
+		esp_sa_destroy(s->ei);
+		s->ei = NULL;
+		s->unusable = true;
+	}
+	return s;
+}
+
+static uint32_t pow2_above(uint32_t n)
+{
+	uint32_t p = 16;
+
+	while (p < n * 2)
+		p <<= 1;
+	return p;
+}
+
+/* Outbound choice among SAs of one reqid: a MATURE one over a DYING one, then the newest, so an SA
+ * pair replacement switches traffic to the new SA the moment it is installed. */
+static bool out_better(const struct dp_sa *a, const struct dp_sa *b)
+{
+	if (!b)
+		return true;
+	if ((a->sa.state == SADB_STATE_MATURE) != (b->sa.state == SADB_STATE_MATURE))
+		return a->sa.state == SADB_STATE_MATURE;
+	return a->sa.instance > b->sa.instance;
+}
+
+static int build_hashes(struct dp_satab *t)
+{
+	uint32_t n = 0, sz;
+
+	for (uint32_t i = 0; i < t->max_sa; i++)
+		n += t->slot[i] != NULL;
+	sz = pow2_above(n);
+	t->in_hash = calloc(sz, sizeof(*t->in_hash));
+	t->out_hash = calloc(sz, sizeof(*t->out_hash));
+	if (!t->in_hash || !t->out_hash)
+		return -ENOMEM;
+	t->in_mask = t->out_mask = sz - 1;
+	t->persist = calloc(n ? n : 1, sizeof(*t->persist));
+	t->expiring = calloc(n ? n : 1, sizeof(*t->expiring));
+	if (!t->persist || !t->expiring)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->max_sa; i++) {
+		struct dp_sa *s = t->slot[i];
+		uint32_t h;
+
+		if (s && !s->unusable && dp_seqmark_needed(&s->sa))
+			t->persist[t->n_persist++] = s;
+		if (s && dp_expire_owned(&s->sa))
+			t->expiring[t->n_expiring++] = s;
+
+		if (!s || (s->sa.state != SADB_STATE_MATURE && s->sa.state != SADB_STATE_DYING))
+			continue;
+		if (s->sa.dir == SADB_DIR_IN) {
+			h = in_key(s->sa.spi, s->sa.proto, &s->sa.dst) & t->in_mask;
+			while (t->in_hash[h])
+				h = (h + 1) & t->in_mask;
+			t->in_hash[h] = s;
+		} else if (s->sa.dir == SADB_DIR_OUT) {
+			h = mix(s->sa.reqid) & t->out_mask;
+			while (t->out_hash[h] && t->out_hash[h]->sa.reqid != s->sa.reqid)
+				h = (h + 1) & t->out_mask;
+			if (out_better(s, t->out_hash[h]))
+				t->out_hash[h] = s;
+		}
+	}
+	return 0;
+}
+
+static void tab_free(struct dp_satab *t)
+{
+	if (!t)
+		return;
+	free(t->slot);
+	free(t->in_hash);
+	free(t->out_hash);
+	free(t->persist);
+	free(t->expiring);
+	free(t);
+}
+
+struct dp_sa *dp_sa_find_in(struct dp_ctx *ctx, uint32_t spi, uint8_t proto,
+			    const struct sadb_addr *dst)
+{
+	struct dp_satab *t = rcu_dereference(ctx->satab);
+	uint32_t h;
+
+	if (!t)
+		return NULL;
+	h = in_key(spi, proto, dst) & t->in_mask;
+	for (struct dp_sa *s; (s = t->in_hash[h]); h = (h + 1) & t->in_mask)
+		if (s->sa.spi == spi && s->sa.proto == proto && sadb_addr_eq(&s->sa.dst, dst))
+			return s;
+	return NULL;
+}
+
+struct dp_sa *dp_sa_find_out(struct dp_ctx *ctx, uint32_t reqid)
+{
+	struct dp_satab *t = rcu_dereference(ctx->satab);
+	uint32_t h;
+
+	if (!t)
+		return NULL;
+	h = mix(reqid) & t->out_mask;
+	for (struct dp_sa *s; (s = t->out_hash[h]); h = (h + 1) & t->out_mask)
+		if (s->sa.reqid == reqid)
+			return s;
+	return NULL;
+}
+
+static bool same_record(const struct sadb_sa *a, const struct sadb_sa *b)
+{
+	return a->instance == b->instance && a->checksum == b->checksum &&
+	       memcmp(a, b, sizeof(*a)) == 0;
+}
+
+int dp_sa_init(struct dp_ctx *ctx)
+{
+	struct dp_sa_state *st = calloc(1, sizeof(*st));
+	struct sadb_info info;
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	err = sadb_info(ctx->db, &info);
+	if (err) {
+		free(st);
+		return err;
+	}
+	st->max_sa = info.max_sa;
+	st->in_lock = calloc(info.max_sa, sizeof(*st->in_lock));
+	if (!st->in_lock) {
+		free(st);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < info.max_sa; i++)
+		pthread_spin_init(&st->in_lock[i], PTHREAD_PROCESS_PRIVATE);
+	st->need_full = true;
+	st->state_fd = -1;
+	ctx->sa_state = st;
+	return dp_sa_sync(ctx);
+}
+
+int dp_sa_sync(struct dp_ctx *ctx)
+{
+	struct dp_sa_state *st = ctx->sa_state;
+	struct dp_satab *old = ctx->satab, *t;
+	struct dp_sa **dead = NULL;
+	uint32_t n_dead = 0;
+	uint8_t *dirty = NULL;
+	bool full = st->need_full || !old;
+	uint64_t gen = sadb_generation(ctx->db);
+	int err = -ENOMEM;
+
+	if (!full && gen == ctx->sadb_gen)
+		return 0;
+	dirty = calloc(st->max_sa, 1);
+	if (!dirty)
+		return -ENOMEM;
+	if (full) {
+		/* resynchronise from a full iteration, then follow the journal from the generation
+		 * read before iterating (sadb_changes contract) */
+		st->since = gen;
+		memset(dirty, 1, st->max_sa);
+	} else {
+		struct sadb_change ch[256];
+		int n;
+
+		while ((n = sadb_changes(ctx->db, &st->since, ch, 256)) > 0) {
+			for (int i = 0; i < n; i++) {
+				switch (ch[i].op) {
+				case SADB_CHG_SA_ADD: case SADB_CHG_SA_UPDATE: case SADB_CHG_SA_DEL:
+					if (ch[i].index < st->max_sa)
+						dirty[ch[i].index] = 1;
+					break;
+				case SADB_CHG_FLUSH_SA:
+					memset(dirty, 1, st->max_sa);
+					break;
+				default:
+					break;
+				}
+			}
+		}
+		if (n == -ESTALE) {
+			st->need_full = true;
+			free(dirty);
+			return dp_sa_sync(ctx);
+		}
+		if (n < 0) {
+			free(dirty);
+			return n;
+		}
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto out;
+	t->max_sa = st->max_sa;
+	t->slot = calloc(st->max_sa, sizeof(*t->slot));
+	dead = calloc(st->max_sa, sizeof(*dead));
+	if (!t->slot || !dead)
+		goto fail;
+	if (old)
+		memcpy(t->slot, old->slot, st->max_sa * sizeof(*t->slot));
+	for (uint32_t i = 0; i < st->max_sa; i++) {
+		struct sadb_sa rec;
+		struct dp_sa *cur = t->slot[i];
+
+		if (!dirty[i])
+			continue;
+		if (sadb_sa_get(ctx->db, i, &rec) == 0) {
+			if (cur && same_record(&cur->sa, &rec))
+				continue;
+			t->slot[i] = sa_make(ctx, st, &rec, i);
+			explicit_bzero(&rec, sizeof(rec));
+			if (t->slot[i] && cur && cur->sa.instance == t->slot[i]->sa.instance) {
+				/* an update of the same SA: its lifetimes still count from when it came */
+				t->slot[i]->seen_ns = cur->seen_ns;
+				t->slot[i]->use_seen_ns = cur->use_seen_ns;
+			} else if (t->slot[i]) {
+				t->slot[i]->seen_ns = dp_realtime_ns();
+			}
+		} else {
+			t->slot[i] = NULL;
+		}
+		if (cur)
+			dead[n_dead++] = cur;
+	}
+	err = build_hashes(t);
+	if (err)
+		goto fail;
+	rcu_assign_pointer(ctx->satab, t);
+	ctx->sadb_gen = gen;
+	st->need_full = false;
+	/* After the grace period no worker holds the old table or the replaced SAs. */
+	synchronize_rcu();
+	tab_free(old);
+	for (uint32_t i = 0; i < n_dead; i++)
+		sa_free(dead[i], ctx->n_workers);
+	/* Every SA deleted up to here is gone from this process: its slot may take a new SA. */
+	sadb_dp_release(ctx->db, st->since);
+	free(dead);
+	free(dirty);
+	return 0;
+fail:
+	/* undo: objects made for this table are not referenced by the old one */
+	for (uint32_t i = 0; t->slot && i < st->max_sa; i++)
+		if (t->slot[i] && (!old || old->slot[i] != t->slot[i]))
+			sa_free(t->slot[i], ctx->n_workers);
+	tab_free(t);
+	free(dead);
+out:
+	free(dirty);
+	st->need_full = true;
+	return err;
+}
+
+void dp_sa_fini(struct dp_ctx *ctx)
+{
+	struct dp_sa_state *st = ctx->sa_state;
+	struct dp_satab *t = ctx->satab;
+
+	if (t) {
+		rcu_assign_pointer(ctx->satab, NULL);
+		synchronize_rcu();
+		for (uint32_t i = 0; i < t->max_sa; i++)
+			sa_free(t->slot[i], ctx->n_workers);
+		tab_free(t);
+	}
+	if (st) {
+		if (st->state_fd >= 0)
+			close(st->state_fd);
+		free((void *)st->in_lock);
+		free(st);
+	}
+	ctx->sa_state = NULL;
+}
+
+void dp_sa_tick(struct dp_ctx *ctx)
+{
+	struct dp_satab *t = ctx->satab;
+
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->n_persist; i++) {
+		struct dp_sa *s = t->persist[i];
+		uint64_t max = (s->sa.flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
+
+		if (dp_seqmark_due(s->rt, max))
+			seq_lease(ctx, ctx->sa_state, s);
+	}
+	dp_expire_tick(ctx, &((struct dp_sa_state *)ctx->sa_state)->expire, t->expiring,
+		       t->n_expiring);
+}
+
+unsigned dp_sa_count(struct dp_ctx *ctx)
+{
+	struct dp_satab *t = ctx->satab;
+	unsigned n = 0;
+
+	if (t)
+		for (uint32_t i = 0; i < t->max_sa; i++)
+			n += t->slot[i] != NULL;
+	return n;
+}

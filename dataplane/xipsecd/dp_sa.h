@@ -1,0 +1,46 @@
+/* dataplane/xipsecd/dp_sa.h: the dataplane's private, pre-keyed SA objects (dp_sa.c) as workers see them. */
+#ifndef XIPSEC_DP_SA_H
+#define XIPSEC_DP_SA_H
+
+#include <pthread.h>
+
+#include "dataplane/xipsecd/dp.h"
+#include "dataplane/engine/esp.h"
+
+struct dp_sa {
+	struct sadb_sa sa;           /* the record this object was built from (keys wiped on free) */
+	uint32_t slot;
+	bool unusable;               /* the engine refused the transform */
+	bool lease_failed;           /* SADB_SAF_SEQ_PERSIST: the last lease could not be recorded */
+	struct sadb_runtime *rt;     /* in the SADB: survives restarts */
+	pthread_spinlock_t *in_lock; /* inbound: the replay window's single writer (rule 5) */
+	/* Control thread only (dp_expire.c): CLOCK_REALTIME ns when this process first saw this SA
+	 * instance, and first saw it used (0 = not yet); kept across updates of the record. */
+	uint64_t seen_ns, use_seen_ns;
+	struct esp_sa *ei;           /* inbound engine object */
+	struct esp_sa *eo[];         /* outbound: one per worker */
+};
+
+/* Workers, inside an RCU read-side section (between quiescent states). NULL when absent. */
+struct dp_sa *dp_sa_find_in(struct dp_ctx *ctx, uint32_t spi, uint8_t proto,
+			    const struct sadb_addr *dst);
+struct dp_sa *dp_sa_find_out(struct dp_ctx *ctx, uint32_t reqid);
+unsigned dp_sa_count(struct dp_ctx *ctx);
+/* Control thread, every few milliseconds: extend the on-disk leases of sequence numbers that are
+ * running low (dp_seqmark.c). */
+void dp_sa_tick(struct dp_ctx *ctx);
+
+/* ---- dp_expire.c: lifetimes of the SAs without an IKE owner ---- */
+struct dp_expire_round {
+	uint32_t next;               /* index of the next SA to look at, 0 = between rounds */
+	uint64_t due_ns;             /* dp_now_ns() when the next round may start */
+};
+uint64_t dp_realtime_ns(void);
+/* Whether xipsecd owns the expiry of this SA: no IKE owner, a limit, keyed (MATURE or DYING). */
+bool dp_expire_owned(const struct sadb_sa *sa);
+/* Control thread, every tick: look at the next SAs of v (those dp_expire_owned) and raise the soft
+ * or hard expiry of each whose limit is reached (runtime bits, log, ctx counters). */
+void dp_expire_tick(struct dp_ctx *ctx, struct dp_expire_round *r, struct dp_sa *const *v,
+		    uint32_t n);
+
+#endif

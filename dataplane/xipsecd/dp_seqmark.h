@@ -1,0 +1,24 @@
+/* dataplane/xipsecd/dp_seqmark.h: persistent sequence-number marks for SAs with SADB_SAF_SEQ_PERSIST
+ * (dp_seqmark.c explains the scheme). Control thread only. */
+#ifndef XIPSEC_DP_SEQMARK_H
+#define XIPSEC_DP_SEQMARK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sadb/sadb.h"
+
+#define DP_ENV_SEQ_LEASE "XIPSEC_SEQ_LEASE" /* numbers per lease (default 2^20) */
+
+/* Whether the SA's outbound numbers must be leased from a mark on disk. */
+bool dp_seqmark_needed(const struct sadb_sa *sa);
+/* Lease the next numbers for sa (whose runtime area is rt) from the mark in the state directory
+ * dirfd: the new mark is on disk before rt->seq_reserved / rt->seq_lease let the engine use them.
+ * 0 or -errno with a message (never key bytes). */
+int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, char *msg, size_t len);
+/* Whether less than half a lease is left (time to extend), for an SA of sequence space max. */
+bool dp_seqmark_due(const struct sadb_runtime *rt, uint64_t max);
+uint64_t dp_seqmark_lease_size(void);
+
+#endif

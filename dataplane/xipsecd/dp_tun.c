@@ -1,0 +1,83 @@
+/* dataplane/xipsecd/dp_tun.c: the TUN device xipsecd owns for the gateway's own traffic: packets the local
+ * stack routes into it (transport mode from the gateway itself, later Mobile IPv6 signalling) are
+ * protected by worker 0; decapsulated packets addressed to the gateway are written into it, so the
+ * kernel receives them as if they had arrived on it. The administrator routes traffic into it. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <linux/if_tun.h>
+
+#include "dataplane/xipsecd/dp.h"
+#include "dataplane/engine/esp.h"
+
+/* ESP's worst-case growth (IPv6 outer + UDP + ESP + IV + trailer) must fit the outside MTU. */
+#define DP_TUN_OVERHEAD (40 + 8 + 8 + 16 + 15 + 2 + 32)
+
+int dp_tun_open(struct dp_ctx *ctx)
+{
+	struct ifreq ifr;
+	const char *name = ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0";
+	int fd, s, err;
+	uint32_t mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
+
+	ctx->tun_fd = -1;
+	if (!*name)
+		return 0;
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		err = -errno;
+		dp_log(LOG_ERR, "cannot open /dev/net/tun: %s (use --tun none to run without)",
+		       strerror(-err));
+		return err;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		err = -errno;
+		dp_log(LOG_ERR, "cannot create TUN device %s: %s", name, strerror(-err));
+		close(fd);
+		return err;
+	}
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0) {
+		ctx->tun_mtu = mtu > DP_TUN_OVERHEAD + 576 ? mtu - DP_TUN_OVERHEAD : 576;
+		ifr.ifr_mtu = (int)ctx->tun_mtu;
+		if (ioctl(s, SIOCSIFMTU, &ifr) < 0)
+			dp_log(LOG_WARNING, "%s: cannot set MTU: %s", name, strerror(errno));
+		if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+			ifr.ifr_flags |= IFF_UP;
+			if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+				dp_log(LOG_WARNING, "%s: cannot bring up: %s", name, strerror(errno));
+		}
+		close(s);
+	}
+	ctx->tun_fd = fd;
+	ctx->tun_ifindex = (int)if_nametoindex(ifr.ifr_name);
+	dp_log(LOG_INFO, "TUN device %s (ifindex %d, MTU %u)", ifr.ifr_name, ctx->tun_ifindex,
+	       ctx->tun_mtu);
+	return 0;
+}
+
+int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len)
+{
+	/* one write is one packet; concurrent writers from several workers are fine for TUN */
+	if (write(ctx->tun_fd, l3, len) != (ssize_t)len)
+		return -errno;
+	return 0;
+}
+
+void dp_tun_close(struct dp_ctx *ctx)
+{
+	if (ctx->tun_fd >= 0)
+		close(ctx->tun_fd);
+	ctx->tun_fd = -1;
+}

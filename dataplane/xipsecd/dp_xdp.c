@@ -1,0 +1,320 @@
+/* dataplane/xipsecd/dp_xdp.c: loading, attaching and detaching xipsecd's XDP program (xdp_prog.bpf.c) and
+ * keeping its maps (interfaces, xskmap, the gateway's own addresses) in step with the kernel.
+ * libbpf attaches the one program directly: libxdp's dispatcher cannot load here (platform.md) and
+ * we never want a second program on these interfaces anyway. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+
+#include "dataplane/xipsecd/dp.h"
+
+#ifndef PKGDATADIR
+#define PKGDATADIR "/usr/local/share/xipsec"
+#endif
+#define DP_XDP_OBJ_NAME "xipsec_xdp.o"
+
+struct dp_xdp {
+	struct bpf_object *obj;
+	int prog_fd, xsks_fd, ifaces_fd, addrs_fd, stats_fd;
+	int attached[DP_NPORTS];     /* XDP flags used to attach, 0 = not attached */
+	int nl_fd;
+	uint32_t nl_seq;
+};
+
+static const char *find_obj(const struct dp_config *cfg, char *buf, size_t len)
+{
+	const char *env = getenv("XIPSEC_XDP_OBJ");
+
+	if (cfg->bpf_obj)
+		return cfg->bpf_obj;
+	if (env && *env)
+		return env;
+	/* A binary built in a tree uses that tree's program; an installed one the installed copy. */
+	snprintf(buf, len, "%s/dataplane/xipsecd/%s", XIPSEC_BUILDDIR, DP_XDP_OBJ_NAME);
+	if (access(buf, R_OK) == 0)
+		return buf;
+	snprintf(buf, len, "%s/%s", PKGDATADIR, DP_XDP_OBJ_NAME);
+	return buf;
+}
+
+static int attach(struct dp_xdp *x, const struct dp_ctx *ctx, unsigned port)
+{
+	int ifindex = ctx->ifc[port].ifindex;
+	int err = -EOPNOTSUPP;
+
+	/* Replace whatever is attached: after a kill -9 our previous instance's program is still
+	 * there (bound to dead sockets, dropping transit traffic), and a restart must take over. */
+	if (!ctx->cfg.skb_mode) {
+		err = bpf_xdp_attach(ifindex, x->prog_fd, XDP_FLAGS_DRV_MODE, NULL);
+		if (err == 0) {
+			x->attached[port] = XDP_FLAGS_DRV_MODE;
+			dp_log(LOG_INFO, "%s: XDP attached in native mode", ctx->ifc[port].name);
+			return 0;
+		}
+		/* a generic program left behind would block a native attach and vice versa */
+		bpf_xdp_detach(ifindex, XDP_FLAGS_SKB_MODE, NULL);
+		err = bpf_xdp_attach(ifindex, x->prog_fd, XDP_FLAGS_DRV_MODE, NULL);
+		if (err == 0) {
+			x->attached[port] = XDP_FLAGS_DRV_MODE;
+			dp_log(LOG_INFO, "%s: XDP attached in native mode", ctx->ifc[port].name);
+			return 0;
+		}
+		dp_log(LOG_NOTICE, "%s: native XDP attach failed (%s), using generic mode",
+		       ctx->ifc[port].name, strerror(-err));
+	}
+	bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, NULL);
+	err = bpf_xdp_attach(ifindex, x->prog_fd, XDP_FLAGS_SKB_MODE, NULL);
+	if (err) {
+		dp_log(LOG_ERR, "%s: cannot attach XDP program: %s", ctx->ifc[port].name, strerror(-err));
+		return err;
+	}
+	x->attached[port] = XDP_FLAGS_SKB_MODE;
+	dp_log(LOG_INFO, "%s: XDP attached in generic mode", ctx->ifc[port].name);
+	return 0;
+}
+
+int dp_xdp_load(struct dp_ctx *ctx)
+{
+	char buf[4096];
+	const char *path = find_obj(&ctx->cfg, buf, sizeof(buf));
+	struct dp_xdp *x = calloc(1, sizeof(*x));
+	struct bpf_program *prog;
+	int err;
+
+	if (!x)
+		return -ENOMEM;
+	x->nl_fd = -1;
+	x->obj = bpf_object__open_file(path, NULL);
+	if (!x->obj) {
+		err = -errno;
+		dp_log(LOG_ERR, "cannot open XDP object %s: %s (set XIPSEC_XDP_OBJ or --xdp-obj)",
+		       path, strerror(-err));
+		free(x);
+		return err;
+	}
+	err = bpf_object__load(x->obj);
+	if (err) {
+		dp_log(LOG_ERR, "cannot load XDP object %s: %s", path, strerror(-err));
+		goto fail;
+	}
+	prog = bpf_object__find_program_by_name(x->obj, "xipsec_xdp");
+	if (!prog) {
+		err = -ENOENT;
+		dp_log(LOG_ERR, "%s has no program xipsec_xdp", path);
+		goto fail;
+	}
+	x->prog_fd = bpf_program__fd(prog);
+	x->xsks_fd = bpf_object__find_map_fd_by_name(x->obj, "xsks");
+	x->ifaces_fd = bpf_object__find_map_fd_by_name(x->obj, "ifaces");
+	x->addrs_fd = bpf_object__find_map_fd_by_name(x->obj, "local_addrs");
+	x->stats_fd = bpf_object__find_map_fd_by_name(x->obj, "xdp_stats");
+	if (x->xsks_fd < 0 || x->ifaces_fd < 0 || x->addrs_fd < 0 || x->stats_fd < 0) {
+		err = -ENOENT;
+		dp_log(LOG_ERR, "%s lacks one of the maps xsks/ifaces/local_addrs/xdp_stats", path);
+		goto fail;
+	}
+	x->nl_fd = dp_nl_open(0);
+	if (x->nl_fd < 0) {
+		err = x->nl_fd;
+		goto fail;
+	}
+	ctx->xdp = x;
+	/* the workers' own reference: it outlives the unload that runs while they finish */
+	if (ctx->local_addrs_fd < 0)
+		ctx->local_addrs_fd = fcntl(x->addrs_fd, F_DUPFD_CLOEXEC, 0);
+	/* Own addresses first: from the moment of attachment, traffic for the gateway must keep
+	 * reaching the kernel. */
+	err = dp_xdp_sync_addrs(ctx);
+	if (err)
+		goto fail_ctx;
+	for (unsigned p = 0; p < DP_NPORTS; p++) {
+		struct dp_xdp_if v = {
+			.role = p == DP_IN ? DP_ROLE_INSIDE : DP_ROLE_OUTSIDE,
+			.xsk_base = p == DP_IN ? DP_XSK_BASE_INSIDE : DP_XSK_BASE_OUTSIDE,
+		};
+		uint32_t k = (uint32_t)ctx->ifc[p].ifindex;
+
+		if (bpf_map_update_elem(x->ifaces_fd, &k, &v, BPF_ANY)) {
+			err = -errno;
+			goto fail_ctx;
+		}
+	}
+	for (unsigned p = 0; p < DP_NPORTS; p++) {
+		err = attach(x, ctx, p);
+		if (err)
+			goto fail_ctx;
+	}
+	dp_log(LOG_INFO, "XDP program %s loaded", path);
+	return 0;
+fail_ctx:
+	dp_xdp_unload(ctx);
+	return err;
+fail:
+	if (x->nl_fd >= 0)
+		close(x->nl_fd);
+	bpf_object__close(x->obj);
+	free(x);
+	return err;
+}
+
+int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk_socket *xsk)
+{
+	struct dp_xdp *x = ctx->xdp;
+	uint32_t key = (port == DP_IN ? DP_XSK_BASE_INSIDE : DP_XSK_BASE_OUTSIDE) + queue;
+	int fd = xsk_socket__fd(xsk);
+
+	if (bpf_map_update_elem(x->xsks_fd, &key, &fd, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+struct addr_set {
+	struct dp_xdp_addr a[DP_LOCAL_ADDR_MAX];
+	unsigned n;
+	int inside;                  /* ifindex of the inside interface */
+	struct dp_srcaddr src;
+};
+
+static void collect(uint8_t family, const uint8_t *addr, const struct dp_nl_addr_info *info, void *arg)
+{
+	struct addr_set *s = arg;
+	struct dp_xdp_addr *k;
+
+	if (info->ifindex == s->inside && info->own && info->scope == 0) {
+		if (family == AF_INET && !s->src.has4) {
+			memcpy(s->src.v4, addr, 4);
+			s->src.has4 = true;
+		} else if (family == AF_INET6 && !s->src.has6) {
+			memcpy(s->src.v6, addr, 16);
+			s->src.has6 = true;
+		}
+	}
+
+	if (s->n >= DP_LOCAL_ADDR_MAX)
+		return;
+	k = &s->a[s->n++];
+	memset(k, 0, sizeof(*k));
+	k->family = family == AF_INET ? DP_AF_INET : DP_AF_INET6;
+	memcpy(k->addr, addr, family == AF_INET ? 4 : 16);
+}
+
+int dp_xdp_sync_addrs(struct dp_ctx *ctx)
+{
+	struct dp_xdp *x = ctx->xdp;
+	struct addr_set *s = calloc(1, sizeof(*s));
+	struct dp_xdp_addr key, next;
+	uint32_t one = 1;
+	int err;
+	bool first = true;
+
+	if (!s)
+		return -ENOMEM;
+	s->inside = ctx->ifc[DP_IN].ifindex;
+	err = dp_nl_addrs(x->nl_fd, &x->nl_seq, collect, s);
+	if (err < 0)
+		goto out;
+	{
+		unsigned other = !atomic_load(&ctx->src_cur);
+
+		ctx->src[other] = s->src;
+		atomic_store_explicit(&ctx->src_cur, other, memory_order_release);
+	}
+	/* Add the new set before removing what is gone, so an address that stays is never missing. */
+	for (unsigned i = 0; i < s->n; i++)
+		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &one, BPF_ANY)) {
+			err = -errno;
+			goto out;
+		}
+	for (;;) {
+		bool keep = false;
+
+		if (bpf_map_get_next_key(x->addrs_fd, first ? NULL : &key, &next))
+			break;
+		first = false;
+		for (unsigned i = 0; i < s->n && !keep; i++)
+			keep = memcmp(&s->a[i], &next, sizeof(next)) == 0;
+		if (!keep) {
+			bpf_map_delete_elem(x->addrs_fd, &next);
+			first = true; /* iteration restarts after a delete */
+			continue;
+		}
+		key = next;
+	}
+	err = 0;
+out:
+	free(s);
+	return err;
+}
+
+int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect)
+{
+	struct dp_xdp *x = ctx->xdp;
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v;
+	uint32_t k;
+
+	*pass = *redirect = 0;
+	if (!x || ncpu <= 0)
+		return -EINVAL;
+	v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (k = 0; k < DP_XDP_STAT_MAX; k++) {
+		uint64_t sum = 0;
+
+		if (bpf_map_lookup_elem(x->stats_fd, &k, v) == 0)
+			for (int c = 0; c < ncpu; c++)
+				sum += v[c];
+		if (k == DP_XDP_STAT_PASS)
+			*pass = sum;
+		else
+			*redirect = sum;
+	}
+	free(v);
+	return 0;
+}
+
+void dp_xdp_unload(struct dp_ctx *ctx)
+{
+	struct dp_xdp *x = ctx->xdp;
+
+	if (!x)
+		return;
+	for (unsigned p = 0; p < DP_NPORTS; p++)
+		if (x->attached[p]) {
+			int err = bpf_xdp_detach(ctx->ifc[p].ifindex, x->attached[p], NULL);
+
+			if (err)
+				dp_log(LOG_WARNING, "%s: XDP detach failed: %s", ctx->ifc[p].name,
+				       strerror(-err));
+			else
+				dp_log(LOG_INFO, "%s: XDP detached", ctx->ifc[p].name);
+		}
+	if (x->nl_fd >= 0)
+		close(x->nl_fd);
+	bpf_object__close(x->obj);
+	free(x);
+	ctx->xdp = NULL;
+}
+
+bool dp_xdp_is_local(struct dp_ctx *ctx, uint8_t family, const uint8_t *addr)
+{
+	struct dp_xdp_addr k;
+	uint32_t v;
+
+	if (ctx->local_addrs_fd < 0)
+		return false;
+	memset(&k, 0, sizeof(k));
+	k.family = family == AF_INET ? DP_AF_INET : DP_AF_INET6;
+	memcpy(k.addr, addr, family == AF_INET ? 4 : 16);
+	return bpf_map_lookup_elem(ctx->local_addrs_fd, &k, &v) == 0;
+}

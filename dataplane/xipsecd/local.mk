@@ -1,0 +1,24 @@
+# dataplane/xipsecd/local.mk: xipsecd, the AF_XDP gateway daemon, and its XDP program.
+sbin_PROGRAMS += dataplane/xipsecd/xipsecd
+dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsecd/dp.h \
+	dataplane/xipsecd/dp_sa.h dataplane/xipsecd/xdp_shared.h dataplane/xipsecd/dp_xdp.c \
+	dataplane/xipsecd/dp_xsk.c dataplane/xipsecd/dp_nl.c dataplane/xipsecd/dp_route.c \
+	dataplane/xipsecd/dp_pkt.c dataplane/xipsecd/dp_worker.c dataplane/xipsecd/dp_sa.c \
+	dataplane/xipsecd/dp_tun.c dataplane/xipsecd/dp_ctl.c dataplane/xipsecd/dp_frag.h \
+	dataplane/xipsecd/dp_frag.c dataplane/xipsecd/dp_seqmark.h dataplane/xipsecd/dp_seqmark.c \
+	dataplane/xipsecd/dp_icmp.h dataplane/xipsecd/dp_expire.c
+dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DPKGDATADIR='"$(pkgdatadir)"' $(XDP_CFLAGS) \
+	$(URCU_CFLAGS)
+dataplane_xipsecd_xipsecd_LDADD = $(ESP_LIBS) sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS)
+dist_man_MANS += dataplane/xipsecd/xipsecd.8
+
+# The XDP program: built with clang for BPF, installed next to the other data; xipsecd finds the
+# build tree's copy through XIPSEC_BUILDDIR first.
+pkgdata_DATA += dataplane/xipsecd/xipsec_xdp.o
+EXTRA_DIST += dataplane/xipsecd/xdp_prog.bpf.c
+CLEANFILES += dataplane/xipsecd/xipsec_xdp.o
+dataplane/xipsecd/xipsec_xdp.o: $(srcdir)/dataplane/xipsecd/xdp_prog.bpf.c \
+		$(srcdir)/dataplane/xipsecd/xdp_shared.h
+	@$(MKDIR_P) dataplane/xipsecd
+	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -I$(top_srcdir) -Wall -Werror -c \
+		$(srcdir)/dataplane/xipsecd/xdp_prog.bpf.c -o $@

@@ -1,0 +1,249 @@
+/* dataplane/xipsecd/xdp_prog.bpf.c: xipsecd's one XDP program (design.md rule 6). It decides, per frame,
+ * whether the dataplane (an AF_XDP socket) or the kernel handles it:
+ *  - both interfaces: ARP, ND/other ICMPv6 control, IPv6 hop-by-hop (MLD), multicast/broadcast and
+ *    anything addressed to the gateway itself go to the kernel (XDP_PASS), so neighbour resolution,
+ *    IKE and management keep working;
+ *  - outside: ESP and AH, and ESP-in-UDP on port 4500 with a non-zero marker, go to the dataplane
+ *    even when addressed to the gateway; IKE (UDP 500, 4500 with a zero marker) and keepalives stay
+ *    with the kernel;
+ *  - outside, fragments: ESP and AH fragments (IPv4, and IPv6 with a Fragment header right after
+ *    the fixed header) go to the dataplane, which reassembles them. A UDP first fragment addressed
+ *    to the gateway that is ESP-in-UDP goes there too, and its datagram is remembered (LRU map
+ *    `esp_udp_frags`) so that its later fragments, which carry no UDP header, follow it; other UDP
+ *    fragments (IKE, and ESP-in-UDP fragments that overtake their first fragment) stay with the
+ *    kernel, which reassembles IKE for charon;
+ *  - any IP packet to be forwarded goes to the dataplane.
+ * Fragments cannot be steered to one queue here: an AF_XDP socket takes only frames of the queue it
+ * is bound to. The dataplane's reassembly table is shared by its workers instead.
+ * The xskmap key is the interface's base (from `ifaces`, filled by xipsecd) plus the RX queue, so
+ * one loaded program serves both interfaces. When no socket is bound the redirect fails closed
+ * (XDP_DROP): transit traffic must never fall through to kernel forwarding unprotected. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "dataplane/xipsecd/xdp_shared.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, DP_XSKMAP_SIZE);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);                 /* ifindex */
+	__type(value, struct dp_xdp_if);
+} ifaces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DP_LOCAL_ADDR_MAX);
+	__type(key, struct dp_xdp_addr);
+	__type(value, __u32);
+} local_addrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DP_XDP_FRAG_MAX);
+	__type(key, struct dp_xdp_frag_key);
+	__type(value, __u32);
+} esp_udp_frags SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DP_XDP_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} xdp_stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 i)
+{
+	__u64 *v = bpf_map_lookup_elem(&xdp_stats, &i);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int to_kernel(void)
+{
+	stat_inc(DP_XDP_STAT_PASS);
+	return XDP_PASS;
+}
+
+static __always_inline int to_dataplane(struct xdp_md *ctx, const struct dp_xdp_if *ifc)
+{
+	__u32 key = ifc->xsk_base + ctx->rx_queue_index;
+
+	stat_inc(DP_XDP_STAT_REDIRECT);
+	return bpf_redirect_map(&xsks, key, XDP_DROP);
+}
+
+static __always_inline int is_local4(__u32 daddr)
+{
+	struct dp_xdp_addr k = { .family = DP_AF_INET };
+
+	__builtin_memcpy(k.addr, &daddr, 4);
+	return bpf_map_lookup_elem(&local_addrs, &k) != NULL;
+}
+
+static __always_inline int is_local6(const struct in6_addr *daddr)
+{
+	struct dp_xdp_addr k = { .family = DP_AF_INET6 };
+
+	__builtin_memcpy(k.addr, daddr, 16);
+	return bpf_map_lookup_elem(&local_addrs, &k) != NULL;
+}
+
+/* UDP to port 4500: ESP-in-UDP has a non-zero SPI where IKE has the zero non-ESP marker and a
+ * NAT keepalive is a single 0xff byte (RFC 3948 section 2). */
+static __always_inline int is_esp_in_udp(void *l4, void *end)
+{
+	struct udphdr *uh = l4;
+	__u32 *marker;
+
+	if ((void *)(uh + 1) > end)
+		return 0;
+	if (uh->dest != bpf_htons(DP_NATT_PORT))
+		return 0;
+	marker = (void *)(uh + 1);
+	if ((void *)(marker + 1) > end)
+		return 0;
+	return *marker != 0;
+}
+
+/* A UDP fragment to the gateway: the first one decides (ESP-in-UDP marker) and is remembered. */
+static __always_inline int udp_frag_is_esp(struct dp_xdp_frag_key *k, int first, void *l4,
+					   void *end)
+{
+	__u32 one = 1;
+
+	if (first) {
+		if (!is_esp_in_udp(l4, end)) {
+			/* an earlier ESP-in-UDP datagram may have left this id behind */
+			bpf_map_delete_elem(&esp_udp_frags, k);
+			return 0;
+		}
+		bpf_map_update_elem(&esp_udp_frags, k, &one, BPF_ANY);
+		return 1;
+	}
+	return bpf_map_lookup_elem(&esp_udp_frags, k) != NULL;
+}
+
+SEC("xdp")
+int xipsec_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u32 ifindex = ctx->ingress_ifindex;
+	struct dp_xdp_if *ifc;
+	int outside;
+
+	ifc = bpf_map_lookup_elem(&ifaces, &ifindex);
+	if (!ifc)
+		return to_kernel();
+	outside = ifc->role == DP_ROLE_OUTSIDE;
+	if ((void *)(eth + 1) > end)
+		return to_kernel();
+
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+		void *l4;
+
+		if ((void *)(ip + 1) > end || ip->ihl < 5)
+			return to_kernel();
+		l4 = (void *)ip + ip->ihl * 4;
+		if (outside) {
+			if (ip->protocol == IPPROTO_ESP || ip->protocol == IPPROTO_AH)
+				return to_dataplane(ctx, ifc);
+			if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {
+				if (!(ip->frag_off & bpf_htons(0x3fff))) {
+					if (is_esp_in_udp(l4, end))
+						return to_dataplane(ctx, ifc);
+				} else {
+					struct dp_xdp_frag_key k = { .family = DP_AF_INET };
+
+					k.id = ip->id;
+					__builtin_memcpy(k.src, &ip->saddr, 4);
+					__builtin_memcpy(k.dst, &ip->daddr, 4);
+					if (udp_frag_is_esp(&k, !(ip->frag_off & bpf_htons(0x1fff)),
+							    l4, end))
+						return to_dataplane(ctx, ifc);
+				}
+			}
+		}
+		/* 224.0.0.0/4 multicast and limited broadcast */
+		if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
+		    ip->daddr == 0xffffffff)
+			return to_kernel();
+		if (is_local4(ip->daddr))
+			return to_kernel();
+		return to_dataplane(ctx, ifc);
+	}
+
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		void *l4;
+
+		if ((void *)(ip6 + 1) > end)
+			return to_kernel();
+		l4 = ip6 + 1;
+		if (outside) {
+			if (ip6->nexthdr == IPPROTO_ESP || ip6->nexthdr == IPPROTO_AH)
+				return to_dataplane(ctx, ifc);
+			if (ip6->nexthdr == IPPROTO_UDP && is_local6(&ip6->daddr) &&
+			    is_esp_in_udp(l4, end))
+				return to_dataplane(ctx, ifc);
+			if (ip6->nexthdr == 44) {           /* Fragment header (RFC 8200 4.5) */
+				__u8 *fh = l4;
+
+				if ((void *)(fh + 8) > end)
+					return to_kernel();
+				if (fh[0] == IPPROTO_ESP || fh[0] == IPPROTO_AH)
+					return to_dataplane(ctx, ifc);
+				if (fh[0] == IPPROTO_UDP && is_local6(&ip6->daddr)) {
+					struct dp_xdp_frag_key k = { .family = DP_AF_INET6 };
+
+					__builtin_memcpy(&k.id, fh + 4, 4);
+					__builtin_memcpy(k.src, &ip6->saddr, 16);
+					__builtin_memcpy(k.dst, &ip6->daddr, 16);
+					if (udp_frag_is_esp(&k, !((fh[2] << 8 | fh[3]) & 0xfff8),
+							    fh + 8, end))
+						return to_dataplane(ctx, ifc);
+				}
+			}
+		}
+		/* ff00::/8 multicast (ND solicitations, MLD) and link-local fe80::/10 */
+		if (ip6->daddr.s6_addr[0] == 0xff ||
+		    (ip6->daddr.s6_addr[0] == 0xfe && (ip6->daddr.s6_addr[1] & 0xc0) == 0x80))
+			return to_kernel();
+		/* hop-by-hop options (MLD, router alert) belong to the kernel */
+		if (ip6->nexthdr == 0)
+			return to_kernel();
+		/* neighbour discovery addressed to a unicast address (NS for NUD, NA, redirect) */
+		if (ip6->nexthdr == IPPROTO_ICMPV6) {
+			__u8 *type = l4;
+
+			if ((void *)(type + 1) > end)
+				return to_kernel();
+			if (*type >= 133 && *type <= 137)
+				return to_kernel();
+		}
+		if (is_local6(&ip6->daddr))
+			return to_kernel();
+		return to_dataplane(ctx, ifc);
+	}
+
+	/* ARP, LLDP, VLAN-tagged and everything else */
+	return to_kernel();
+}
+
+char _license[] SEC("license") = "GPL";

@@ -1,0 +1,436 @@
+/* dataplane/xipsecd/xipsecd.c: the daemon's entry point and control thread: options, start-up order (SADB,
+ * SA objects, TUN, XDP program with the gateway's addresses, sockets, workers), the control loop
+ * (SADB changes, netlink notifications, control socket, signals) and clean shutdown on SIGTERM
+ * (XDP detached first so nothing is redirected to closing sockets; the SADB stays). */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/rtnetlink.h>
+#include <urcu-qsbr.h>
+
+#include "dataplane/xipsecd/dp.h"
+#include "dataplane/xipsecd/dp_sa.h"
+
+#define DP_DEFAULT_CTL "/run/xipsecd.sock"
+
+int dp_verbose;
+
+uint64_t dp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void dp_log(int prio, const char *fmt, ...)
+{
+	static const char *const names[] = { "emerg", "alert", "crit", "error", "warning", "notice",
+					     "info", "debug" };
+	char msg[512];
+	va_list ap;
+
+	if (prio > LOG_NOTICE + dp_verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "xipsecd[%d]: %s: %s\n", (int)getpid(), names[prio & 7], msg);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: xipsecd --inside IF --outside IF [--workers N] [--sadb PATH] [options]\n"
+		"       xipsecd --status [--ctl PATH]\n"
+		"  -i, --inside IF     interface towards the protected network\n"
+		"  -o, --outside IF    interface towards the peers (ESP/AH)\n"
+		"  -w, --workers N     worker threads, one per queue (default: every queue)\n"
+		"  -s, --sadb PATH     SADB (default $" SADB_ENV_PATH " or " SADB_DEFAULT_PATH ")\n"
+		"  -c, --ctl PATH      control socket (default " DP_DEFAULT_CTL "; \"\" for none)\n"
+		"      --tun NAME      TUN device for the gateway's own traffic (default xipsec0;\n"
+		"                      \"none\" for no device)\n"
+		"      --xdp-obj PATH  the XDP program (default: build tree, then installed copy)\n"
+		"      --skb-mode      attach the XDP program in generic mode\n"
+		"      --copy          never try zero-copy AF_XDP\n"
+		"      --no-pin        do not pin workers to CPUs\n"
+		"      --status        print the status of a running xipsecd (JSON) and exit\n"
+		"  -v, --verbose       more log messages\n");
+}
+
+static int client(const char *path, const char *req)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "xipsecd: control socket path too long\n");
+		return 2;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		/* a wedged daemon must not wedge the caller (scripts, tests) */
+		struct timeval tv = { .tv_sec = 5 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, "xipsecd: cannot reach %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (write(fd, req, strlen(req)) < 0) {
+		fprintf(stderr, "xipsecd: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return 1;
+	}
+	shutdown(fd, SHUT_WR);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		fwrite(buf, 1, (size_t)n, stdout);
+	close(fd);
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
+{
+	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS };
+	static const struct option opts[] = {
+		{ "inside", required_argument, NULL, 'i' },
+		{ "outside", required_argument, NULL, 'o' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "sadb", required_argument, NULL, 's' },
+		{ "ctl", required_argument, NULL, 'c' },
+		{ "tun", required_argument, NULL, O_TUN },
+		{ "xdp-obj", required_argument, NULL, O_XDP },
+		{ "skb-mode", no_argument, NULL, O_SKB },
+		{ "copy", no_argument, NULL, O_COPY },
+		{ "no-pin", no_argument, NULL, O_NOPIN },
+		{ "status", no_argument, NULL, O_STATUS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	cfg->ctl_path = DP_DEFAULT_CTL;
+	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vh", opts, NULL)) != -1) {
+		char *end;
+		unsigned long v;
+
+		switch (c) {
+		case 'i': case 'o':
+			if (strlen(optarg) >= IF_NAMESIZE) {
+				fprintf(stderr, "xipsecd: interface name too long: %s\n", optarg);
+				return 2;
+			}
+			strcpy(c == 'i' ? cfg->inside : cfg->outside, optarg);
+			break;
+		case 'w':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || v < 1 || v > DP_MAX_WORKERS) {
+				fprintf(stderr, "xipsecd: --workers takes 1..%u, not '%s'\n",
+					DP_MAX_WORKERS, optarg);
+				return 2;
+			}
+			cfg->workers = (unsigned)v;
+			break;
+		case 's': cfg->sadb_path = optarg; break;
+		case 'c': cfg->ctl_path = optarg; break;
+		case O_TUN: cfg->tun_name = strcmp(optarg, "none") ? optarg : ""; break;
+		case O_XDP: cfg->bpf_obj = optarg; break;
+		case O_SKB: cfg->skb_mode = true; break;
+		case O_COPY: cfg->copy_mode = true; break;
+		case O_NOPIN: cfg->no_pin = true; break;
+		case O_STATUS: *status = true; break;
+		case 'v': cfg->verbose++; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "xipsecd: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!*status && (!*cfg->inside || !*cfg->outside)) {
+		usage(stderr);
+		return 2;
+	}
+	if (!*status && !strcmp(cfg->inside, cfg->outside)) {
+		fprintf(stderr, "xipsecd: --inside and --outside must differ\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* The dataplane writes only the runtime area: map the rest read-only where libsadb offers it. A
+ * missing SADB is created (mode 0600) so xipsecd may start before the first SA is configured. */
+static int open_sadb(const char *path, struct sadb **db, char *msg, size_t len)
+{
+#ifdef SADB_RUNTIME
+	int err = sadb_open(path, SADB_RUNTIME, NULL, db, msg, len);
+
+	if (err != -ENOENT)
+		return err;
+	err = sadb_open(path, SADB_RDWR | SADB_CREATE, NULL, db, msg, len);
+	if (err)
+		return err;
+	sadb_close(*db);
+	return sadb_open(path, SADB_RUNTIME, NULL, db, msg, len);
+#else
+	return sadb_open(path, SADB_RDWR | SADB_CREATE, NULL, db, msg, len);
+#endif
+}
+
+static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
+{
+	uint64_t last_sync = 0;
+
+	while (!atomic_load(&ctx->stop)) {
+		struct pollfd pf[3] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = nlfd, .events = POLLIN },
+			{ .fd = ctx->ctl_fd, .events = POLLIN },
+		};
+		uint64_t now;
+		int r = poll(pf, 3, 10);
+
+		if (r < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				dp_log(LOG_NOTICE, "signal %u: shutting down", si.ssi_signo);
+				atomic_store(&ctx->stop, true);
+				break;
+			}
+		}
+		if (pf[1].revents & POLLIN) {
+			int chg = dp_nl_monitor_read(nlfd);
+
+			if (chg & DP_NL_CHG_LINK)
+				for (unsigned p = 0; p < DP_NPORTS; p++) {
+					struct dp_iface tmp;
+
+					if (dp_if_info(ctx->ifc[p].name, &tmp) == 0)
+						atomic_store(&ctx->ifc[p].mtu, atomic_load(&tmp.mtu));
+				}
+			if (chg & DP_NL_CHG_ADDR) {
+				int err = dp_xdp_sync_addrs(ctx);
+
+				if (err)
+					dp_log(LOG_WARNING, "cannot update local addresses: %s",
+					       strerror(-err));
+			}
+			if (chg)
+				atomic_fetch_add_explicit(&ctx->route_gen, 1, memory_order_release);
+		}
+		if (pf[2].revents & POLLIN)
+			dp_ctl_handle(ctx);
+		/* the generation check is one load: poll the SADB every round */
+		now = dp_now_ns();
+		if (now - last_sync >= 5000000) {
+			int err = dp_sa_sync(ctx);
+
+			if (err)
+				dp_log(LOG_WARNING, "SADB sync failed: %s", strerror(-err));
+			dp_sa_tick(ctx);
+			last_sync = now;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct dp_ctx ctx;
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	bool status = false;
+	sigset_t sigs;
+	int rc = 1, err, sfd = -1, nlfd = -1;
+	unsigned q_in, q_out, started = 0;
+	char msg[256];
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.tun_fd = ctx.ctl_fd = -1;
+	err = parse(argc, argv, &ctx.cfg, &status);
+	if (err)
+		return err;
+	if (status)
+		return client(ctx.cfg.ctl_path, "status\n");
+	dp_verbose = ctx.cfg.verbose;
+	ctx.start_ns = dp_now_ns();
+
+	/* platform.md: EPERM here and not needed (CAP_IPC_LOCK, cgroup-charged BPF memory) */
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	/* blocked before any thread starts, so only the control thread's signalfd sees them */
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+
+	/* The SADB first: a SADB that is not ours (wrong owner, mode or type) stops the daemon before
+	 * it looks at, let alone attaches to, any interface. */
+	err = open_sadb(ctx.cfg.sadb_path, &ctx.db, msg, sizeof(msg));
+	if (err) {
+		dp_log(LOG_ERR, "SADB %s: %s", ctx.cfg.sadb_path ? ctx.cfg.sadb_path :
+		       sadb_default_path(), msg);
+		return 1;
+	}
+	for (unsigned p = 0; p < DP_NPORTS; p++) {
+		const char *name = p == DP_IN ? ctx.cfg.inside : ctx.cfg.outside;
+
+		err = dp_if_info(name, &ctx.ifc[p]);
+		if (err) {
+			dp_log(LOG_ERR, "interface %s: %s", name,
+			       err == -EPROTONOSUPPORT ? "not an Ethernet interface" : strerror(-err));
+			sadb_close(ctx.db);
+			return 1;
+		}
+	}
+	q_in = dp_if_queues(ctx.cfg.inside);
+	q_out = dp_if_queues(ctx.cfg.outside);
+	ctx.n_workers = ctx.cfg.workers ? ctx.cfg.workers : (q_in < q_out ? q_in : q_out);
+	if (ctx.n_workers > q_in || ctx.n_workers > q_out || ctx.n_workers > DP_MAX_WORKERS) {
+		dp_log(LOG_ERR, "%u workers need %u queues; %s has %u, %s has %u", ctx.n_workers,
+		       ctx.n_workers, ctx.cfg.inside, q_in, ctx.cfg.outside, q_out);
+		sadb_close(ctx.db);
+		return 1;
+	}
+
+	/* Before any SA is read: from here on no writer reuses the slot of an SA this process may
+	 * still hold (sadb.h, "the dataplane's hold on SA slots"). */
+	err = sadb_dp_attach(ctx.db);
+	if (err) {
+		dp_log(LOG_ERR, "SADB: %s", sadb_errmsg(ctx.db));
+		sadb_close(ctx.db);
+		return 1;
+	}
+	ctx.w = calloc(ctx.n_workers, sizeof(*ctx.w));
+	if (!ctx.w)
+		goto out;
+	/* A new run's counters start at zero in the SADB stats area, like --status; the workers
+	 * have not started, so nobody else writes it now. */
+	{
+		struct sadb_dp_stats *ds = sadb_dp_stats(ctx.db);
+
+		memset(ds->w, 0, sizeof(ds->w));
+		__atomic_store_n(&ds->n_workers, ctx.n_workers, __ATOMIC_RELAXED);
+		__atomic_store_n(&ds->started, (uint64_t)time(NULL), __ATOMIC_RELAXED);
+		__atomic_store_n(&ds->pid, (uint64_t)getpid(), __ATOMIC_RELEASE);
+	}
+	for (unsigned i = 0; i < ctx.n_workers; i++) {
+		struct dp_worker *w = &ctx.w[i];
+
+		w->ctx = &ctx;
+		w->sst = sadb_worker_stats(ctx.db, i);
+		w->id = w->queue = i;
+		w->cpu = -1;
+		w->nl_fd = -1;
+	}
+	err = dp_worker_frag_init(&ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot allocate the reassembly table: %s", strerror(-err));
+		goto out;
+	}
+	err = dp_sa_init(&ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
+		goto out;
+	}
+	err = dp_tun_open(&ctx);
+	if (err)
+		goto out;
+	err = dp_ctl_open(&ctx);
+	if (err)
+		goto out;
+	nlfd = dp_nl_open(RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+			  RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE);
+	if (nlfd < 0) {
+		dp_log(LOG_ERR, "netlink: %s", strerror(-nlfd));
+		goto out;
+	}
+	err = dp_xdp_load(&ctx);
+	if (err)
+		goto out;
+	for (unsigned i = 0; i < ctx.n_workers; i++) {
+		struct dp_worker *w = &ctx.w[i];
+
+		w->nl_fd = dp_nl_open(0);
+		if (w->nl_fd < 0) {
+			dp_log(LOG_ERR, "worker %u: cannot open its netlink socket", i);
+			goto out;
+		}
+		err = dp_xsk_setup(&ctx, w);
+		if (err)
+			goto out;
+	}
+	for (unsigned i = 0; i < ctx.n_workers; i++) {
+		err = pthread_create(&ctx.w[i].thread, NULL, dp_worker_main, &ctx.w[i]);
+		if (err) {
+			dp_log(LOG_ERR, "cannot start worker %u: %s", i, strerror(err));
+			atomic_store(&ctx.stop, true);
+			break;
+		}
+		started++;
+	}
+	if (started == ctx.n_workers) {
+		dp_log(LOG_NOTICE, "running: inside %s, outside %s, %u worker(s), %u SA(s), SADB %s",
+		       ctx.cfg.inside, ctx.cfg.outside, ctx.n_workers, dp_sa_count(&ctx),
+		       ctx.cfg.sadb_path ? ctx.cfg.sadb_path : sadb_default_path());
+		control_loop(&ctx, sfd, nlfd);
+		rc = 0;
+	}
+	/* Detach first: from here on nothing new reaches the sockets; traffic falls back to the
+	 * kernel, which has no SAs and (on a gateway) should not forward. */
+	dp_xdp_unload(&ctx);
+	atomic_store(&ctx.stop, true);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(ctx.w[i].thread, NULL);
+out:
+	dp_xdp_unload(&ctx);
+	for (unsigned i = 0; ctx.w && i < ctx.n_workers; i++) {
+		struct dp_worker *w = &ctx.w[i];
+
+		dp_xsk_teardown(w);
+		if (w->nl_fd >= 0)
+			close(w->nl_fd);
+	}
+	dp_sa_fini(&ctx);
+	sadb_dp_detach(ctx.db); /* no engine object is left */
+	dp_worker_frag_fini(&ctx);
+	dp_tun_close(&ctx);
+	dp_ctl_close(&ctx);
+	if (nlfd >= 0)
+		close(nlfd);
+	if (sfd >= 0)
+		close(sfd);
+	free(ctx.w);
+	sadb_close(ctx.db);
+	if (rc == 0)
+		dp_log(LOG_NOTICE, "stopped");
+	return rc;
+}
