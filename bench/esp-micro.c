@@ -1,6 +1,6 @@
 /* bench/esp-micro.c: cost of the ESP/AH engine per packet, in TSC cycles and ns on one core, for every
  * transform and packet sizes 64, 512, 1400 and 8192 bytes, encrypt and decrypt, next to the bare
- * crypto call on the same bytes in the same run (the limit), and the ratio (issue 4, acceptance 4).
+ * crypto call on the same bytes in the same run (the limit), and the ratio of the two.
  *
  * Method: bursts of BURST packets in 4096-byte frames (larger for 8192), tunnel mode, IPv4 outer and
  * inner, no ESN. Each repetition

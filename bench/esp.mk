@@ -1,4 +1,4 @@
-# bench/esp.mk: the ESP/AH engine's micro-benchmark (owned by the engine helper). Run it from a build
+# bench/esp.mk: the ESP/AH engine's micro-benchmark. Run it from a build
 # configured without --enable-asan for meaningful figures: bench/esp-micro [-r reps] [-t name] [-s size]
 noinst_PROGRAMS += bench/esp-micro
 bench_esp_micro_SOURCES = bench/esp-micro.c

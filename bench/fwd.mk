@@ -1,4 +1,4 @@
-# bench/fwd.mk: the forwarding benchmark (owned by the xipsecd helper): bench/fwd.sh [BUILDDIR], as root.
+# bench/fwd.mk: the forwarding benchmark: bench/fwd.sh [BUILDDIR], as root.
 # bench/fwd-xipsecd is xipsecd built from the same sources (its own, libsadb's and libesp's) with -O2
 # and without the sanitizers an --enable-asan build adds, so the figures mean something in any build
 # directory; bench/fwd-gen is the AF_XDP generator and XDP counting sink.

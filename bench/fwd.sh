@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/fwd.sh: the forwarding benchmark (issue 6, acceptance 4). Through two xipsecd gateways in
+# bench/fwd.sh: the forwarding benchmark. Through two xipsecd gateways in
 # namespaces (h1 - gw1 - sw - gw2 - h2), an AF_XDP generator on h1 (bench/fwd-gen tx) sends UDP
 # flows of 64-byte and 1400-byte IP packets as fast as it can; an XDP program on h2 counts what
 # arrives (bench/fwd-gen rx). For bypass (xipsecd without IPsec), AES-GCM-128 and
@@ -8,7 +8,7 @@
 # (user + system time of both xipsecd processes over the measurement, per packet per gateway).
 #
 #   bench/fwd.sh [BUILDDIR]        (as root; BUILDDIR default: the top build directory)
-# Figures are I/O-bound and noisy on veth with 2 cores (platform.md): compare ratios within one run.
+# Figures are I/O-bound and noisy on veth with 2 cores (doc/platform.md): compare ratios within one run.
 # The CPU time includes kernel work done in xipsecd's context: copy-mode transmit runs the receiving
 # veth's NAPI inline, so a gateway's sendto also pays for the bridge hop and the next XDP program.
 # Uses bench/fwd-xipsecd (built without sanitizers) when present.

@@ -1,5 +1,5 @@
-# bench/ike.mk: bench/ike-bench (SA negotiation cost of xipsec-iked, run as root by hand or by
-# scripts/bench) and its VICI timing client.
+# bench/ike.mk: bench/ike-bench (SA negotiation cost of xipsec-iked, run as root) and its VICI
+# timing client.
 EXTRA_DIST += bench/ike-bench
 if HAVE_STRONGSWAN
 noinst_PROGRAMS += bench/ike-bench-vici

@@ -1,4 +1,4 @@
-# bench/local.mk: benchmarks (built by `make`, run by hand or scripts/bench). One fragment per part.
+# bench/local.mk: benchmarks (built by `make`, run by hand as each one's header says). One fragment per part.
 include $(srcdir)/bench/sadb.mk
 include $(srcdir)/bench/esp.mk
 include $(srcdir)/bench/fwd.mk

@@ -1,4 +1,4 @@
-/* bench/sadb-bench.c: libsadb benchmark (issue 3 acceptance 4). Prints, as medians of several runs:
+/* bench/sadb-bench.c: libsadb benchmark. Prints, as medians of several runs:
  * SPI lookups (ns/lookup and lookups/s) at 1k, 100k and 1M SAs, both over a hot set of 512 SAs
  * spread across the table (the lookup algorithm's cost) and uniformly over all SAs (adds the cache
  * and TLB misses of a table larger than the caches; keys are precomputed); SPD lookups at 1k and 10k policies with the

@@ -1,4 +1,4 @@
-# bench/sadb.mk: libsadb's benchmark (owned by sadb/). It compiles the library sources itself with
+# bench/sadb.mk: libsadb's benchmark. It compiles the library sources itself with
 # -O2 and without the sanitizer flags an --enable-asan build adds to AM_CFLAGS, so its figures are
 # representative in every build directory.
 noinst_PROGRAMS += bench/sadb-bench

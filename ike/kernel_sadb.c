@@ -1142,7 +1142,7 @@ METHOD(kernel_ipsec_t, flush_policies, status_t, private_kernel_sadb_t *this)
 METHOD(kernel_ipsec_t, bypass_socket, bool, private_kernel_sadb_t *this, int fd, int family)
 {
 	/* IKE never meets our ESP path: the dataplane's XDP program hands UDP 500 and non-ESP 4500 to
-	 * the kernel (design.md rule 6), so no per-socket bypass policy is needed. */
+	 * the kernel (doc/architecture.md rule 8), so no per-socket bypass policy is needed. */
 	return TRUE;
 }
 

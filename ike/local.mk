@@ -1,5 +1,5 @@
 # ike/local.mk: xipsec-iked (libcharon host + SADB kernel-ipsec backend + maxqm), built only when
-# configure found the prepared strongSwan source headers (HAVE_STRONGSWAN, platform.md).
+# configure found the prepared strongSwan source headers (HAVE_STRONGSWAN, doc/platform.md).
 #
 # strongSwan's config.h is included by ike/swan.h after ours (both define the autoconf package
 # macros), never with -include. With that, strongSwan's headers compile clean under the project's

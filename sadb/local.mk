@@ -1,4 +1,4 @@
-# sadb/local.mk: build and test rules owned by sadb/ (included by the top Makefile.am).
+# sadb/local.mk: build and test rules of sadb/ (included by the top Makefile.am).
 noinst_LIBRARIES += sadb/libsadb.a
 sadb_libsadb_a_SOURCES = sadb/sadb.c sadb/sadb_file.c sadb/sadb_spd.c sadb/sadb_util.c sadb/sadb_int.h
 noinst_HEADERS += sadb/sadb.h sadb/sadb_drops.h

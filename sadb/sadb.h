@@ -13,7 +13,7 @@
  *  - Readers never lock and never block: lookups copy a consistent version of a record (old or new,
  *    never torn) and retry internally only while a writer is inside that very record.
  *  - The runtime area (sadb_runtime) is written only by the dataplane, one owner per SA direction
- *    (design.md rule 5); the writer API initialises it when an SA is added, before publication.
+ *    (doc/architecture.md rule 5); the writer API initialises it when an SA is added, before publication.
  *  - The dataplane stats area (sadb_dp_stats, sadb_worker_stats) is likewise written only by the
  *    dataplane: one record per worker, each written by that worker alone with relaxed atomics.
  *  - A handle's writer calls and its transaction belong to one thread at a time; reader calls may
@@ -185,7 +185,7 @@ struct sadb_pkt_sel {
 	uint16_t sport, dport;      /* host byte order; ICMP type/code, MH type in sport */
 };
 
-/* Runtime state of one SA slot, owned by the dataplane (design.md "Runtime state"). Counters are
+/* Runtime state of one SA slot, owned by the dataplane (doc/architecture.md, "Runtime state"). Counters are
  * written by the owning worker with relaxed atomics and read by anyone. */
 struct sadb_runtime {
 	uint64_t instance;          /* sadb_sa.instance this state belongs to */

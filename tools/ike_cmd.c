@@ -1,4 +1,4 @@
-/* tools/ike_cmd.c: `ipsecctl ike ...`, the IKE part of ipsecctl (owned by the IKE part). It talks to
+/* tools/ike_cmd.c: `ipsecctl ike ...`, the IKE part of ipsecctl. It talks to
  * xipsec-iked through VICI (libvici) for IKE/CHILD SA listings, initiate and terminate, and reads the
  * daemon's status file (maxqm counters, written by ike/maxqm.c) in its run directory. maxqm is changed
  * by writing the run directory's override file and signalling the daemon (SIGHUP), which re-reads it

@@ -11,7 +11,7 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_show.c \
 	tools/ipsecctl_export.c
 
-# `ipsecctl ike` lives in tools/ike_cmd.c (owned by the IKE part); it adds what it needs to these
+# `ipsecctl ike` lives in tools/ike_cmd.c; it adds what it needs to these
 # two variables from its own fragment.
 IPSECCTL_IKE_CPPFLAGS =
 IPSECCTL_IKE_LIBS =

@@ -24,7 +24,7 @@
  * (at most ESP_TAILROOM bytes plus TFC padding); off and len are updated in place.
  *
  * Threading: an esp_sa is used by one thread at a time (the worker that owns the SA direction,
- * design.md rule 5). Several esp_sa objects of one outbound SA (one per worker) may share one
+ * doc/architecture.md rule 5). Several esp_sa objects of one outbound SA (one per worker) may share one
  * sadb_runtime: sequence numbers are reserved from it in blocks with one atomic add, so they never
  * collide. An inbound SA's replay window must have a single owner.
  *
@@ -100,7 +100,7 @@ struct esp_sa;
 /* Build a private, pre-keyed SA object from an SADB record: keys are expanded and crypto contexts
  * set up here, once. rt is the SA's runtime state: in production the SADB's shared runtime area
  * (sadb_runtime(db, slot)), in tests private zeroed memory; it must outlive the esp_sa.
- *  - Outbound: the first sequence number used is rt->seq_reserved + 1 (design.md rule 1: a restart
+ *  - Outbound: the first sequence number used is rt->seq_reserved + 1 (doc/architecture.md rule 1: a restart
  *    resumes above the recorded mark). To start elsewhere (tests), set rt->seq_reserved before.
  *  - Inbound: the replay window is rt->replay_top / rt->replay_bitmap (zero = nothing received).
  * The engine counts rt->packets, bytes (of the packets as given), drops[], first_used, last_used.

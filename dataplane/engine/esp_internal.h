@@ -489,7 +489,7 @@ static inline __attribute__((always_inline)) bool esp_ip_len(const uint8_t *ip, 
 	return false;
 }
 
-/* Counters: relaxed atomics, the owner is the only writer (design.md rule 5). */
+/* Counters: relaxed atomics, the owner is the only writer (doc/architecture.md rule 5). */
 static inline void esp_count_drop(struct sadb_runtime *rt, unsigned reason)
 {
 	if (reason < SADB_DROP_MAX)

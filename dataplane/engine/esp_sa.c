@@ -1,5 +1,5 @@
 /* dataplane/engine/esp_sa.c: the engine's SA object (esp_sa_create/destroy), the choice of crypto backend,
- * outbound sequence number reservation (design.md rule 1) and the burst entry points that split
+ * outbound sequence number reservation (doc/architecture.md rule 1) and the burst entry points that split
  * good packets from bad ones (the DPDK burst contract written in esp.h). */
 #include "config.h"
 
@@ -179,7 +179,7 @@ static enum esp_backend backend_from_env(void)
 
 /* Preference order when measured costs are within 10 % of each other: our own GCM first (it is
  * ipsec-mb's GCM for packets above 96 B and ~30 % cheaper below: crypto_native.c), then ipsec-mb
- * (platform.md: 3-10x faster than OpenSSL 3.0 here), libsodium before OpenSSL for its AEADs. */
+ * (doc/platform.md: 3-10x faster than OpenSSL 3.0 here), libsodium before OpenSSL for its AEADs. */
 static const enum esp_backend default_order[] = {
 	ESP_BACKEND_NATIVE, ESP_BACKEND_IPSECMB, ESP_BACKEND_SODIUM, ESP_BACKEND_OPENSSL
 };

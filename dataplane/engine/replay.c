@@ -9,7 +9,7 @@
  * The check, the ESN inference and the in-order update, run for every packet, are inline functions
  * in esp_internal.h; the general update lives here.
  *
- * Only the worker that owns the inbound SA writes here (design.md rule 5); readers elsewhere
+ * Only the worker that owns the inbound SA writes here (doc/architecture.md rule 5); readers elsewhere
  * (ipsecctl) may see a bitmap being updated, which is harmless for statistics. */
 #include "config.h"
 

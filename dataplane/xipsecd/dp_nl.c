@@ -1,4 +1,4 @@
-/* dataplane/xipsecd/dp_nl.c: everything xipsecd asks the kernel over rtnetlink (design.md rule 6: the
+/* dataplane/xipsecd/dp_nl.c: everything xipsecd asks the kernel over rtnetlink (doc/architecture.md rule 8: the
  * kernel keeps the control plane): the route and neighbour for a destination, asking the kernel to
  * resolve a neighbour, the local addresses, and change notifications that invalidate caches. Plain
  * rtnetlink without libmnl: a handful of fixed requests. */

@@ -4,7 +4,7 @@
  * publishes an immutable lookup table to the workers with RCU (liburcu-qsbr: workers announce a
  * quiescent state after every burst, so reading costs nothing on the packet path).
  *
- * SA ownership (design.md rule 5), chosen and measured (bench/fwd, dataplane/xipsecd.8):
+ * SA ownership (doc/architecture.md rule 5), chosen and measured (bench/fwd.sh, xipsecd(8)):
  *  - outbound: one engine object per worker, all sharing the SA's runtime area; sequence numbers
  *    are reserved from it with one atomic compare-and-swap (rule 1 holds across restarts because
  *    the reservation is recorded in the SADB before use). No hand-off, no lock: workers protect

@@ -1,6 +1,6 @@
 /* dataplane/xipsecd/dp_xdp.c: loading, attaching and detaching xipsecd's XDP program (xdp_prog.bpf.c) and
  * keeping its maps (interfaces, xskmap, the gateway's own addresses) in step with the kernel.
- * libbpf attaches the one program directly: libxdp's dispatcher cannot load here (platform.md) and
+ * libbpf attaches the one program directly: libxdp's dispatcher cannot load here (doc/platform.md) and
  * we never want a second program on these interfaces anyway. */
 #include "config.h"
 

@@ -1,7 +1,7 @@
 /* dataplane/xipsecd/dp_xsk.c: a worker's AF_XDP plumbing: one UMEM per worker shared by its inside and
  * outside sockets (XDP_SHARED_UMEM), so a frame received on one interface is transmitted on the
  * other without a copy; the worker-private frame pool; zero-copy when the driver offers it, copy
- * mode otherwise (veth: XDP_ZEROCOPY fails with EOPNOTSUPP, platform.md). */
+ * mode otherwise (veth: XDP_ZEROCOPY fails with EOPNOTSUPP, doc/platform.md). */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* dataplane/xipsecd/xdp_prog.bpf.c: xipsecd's one XDP program (design.md rule 6). It decides, per frame,
+/* dataplane/xipsecd/xdp_prog.bpf.c: xipsecd's one XDP program (doc/architecture.md rule 8). It decides, per frame,
  * whether the dataplane (an AF_XDP socket) or the kernel handles it:
  *  - both interfaces: ARP, ND/other ICMPv6 control, IPv6 hop-by-hop (MLD), multicast/broadcast and
  *    anything addressed to the gateway itself go to the kernel (XDP_PASS), so neighbour resolution,

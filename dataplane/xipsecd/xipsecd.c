@@ -280,7 +280,7 @@ int main(int argc, char **argv)
 	dp_verbose = ctx.cfg.verbose;
 	ctx.start_ns = dp_now_ns();
 
-	/* platform.md: EPERM here and not needed (CAP_IPC_LOCK, cgroup-charged BPF memory) */
+	/* doc/platform.md: EPERM here and not needed (CAP_IPC_LOCK, cgroup-charged BPF memory) */
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 
 	sigemptyset(&sigs);

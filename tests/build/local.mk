@@ -1,3 +1,3 @@
-# tests/build/local.mk: tests of the build system itself (owned by the lead).
+# tests/build/local.mk: tests of the build system itself.
 UNIT_TESTS += tests/build/test_configure.sh
 EXTRA_DIST += tests/build/test_configure.sh

@@ -115,7 +115,7 @@ for f in cmd-*.in; do
 	check "$f" "$T/out"
 done
 
-# Keys appear in no listing without --show-keys (design.md rule 3), and with it they do.
+# Keys appear in no listing without --show-keys (doc/architecture.md rule 3), and with it they do.
 newdb keys
 ctl load show-basic.in > /dev/null
 keyhex="0102030405060708090a0b0c0d0e0f10 2122232425262728292a2b2c2d2e2f30 0000000000000000000000000000000000000000000000000000000000000002"

@@ -1,4 +1,4 @@
-# tests/ipsecctl/local.mk: build and test rules owned by tests/ipsecctl/ (included by the top Makefile.am).
+# tests/ipsecctl/local.mk: build and test rules of tests/ipsecctl/ (included by the top Makefile.am).
 # Golden-file tests of ipsecctl (tests/ipsecctl/golden.sh explains the file naming; the whole
 # directory, *.in, *.ok and keys/, is distributed), the tshark decryption oracle, and the live
 # counter tests that use rt-poke as a stand-in for the dataplane's runtime writes.

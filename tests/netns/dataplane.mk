@@ -1,5 +1,5 @@
-# tests/netns/dataplane.mk: xipsecd's end-to-end tests in network namespaces (owned by the xipsecd
-# helper). test_dp_common.sh is sourced by them and test_dp_scapy_peer.py is test_dp_scapy.sh's
+# tests/netns/dataplane.mk: xipsecd's end-to-end tests in network namespaces.
+# test_dp_common.sh is sourced by them and test_dp_scapy_peer.py is test_dp_scapy.sh's
 # peer gateway, test_dp_frag_send.py the sender of fragmented ESP of test_dp_frag*.sh and
 # test_dp_frag_recv.py their receiver; none is a test itself.
 DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \

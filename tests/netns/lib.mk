@@ -1,4 +1,4 @@
-# tests/netns/lib.mk: the netns harness and its self-test (owned by the lead).
+# tests/netns/lib.mk: the netns harness and its self-test.
 NETNS_TESTS += tests/netns/test_lib.sh
 EXTRA_DIST += tests/netns/test_lib.sh
 NETNS_TESTS += tests/netns/test_ctl_live.sh

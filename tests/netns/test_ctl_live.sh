@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/netns/test_ctl_live.sh: `ipsecctl --json show` reports the dataplane's live counters (issue 5,
-# acceptance 3), checked against an independent count: the ESP packets tcpdump saw between the
+# tests/netns/test_ctl_live.sh: `ipsecctl --json show` reports the dataplane's live counters,
+# checked against an independent count: the ESP packets tcpdump saw between the
 # gateways. Manual SAs are loaded with `ipsecctl load`; xipsecd carries pings in both directions.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require tcpdump tshark ping

@@ -65,7 +65,7 @@ dp_topo() {
 	for ns in gw1 gw2; do
 		xt_exec "$ns" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
 	done
-	# platform.md: partial checksums from a sender's offload survive AF_XDP forwarding.
+	# doc/platform.md: partial checksums from a sender's offload survive AF_XDP forwarding.
 	xt_exec h1 ethtool -K eth0 tx off >/dev/null
 	xt_exec h2 ethtool -K eth0 tx off >/dev/null
 	dp_sadb gw1

@@ -1,7 +1,7 @@
 /* tests/tools/sadb_dump.c: sadb-dump, a test tool of the IKE part. It prints the SAs (and policies) of an
  * SADB through libsadb's reader API, one line each, in a form two gateways' dumps can be compared with:
  * the inbound SAs of one side must be, field for field, the outbound SAs of the other. Keys are shown
- * as a SHA-256 fingerprint unless --show-keys asks for them (design.md rule 3).
+ * as a SHA-256 fingerprint unless --show-keys asks for them (doc/architecture.md rule 3).
  *
  * --count SPI:BYTES[:PACKETS] adds to the runtime counters of the SA with that SPI, standing in for
  * the dataplane in tests of byte/packet lifetimes that run without xipsecd (the one writer of those

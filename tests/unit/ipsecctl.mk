@@ -1,4 +1,4 @@
-# tests/unit/ipsecctl.mk: owned by its part; appended to the lists in the top Makefile.am.
+# tests/unit/ipsecctl.mk: ipsecctl's unit tests, appended to the lists in the top Makefile.am.
 # cmocka tests of ipsecctl's parsers, linked against the same tools/libipsecctl.a as the command.
 UNIT_TESTS += tests/unit/test_ipsecctl
 check_PROGRAMS += tests/unit/test_ipsecctl

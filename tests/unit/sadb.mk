@@ -1,4 +1,4 @@
-# tests/unit/sadb.mk: libsadb's cmocka unit tests (owned by sadb/); appended to the top Makefile.am lists.
+# tests/unit/sadb.mk: libsadb's cmocka unit tests; appended to the top Makefile.am lists.
 SADB_TESTS = tests/unit/test_sadb tests/unit/test_sadb_spd tests/unit/test_sadb_concurrency \
 	tests/unit/test_sadb_crash tests/unit/test_sadb_internal tests/unit/test_sadb_file
 UNIT_TESTS += $(SADB_TESTS)

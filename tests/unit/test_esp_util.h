@@ -30,7 +30,7 @@ struct xf {
 	uint16_t auth;
 };
 
-/* Every transform of issue 4's scope. */
+/* Every transform the engine offers. */
 static const struct xf xforms[] = {
 	{ "esp aes-gcm-16-128", SADB_PROTO_ESP, SADB_ENC_AES_GCM16, 16, SADB_AUTH_NONE },
 	{ "esp aes-gcm-16-256", SADB_PROTO_ESP, SADB_ENC_AES_GCM16, 32, SADB_AUTH_NONE },

@@ -1,4 +1,4 @@
-/* tests/unit/test_sadb_concurrency.c: issue 3 acceptance 2. One writer process adds, updates and
+/* tests/unit/test_sadb_concurrency.c: readers never see a torn record. One writer process adds, updates and
  * deletes SAs and policies (single calls and transactions) as fast as it can while two reader
  * threads in another process look them up for >= 5 s. Every record carries a test checksum over
  * fields derived from its version (sadb_testlib.h), so each read must be one whole version; a

@@ -1,4 +1,4 @@
-/* tests/unit/test_sadb_crash.c: issue 3 acceptance 3. A writer process is stopped (SIGSTOP from
+/* tests/unit/test_sadb_crash.c: a writer that dies holding the lock loses nothing. A writer process is stopped (SIGSTOP from
  * libsadb's XIPSEC_SADB_TEST_STOP hook) while it holds the write lock at a chosen point of a
  * transaction, then killed with SIGKILL. Meanwhile a reader thread keeps reading; another writer is
  * already waiting for the lock. The waiting writer must proceed, the dead transaction must be wholly

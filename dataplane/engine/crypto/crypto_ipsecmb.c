@@ -1,6 +1,6 @@
 /* dataplane/engine/crypto/crypto_ipsecmb.c: the intel-ipsec-mb backend of the ESP/AH engine, the fast path.
  *  - AES-GCM and GMAC through the direct API (IMB_AES*_GCM_ENC/DEC): GCM is not multi-buffered in
- *    ipsec-mb and the direct call is 40-65 cycles/packet cheaper than a job (platform.md).
+ *    ipsec-mb and the direct call is 40-65 cycles/packet cheaper than a job (doc/platform.md).
  *  - CBC/CTR/3DES/NULL with HMAC, AH's HMAC and ChaCha20-Poly1305 through the classic job API, a
  *    whole burst submitted before it is flushed, so the multi-buffer lanes fill up.
  * Managers: one per thread per API (a direct one and a job one), from init_mb_mgr_auto (runtime CPU

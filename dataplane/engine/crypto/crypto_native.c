@@ -4,7 +4,7 @@
  * Why our own: at the packet sizes a gateway sees most (64-512 B) the libraries' fixed cost per call
  * dominates. ipsec-mb 1.3 on a CPU without AVX-512 (this AMD EPYC) runs its AVX2 "gen4" GCM, ~120
  * cycles for a 64-byte packet, most of it set-up of a general streaming context; OpenSSL 3.0's EVP
- * GCM costs ~550 cycles per call (platform.md). One ESP packet needs much less: for 64 B of inner
+ * GCM costs ~550 cycles per call (doc/platform.md). One ESP packet needs much less: for 64 B of inner
  * packet, 6 AES blocks (the 5 of the payload and E_K(J0) for the tag) run interleaved in the two AES
  * units, and 7 GHASH blocks (AAD, payload, lengths) multiplied by precomputed powers of H and reduced
  * once. VPP's crypto_native plugin made the same choice for the same reason.

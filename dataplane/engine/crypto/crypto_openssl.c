@@ -1,7 +1,7 @@
 /* dataplane/engine/crypto/crypto_openssl.c: the OpenSSL libcrypto backend of the ESP/AH engine: every transform.
  * Cipher contexts are keyed once per SA (EVP, only the IV is set per packet); HMAC starts from inner
  * and outer hash states precomputed from the key (RFC 2104), copied per packet, which costs far less
- * than EVP_MAC_CTX_dup (platform.md). The low-level hash API is deprecated in OpenSSL 3 but is the
+ * than EVP_MAC_CTX_dup (doc/platform.md). The low-level hash API is deprecated in OpenSSL 3 but is the
  * only one whose state can be copied as a plain struct. */
 #include "config.h"
 
