@@ -178,6 +178,13 @@ int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk
 int dp_xdp_sync_addrs(struct dp_ctx *ctx);
 void dp_xdp_unload(struct dp_ctx *ctx);
 int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
+/* The SPI filter (xdp_shared.h): keys of the inbound SAs; add fails open (the filter goes off). */
+int dp_xdp_spi_add(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
+void dp_xdp_spi_del(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
+void dp_xdp_spi_filter(struct dp_ctx *ctx, bool on);
+/* Control thread: adds the program's unknown-SPI drops to the workers' counters; the total. */
+void dp_xdp_fold_drops(struct dp_ctx *ctx);
+uint64_t dp_xdp_spi_drops(struct dp_ctx *ctx);
 /* Whether addr (family AF_INET/AF_INET6) is one of the gateway's own addresses (a map lookup: a
  * system call, for the rare fragment only). */
 bool dp_xdp_is_local(struct dp_ctx *ctx, uint8_t family, const uint8_t *addr);

@@ -76,12 +76,14 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,"
 	    "\"sadb_generation\":%llu,\"sas\":%u,\"sa_soft_expired\":%llu,"
 	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,"
-	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu},\"tun\":\"%s\",\"worker\":[",
+	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu,\"bad_spi\":%llu},\"tun\":\"%s\","
+	    "\"worker\":[",
 	    (int)getpid(), ctx->ifc[DP_IN].name, ctx->ifc[DP_OUT].name, ctx->n_workers,
 	    (unsigned long long)ctx->sadb_gen, dp_sa_count(ctx),
 	    (unsigned long long)ctx->sa_soft_expired, (unsigned long long)ctx->sa_hard_expired,
 	    (unsigned long long)((dp_now_ns() - ctx->start_ns) / 1000000),
 	    (unsigned long long)pass, (unsigned long long)redir,
+	    (unsigned long long)dp_xdp_spi_drops(ctx),
 	    ctx->tun_fd >= 0 ? (ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0") : "");
 	for (unsigned i = 0; i < ctx->n_workers; i++) {
 		struct dp_wstats *s = &ctx->w[i].st;

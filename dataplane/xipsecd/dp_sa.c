@@ -229,19 +229,51 @@ static void tab_free(struct dp_satab *t)
 	free(t);
 }
 
-struct dp_sa *dp_sa_find_in(struct dp_ctx *ctx, uint32_t spi, uint8_t proto,
-			    const struct sadb_addr *dst)
+static struct dp_sa *tab_find_in(const struct dp_satab *t, uint32_t spi, uint8_t proto,
+				 const struct sadb_addr *dst)
 {
-	struct dp_satab *t = rcu_dereference(ctx->satab);
 	uint32_t h;
 
-	if (!t)
+	if (!t || !t->in_hash)
 		return NULL;
 	h = in_key(spi, proto, dst) & t->in_mask;
 	for (struct dp_sa *s; (s = t->in_hash[h]); h = (h + 1) & t->in_mask)
 		if (s->sa.spi == spi && s->sa.proto == proto && sadb_addr_eq(&s->sa.dst, dst))
 			return s;
 	return NULL;
+}
+
+struct dp_sa *dp_sa_find_in(struct dp_ctx *ctx, uint32_t spi, uint8_t proto,
+			    const struct sadb_addr *dst)
+{
+	return tab_find_in(rcu_dereference(ctx->satab), spi, proto, dst);
+}
+
+/* The XDP program's SPI filter follows the inbound hash (xdp_shared.h): the keys of `to` that
+ * `from` lacks are added before `to` is published, the keys of `from` that `to` lacks removed
+ * after the grace period that retires `from`. So the filter always holds a superset of what any
+ * worker can look up, and a packet the program drops is one every worker would drop too. */
+static void spi_filter_diff(struct dp_ctx *ctx, const struct dp_satab *from,
+			    const struct dp_satab *to, bool add)
+{
+	if (!to || !to->in_hash)
+		return;
+	for (uint32_t h = 0; h <= to->in_mask; h++) {
+		const struct dp_sa *s = to->in_hash[h];
+
+		if (!s || tab_find_in(from, s->sa.spi, s->sa.proto, &s->sa.dst))
+			continue;
+		if (add)
+			dp_xdp_spi_add(ctx, s->sa.spi, s->sa.proto, &s->sa.dst);
+		else
+			dp_xdp_spi_del(ctx, s->sa.spi, s->sa.proto, &s->sa.dst);
+	}
+}
+
+void dp_sa_spi_filter_start(struct dp_ctx *ctx)
+{
+	spi_filter_diff(ctx, NULL, ctx->satab, true);
+	dp_xdp_spi_filter(ctx, true);
 }
 
 struct dp_sa *dp_sa_find_out(struct dp_ctx *ctx, uint32_t reqid)
@@ -378,11 +410,13 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	err = build_hashes(t);
 	if (err)
 		goto fail;
+	spi_filter_diff(ctx, old, t, true);
 	rcu_assign_pointer(ctx->satab, t);
 	ctx->sadb_gen = gen;
 	st->need_full = false;
 	/* After the grace period no worker holds the old table or the replaced SAs. */
 	synchronize_rcu();
+	spi_filter_diff(ctx, t, old, false);
 	tab_free(old);
 	for (uint32_t i = 0; i < n_dead; i++)
 		sa_free(dead[i], ctx->n_workers);

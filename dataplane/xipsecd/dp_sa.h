@@ -25,6 +25,9 @@ struct dp_sa {
 struct dp_sa *dp_sa_find_in(struct dp_ctx *ctx, uint32_t spi, uint8_t proto,
 			    const struct sadb_addr *dst);
 struct dp_sa *dp_sa_find_out(struct dp_ctx *ctx, uint32_t reqid);
+/* After the XDP program is loaded: fill its SPI filter with the inbound SAs held now and switch it
+ * on; every sync keeps it in step from then on. */
+void dp_sa_spi_filter_start(struct dp_ctx *ctx);
 unsigned dp_sa_count(struct dp_ctx *ctx);
 /* Control thread, every few milliseconds: extend the on-disk leases of sequence numbers that are
  * running low (dp_seqmark.c). */

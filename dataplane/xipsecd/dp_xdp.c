@@ -4,6 +4,7 @@
  * we never want a second program on these interfaces anyway. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +26,9 @@
 struct dp_xdp {
 	struct bpf_object *obj;
 	int prog_fd, xsks_fd, ifaces_fd, addrs_fd, stats_fd;
+	int spis_fd, conf_fd, spi_drops_fd;
+	bool spi_broken;             /* an insert failed: the filter stays off (the workers count) */
+	uint64_t spi_seen[DP_MAX_WORKERS]; /* spi_drops already added to each worker's counters */
 	int attached[DP_NPORTS];     /* XDP flags used to attach, 0 = not attached */
 	int nl_fd;
 	uint32_t nl_seq;
@@ -101,6 +105,14 @@ int dp_xdp_load(struct dp_ctx *ctx)
 		free(x);
 		return err;
 	}
+	/* one key per SA the SADB can hold: the filter must never be full while it is on */
+	{
+		struct bpf_map *m = bpf_object__find_map_by_name(x->obj, "spis");
+		struct sadb_info info;
+
+		if (m && ctx->db && sadb_info(ctx->db, &info) == 0 && info.max_sa)
+			bpf_map__set_max_entries(m, info.max_sa);
+	}
 	err = bpf_object__load(x->obj);
 	if (err) {
 		dp_log(LOG_ERR, "cannot load XDP object %s: %s", path, strerror(-err));
@@ -117,9 +129,14 @@ int dp_xdp_load(struct dp_ctx *ctx)
 	x->ifaces_fd = bpf_object__find_map_fd_by_name(x->obj, "ifaces");
 	x->addrs_fd = bpf_object__find_map_fd_by_name(x->obj, "local_addrs");
 	x->stats_fd = bpf_object__find_map_fd_by_name(x->obj, "xdp_stats");
-	if (x->xsks_fd < 0 || x->ifaces_fd < 0 || x->addrs_fd < 0 || x->stats_fd < 0) {
+	x->spis_fd = bpf_object__find_map_fd_by_name(x->obj, "spis");
+	x->conf_fd = bpf_object__find_map_fd_by_name(x->obj, "xdp_conf");
+	x->spi_drops_fd = bpf_object__find_map_fd_by_name(x->obj, "spi_drops");
+	if (x->xsks_fd < 0 || x->ifaces_fd < 0 || x->addrs_fd < 0 || x->stats_fd < 0 ||
+	    x->spis_fd < 0 || x->conf_fd < 0 || x->spi_drops_fd < 0) {
 		err = -ENOENT;
-		dp_log(LOG_ERR, "%s lacks one of the maps xsks/ifaces/local_addrs/xdp_stats", path);
+		dp_log(LOG_ERR, "%s lacks one of the maps xsks/ifaces/local_addrs/xdp_stats/spis/"
+		       "xdp_conf/spi_drops", path);
 		goto fail;
 	}
 	x->nl_fd = dp_nl_open(0);
@@ -281,6 +298,96 @@ int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect)
 	}
 	free(v);
 	return 0;
+}
+
+static void spi_key(struct dp_xdp_spi_key *k, uint32_t spi, uint8_t proto,
+		    const struct sadb_addr *dst)
+{
+	memset(k, 0, sizeof(*k));
+	k->spi = htonl(spi);
+	k->proto = proto;
+	k->family = dst->family == AF_INET ? DP_AF_INET : DP_AF_INET6;
+	memcpy(k->dst, dst->a.b, dst->family == AF_INET ? 4 : 16);
+}
+
+static void spi_filter_set(struct dp_xdp *x, bool on)
+{
+	uint32_t zero = 0, v = on ? DP_XDP_CONF_SPI_FILTER : 0;
+
+	bpf_map_update_elem(x->conf_fd, &zero, &v, BPF_ANY);
+}
+
+int dp_xdp_spi_add(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
+{
+	struct dp_xdp *x = ctx->xdp;
+	struct dp_xdp_spi_key k;
+	uint32_t one = 1;
+
+	if (!x || x->spi_broken)
+		return 0;
+	spi_key(&k, spi, proto, dst);
+	if (bpf_map_update_elem(x->spis_fd, &k, &one, BPF_ANY) == 0)
+		return 0;
+	/* Fail open to the dataplane, never closed: a worker that holds the SA must see its
+	 * packets. The workers count unknown SPIs themselves from here on. */
+	x->spi_broken = true;
+	spi_filter_set(x, false);
+	dp_log(LOG_WARNING, "XDP SPI filter off: cannot add SPI 0x%08x: %s", spi, strerror(errno));
+	return -errno;
+}
+
+void dp_xdp_spi_del(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
+{
+	struct dp_xdp *x = ctx->xdp;
+	struct dp_xdp_spi_key k;
+
+	if (!x)
+		return;
+	spi_key(&k, spi, proto, dst);
+	bpf_map_delete_elem(x->spis_fd, &k);
+}
+
+void dp_xdp_spi_filter(struct dp_ctx *ctx, bool on)
+{
+	struct dp_xdp *x = ctx->xdp;
+
+	if (x)
+		spi_filter_set(x, on && !x->spi_broken);
+}
+
+void dp_xdp_fold_drops(struct dp_ctx *ctx)
+{
+	struct dp_xdp *x = ctx->xdp;
+
+	if (!x)
+		return;
+	for (unsigned i = 0; i < ctx->n_workers && i < DP_MAX_WORKERS; i++) {
+		struct dp_worker *w = &ctx->w[i];
+		uint32_t key = DP_XSK_BASE_OUTSIDE + w->queue;
+		uint64_t n = 0, d;
+
+		if (bpf_map_lookup_elem(x->spi_drops_fd, &key, &n) || n <= x->spi_seen[i])
+			continue;
+		d = n - x->spi_seen[i];
+		x->spi_seen[i] = n;
+		/* the program is the first stage of the queue's worker: received, dropped bad_spi */
+		atomic_fetch_add_explicit(&w->st.rx[DP_OUT], d, memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_BAD_SPI], d, memory_order_relaxed);
+		DP_SST_ADD(w, rx_packets, d);
+		DP_SST_ADD(w, drops[SADB_DROP_BAD_SPI], d);
+	}
+}
+
+uint64_t dp_xdp_spi_drops(struct dp_ctx *ctx)
+{
+	struct dp_xdp *x = ctx->xdp;
+	uint64_t sum = 0;
+
+	if (!x)
+		return 0;
+	for (unsigned i = 0; i < ctx->n_workers && i < DP_MAX_WORKERS; i++)
+		sum += x->spi_seen[i];
+	return sum;
 }
 
 void dp_xdp_unload(struct dp_ctx *ctx)

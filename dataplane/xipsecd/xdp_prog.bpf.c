@@ -64,6 +64,28 @@ struct {
 	__type(value, __u64);
 } xdp_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DP_XDP_SPI_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);   /* sized to the SADB, filled as SAs come */
+	__type(key, struct dp_xdp_spi_key);
+	__type(value, __u32);
+} spis SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdp_conf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DP_XSKMAP_SIZE);
+	__type(key, __u32);
+	__type(value, __u64);
+} spi_drops SEC(".maps");
+
 static __always_inline void stat_inc(__u32 i)
 {
 	__u64 *v = bpf_map_lookup_elem(&xdp_stats, &i);
@@ -84,6 +106,28 @@ static __always_inline int to_dataplane(struct xdp_md *ctx, const struct dp_xdp_
 
 	stat_inc(DP_XDP_STAT_REDIRECT);
 	return bpf_redirect_map(&xsks, key, XDP_DROP);
+}
+
+/* ESP or AH for an SA the dataplane does not hold: dropped here, counted for the queue's worker.
+ * spi_at points at the SPI (4 bytes, bounds checked by the caller). */
+static __always_inline int spi_unknown(struct xdp_md *ctx, const struct dp_xdp_if *ifc, __u8 proto,
+				       __u8 family, const void *dst, const __u32 *spi_at)
+{
+	struct dp_xdp_spi_key k = { .proto = proto, .family = family };
+	__u32 zero = 0, key = ifc->xsk_base + ctx->rx_queue_index;
+	__u32 *conf = bpf_map_lookup_elem(&xdp_conf, &zero);
+	__u64 *n;
+
+	if (!conf || !(*conf & DP_XDP_CONF_SPI_FILTER))
+		return 0;
+	k.spi = *spi_at;
+	__builtin_memcpy(k.dst, dst, family == DP_AF_INET ? 4 : 16);
+	if (bpf_map_lookup_elem(&spis, &k))
+		return 0;
+	n = bpf_map_lookup_elem(&spi_drops, &key);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	return 1;
 }
 
 static __always_inline int is_local4(__u32 daddr)
@@ -162,12 +206,28 @@ int xipsec_xdp(struct xdp_md *ctx)
 			return to_kernel();
 		l4 = (void *)ip + ip->ihl * 4;
 		if (outside) {
-			if (ip->protocol == IPPROTO_ESP || ip->protocol == IPPROTO_AH)
+			/* Whole (unfragmented) ESP and AH: the SPI decides. Fragments go to the
+			 * dataplane, which reassembles them first. A frame shorter than its IP
+			 * length is the dataplane's to count (truncated). */
+			int whole = !(ip->frag_off & bpf_htons(0x3fff)) &&
+				    (void *)ip + bpf_ntohs(ip->tot_len) <= end;
+
+			if (ip->protocol == IPPROTO_ESP || ip->protocol == IPPROTO_AH) {
+				__u32 *spi = ip->protocol == IPPROTO_ESP ? l4 : l4 + 4;
+
+				if (whole && (void *)(spi + 1) <= end &&
+				    spi_unknown(ctx, ifc, ip->protocol, DP_AF_INET, &ip->daddr, spi))
+					return XDP_DROP;
 				return to_dataplane(ctx, ifc);
+			}
 			if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {
 				if (!(ip->frag_off & bpf_htons(0x3fff))) {
-					if (is_esp_in_udp(l4, end))
+					if (is_esp_in_udp(l4, end)) {
+						if (whole && spi_unknown(ctx, ifc, IPPROTO_ESP, DP_AF_INET,
+									 &ip->daddr, l4 + 8))
+							return XDP_DROP;
 						return to_dataplane(ctx, ifc);
+					}
 				} else {
 					struct dp_xdp_frag_key k = { .family = DP_AF_INET };
 
@@ -197,11 +257,23 @@ int xipsec_xdp(struct xdp_md *ctx)
 			return to_kernel();
 		l4 = ip6 + 1;
 		if (outside) {
-			if (ip6->nexthdr == IPPROTO_ESP || ip6->nexthdr == IPPROTO_AH)
+			int whole = (void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) <= end;
+
+			if (ip6->nexthdr == IPPROTO_ESP || ip6->nexthdr == IPPROTO_AH) {
+				__u32 *spi = ip6->nexthdr == IPPROTO_ESP ? l4 : l4 + 4;
+
+				if (whole && (void *)(spi + 1) <= end &&
+				    spi_unknown(ctx, ifc, ip6->nexthdr, DP_AF_INET6, &ip6->daddr, spi))
+					return XDP_DROP;
 				return to_dataplane(ctx, ifc);
+			}
 			if (ip6->nexthdr == IPPROTO_UDP && is_local6(&ip6->daddr) &&
-			    is_esp_in_udp(l4, end))
+			    is_esp_in_udp(l4, end)) {
+				if (whole && spi_unknown(ctx, ifc, IPPROTO_ESP, DP_AF_INET6, &ip6->daddr,
+							 l4 + 8))
+					return XDP_DROP;
 				return to_dataplane(ctx, ifc);
+			}
 			if (ip6->nexthdr == 44) {           /* Fragment header (RFC 8200 4.5) */
 				__u8 *fh = l4;
 

@@ -41,4 +41,27 @@ struct dp_xdp_frag_key {
 
 enum { DP_XDP_STAT_PASS = 0, DP_XDP_STAT_REDIRECT = 1, DP_XDP_STAT_MAX = 2 };
 
+/* The inbound SAs the dataplane holds, as the program sees them on the wire: ESP and AH (alone or
+ * ESP-in-UDP) from the outside whose (SPI, protocol, destination) is not here is dropped in the
+ * program, before it costs the dataplane a copy and a wake-up (a flood of made-up SPIs is the
+ * cheapest attack there is). xipsecd keeps the map a superset of its workers' inbound table: a key
+ * is added before the table that holds its SA is published and removed only after the table
+ * without it is, so the program never drops what a worker would accept. */
+struct dp_xdp_spi_key {
+	__u32 spi;        /* as on the wire (network order) */
+	__u8 proto;       /* IPPROTO_ESP / IPPROTO_AH */
+	__u8 family;      /* DP_AF_INET / DP_AF_INET6 */
+	__u8 pad[2];
+	__u8 dst[16];     /* IPv4 in the first 4 bytes, rest zero */
+};
+#define DP_XDP_SPI_MAX 65536      /* default size; xipsecd sizes it to the SADB before loading */
+
+/* xdp_conf[0]: switches set by xipsecd. The SPI filter is on only while the map holds every
+ * inbound SA of the dataplane (off until the first table is in, and for good if an insert fails:
+ * the dataplane then sees and counts unknown SPIs itself). */
+#define DP_XDP_CONF_SPI_FILTER 1u
+
+/* spi_drops[xskmap key]: unknown-SPI frames dropped by the program, per interface and RX queue
+ * (the queue's worker counts them as received and dropped, reason bad_spi). */
+
 #endif

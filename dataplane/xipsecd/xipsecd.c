@@ -255,6 +255,7 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 			if (err)
 				dp_log(LOG_WARNING, "SADB sync failed: %s", strerror(-err));
 			dp_sa_tick(ctx);
+			dp_xdp_fold_drops(ctx);
 			last_sync = now;
 		}
 	}
@@ -376,6 +377,7 @@ int main(int argc, char **argv)
 	err = dp_xdp_load(&ctx);
 	if (err)
 		goto out;
+	dp_sa_spi_filter_start(&ctx);
 	for (unsigned i = 0; i < ctx.n_workers; i++) {
 		struct dp_worker *w = &ctx.w[i];
 

@@ -2,7 +2,7 @@
  * itself on crafted frames (BPF_PROG_TEST_RUN), one row per case: what goes to the dataplane and
  * what stays with the kernel (doc/architecture.md rule 8). With no AF_XDP socket bound, a frame meant for the
  * dataplane must be dropped (fail closed, never passed to kernel forwarding); the program's own
- * counters tell a redirect attempt from a pass. Needs root (BPF); skips otherwise. */
+ * counters tell a redirect attempt from a pass, and an unknown-SPI drop from both. Needs root (BPF); skips otherwise. */
 #include "config.h"
 
 #include <errno.h>
@@ -33,7 +33,7 @@ struct row {
 };
 
 static struct bpf_object *obj;
-static int prog_fd, ifaces_fd, addrs_fd, stats_fd;
+static int prog_fd, ifaces_fd, addrs_fd, stats_fd, spis_fd, conf_fd, spi_drops_fd;
 
 /* ---- frame builders ---- */
 static unsigned eth(uint8_t *f, uint16_t type)
@@ -296,7 +296,11 @@ static int setup(void **state)
 	ifaces_fd = bpf_object__find_map_fd_by_name(obj, "ifaces");
 	addrs_fd = bpf_object__find_map_fd_by_name(obj, "local_addrs");
 	stats_fd = bpf_object__find_map_fd_by_name(obj, "xdp_stats");
-	if (prog_fd < 0 || ifaces_fd < 0 || addrs_fd < 0 || stats_fd < 0)
+	spis_fd = bpf_object__find_map_fd_by_name(obj, "spis");
+	conf_fd = bpf_object__find_map_fd_by_name(obj, "xdp_conf");
+	spi_drops_fd = bpf_object__find_map_fd_by_name(obj, "spi_drops");
+	if (prog_fd < 0 || ifaces_fd < 0 || addrs_fd < 0 || stats_fd < 0 || spis_fd < 0 ||
+	    conf_fd < 0 || spi_drops_fd < 0)
 		return -1;
 	add_addr("192.0.2.1");
 	add_addr("10.1.0.1");
@@ -353,10 +357,123 @@ static void test_rows(void **state)
 	}
 }
 
+/* ---- the SPI filter: ESP/AH from the outside for an SA the dataplane does not hold ---- */
+
+enum spi_want { TO_DP, SPI_DROP };
+
+static void spi_put(uint8_t *f, unsigned o, uint32_t spi)
+{
+	f[o] = (uint8_t)(spi >> 24); f[o + 1] = (uint8_t)(spi >> 16);
+	f[o + 2] = (uint8_t)(spi >> 8); f[o + 3] = (uint8_t)spi;
+}
+
+static void spi_known(uint8_t proto, const char *dst, uint32_t spi)
+{
+	struct dp_xdp_spi_key k;
+	uint32_t one = 1;
+
+	memset(&k, 0, sizeof(k));
+	k.spi = htonl(spi);
+	k.proto = proto;
+	k.family = strchr(dst, ':') ? DP_AF_INET6 : DP_AF_INET;
+	inet_pton(k.family == DP_AF_INET6 ? AF_INET6 : AF_INET, dst, k.dst);
+	assert_int_equal(bpf_map_update_elem(spis_fd, &k, &one, BPF_ANY), 0);
+}
+
+static void spi_filter(bool on)
+{
+	uint32_t zero = 0, v = on ? DP_XDP_CONF_SPI_FILTER : 0;
+
+	assert_int_equal(bpf_map_update_elem(conf_fd, &zero, &v, BPF_ANY), 0);
+}
+
+static uint64_t spi_drops(void)
+{
+	uint32_t k = DP_XSK_BASE_OUTSIDE;  /* queue 0 of the outside interface */
+	uint64_t v = 0;
+
+	assert_int_equal(bpf_map_lookup_elem(spi_drops_fd, &k, &v), 0);
+	return v;
+}
+
+static void spi_case(const char *name, const uint8_t *frame, unsigned len, enum spi_want want)
+{
+	uint32_t ifindex = 1;
+	struct dp_xdp_if v = { .role = DP_ROLE_OUTSIDE, .xsk_base = DP_XSK_BASE_OUTSIDE };
+	uint8_t out[256];
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+	uint64_t red0, d0;
+
+	assert_int_equal(bpf_map_update_elem(ifaces_fd, &ifindex, &v, BPF_ANY), 0);
+	red0 = stat_sum(DP_XDP_STAT_REDIRECT);
+	d0 = spi_drops();
+	if (bpf_prog_test_run_opts(prog_fd, &opts))
+		fail_msg("%s: test run failed", name);
+	if (opts.retval != XDP_DROP)
+		fail_msg("%s: want XDP_DROP (a drop, or a redirect without a socket), got %u", name,
+			 opts.retval);
+	if (want == TO_DP && (stat_sum(DP_XDP_STAT_REDIRECT) != red0 + 1 || spi_drops() != d0))
+		fail_msg("%s: want it sent to the dataplane, the program dropped it as unknown", name);
+	if (want == SPI_DROP && (stat_sum(DP_XDP_STAT_REDIRECT) != red0 || spi_drops() != d0 + 1))
+		fail_msg("%s: want it dropped as an unknown SPI (counted for queue 0), it went on", name);
+}
+
+static void test_spi_filter(void **state)
+{
+	static const uint8_t udp_spi_known[8] = { 0, 0, 0x10, 0x01, 0, 0, 0, 1 };
+	static const uint8_t udp_spi_unknown[8] = { 0, 0, 0x66, 0x66, 0, 0, 0, 1 };
+	uint8_t f[128];
+	unsigned o, len;
+
+	(void)state;
+	spi_known(50, "192.0.2.1", 0x1001);
+	spi_known(51, "192.0.2.1", 0x2001);
+	spi_known(50, "fd00::1", 0x1001);
+
+	spi_filter(true);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	spi_case("ESP, known SPI", f, len, TO_DP);
+	spi_put(f, o, 0x1002);
+	spi_case("ESP, unknown SPI", f, len, SPI_DROP);
+	o = ip4(f, "192.0.2.2", "198.51.100.9", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	spi_case("ESP, known SPI to another destination", f, len, SPI_DROP);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 51, 40); len = pad(f, o, 40); spi_put(f, o + 4, 0x2001);
+	spi_case("AH, known SPI (after next header, length, reserved)", f, len, TO_DP);
+	spi_put(f, o + 4, 0x1001);
+	spi_case("AH, an ESP SA's SPI", f, len, SPI_DROP);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 17, 16); len = udp(f, o, 4500, udp_spi_known, 8);
+	spi_case("ESP-in-UDP, known SPI", f, len, TO_DP);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 17, 16); len = udp(f, o, 4500, udp_spi_unknown, 8);
+	spi_case("ESP-in-UDP, unknown SPI", f, len, SPI_DROP);
+	o = ip6(f, "fd00::2", "fd00::1", 50, 24); len = pad(f, o, 24); spi_put(f, o, 0x1001);
+	spi_case("IPv6 ESP, known SPI", f, len, TO_DP);
+	spi_put(f, o, 0x7777);
+	spi_case("IPv6 ESP, unknown SPI", f, len, SPI_DROP);
+	o = ip6(f, "fd00::2", "fd00::1", 17, 16); len = udp(f, o, 4500, udp_spi_unknown, 8);
+	spi_case("IPv6 ESP-in-UDP, unknown SPI", f, len, SPI_DROP);
+	/* what the program cannot judge goes to the dataplane, which reassembles or counts it */
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x6666);
+	frag4(f, 11, 0, true);
+	spi_case("ESP first fragment, unknown SPI (reassembled first)", f, len, TO_DP);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 50, 80); len = pad(f, o, 40); spi_put(f, o, 0x6666);
+	spi_case("ESP shorter than its IP length (truncated)", f, len, TO_DP);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 50, 2); len = pad(f, o, 2);
+	spi_case("ESP too short for an SPI", f, len, TO_DP);
+	o = ip6(f, "fd00::2", "fd00::1", 44, 32); o = frag6(f, o, 50, 0, true, 12);
+	len = pad(f, o, 24); spi_put(f, o, 0x6666);
+	spi_case("IPv6 ESP first fragment, unknown SPI", f, len, TO_DP);
+
+	spi_filter(false);
+	o = ip4(f, "192.0.2.2", "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1002);
+	spi_case("filter off: unknown SPI to the dataplane", f, len, TO_DP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_spi_filter),
 	};
 
 	if (geteuid() != 0) {
