@@ -21,17 +21,6 @@
 #include "tools/ike_cmd.h"
 #include "tools/ipsecctl.h"
 
-void ctl_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("ipsecctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static void usage(FILE *f)
 {
 	fputs("usage: ipsecctl [--sadb PATH] [--json] [-n] [-v] [--show-keys] [--no-times] COMMAND ...\n"

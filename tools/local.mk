@@ -7,7 +7,13 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_alg.c \
 	tools/ipsecctl_util.c \
 	tools/ipsecctl_json.c \
-	tools/ipsecctl_conf.c \
+	tools/ipsecctl_conf.h \
+	tools/ipsecctl_lex.c \
+	tools/ipsecctl_parse.c \
+	tools/ipsecctl_parse_sa.c \
+	tools/ipsecctl_parse_key.c \
+	tools/ipsecctl_check.c \
+	tools/ipsecctl_print.c \
 	tools/ipsecctl_show.c \
 	tools/ipsecctl_export.c
 
