@@ -501,7 +501,7 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 					       "selector and priority as line %u",
 					       c->items[v.dup_of[i]].pos.line);
 			} else if (v.ndbp && (hit = bsearch(&k, v.dbp, v.ndbp, sizeof(k),
-							   pol_key_cmp_noidx))) {
+							    pol_key_cmp_noidx))) {
 				ctl_conf_error(c, it->pos, "duplicate policy: the SADB has one with the "
 					       "same direction, selector and priority (id %u)", hit->id);
 			}

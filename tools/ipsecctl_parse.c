@@ -398,19 +398,19 @@ static int parse_policy(struct ps *p)
 			return -1;
 		if (r == 0)
 			return ps_unknown(p, "policy", "from, to, proto, port, sport, dport, type, code, mhtype, protect, "
-				       "bypass, discard, esp, ah, tunnel, transport, local, peer, reqid, "
-				       "priority");
+					  "bypass, discard, esp, ah, tunnel, transport, local, peer, reqid, "
+					  "priority");
 	}
 	if (conf_sel_finish(p, &po.sel))
 		return -1;
 	pol->sel = po.sel.sel;
 	if (!po.action_set)
 		return ps_err(p, ps_here(p), "incomplete policy: missing the action 'protect', 'bypass' "
-			    "or 'discard'");
+			      "or 'discard'");
 	if (pol->action != SADB_ACT_PROTECT) {
 		if (po.reqid_set || po.proto_set || po.mode_set || po.local_set || po.peer_set)
 			return ps_err(p, po.action_pos, "'%s' takes no reqid, protocol, mode or tunnel "
-				    "endpoints", ctl_action_name(pol->action));
+				      "endpoints", ctl_action_name(pol->action));
 	} else {
 		if (!po.proto_set)
 			pol->proto = SADB_PROTO_ESP;
@@ -421,10 +421,10 @@ static int parse_policy(struct ps *p)
 			return ps_err(p, ps_here(p), "tunnel policy needs 'local ADDR' and 'peer ADDR'");
 		if (pol->mode == SADB_MODE_TRANSPORT && (po.local_set || po.peer_set))
 			return ps_err(p, po.local_pos, "'local'/'peer' are tunnel endpoints; a transport "
-				    "policy has none");
+				      "policy has none");
 		if (pol->mode == SADB_MODE_TUNNEL && pol->tun_src.family != pol->tun_dst.family)
 			return ps_err(p, po.local_pos, "'local' and 'peer' are of different address "
-				    "families");
+				      "families");
 		if (!po.reqid_set || !pol->reqid)
 			return ps_err(p, ps_here(p), "protect policy needs 'reqid N' naming its SAs");
 	}
@@ -470,7 +470,7 @@ static int parse_flush(struct ps *p)
 
 	if (p->seen_other)
 		return ps_err(p, p->t[0].pos, "'flush' must come before the SAs and policies it would "
-			    "remove");
+			      "remove");
 	if (ps_acc(p, "sa"))
 		what = CTL_FLUSH_SA;
 	else if (ps_acc(p, "policy"))
@@ -505,7 +505,7 @@ static int parse_stmt(struct ps *p)
 	if ((!strcasecmp(t->s, "esp") || !strcasecmp(t->s, "ah")) && !t->quoted)
 		return conf_parse_pair(p);
 	return ps_err(p, t->pos, "expected a statement ('sa', 'policy', 'esp', 'ah' or 'flush'), "
-		    "got '%.60s'", t->s);
+		      "got '%.60s'", t->s);
 }
 
 /* Cuts the tokens into statements (a statement ends at a line end that no '\\' continues) and

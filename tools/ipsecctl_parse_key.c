@@ -48,7 +48,7 @@ static char *read_key_file(struct ps *p, struct ctl_pos pos, const char *path)
 }
 
 int conf_parse_key(struct ps *p, char **key, char **file, unsigned *part, struct ctl_pos *pos,
-		     struct ctl_pos *in_pos)
+		   struct ctl_pos *in_pos)
 {
 	const char *s, *half2;
 
@@ -75,7 +75,7 @@ int conf_parse_key(struct ps *p, char **key, char **file, unsigned *part, struct
 				*part = 2;
 			else
 				return ps_err(p, ps_here(p), "expected 'out' or 'in' after 'part', got %s",
-					    ps_got(p));
+					      ps_got(p));
 			if (!colon)
 				return ps_err(p, fpos, "key file '%s' holds one key, not 'OUT:IN'", s);
 			half = *part == 1 ? strndup(*key, (size_t)(colon - *key)) : strdup(colon + 1);
@@ -107,7 +107,7 @@ static int key_material(struct ps *p, const char *text, struct ctl_pos pos, cons
 		if (key_len + salt_len == 0)
 			return 0;
 		return ps_err(p, pos, "%s needs a key: add '%s 0x...' (%u bytes)", alg, kw,
-			    key_len + salt_len);
+			      key_len + salt_len);
 	}
 	if (key_len + salt_len == 0)
 		return ps_err(p, pos, "%s takes no key: remove '%s'", alg, kw);
@@ -117,10 +117,10 @@ static int key_material(struct ps *p, const char *text, struct ctl_pos pos, cons
 		explicit_bzero(buf, sizeof(buf));
 		if (salt_len)
 			return ps_err(p, pos, "wrong key length for %s: need %u bytes (%u-byte key + "
-				    "%u-byte salt), got %zu", alg, key_len + salt_len, key_len,
-				    salt_len, n);
+				      "%u-byte salt), got %zu", alg, key_len + salt_len, key_len,
+				      salt_len, n);
 		return ps_err(p, pos, "wrong key length for %s: need %u bytes, got %zu", alg, key_len,
-			    n);
+			      n);
 	}
 	memcpy(key, buf, key_len);
 	memcpy(salt, buf + key_len, salt_len);
@@ -133,7 +133,7 @@ static int key_material(struct ps *p, const char *text, struct ctl_pos pos, cons
 
 /* Split "A:B" for a pair; single SAs take one key. Writes into a/b (owned by caller). */
 int conf_split_pair(struct ps *p, const char *text, struct ctl_pos pos, bool pair, char **a,
-		      char **b, const char *kw)
+		    char **b, const char *kw)
 {
 	const char *colon;
 
@@ -144,7 +144,7 @@ int conf_split_pair(struct ps *p, const char *text, struct ctl_pos pos, bool pai
 	if (!pair) {
 		if (colon)
 			return ps_err(p, pos, "one SA takes one %s; 'A:B' pairs are for 'esp|ah ... spi "
-				    "OUT:IN'", kw);
+				      "OUT:IN'", kw);
 		*a = strdup(text);
 		return 0;
 	}
@@ -159,7 +159,7 @@ int conf_split_pair(struct ps *p, const char *text, struct ctl_pos pos, bool pai
 
 /* Turn the transform and key text of o into SA k's fields. */
 int conf_sa_crypto(struct ps *p, struct saopt *o, struct sadb_sa *sa, const char *key,
-		     const char *akey)
+		   const char *akey)
 {
 	const char *ename = o->enc ? o->enc->name : "";
 
@@ -168,22 +168,22 @@ int conf_sa_crypto(struct ps *p, struct saopt *o, struct sadb_sa *sa, const char
 			return ps_err(p, o->enc_pos, "AH has no encryption: use 'auth' only");
 		if (!o->auth)
 			return ps_err(p, p->t[0].pos, "AH SA needs an integrity algorithm: add 'auth "
-				    "sha256' (or another of: %s)", ctl_auth_names());
+				      "sha256' (or another of: %s)", ctl_auth_names());
 		if (key)
 			return ps_err(p, o->key_pos, "AH has no encryption key: use 'authkey'");
 	} else {
 		if (!o->enc)
 			return ps_err(p, p->t[0].pos, "ESP SA needs an encryption algorithm: add 'enc "
-				    "aes128gcm16' (or another of: %s)", ctl_enc_names());
+				      "aes128gcm16' (or another of: %s)", ctl_enc_names());
 		if (o->auth && o->auth->ah_only)
 			return ps_err(p, o->auth_pos, "'auth %s' is for AH; for ESP write 'enc %s'",
-				    o->auth->name, o->auth->name);
+				      o->auth->name, o->auth->name);
 		if (o->enc->aead && o->auth)
 			return ps_err(p, o->auth_pos, "%s already includes integrity: remove 'auth'",
-				    ename);
+				      ename);
 		if (!o->enc->aead && !o->auth)
 			return ps_err(p, o->enc_pos, "%s needs an integrity algorithm: add 'auth sha256' "
-				    "or use an AEAD such as aes128gcm16", ename);
+				      "or use an AEAD such as aes128gcm16", ename);
 		sa->enc_alg = o->enc->enc;
 		if (key_material(p, key, o->key_pos.line || o->key_pos.col ? o->key_pos : o->enc_pos,
 				 ename, o->enc->key_len, o->enc->salt_len, sa->enc_key, sa->salt,
@@ -191,7 +191,7 @@ int conf_sa_crypto(struct ps *p, struct saopt *o, struct sadb_sa *sa, const char
 			return -1;
 		if (o->enc->legacy && !(sa->flags & SADB_SAF_LEGACY_OK))
 			return ps_err(p, o->enc_pos, "%s is a legacy transform (RFC 8221): add 'legacy' "
-				    "to use it", ename);
+				      "to use it", ename);
 	}
 	if (o->auth) {
 		uint8_t *salt = sa->salt, dummy;
@@ -204,7 +204,7 @@ int conf_sa_crypto(struct ps *p, struct saopt *o, struct sadb_sa *sa, const char
 			return -1;
 		if (o->auth->legacy && !(sa->flags & SADB_SAF_LEGACY_OK))
 			return ps_err(p, o->auth_pos, "%s is a legacy transform (RFC 8221): add 'legacy' "
-				    "to use it", o->auth->name);
+				      "to use it", o->auth->name);
 	} else if (akey) {
 		return ps_err(p, o->akey_pos, "'authkey' without an integrity algorithm");
 	}

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,44 +31,44 @@ static void saopt_free(struct saopt *o)
 	explicit_bzero(&o->t, sizeof(o->t));
 }
 
-static int parse_lifetime(struct ps *p, struct sadb_lifetime *lt, const char *which)
+/* A lifetime's duration: seconds, or with s/m/h/d. pos: its keyword's. */
+static int parse_duration(struct ps *p, struct ctl_pos pos, uint64_t *out)
 {
-	int n = 0;
+	const char *s = ps_next(p, "a duration (seconds, or with s/m/h/d)");
 
-	for (;;) {
-		struct ctl_pos pos = ps_here(p);
-
-		if (ps_acc(p, "bytes")) {
-			if (ps_u64(p, "a byte count", UINT64_MAX, &lt->bytes))
-				return -1;
-		} else if (ps_acc(p, "packets")) {
-			if (ps_u64(p, "a packet count", UINT64_MAX, &lt->packets))
-				return -1;
-		} else if (ps_acc(p, "time") || ps_acc(p, "add")) {
-			const char *s = ps_next(p, "a duration (seconds, or with s/m/h/d)");
-
-			if (!s)
-				return -1;
-			if (ctl_duration_parse(s, &lt->add_seconds))
-				return ps_err(p, pos, "expected a duration (e.g. 3600, 60m, 1h), got '%s'", s);
-		} else if (ps_acc(p, "use") || ps_acc(p, "idle")) {
-			const char *s = ps_next(p, "a duration (seconds, or with s/m/h/d)");
-
-			if (!s)
-				return -1;
-			if (ctl_duration_parse(s, &lt->use_seconds))
-				return ps_err(p, pos, "expected a duration (e.g. 3600, 60m, 1h), got '%s'", s);
-		} else {
-			break;
-		}
-		n++;
-	}
-	if (!n)
-		return ps_err(p, ps_here(p), "expected 'bytes', 'packets', 'time' or 'use' after '%s', "
-			    "got %s", which, ps_got(p));
+	if (!s)
+		return -1;
+	if (ctl_duration_parse(s, out))
+		return ps_err(p, pos, "expected a duration (e.g. 3600, 60m, 1h), got '%s'", s);
 	return 0;
 }
 
+/* soft|hard followed by at least one of bytes N, packets N, time D, use D. */
+static int parse_lifetime(struct ps *p, struct sadb_lifetime *lt, const char *which)
+{
+	int n = 0, rc;
+
+	for (;; n++) {
+		struct ctl_pos pos = ps_here(p);
+
+		if (ps_acc(p, "bytes"))
+			rc = ps_u64(p, "a byte count", UINT64_MAX, &lt->bytes);
+		else if (ps_acc(p, "packets"))
+			rc = ps_u64(p, "a packet count", UINT64_MAX, &lt->packets);
+		else if (ps_acc(p, "time") || ps_acc(p, "add"))
+			rc = parse_duration(p, pos, &lt->add_seconds);
+		else if (ps_acc(p, "use") || ps_acc(p, "idle"))
+			rc = parse_duration(p, pos, &lt->use_seconds);
+		else
+			break;
+		if (rc)
+			return -1;
+	}
+	if (!n)
+		return ps_err(p, ps_here(p), "expected 'bytes', 'packets', 'time' or 'use' after '%s', "
+			      "got %s", which, ps_got(p));
+	return 0;
+}
 
 /* ---- SA options: one function per keyword, found through sa_opts[] ----
  * Each takes the position of its keyword (messages about the option as a whole point there) and
@@ -223,28 +224,6 @@ static int opt_state(struct ps *p, struct saopt *o, struct ctl_pos pos)
 		      "got %s", ps_got(p));
 }
 
-static int opt_icv(struct ps *p, struct saopt *o, struct ctl_pos pos)
-{
-	uint32_t v;
-
-	(void)pos;
-	if (ps_u32(p, "an ICV length in bytes", 64, &v))
-		return -1;
-	o->t.icv_len = (uint8_t)v;
-	return 0;
-}
-
-static int opt_tfc(struct ps *p, struct saopt *o, struct ctl_pos pos)
-{
-	uint32_t v;
-
-	(void)pos;
-	if (ps_u32(p, "a TFC padding length in bytes", 65535, &v))
-		return -1;
-	o->t.tfc_pad = (uint16_t)v;
-	return 0;
-}
-
 static int opt_ttl(struct ps *p, struct saopt *o, struct ctl_pos pos)
 {
 	uint32_t v;
@@ -281,12 +260,6 @@ static int opt_mtu(struct ps *p, struct saopt *o, struct ctl_pos pos)
 	return 0;
 }
 
-static int opt_ikeid(struct ps *p, struct saopt *o, struct ctl_pos pos)
-{
-	(void)pos;
-	return ps_u32(p, "an IKE SA id", UINT32_MAX, &o->t.ike_id);
-}
-
 static int opt_soft(struct ps *p, struct saopt *o, struct ctl_pos pos)
 {
 	(void)pos;
@@ -317,38 +290,67 @@ static int opt_selector(struct ps *p, struct saopt *o, struct ctl_pos pos)
 	return 0;
 }
 
-/* A keyword with fn NULL only sets flag in the SA. */
+/* How a keyword changes the SA: through its function; else, with a 'what', as a number up to max
+ * written to the field at off (of width bytes); else by setting flag. */
 static const struct sa_optdef {
 	const char *kw;
 	int (*fn)(struct ps *p, struct saopt *o, struct ctl_pos pos);
 	uint32_t flag;
+	const char *what;
+	uint32_t max;
+	size_t off;
+	uint8_t width;
 	bool sa_only;           /* `sa` only: a pair's selector is its own statement's */
 } sa_opts[] = {
-	{ "enc", opt_enc, 0, false },
-	{ "auth", opt_auth, 0, false },
-	{ "key", opt_key, 0, false },
-	{ "enckey", opt_key, 0, false },
-	{ "authkey", opt_authkey, 0, false },
-	{ "reqid", opt_reqid, 0, false },
-	{ "replay", opt_replay, 0, false },
-	{ "esn", NULL, SADB_SAF_ESN, false },
-	{ "legacy", NULL, SADB_SAF_LEGACY_OK, false },
-	{ "decap-dscp", NULL, SADB_SAF_DECAP_DSCP, false },
-	{ "noecn", NULL, SADB_SAF_NO_ECN, false },
-	{ "df", opt_df, 0, false },
-	{ "encap", opt_encap, 0, false },
-	{ "state", opt_state, 0, false },
-	{ "icv", opt_icv, 0, false },
-	{ "tfc", opt_tfc, 0, false },
-	{ "ttl", opt_ttl, 0, false },
-	{ "hoplimit", opt_ttl, 0, false },
-	{ "dscp", opt_dscp, 0, false },
-	{ "mtu", opt_mtu, 0, false },
-	{ "ikeid", opt_ikeid, 0, false },
-	{ "soft", opt_soft, 0, false },
-	{ "hard", opt_hard, 0, false },
-	{ "selector", opt_selector, 0, true },
+#define FN(kw, fn) { kw, fn, 0, NULL, 0, 0, 0, false }
+#define FLAG(kw, flag) { kw, NULL, flag, NULL, 0, 0, 0, false }
+#define NUM(kw, what, max, field) { kw, NULL, 0, what, max, offsetof(struct sadb_sa, field), \
+	sizeof(((struct sadb_sa *)0)->field), false }
+	FN("enc", opt_enc),
+	FN("auth", opt_auth),
+	FN("key", opt_key),
+	FN("enckey", opt_key),
+	FN("authkey", opt_authkey),
+	FN("reqid", opt_reqid),
+	FN("replay", opt_replay),
+	FLAG("esn", SADB_SAF_ESN),
+	FLAG("legacy", SADB_SAF_LEGACY_OK),
+	FLAG("decap-dscp", SADB_SAF_DECAP_DSCP),
+	FLAG("noecn", SADB_SAF_NO_ECN),
+	FN("df", opt_df),
+	FN("encap", opt_encap),
+	FN("state", opt_state),
+	NUM("icv", "an ICV length in bytes", 64, icv_len),
+	NUM("tfc", "a TFC padding length in bytes", 65535, tfc_pad),
+	FN("ttl", opt_ttl),
+	FN("hoplimit", opt_ttl),
+	FN("dscp", opt_dscp),
+	FN("mtu", opt_mtu),
+	NUM("ikeid", "an IKE SA id", UINT32_MAX, ike_id),
+	FN("soft", opt_soft),
+	FN("hard", opt_hard),
+	{ "selector", opt_selector, 0, NULL, 0, 0, 0, true },
+#undef FN
+#undef FLAG
+#undef NUM
 };
+
+/* A NUM option: the number into its field of the SA template. */
+static int sa_num(struct ps *p, struct saopt *o, const struct sa_optdef *d)
+{
+	unsigned char *field = (unsigned char *)&o->t + d->off;
+	uint32_t v;
+
+	if (ps_u32(p, d->what, d->max, &v))
+		return -1;
+	if (d->width == 1)
+		*field = (uint8_t)v;
+	else if (d->width == 2)
+		memcpy(field, &(uint16_t){ (uint16_t)v }, 2);
+	else
+		memcpy(field, &v, 4);
+	return 0;
+}
 
 /* SA options shared by `sa` and the pair statements: 1 consumed, 0 not an SA option, -1 error. */
 static int sa_option(struct ps *p, struct saopt *o, bool allow_selector)
@@ -360,11 +362,12 @@ static int sa_option(struct ps *p, struct saopt *o, bool allow_selector)
 
 		if ((d->sa_only && !allow_selector) || !ps_acc(p, d->kw))
 			continue;
-		if (!d->fn) {
-			o->t.flags |= d->flag;
-			return 1;
-		}
-		return d->fn(p, o, pos) ? -1 : 1;
+		if (d->fn)
+			return d->fn(p, o, pos) ? -1 : 1;
+		if (d->what)
+			return sa_num(p, o, d) ? -1 : 1;
+		o->t.flags |= d->flag;
+		return 1;
 	}
 	return 0;
 }
@@ -373,7 +376,7 @@ static int check_spi(struct ps *p, uint64_t spi, struct ctl_pos pos)
 {
 	if (spi < 256)
 		return ps_err(p, pos, "SPI %" PRIu64 " is reserved (RFC 4303: 0-255 are not usable); "
-			    "use 0x100-0xffffffff", spi);
+			      "use 0x100-0xffffffff", spi);
 	return 0;
 }
 
@@ -422,7 +425,7 @@ int conf_parse_sa(struct ps *p)
 	}
 	if (!have_src || !have_dst || !have_spi || !t->dir) {
 		ps_err(p, ps_here(p), "incomplete SA: missing %s", !have_src ? "'from ADDR'" :
-		     !have_dst ? "'to ADDR'" : !have_spi ? "'spi SPI'" : "direction 'in' or 'out'");
+		       !have_dst ? "'to ADDR'" : !have_spi ? "'spi SPI'" : "direction 'in' or 'out'");
 		goto out;
 	}
 	if (check_spi(p, spi, spi_pos))

@@ -14,7 +14,9 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_parse_key.c \
 	tools/ipsecctl_check.c \
 	tools/ipsecctl_print.c \
+	tools/ipsecctl_rt.h \
 	tools/ipsecctl_show.c \
+	tools/ipsecctl_stats.c \
 	tools/ipsecctl_export.c
 
 # `ipsecctl ike` lives in tools/ike_cmd.c; it adds what it needs to these
