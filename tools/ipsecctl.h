@@ -151,7 +151,7 @@ void ctl_json_done(struct ctl_json *j); /* final newline */
 /* Escaped JSON string literal (with quotes) to f. */
 void ctl_json_escape(FILE *f, const char *s);
 
-/* ---- Commands (ipsecctl_show.c, ipsecctl_export.c, ipsecctl.c) ---- */
+/* ---- Commands (ipsecctl_show.c, ipsecctl_stats.c, ipsecctl_export.c) ---- */
 
 struct ctl_opts {
 	const char *sadb_path;

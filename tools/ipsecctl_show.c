@@ -150,6 +150,46 @@ static unsigned effective_icv(const struct sadb_sa *sa)
 	return a ? a->icv_len : 0;
 }
 
+/* The live part of an SA's record: counters, replay state, drops, expiry, lifetime used. */
+static void counters_json(struct ctl_json *j, const struct sadb_sa *sa, const struct rt_copy *rc,
+			  uint64_t now, bool times)
+{
+	ctl_json_obj(j, "counters");
+	ctl_json_u64(j, "packets", rc->packets);
+	ctl_json_u64(j, "bytes", rc->bytes);
+	if (times) {
+		ctl_json_u64(j, "first_used", rc->first_used);
+		ctl_json_u64(j, "last_used", rc->last_used);
+	}
+	if (sa->dir == SADB_DIR_OUT) {
+		ctl_json_u64(j, "seq_reserved", rc->seq_reserved);
+	} else {
+		ctl_json_obj(j, "replay");
+		ctl_json_u64(j, "window", sa->replay_window);
+		ctl_json_u64(j, "top", rc->replay_top);
+		ctl_json_u64(j, "received_in_window", rc->replay_seen);
+		ctl_json_end_obj(j);
+	}
+	ctl_json_obj(j, "drops");
+	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
+		ctl_json_u64(j, sadb_drop_name(i), rc->drops[i]);
+	ctl_json_end_obj(j);
+	ctl_json_u64(j, "drops_total", rc->drops_total);
+	ctl_json_obj(j, "expired");
+	ctl_json_bool(j, "soft", rc->expired & 1);
+	ctl_json_bool(j, "hard", rc->expired & 2);
+	ctl_json_end_obj(j);
+	ctl_json_end_obj(j);
+	ctl_json_obj(j, "lifetime_used");
+	ctl_json_u64(j, "bytes", rc->bytes);
+	ctl_json_u64(j, "packets", rc->packets);
+	if (times) {
+		ctl_json_u64(j, "add_seconds", ctl_sub0(now, sa->created));
+		ctl_json_u64(j, "use_seconds", rc->first_used ? ctl_sub0(now, rc->first_used) : 0);
+	}
+	ctl_json_end_obj(j);
+}
+
 void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, uint32_t slot,
 		 const struct ctl_opts *o, uint64_t now)
 {
@@ -235,40 +275,7 @@ void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, 
 		ctl_json_end_obj(j);
 		return;
 	}
-	ctl_json_obj(j, "counters");
-	ctl_json_u64(j, "packets", rc.packets);
-	ctl_json_u64(j, "bytes", rc.bytes);
-	if (times) {
-		ctl_json_u64(j, "first_used", rc.first_used);
-		ctl_json_u64(j, "last_used", rc.last_used);
-	}
-	if (sa->dir == SADB_DIR_OUT) {
-		ctl_json_u64(j, "seq_reserved", rc.seq_reserved);
-	} else {
-		ctl_json_obj(j, "replay");
-		ctl_json_u64(j, "window", sa->replay_window);
-		ctl_json_u64(j, "top", rc.replay_top);
-		ctl_json_u64(j, "received_in_window", rc.replay_seen);
-		ctl_json_end_obj(j);
-	}
-	ctl_json_obj(j, "drops");
-	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-		ctl_json_u64(j, sadb_drop_name(i), rc.drops[i]);
-	ctl_json_end_obj(j);
-	ctl_json_u64(j, "drops_total", rc.drops_total);
-	ctl_json_obj(j, "expired");
-	ctl_json_bool(j, "soft", rc.expired & 1);
-	ctl_json_bool(j, "hard", rc.expired & 2);
-	ctl_json_end_obj(j);
-	ctl_json_end_obj(j);
-	ctl_json_obj(j, "lifetime_used");
-	ctl_json_u64(j, "bytes", rc.bytes);
-	ctl_json_u64(j, "packets", rc.packets);
-	if (times) {
-		ctl_json_u64(j, "add_seconds", ctl_sub0(now, sa->created));
-		ctl_json_u64(j, "use_seconds", rc.first_used ? ctl_sub0(now, rc.first_used) : 0);
-	}
-	ctl_json_end_obj(j);
+	counters_json(j, sa, &rc, now, times);
 	ctl_json_obj(j, "lifetime_remaining");
 	remaining_json(j, "soft", &sa->soft, sa, &rc, now, times);
 	remaining_json(j, "hard", &sa->hard, sa, &rc, now, times);
