@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "tools/ike_cmd.h"
+#include "tools/ipsecctl.h"
 
 #ifndef XIPSEC_HAVE_VICI
 /* Built without strongSwan's headers: there is no xipsec-iked to talk to either. */
@@ -24,7 +24,7 @@ int ipsecctl_ike_main(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	fprintf(stderr, "ipsecctl: ike: not available: built without strongSwan (no xipsec-iked, no libvici)\n");
+	ctl_err("ike: not available: built without strongSwan (no xipsec-iked, no libvici)");
 	return 1;
 }
 #else
@@ -32,18 +32,6 @@ int ipsecctl_ike_main(int argc, char **argv)
 
 #define IKE_DEFAULT_RUN_DIR "/run/xipsec-iked"
 #define IKE_ENV_RUN_DIR     "XIPSEC_IKED_RUN"
-
-static void ike_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void ike_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "ipsecctl: ike: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-}
 
 static void usage(FILE *f)
 {
@@ -249,20 +237,10 @@ static const struct ike_status_sa *status_sa(const struct ike_status *st, unsign
 
 /* ---- JSON ---- */
 
+/* A VICI string (NULL: absent) as a JSON string literal. */
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	ctl_json_escape(f, s ? s : "");
 }
 
 /* A VICI subtree as JSON: sections as objects, lists as arrays, values as strings. */
@@ -304,7 +282,7 @@ static int connect_vici(struct ike_ctx *c)
 {
 	c->conn = vici_connect(c->uri);
 	if (!c->conn) {
-		ike_err("cannot connect to xipsec-iked at %s: %s (is it running? see --run-dir)", c->uri,
+		ctl_err("ike: cannot connect to xipsec-iked at %s: %s (is it running? see --run-dir)", c->uri,
 			strerror(errno));
 		return -1;
 	}
@@ -372,14 +350,14 @@ static int cmd_list(struct ike_ctx *c)
 	status_read(c->run_dir, &st);
 	c->sas = vnode_add(NULL, V_SECTION, "", NULL);
 	if (vici_register(c->conn, "list-sa", on_list_sa, c) != 0) {
-		ike_err("registering for list-sa events failed: %s", strerror(errno));
+		ctl_err("ike: registering for list-sa events failed: %s", strerror(errno));
 		return 1;
 	}
 	req = vici_begin("list-sas");
 	vici_add_key_valuef(req, "noblock", "yes");
 	res = vici_submit(req, c->conn);
 	if (!res) {
-		ike_err("list-sas failed: %s", strerror(errno));
+		ctl_err("ike: list-sas failed: %s", strerror(errno));
 		return 1;
 	}
 	vici_free_res(res);
@@ -487,7 +465,7 @@ static int cmd_maxqm(struct ike_ctx *c, int argc, char **argv)
 	int rc;
 
 	if (argc < 1 || (strcmp(argv[0], "show") && strcmp(argv[0], "set") && strcmp(argv[0], "unset"))) {
-		ike_err("maxqm wants show, set N or unset");
+		ctl_err("ike: maxqm wants show, set N or unset");
 		return 2;
 	}
 	set = strcmp(argv[0], "set") == 0;
@@ -498,25 +476,25 @@ static int cmd_maxqm(struct ike_ctx *c, int argc, char **argv)
 		else if (set && !val)
 			val = argv[i];
 		else {
-			ike_err("maxqm %s: unexpected argument '%s'", argv[0], argv[i]);
+			ctl_err("ike: maxqm %s: unexpected argument '%s'", argv[0], argv[i]);
 			return 2;
 		}
 	}
 	if (conn && (!*conn || strchr(conn, '.') || strchr(conn, ' '))) {
-		ike_err("maxqm: bad connection name '%s'", conn);
+		ctl_err("ike: maxqm: bad connection name '%s'", conn);
 		return 2;
 	}
 	if (set) {
 		char *end;
 
 		if (!val) {
-			ike_err("maxqm set wants a number (0 = no limit)");
+			ctl_err("ike: maxqm set wants a number (0 = no limit)");
 			return 2;
 		}
 		errno = 0;
 		value = strtol(val, &end, 10);
 		if (errno || *end || value < 0 || value > 1000000) {
-			ike_err("maxqm set: '%s' is not a number from 0 to 1000000", val);
+			ctl_err("ike: maxqm set: '%s' is not a number from 0 to 1000000", val);
 			return 2;
 		}
 	}
@@ -526,17 +504,17 @@ static int cmd_maxqm(struct ike_ctx *c, int argc, char **argv)
 		int tries;
 
 		if ((rc = status_read(c->run_dir, &st)) < 0 || st.pid <= 0) {
-			ike_err("xipsec-iked is not running with run directory %s", c->run_dir);
+			ctl_err("ike: xipsec-iked is not running with run directory %s", c->run_dir);
 			return 1;
 		}
 		if ((rc = override_update(c->run_dir, conn, value)) < 0) {
-			ike_err("cannot write %s/maxqm: %s", c->run_dir, strerror(-rc));
+			ctl_err("ike: cannot write %s/maxqm: %s", c->run_dir, strerror(-rc));
 			return 1;
 		}
 		/* the daemon re-reads the override file on SIGHUP and then rewrites its status */
 		snprintf(mark, sizeof(mark), "%ld", value);
 		if (kill((pid_t)st.pid, SIGHUP) < 0) {
-			ike_err("cannot signal xipsec-iked (pid %ld): %s", st.pid, strerror(errno));
+			ctl_err("ike: cannot signal xipsec-iked (pid %ld): %s", st.pid, strerror(errno));
 			return 1;
 		}
 		for (tries = 0; tries < 60; tries++) {
@@ -547,14 +525,14 @@ static int cmd_maxqm(struct ike_ctx *c, int argc, char **argv)
 				break;
 		}
 		if (!conn && !unset && (long)st.maxqm != value) {
-			ike_err("xipsec-iked did not take maxqm %ld (status still says %u)", value, st.maxqm);
+			ctl_err("ike: xipsec-iked did not take maxqm %ld (status still says %u)", value, st.maxqm);
 			return 1;
 		}
 		if (!c->json)
 			return 0;
 	}
 	if ((rc = status_read(c->run_dir, &st)) < 0) {
-		ike_err("cannot read %s/status: %s (is xipsec-iked running?)", c->run_dir, strerror(-rc));
+		ctl_err("ike: cannot read %s/status: %s (is xipsec-iked running?)", c->run_dir, strerror(-rc));
 		return 1;
 	}
 	if (c->json) {
@@ -582,11 +560,11 @@ static int result(vici_res_t *res, const char *what)
 	int rc = 0;
 
 	if (!res) {
-		ike_err("%s failed: %s", what, strerror(errno));
+		ctl_err("ike: %s failed: %s", what, strerror(errno));
 		return 1;
 	}
 	if (strcmp(vici_find_str(res, "no", "success"), "yes") != 0) {
-		ike_err("%s failed: %s", what, vici_find_str(res, "unknown error", "errmsg"));
+		ctl_err("ike: %s failed: %s", what, vici_find_str(res, "unknown error", "errmsg"));
 		rc = 1;
 	}
 	vici_free_res(res);
@@ -607,16 +585,16 @@ static int cmd_initiate(struct ike_ctx *c, int argc, char **argv)
 		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
 			timeout = argv[++i];
 		else {
-			ike_err("initiate: unexpected argument '%s'", argv[i]);
+			ctl_err("ike: initiate: unexpected argument '%s'", argv[i]);
 			return 2;
 		}
 	}
 	if (!child && !ike) {
-		ike_err("initiate wants --child NAME (and optionally --ike NAME)");
+		ctl_err("ike: initiate wants --child NAME (and optionally --ike NAME)");
 		return 2;
 	}
 	if (strspn(timeout, "0123456789") != strlen(timeout) || !*timeout) {
-		ike_err("initiate: --timeout wants milliseconds, not '%s'", timeout);
+		ctl_err("ike: initiate: --timeout wants milliseconds, not '%s'", timeout);
 		return 2;
 	}
 	req = vici_begin("initiate");
@@ -651,7 +629,7 @@ static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 			continue;
 		}
 		if (!k || i + 1 >= argc) {
-			ike_err("terminate: unexpected argument '%s'", argv[i]);
+			ctl_err("ike: terminate: unexpected argument '%s'", argv[i]);
 			vici_free_req(req);
 			return 2;
 		}
@@ -659,7 +637,7 @@ static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 		which = true;
 	}
 	if (!which) {
-		ike_err("terminate wants --ike NAME, --child NAME, --ike-id N or --child-id N");
+		ctl_err("ike: terminate wants --ike NAME, --child NAME, --ike-id N or --child-id N");
 		vici_free_req(req);
 		return 2;
 	}
@@ -674,7 +652,7 @@ static int cmd_stats(struct ike_ctx *c)
 	int rc = status_read(c->run_dir, &st);
 
 	if (rc < 0) {
-		ike_err("cannot read %s/status: %s (is xipsec-iked running?)", c->run_dir, strerror(-rc));
+		ctl_err("ike: cannot read %s/status: %s (is xipsec-iked running?)", c->run_dir, strerror(-rc));
 		return 1;
 	}
 	if (c->json) {
@@ -734,7 +712,7 @@ int ipsecctl_ike_main(int argc, char **argv)
 	if (strcmp(argv[i], "stats") == 0)
 		return cmd_stats(&c);
 	if (strcmp(argv[i], "list") && strcmp(argv[i], "initiate") && strcmp(argv[i], "terminate")) {
-		ike_err("unknown command '%s'", argv[i]);
+		ctl_err("ike: unknown command '%s'", argv[i]);
 		usage(stderr);
 		return 2;
 	}
@@ -744,7 +722,7 @@ int ipsecctl_ike_main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[i], "list") == 0)
-		rc = i + 1 == argc ? cmd_list(&c) : (ike_err("list takes no arguments"), 2);
+		rc = i + 1 == argc ? cmd_list(&c) : (ctl_err("ike: list takes no arguments"), 2);
 	else if (strcmp(argv[i], "initiate") == 0)
 		rc = cmd_initiate(&c, argc - i - 1, argv + i + 1);
 	else

@@ -48,6 +48,9 @@ const struct ctl_auth_alg *ctl_auth_by_id(uint16_t auth);
 const char *ctl_enc_names(void);
 const char *ctl_auth_names(void);
 
+/* "ipsecctl: message" on stderr (ipsecctl_util.c): every command's errors outside a configuration. */
+void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- Small parsers (ipsecctl_util.c); all return 0 or -EINVAL and write a reason to msg ---- */
 
 /* Hex key: "0x0102..." or "0102...". At most max bytes. */
@@ -71,7 +74,8 @@ const char *ctl_mode_name(uint8_t mode);
 const char *ctl_state_name(uint8_t state);
 const char *ctl_action_name(uint8_t action);
 
-/* ---- Configuration language (ipsecctl_conf.c) ---- */
+/* ---- Configuration language (ipsecctl_lex.c, ipsecctl_parse.c, ipsecctl_parse_sa.c,
+ * ipsecctl_check.c, ipsecctl_print.c; their shared internals: ipsecctl_conf.h) ---- */
 
 /* Where a token came from, for "file:line:column:" (or "argument N:" on the command line). */
 struct ctl_pos {
@@ -122,6 +126,8 @@ void ctl_policy_print(const struct sadb_policy *p, FILE *out);
 void ctl_selector_print(const struct sadb_selector *s, FILE *out);
 void ctl_conf_error(struct ctl_conf *c, struct ctl_pos pos, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Whether s is a policy action word ("protect", "ipsec", "bypass", "drop", ...); its action. */
+bool ctl_action_word(const char *s, uint8_t *action);
 
 /* ---- JSON (ipsecctl_json.c): pretty-printed, keys in the order emitted ---- */
 
@@ -145,7 +151,7 @@ void ctl_json_done(struct ctl_json *j); /* final newline */
 /* Escaped JSON string literal (with quotes) to f. */
 void ctl_json_escape(FILE *f, const char *s);
 
-/* ---- Commands (ipsecctl_show.c, ipsecctl_export.c, ipsecctl.c) ---- */
+/* ---- Commands (ipsecctl_show.c, ipsecctl_stats.c, ipsecctl_export.c) ---- */
 
 struct ctl_opts {
 	const char *sadb_path;
@@ -156,7 +162,6 @@ struct ctl_opts {
 	bool tshark;                /* export: tshark -o arguments */
 };
 
-void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv);
 void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, uint32_t slot,

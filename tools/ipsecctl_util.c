@@ -1,6 +1,8 @@
 /* tools/ipsecctl_util.c: the small value parsers of ipsecctl (hex keys, numbers, durations,
- * addresses and prefixes, IP protocols) and the names of the SADB enums. They are strict on purpose:
- * a value ipsecctl accepts must mean exactly one thing, and each refusal says why. */
+ * addresses and prefixes, IP protocols), the names of the SADB enums, and ctl_err, the one way
+ * every part of ipsecctl (`ipsecctl ike` too) reports an error outside a configuration file. The
+ * parsers are strict on purpose: a value ipsecctl accepts must mean exactly one thing, and each
+ * refusal says why. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -8,12 +10,24 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "tools/ipsecctl.h"
+
+void ctl_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ipsecctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 static int hexval(int c)
 {

@@ -7,8 +7,16 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_alg.c \
 	tools/ipsecctl_util.c \
 	tools/ipsecctl_json.c \
-	tools/ipsecctl_conf.c \
+	tools/ipsecctl_conf.h \
+	tools/ipsecctl_lex.c \
+	tools/ipsecctl_parse.c \
+	tools/ipsecctl_parse_sa.c \
+	tools/ipsecctl_parse_key.c \
+	tools/ipsecctl_check.c \
+	tools/ipsecctl_print.c \
+	tools/ipsecctl_rt.h \
 	tools/ipsecctl_show.c \
+	tools/ipsecctl_stats.c \
 	tools/ipsecctl_export.c
 
 # `ipsecctl ike` lives in tools/ike_cmd.c; it adds what it needs to these
@@ -17,7 +25,8 @@ IPSECCTL_IKE_CPPFLAGS =
 IPSECCTL_IKE_LIBS =
 
 sbin_PROGRAMS += tools/ipsecctl
-tools_ipsecctl_SOURCES = tools/ipsecctl.c tools/ike_cmd.h tools/ike_cmd.c
+tools_ipsecctl_SOURCES = tools/ipsecctl.c tools/ipsecctl_cmd.h tools/ipsecctl_load.c \
+	tools/ipsecctl_edit.c tools/ike_cmd.h tools/ike_cmd.c
 tools_ipsecctl_CPPFLAGS = $(AM_CPPFLAGS) $(IPSECCTL_IKE_CPPFLAGS)
 tools_ipsecctl_LDADD = tools/libipsecctl.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm
 

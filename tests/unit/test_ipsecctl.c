@@ -299,6 +299,55 @@ static void test_parse_sa_fields(void **state)
 	free(errs);
 }
 
+/* Every kind of SA option (its own function, a flag, a number into a field of its width) lands in
+ * its own field; the 16- and 32-bit fields at their maximum, so a write of the wrong width shows. */
+static void test_parse_sa_options(void **state)
+{
+	struct ctl_conf c;
+	char *errs = NULL;
+	const struct sadb_sa *sa;
+	uint8_t action = 0;
+
+	(void)state;
+	assert_int_equal(parse(&c, "sa esp transport from 192.0.2.1 to 192.0.2.2 spi 0x1000 in "
+			       "enc aes128 key 0x000102030405060708090a0b0c0d0e0f auth sha256 "
+			       "authkey 0x101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f "
+			       "icv 16 tfc 65535 ikeid 4294967295 ttl 255 dscp 63 mtu 65535 df clear "
+			       "noecn decap-dscp legacy state dying replay off\n", &errs), 0);
+	assert_string_equal(errs, "");
+	assert_int_equal(c.n, 1);
+	sa = &c.items[0].sa;
+	assert_int_equal(sa->icv_len, 16);
+	assert_int_equal(sa->tfc_pad, 65535);
+	assert_int_equal(sa->ike_id, 4294967295u);
+	assert_int_equal(sa->ttl, 255);
+	assert_int_equal(sa->dscp, 63);
+	assert_int_equal(sa->mtu, 65535);
+	assert_int_equal(sa->state, SADB_STATE_DYING);
+	assert_int_equal(sa->replay_window, 0);
+	assert_int_equal(sa->flags, SADB_SAF_DF_CLEAR | SADB_SAF_NO_ECN | SADB_SAF_DECAP_DSCP |
+			 SADB_SAF_LEGACY_OK | SADB_SAF_NO_REPLAY);
+	assert_int_equal(sa->reqid, 0);
+	assert_int_equal(sa->encap_sport, 0);
+	assert_int_equal(sa->encap_dport, 0);
+	ctl_conf_free(&c);
+	free(errs);
+	/* A number past its field's maximum is refused, not truncated. */
+	assert_int_not_equal(parse(&c, "sa esp transport from 192.0.2.1 to 192.0.2.2 spi 0x1000 in "
+				   "enc aes128gcm16 key 0x000102030405060708090a0b0c0d0e0fa0a1a2a3 "
+				   "tfc 65536\n", &errs), 0);
+	assert_non_null(strstr(errs, "t:1:"));
+	assert_non_null(strstr(errs, "expected a TFC padding length in bytes, got '65536'"));
+	ctl_conf_free(&c);
+	free(errs);
+	assert_true(ctl_action_word("IPsec", &action));
+	assert_int_equal(action, SADB_ACT_PROTECT);
+	assert_true(ctl_action_word("block", &action));
+	assert_int_equal(action, SADB_ACT_DISCARD);
+	assert_true(ctl_action_word("pass", NULL));
+	assert_false(ctl_action_word("esp", &action));
+}
+
 static void test_parse_pair(void **state)
 {
 	struct ctl_conf c;
@@ -550,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_json_escape),
 		cmocka_unit_test(test_json_shape),
 		cmocka_unit_test(test_parse_sa_fields),
+		cmocka_unit_test(test_parse_sa_options),
 		cmocka_unit_test(test_parse_pair),
 		cmocka_unit_test(test_shared_key_many),
 		cmocka_unit_test(test_roundtrip_random),
