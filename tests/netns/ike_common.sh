@@ -5,6 +5,7 @@
 #   ike_pair                      namespaces A and B, the veth, addresses
 #   ike_dirs SIDE [SADB]          make $XT_DIR/SIDE/{conf,run} and an SADB path (or use SADB)
 #   ike_sconf SIDE [LINES]        write SIDE's strongswan.conf (xipsec-iked section body LINES)
+#   ike_swanctl SIDE ME PEER SPEC write SIDE's swanctl.conf: connections, CHILD SAs, the PSK
 #   ike_start SIDE [ARGS]         start xipsec-iked for SIDE and wait for its VICI socket
 #   ike_ctl SIDE ARGS             swanctl against SIDE's daemon
 #   ike_ipsecctl SIDE ARGS        `ipsecctl ike` against SIDE's daemon (tools/ipsecctl, or skip)
@@ -184,7 +185,88 @@ ike_certs() {
 	done
 }
 
-# swanctl.conf writer pieces. ike_psk_secret ID1 ID2
+# ike_swanctl's pieces, on its local variables (bash scoping is dynamic): the CHILD SA and the connection
+# being written are closed into the text of the file.
+_ike_swanctl_child_end() {
+	[ -n "$k" ] || return 0
+	kids+="      $k {"$'\n'"$kopts      }"$'\n'
+	k=""
+}
+_ike_swanctl_conn_end() {
+	local certs="" pair
+	[ -n "$c" ] || return 0
+	_ike_swanctl_child_end
+	[ "$auth" = pubkey ] && certs="      certs = gw.crt"$'\n'
+	out+="  $c {"$'\n'"    version = $ver"$'\n'"    local_addrs = $la"$'\n'"    remote_addrs = $ra"$'\n'
+	out+="    proposals = $prop"$'\n'"$copts    local {"$'\n'"      auth = $auth"$'\n'"$certs      id = $id"$'\n'"    }"$'\n'
+	out+="    remote {"$'\n'"      auth = $auth"$'\n'"      id = $pid"$'\n'"    }"$'\n'
+	out+="    children {"$'\n'"$kids    }"$'\n'"  }"$'\n'
+	if [ "$auth" = psk ]; then
+		if [[ "$id" < "$pid" ]]; then pair="$id $pid"; else pair="$pid $id"; fi
+		[ -z "$psk" ] || [ "$psk" = "$pair" ] ||
+			xt_fail "ike_swanctl $side: PSK connections with two identity pairs ($psk, $pair)"
+		psk=$pair
+	fi
+	c=""
+}
+
+# ike_swanctl SIDE ME PEER SPEC...: writes SIDE's swanctl.conf. ME and PEER are the two gateways' outer
+# addresses as SIDE sees them; SPEC is a list of words, read in order:
+#   conn NAME VERSION PROPOSALS                  a connection from ME to PEER (IKE version 1 or 2, IKE
+#                                                proposals), authenticated by PSK as ME towards PEER
+#   child NAME LOCAL_TS REMOTE_TS ESP_PROPOSALS  a CHILD SA of the connection before it
+#   KEY=VALUE                                    a swanctl setting of the CHILD SA (or, before any child,
+#                                                the connection) before it: rekey_time=5s, life_bytes=2000000,
+#                                                rand_time=0s, dpd_delay=1s, mobike=no, aggressive=yes...;
+#                                                these always set the connection: local_addrs (default
+#                                                ME), remote_addrs (default PEER), and in its local and
+#                                                remote sections auth=pubkey (certificate gw.crt, made
+#                                                by ike_certs), id=ID (default ME), peer_id=ID (default PEER)
+# The PSK connections of one file share one identity pair: the file ends with its secret (ike_psk_secret,
+# identities sorted, so that both gateways' files hold the same one).
+ike_swanctl() {
+	local side=$1 me=$2 peer=$3 w key
+	shift 3
+	local out="" psk="" c="" ver prop la ra copts="" auth id pid kids k="" kopts=""
+	while [ $# -gt 0 ]; do
+		w=$1; shift
+		case "$w" in
+		conn)
+			[ $# -ge 3 ] || xt_fail "ike_swanctl $side: conn needs NAME VERSION PROPOSALS"
+			_ike_swanctl_conn_end
+			c=$1 ver=$2 prop=$3 la=$me ra=$peer auth=psk id=$me pid=$peer copts="" kids=""
+			shift 3 ;;
+		child)
+			[ $# -ge 4 ] || xt_fail "ike_swanctl $side: child needs NAME LOCAL_TS REMOTE_TS ESP_PROPOSALS"
+			[ -n "$c" ] || xt_fail "ike_swanctl $side: child $1 outside a connection"
+			_ike_swanctl_child_end
+			k=$1
+			kopts="        local_ts = $2"$'\n'"        remote_ts = $3"$'\n'"        esp_proposals = $4"$'\n'
+			shift 4 ;;
+		*=*)
+			key=${w%%=*}
+			[ -n "$c" ] || xt_fail "ike_swanctl $side: $w outside a connection"
+			case "$key" in
+			auth) auth=${w#*=} ;;
+			id) id=${w#*=} ;;
+			peer_id) pid=${w#*=} ;;
+			local_addrs) la=${w#*=} ;;
+			remote_addrs) ra=${w#*=} ;;
+			*)
+				if [ -n "$k" ]; then kopts+="        $key = ${w#*=}"$'\n'
+				else copts+="    $key = ${w#*=}"$'\n'; fi ;;
+			esac ;;
+		*) xt_fail "ike_swanctl $side: unknown word '$w'" ;;
+		esac
+	done
+	_ike_swanctl_conn_end
+	{
+		printf 'connections {\n%s}\n' "$out"
+		if [ -n "$psk" ]; then ike_psk_secret $psk; fi
+	} > "$XT_DIR/$side/conf/swanctl.conf"
+}
+
+# ike_psk_secret ID1 ID2: the secrets section of a swanctl.conf, one PSK for the two identities.
 ike_psk_secret() {
 	cat <<EOF
 secrets {

@@ -15,92 +15,22 @@ xt_require pki
 ike_pair
 for s in A B; do ike_dirs $s; done
 
-# ---- certificates ----
-P="$XT_DIR/pki"
-mkdir -p "$P"
-# pki reads the system's strongswan.conf and complains about plugins Debian does not ship: quiet
-pki() { command pki "$@" 2>>"$XT_DIR/pki.log"; }
-pki --gen --type ecdsa --size 256 --outform pem > "$P/ca.key" || xt_fail "pki --gen failed"
-pki --self --ca --lifetime 2 --in "$P/ca.key" --dn "C=CH, O=xipsec test, CN=xipsec test CA" \
-	--outform pem > "$P/ca.crt" || xt_fail "pki --self failed"
-for s in A B; do
-	d="$XT_DIR/$s/conf"
-	mkdir -p "$d/x509" "$d/x509ca" "$d/private"
-	cp "$P/ca.crt" "$d/x509ca/"
-	pki --gen --type ecdsa --size 256 --outform pem > "$d/private/gw.key"
-	pki --pub --in "$d/private/gw.key" | pki --issue --lifetime 2 --cacert "$P/ca.crt" --cakey "$P/ca.key" \
-		--dn "C=CH, O=xipsec test, CN=gw-$s" --san "gw-$s" --outform pem > "$d/x509/gw.crt" ||
-		xt_fail "pki --issue for $s failed"
-done
+ike_certs A B
 
-conf() { # ME PEER MYNET PEERNET MYNAME PEERNAME
-	cat <<EOF
-connections {
-  cert2 {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128gcm16-prfsha256-ecp256
-    dpd_delay = 1s
-    # with MOBIKE a retransmission timeout makes charon look for another path instead of closing
-    mobike = no
-    local { auth = pubkey
-            certs = gw.crt
-            id = $5 }
-    remote { auth = pubkey
-             id = $6 }
-    children {
-      c2 { local_ts = $3.2.0/24
-           remote_ts = $4.2.0/24
-           esp_proposals = aes128gcm16
-           dpd_action = clear }
-      c2pfs { local_ts = $3.3.0/24
-              remote_ts = $4.3.0/24
-              esp_proposals = aes128gcm16-ecp256 }
-    }
-  }
-  cert1 {
-    version = 1
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-ecp256
-    local { auth = pubkey
-            certs = gw.crt
-            id = $5 }
-    remote { auth = pubkey
-             id = $6 }
-    children {
-      c1 { local_ts = $3.1.0/24
-           remote_ts = $4.1.0/24
-           esp_proposals = aes256-sha256 }
-    }
-  }
-  aggr {
-    version = 1
-    aggressive = yes
-    local_addrs = $1
-    remote_addrs = $2
-    # the responder picks the IKE proposal before it knows which connection: same as cert1
-    proposals = aes128-sha256-ecp256
-    dpd_delay = 1s
-    dpd_timeout = 3s
-    local { auth = psk
-            id = psk-$5 }
-    remote { auth = psk
-             id = psk-$6 }
-    children {
-      am { local_ts = $3.4.0/24
-           remote_ts = $4.4.0/24
-           esp_proposals = aes128gcm16-modp2048
-           dpd_action = clear }
-    }
-  }
+conf() { # SIDE ME PEER MYNET PEERNET MYNAME PEERNAME
+	# cert2: with MOBIKE a retransmission timeout makes charon look for another path instead of closing.
+	# aggr: the responder picks the IKE proposal before it knows which connection: same as cert1.
+	ike_swanctl "$1" "$2" "$3" \
+		conn cert2 2 aes128gcm16-prfsha256-ecp256 dpd_delay=1s mobike=no auth=pubkey id="$6" peer_id="$7" \
+			child c2 "$4.2.0/24" "$5.2.0/24" aes128gcm16 dpd_action=clear \
+			child c2pfs "$4.3.0/24" "$5.3.0/24" aes128gcm16-ecp256 \
+		conn cert1 1 aes128-sha256-ecp256 auth=pubkey id="$6" peer_id="$7" \
+			child c1 "$4.1.0/24" "$5.1.0/24" aes256-sha256 \
+		conn aggr 1 aes128-sha256-ecp256 aggressive=yes dpd_delay=1s dpd_timeout=3s id="psk-$6" peer_id="psk-$7" \
+			child am "$4.4.0/24" "$5.4.0/24" aes128gcm16-modp2048 dpd_action=clear
 }
-EOF
-	ike_psk_secret psk-gw-A psk-gw-B
-}
-conf 10.9.0.1 10.9.0.2 10.1 10.2 gw-A gw-B > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 10.9.0.1 10.2 10.1 gw-B gw-A > "$XT_DIR/B/conf/swanctl.conf"
+conf A 10.9.0.1 10.9.0.2 10.1 10.2 gw-A gw-B
+conf B 10.9.0.2 10.9.0.1 10.2 10.1 gw-B gw-A
 # Aggressive Mode with PSK exposes a hash of the key to a passive attacker: charon (as responder)
 # refuses it unless told otherwise. Fast retransmissions make IKEv2 dead peer detection quick.
 ike_sconf A "retransmit_timeout = 0.5" "retransmit_tries = 2" "retransmit_base = 1.2"

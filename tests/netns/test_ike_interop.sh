@@ -20,45 +20,13 @@ for s in A B; do ike_dirs $s; done
 ip -n "$(xt_ns B)" addr add 10.2.1.1/24 dev lo
 ip -n "$(xt_ns B)" addr add 10.2.2.1/24 dev lo
 
-conf() { # ME PEER MYNET PEERNET
-	cat <<EOF
-connections {
-  v2 {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      n2 { local_ts = $3.2.0/24
-           remote_ts = $4.2.0/24
-           esp_proposals = aes128gcm16 }
-    }
-  }
-  v1 {
-    version = 1
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-modp2048
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      n1 { local_ts = $3.1.0/24
-           remote_ts = $4.1.0/24
-           esp_proposals = aes128-sha256 }
-    }
-  }
+conf() { # SIDE ME PEER MYNET PEERNET
+	ike_swanctl "$1" "$2" "$3" \
+		conn v2 2 aes128gcm16-prfsha256-ecp256 child n2 "$4.2.0/24" "$5.2.0/24" aes128gcm16 \
+		conn v1 1 aes128-sha256-modp2048 child n1 "$4.1.0/24" "$5.1.0/24" aes128-sha256
 }
-EOF
-	ike_psk_secret 10.9.0.1 10.9.0.2
-}
-conf 10.9.0.1 10.9.0.2 10.1 10.2 > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 10.9.0.1 10.2 10.1 > "$XT_DIR/B/conf/swanctl.conf"
+conf A 10.9.0.1 10.9.0.2 10.1 10.2
+conf B 10.9.0.2 10.9.0.1 10.2 10.1
 
 ike_start_stock B
 grep -q "kernel-libipsec" "$XT_DIR/charon-B.log" || xt_fail "B's charon did not load kernel-libipsec"

@@ -19,45 +19,13 @@ xt_exec gw2 sysctl -qw net.ipv4.ip_forward=1
 ike_dirs gw1 "$DP_SADB_gw1"
 ike_dirs gw2
 
-conf() { # ME PEER MYNET PEERNET
-	cat <<EOF
-connections {
-  v2 {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128gcm16 }
-    }
-  }
-  v1 {
-    version = 1
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-modp2048
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128-sha256 }
-    }
-  }
+conf() { # SIDE ME PEER MYNET PEERNET
+	ike_swanctl "$1" "$2" "$3" \
+		conn v2 2 aes128gcm16-prfsha256-ecp256 child net "$4" "$5" aes128gcm16 \
+		conn v1 1 aes128-sha256-modp2048 child net "$4" "$5" aes128-sha256
 }
-EOF
-	ike_psk_secret 192.0.2.1 192.0.2.2
-}
-conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 > "$XT_DIR/gw1/conf/swanctl.conf"
-conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 > "$XT_DIR/gw2/conf/swanctl.conf"
+conf gw1 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24
+conf gw2 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24
 ike_start_stock gw2
 ike_start gw1
 dp_start gw1

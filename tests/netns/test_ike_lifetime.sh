@@ -15,47 +15,14 @@ ike_require
 ike_pair
 for s in A B; do ike_dirs $s; done
 
-conf() { # ME PEER MYNET PEERNET REKEY LIFE
-	cat <<EOF
-connections {
-  gw {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128gcm16-prfsha256-x25519
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      t { local_ts = $3.1.0/24
-          remote_ts = $4.1.0/24
-          esp_proposals = aes128gcm16
-          rekey_time = $5
-          life_time = $6
-          rand_time = 0s }
-      p { local_ts = $3.3.0/24
-          remote_ts = $4.3.0/24
-          esp_proposals = aes128gcm16
-          rekey_time = 0s
-          rekey_packets = 1000
-          life_packets = 2000
-          rand_packets = 0 }
-      b { local_ts = $3.2.0/24
-          remote_ts = $4.2.0/24
-          esp_proposals = aes128gcm16
-          rekey_time = 0s
-          rekey_bytes = 1000000
-          life_bytes = 2000000
-          rand_bytes = 0 }
-    }
-  }
+conf() { # SIDE ME PEER MYNET PEERNET REKEY LIFE
+	ike_swanctl "$1" "$2" "$3" conn gw 2 aes128gcm16-prfsha256-x25519 \
+		child t "$4.1.0/24" "$5.1.0/24" aes128gcm16 rekey_time="$6" life_time="$7" rand_time=0s \
+		child p "$4.3.0/24" "$5.3.0/24" aes128gcm16 rekey_time=0s rekey_packets=1000 life_packets=2000 rand_packets=0 \
+		child b "$4.2.0/24" "$5.2.0/24" aes128gcm16 rekey_time=0s rekey_bytes=1000000 life_bytes=2000000 rand_bytes=0
 }
-EOF
-	ike_psk_secret 10.9.0.1 10.9.0.2
-}
-conf 10.9.0.1 10.9.0.2 10.1 10.2 5s 8s > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 10.9.0.1 10.2 10.1 60s 90s > "$XT_DIR/B/conf/swanctl.conf"
+conf A 10.9.0.1 10.9.0.2 10.1 10.2 5s 8s
+conf B 10.9.0.2 10.9.0.1 10.2 10.1 60s 90s
 # old inbound SAs stay 1 s after a rekey (default 5 s, as long as the rekey interval here)
 ike_sconf A "delete_rekeyed_delay = 1"
 ike_sconf B "delete_rekeyed_delay = 1"

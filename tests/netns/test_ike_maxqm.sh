@@ -10,29 +10,10 @@
 ike_require
 ike_pair
 
-conf() { # ME PEER MYNET PEERNET VERSION
-	echo "connections {"
-	echo "  gw {"
-	echo "    version = $5"
-	echo "    local_addrs = $1"
-	echo "    remote_addrs = $2"
-	echo "    proposals = aes128-sha256-modp2048"
-	echo "    local { auth = psk"
-	echo "            id = $1 }"
-	echo "    remote { auth = psk"
-	echo "             id = $2 }"
-	echo "    children {"
-	for i in $(seq 1 10); do
-		echo "      c$i {"
-		echo "        local_ts = $3.$i.0/24"
-		echo "        remote_ts = $4.$i.0/24"
-		echo "        esp_proposals = aes128gcm16"
-		echo "      }"
-	done
-	echo "    }"
-	echo "  }"
-	echo "}"
-	ike_psk_secret 10.9.0.1 10.9.0.2
+conf() { # SIDE ME PEER MYNET PEERNET VERSION: connection gw with 10 CHILD SAs c1..c10
+	local i children=()
+	for i in $(seq 1 10); do children+=(child "c$i" "$4.$i.0/24" "$5.$i.0/24" aes128gcm16); done
+	ike_swanctl "$1" "$2" "$3" conn gw "$6" aes128-sha256-modp2048 "${children[@]}"
 }
 
 # The next CHILD SA goes on the fresh IKE SA only once the renewal completed: wait for it, as an
@@ -43,8 +24,8 @@ run_round() { # VERSION EXPECTED_IKE_SAS
 	local v=$1 exp=$2 i key n
 	ike_sconf A "maxqm = 3"
 	ike_sconf B "maxqm = 3"
-	conf 10.9.0.1 10.9.0.2 10.1 10.2 "$v" > "$XT_DIR/A/conf/swanctl.conf"
-	conf 10.9.0.2 10.9.0.1 10.2 10.1 "$v" > "$XT_DIR/B/conf/swanctl.conf"
+	conf A 10.9.0.1 10.9.0.2 10.1 10.2 "$v"
+	conf B 10.9.0.2 10.9.0.1 10.2 10.1 "$v"
 	ike_start A
 	ike_start B
 	for i in $(seq 1 10); do
@@ -103,8 +84,8 @@ run_round 2 4
 # maxqm at run time: ipsecctl ike maxqm set changes the daemon's limit
 ike_sconf A "maxqm = 100"
 ike_sconf B "maxqm = 100"
-conf 10.9.0.1 10.9.0.2 10.1 10.2 1 > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 10.9.0.1 10.2 10.1 1 > "$XT_DIR/B/conf/swanctl.conf"
+conf A 10.9.0.1 10.9.0.2 10.1 10.2 1
+conf B 10.9.0.2 10.9.0.1 10.2 10.1 1
 ike_start A
 if ike_ipsecctl A maxqm show >/dev/null; then
 	ike_ipsecctl A maxqm show | grep -q "^maxqm 100" || xt_fail "maxqm show: not 100 from strongswan.conf"

@@ -10,32 +10,13 @@ ike_require
 ike_pair
 for s in A B; do ike_dirs $s; done
 
-conf() { # ME PEER MYNET PEERNET
-	cat <<EOF
-connections {
-  m {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    mobike = yes
-    proposals = aes128gcm16-prfsha256-x25519
-    local { auth = psk
-            id = $3 }
-    remote { auth = psk
-             id = $4 }
-    children {
-      net { local_ts = $5
-            remote_ts = $6
-            esp_proposals = aes128gcm16 }
-    }
-  }
-}
-EOF
-	ike_psk_secret gw-a gw-b
+conf() { # SIDE ME PEER MYNAME PEERNAME MYNET PEERNET
+	ike_swanctl "$1" "$2" "$3" conn m 2 aes128gcm16-prfsha256-x25519 mobike=yes id="$4" peer_id="$5" \
+		child net "$6" "$7" aes128gcm16
 }
 # A may use any of its addresses; B accepts A wherever it comes from (%any)
-conf %any 10.9.0.2 gw-a gw-b 10.1.0.0/24 10.2.0.0/24 > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 %any gw-b gw-a 10.2.0.0/24 10.1.0.0/24 > "$XT_DIR/B/conf/swanctl.conf"
+conf A %any 10.9.0.2 gw-a gw-b 10.1.0.0/24 10.2.0.0/24
+conf B 10.9.0.2 %any gw-b gw-a 10.2.0.0/24 10.1.0.0/24
 ike_start A
 ike_start B
 ike_ctl A --initiate --child net >/dev/null || { ike_logs; xt_fail "initiate failed"; }

@@ -10,67 +10,18 @@
 ike_require
 ike_pair
 
-conf() { # ME PEER MYNET PEERNET ME6 PEER6 MYNET6 PEERNET6
-	cat <<EOF
-connections {
-  v6 {
-    version = 2
-    local_addrs = $5
-    remote_addrs = $6
-    proposals = aes128gcm16-prfsha256-x25519
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net6 {
-        local_ts = $7
-        remote_ts = $8
-        esp_proposals = chacha20poly1305
-      }
-    }
-  }
-  v2 {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes256gcm16-prfsha384-ecp384
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net2 {
-        local_ts = $3.2.0/24
-        remote_ts = $4.2.0/24
-        esp_proposals = aes256gcm16
-      }
-    }
-  }
-  v1 {
-    version = 1
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-modp2048
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net1 {
-        local_ts = $3.1.0/24
-        remote_ts = $4.1.0/24
-        esp_proposals = aes128-sha256
-      }
-    }
-  }
-}
-EOF
-	ike_psk_secret 10.9.0.1 10.9.0.2
+conf() { # SIDE ME PEER MYNET PEERNET ME6 PEER6 MYNET6 PEERNET6
+	ike_swanctl "$1" "$2" "$3" \
+		conn v6 2 aes128gcm16-prfsha256-x25519 local_addrs="$6" remote_addrs="$7" \
+			child net6 "$8" "$9" chacha20poly1305 \
+		conn v2 2 aes256gcm16-prfsha384-ecp384 \
+			child net2 "$4.2.0/24" "$5.2.0/24" aes256gcm16 \
+		conn v1 1 aes128-sha256-modp2048 \
+			child net1 "$4.1.0/24" "$5.1.0/24" aes128-sha256
 }
 for s in A B; do ike_dirs $s; done
-conf 10.9.0.1 10.9.0.2 10.1 10.2 fd00::1 fd00::2 fd01::/64 fd02::/64 > "$XT_DIR/A/conf/swanctl.conf"
-conf 10.9.0.2 10.9.0.1 10.2 10.1 fd00::2 fd00::1 fd02::/64 fd01::/64 > "$XT_DIR/B/conf/swanctl.conf"
+conf A 10.9.0.1 10.9.0.2 10.1 10.2 fd00::1 fd00::2 fd01::/64 fd02::/64
+conf B 10.9.0.2 10.9.0.1 10.2 10.1 fd00::2 fd00::1 fd02::/64 fd01::/64
 ip -n "$(xt_ns A)" -6 addr add fd00::1/64 dev va nodad
 ip -n "$(xt_ns B)" -6 addr add fd00::2/64 dev vb nodad
 ike_start A

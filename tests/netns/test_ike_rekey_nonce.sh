@@ -25,36 +25,16 @@ dp_topo 1
 ike_dirs gw1 "$DP_SADB_gw1"
 ike_dirs gw2 "$DP_SADB_gw2"
 
-conf() { # ME PEER MYNET PEERNET REKEY LIFE
-	local v
-	echo "connections {"
+conf() { # SIDE ME PEER MYNET PEERNET REKEY LIFE
+	local v conns=()
 	for v in 2 1; do
-		cat <<EOF
-  v$v {
-    version = $v
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-modp2048
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128gcm16
-            rekey_time = $5
-            life_time = $6
-            rand_time = 0s }
-    }
-  }
-EOF
+		conns+=(conn "v$v" "$v" aes128-sha256-modp2048
+			child net "$4" "$5" aes128gcm16 rekey_time="$6" life_time="$7" rand_time=0s)
 	done
-	echo "}"
-	ike_psk_secret 192.0.2.1 192.0.2.2
+	ike_swanctl "$1" "$2" "$3" "${conns[@]}"
 }
-conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 1s 10s > "$XT_DIR/gw1/conf/swanctl.conf"
-conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 60s 90s > "$XT_DIR/gw2/conf/swanctl.conf"
+conf gw1 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 1s 10s
+conf gw2 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 60s 90s
 # rekeyed inbound SAs go 1 s after the rekey (default 5 s): fewer SAs at once at one rekey a second
 for gw in gw1 gw2; do ike_sconf "$gw" "delete_rekeyed_delay = 1"; done
 ike_start gw1

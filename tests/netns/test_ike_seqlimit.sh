@@ -24,52 +24,16 @@ dp_topo 2
 ike_dirs gw1 "$DP_SADB_gw1"
 ike_dirs gw2 "$DP_SADB_gw2"
 
-conf() { # ME PEER MYNET PEERNET
-	cat <<EOF
-connections {
-  v2 {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128gcm16-prfsha256-x25519
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128gcm16
-            rekey_time = 1h
-            rand_time = 0s }
-      held { local_ts = $3
-             remote_ts = 10.9.9.0/24
-             esp_proposals = aes128gcm16 }
-    }
-  }
-  v1 {
-    version = 1
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-modp2048
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128gcm16
-            rekey_time = 1h
-            rand_time = 0s }
-    }
-  }
+conf() { # SIDE ME PEER MYNET PEERNET
+	ike_swanctl "$1" "$2" "$3" \
+		conn v2 2 aes128gcm16-prfsha256-x25519 \
+			child net "$4" "$5" aes128gcm16 rekey_time=1h rand_time=0s \
+			child held "$4" 10.9.9.0/24 aes128gcm16 \
+		conn v1 1 aes128-sha256-modp2048 \
+			child net "$4" "$5" aes128gcm16 rekey_time=1h rand_time=0s
 }
-EOF
-	ike_psk_secret 192.0.2.1 192.0.2.2
-}
-conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 > "$XT_DIR/gw1/conf/swanctl.conf"
-conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 > "$XT_DIR/gw2/conf/swanctl.conf"
+conf gw1 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24
+conf gw2 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24
 for gw in gw1 gw2; do ike_sconf "$gw" "delete_rekeyed_delay = 2"; done
 export XIPSEC_SEQ_SOFT=300
 ike_start gw1

@@ -21,80 +21,21 @@ dp_topo 1
 ike_dirs gw1 "$DP_SADB_gw1"
 ike_dirs gw2 "$DP_SADB_gw2"
 
-conf() { # ME PEER MYNET PEERNET REKEY LIFE
-	cat <<EOF
-connections {
-  v2 {
-    version = 2
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128gcm16-prfsha256-x25519
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128gcm16
-            rekey_time = $5
-            life_time = $6
-            rand_time = 0s }
-    }
-  }
-  v1 {
-    version = 1
-    local_addrs = $1
-    remote_addrs = $2
-    proposals = aes128-sha256-modp2048
-    local { auth = psk
-            id = $1 }
-    remote { auth = psk
-             id = $2 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes128-sha256
-            rekey_time = 0s
-            rekey_bytes = 300000
-            life_bytes = 600000
-            rand_bytes = 0 }
-    }
-  }
-}
-EOF
-	ike_psk_secret 192.0.2.1 192.0.2.2
-}
-certconf() { # ME PEER MYNET PEERNET MYNAME PEERNAME
-	local v
-	echo "connections {"
-	for v in 2 1; do
-		cat <<EOF
-  cert$v {
-    version = $v
-    local_addrs = $1
-    remote_addrs = $2
-    # IKEv1 responders pick the IKE proposal before they know the connection: same as v1's
-    proposals = aes128-sha256-modp2048
-    local { auth = pubkey
-            certs = gw.crt
-            id = $5 }
-    remote { auth = pubkey
-             id = $6 }
-    children {
-      net { local_ts = $3
-            remote_ts = $4
-            esp_proposals = aes256gcm16 }
-    }
-  }
-EOF
-	done
-	echo "}"
+# v2: time lifetimes REKEY/LIFE; v1: byte lifetimes; cert2/cert1: X.509 (IKEv1 responders pick the IKE
+# proposal before they know the connection: the same as v1's)
+conf() { # SIDE ME PEER MYNET PEERNET REKEY LIFE MYNAME PEERNAME
+	ike_swanctl "$1" "$2" "$3" \
+		conn v2 2 aes128gcm16-prfsha256-x25519 \
+			child net "$4" "$5" aes128gcm16 rekey_time="$6" life_time="$7" rand_time=0s \
+		conn v1 1 aes128-sha256-modp2048 \
+			child net "$4" "$5" aes128-sha256 rekey_time=0s rekey_bytes=300000 life_bytes=600000 rand_bytes=0 \
+		conn cert2 2 aes128-sha256-modp2048 auth=pubkey id="$8" peer_id="$9" child net "$4" "$5" aes256gcm16 \
+		conn cert1 1 aes128-sha256-modp2048 auth=pubkey id="$8" peer_id="$9" child net "$4" "$5" aes256gcm16
 }
 xt_require pki
 ike_certs gw1 gw2
-{ conf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 5s 8s; certconf 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 gw-gw1 gw-gw2; } > "$XT_DIR/gw1/conf/swanctl.conf"
-{ conf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 60s 90s; certconf 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 gw-gw2 gw-gw1; } > "$XT_DIR/gw2/conf/swanctl.conf"
+conf gw1 192.0.2.1 192.0.2.2 10.1.0.0/24 10.2.0.0/24 5s 8s gw-gw1 gw-gw2
+conf gw2 192.0.2.2 192.0.2.1 10.2.0.0/24 10.1.0.0/24 60s 90s gw-gw2 gw-gw1
 for gw in gw1 gw2; do ike_sconf "$gw" "delete_rekeyed_delay = 2"; done
 ike_start gw1
 ike_start gw2
