@@ -1,11 +1,14 @@
 /* bench/fwd-gen.c: traffic generator and counting sink of the forwarding benchmark (bench/fwd.sh).
- *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI]
+ *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI] [rate PPS]
  *                                                    UDP packets of SIZE bytes (IP length) as fast as
  *                                                    AF_XDP copy-mode TX goes, one thread per queue,
  *                                                    64 flows (source ports); prints packets sent.
  *                                                    With esp SPI: ESP packets of that SPI with
  *                                                    sequence numbers far above any window and a
- *                                                    garbage ICV (the bad-ICV flood of the fault test)
+ *                                                    garbage ICV (the bad-ICV flood of the fault test).
+ *                                                    With rate PPS: paced to PPS packets per second
+ *                                                    in all (sleeping between batches, so the
+ *                                                    generator's own CPU time follows its rate)
  *   fwd-gen rx IF OBJ WARMUP SECONDS                 attach OBJ (fwd_sink.bpf.o) to IF, wait WARMUP,
  *                                                    count for SECONDS; prints "pkts bytes seconds"
  * IPv4 only: the benchmark measures the gateway, not the generator. */
@@ -15,6 +18,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +44,7 @@ struct txq {
 	uint8_t frame[FSIZE];
 	unsigned flen;
 	double seconds;
+	double pps;              /* this queue's pace, 0: as fast as it goes */
 	unsigned long long sent;
 	unsigned long long anomalies; /* completions of frames not in flight */
 	pthread_t th;
@@ -119,7 +124,7 @@ static void *tx_main(void *arg)
 		.bind_flags = XDP_COPY,
 	};
 	struct xsk_umem_config ucfg = { .fill_size = 2048, .comp_size = 4096, .frame_size = FSIZE };
-	uint64_t *pool, n_free = NFRAMES, end;
+	uint64_t *pool, n_free = NFRAMES, start, end;
 	void *area = mmap(NULL, (size_t)NFRAMES * FSIZE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int err;
@@ -156,9 +161,21 @@ static void *tx_main(void *arg)
 		printf("sending\n"); /* callers wait for this before measuring */
 		fflush(stdout);
 	}
-	end = now_ns() + (uint64_t)(q->seconds * 1e9);
+	start = now_ns();
+	end = start + (uint64_t)(q->seconds * 1e9);
 	while (now_ns() < end) {
 		uint32_t idx, n;
+
+		if (q->pps > 0) {
+			double due = (double)(now_ns() - start) * 1e-9 * q->pps;
+
+			if ((double)q->sent + BATCH > due) {
+				struct timespec ts = { 0, 20000 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
 
 		n = xsk_ring_cons__peek(&comp, 4096, &idx);
 		for (uint32_t i = 0; i < n; i++) {
@@ -253,14 +270,22 @@ static int cmd_tx(int argc, char **argv)
 	unsigned long long total = 0;
 
 	uint32_t spi = 0;
+	double pps = 0;
+	bool bad = argc < 9 || (argc - 9) % 2;
 
-	if ((argc != 9 && !(argc == 11 && !strcmp(argv[9], "esp"))) || mac_parse(argv[3], dmac) ||
-	    !inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)) {
-		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI]\n");
+	for (int i = 9; !bad && i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "esp"))
+			spi = (uint32_t)strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "rate") && (pps = atof(argv[i + 1])) > 0)
+			;
+		else
+			bad = true;
+	}
+	if (bad || mac_parse(argv[3], dmac) || !inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)) {
+		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI] "
+			"[rate PPS]\n");
 		return 2;
 	}
-	if (argc == 11)
-		spi = (uint32_t)strtoul(argv[10], NULL, 0);
 	size = (unsigned)atoi(argv[6]);
 	queues = (unsigned)atoi(argv[7]);
 	secs = atof(argv[8]);
@@ -276,6 +301,7 @@ static int cmd_tx(int argc, char **argv)
 		q[i].queue = i;
 		q[i].seconds = secs;
 		q[i].esp_spi = spi;
+		q[i].pps = pps / queues;
 		if (build(&q[i], dmac, smac, src, dst, size)) {
 			fprintf(stderr, "fwd-gen: size must be 28..1500\n");
 			return 2;

@@ -21,6 +21,7 @@
 #define DP_NUM_FRAMES    16384u     /* per worker: 2 fill rings + 2 RX + 2 TX rings + hold queue */
 #define DP_RING_SIZE     4096u      /* doc/platform.md: RX rings below 4096 drop above ~450 kpps */
 #define DP_BATCH         64u        /* constant burst cap: no VLAs sized by a burst */
+#define DP_TUN_SKIP      16u        /* busy rounds between looks at an idle TUN device */
 #define DP_HOLD_MAX      256u       /* packets waiting for neighbour resolution, per worker */
 #define DP_HOLD_NS       3000000000ull /* three ARP/ND retransmissions */
 #define DP_RCACHE_SIZE   1024u      /* per-worker route/neighbour cache entries (power of 2) */

@@ -712,6 +712,10 @@ static unsigned rx_burst(struct dp_worker *w, struct group *g, unsigned p)
 		uint8_t *eth = mem(w, addr);
 		uint32_t len;
 
+		/* the kernel copied the frames on another CPU: ask for the next headers early */
+		if (i + 2 < n)
+			__builtin_prefetch(mem(w, xsk_ring_cons__rx_desc(&pt->rx, idx + i + 2)->addr));
+
 		DP_SST_ADD(w, rx_bytes, d->len);
 
 		if (d->len < L2 + 20 || !l3_len(eth + L2, d->len - L2, &len) ||
@@ -882,13 +886,14 @@ void *dp_worker_main(void *arg)
 	struct dp_worker *w = arg;
 	struct dp_ctx *ctx = w->ctx;
 	static __thread struct group g, rg;
-	bool tun = w->id == 0 && ctx->tun_fd >= 0;
+	bool tun = w->id == 0 && ctx->tun_fd >= 0, tun_ready = true;
+	unsigned tun_wait = 0;
 
 	w->regroup = &rg;
 	pin(w);
 	rcu_register_thread();
 	while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed)) {
-		unsigned work = 0;
+		unsigned work = 0, rx = 0;
 		bool busy = false;
 
 		for (unsigned p = 0; p < DP_NPORTS; p++) {
@@ -896,9 +901,19 @@ void *dp_worker_main(void *arg)
 			refill(w, p);
 		}
 		for (unsigned p = 0; p < DP_NPORTS; p++)
-			work += rx_burst(w, &g, p);
-		if (tun)
-			work += tun_burst(w, &g);
+			rx += rx_burst(w, &g, p);
+		work = rx;
+		/* The TUN device costs a read(2) per look: a busy worker looks again only after
+		 * DP_TUN_SKIP rounds that found it empty, or when poll(2) says it is readable. */
+		if (tun && (tun_ready || tun_wait == 0)) {
+			unsigned n = tun_burst(w, &g);
+
+			work += n;
+			tun_wait = n ? 0 : DP_TUN_SKIP;
+			tun_ready = false;
+		} else if (tun) {
+			tun_wait--;
+		}
 		kick(w);
 		dp_route_hold_retry(w, false);
 		reasm_expire(w);
@@ -917,6 +932,7 @@ void *dp_worker_main(void *arg)
 			rcu_thread_offline();
 			poll(pf, 3, (busy || w->n_hold) ? 1 : 100);
 			rcu_thread_online();
+			tun_ready = tun && (pf[2].revents & POLLIN);
 		}
 	}
 	rcu_unregister_thread();
