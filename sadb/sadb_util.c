@@ -135,6 +135,14 @@ void sadb__addr_mask(struct sadb_addr *a, unsigned plen)
 		a->a.w[w] &= sadb__plen_mask(plen, w);
 }
 
+void sadb__addr_seal(struct sadb_addr *z, const struct sadb_addr *a)
+{
+	z->family = a->family;
+	memcpy(z->a.b, a->a.b, 16);
+	if (z->family == AF_INET)
+		memset(z->a.b + 4, 0, 12);
+}
+
 int sadb_prefix_parse(const char *s, struct sadb_addr *out, uint8_t *plen)
 {
 	char buf[INET6_ADDRSTRLEN + 8];

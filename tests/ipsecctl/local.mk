@@ -19,7 +19,9 @@ IPSECCTL_FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 	-I$(top_srcdir) -I$(top_builddir) -include config.h
 IPSECCTL_FUZZ_OBJS = tests/ipsecctl/fz/fuzz_conf.o tests/ipsecctl/fz/ipsecctl_alg.o \
 	tests/ipsecctl/fz/ipsecctl_util.o tests/ipsecctl/fz/ipsecctl_json.o \
-	tests/ipsecctl/fz/ipsecctl_conf.o tests/ipsecctl/fz/sadb.o tests/ipsecctl/fz/sadb_spd.o \
+	tests/ipsecctl/fz/ipsecctl_conf.o tests/ipsecctl/fz/sadb_spd.o \
+	tests/ipsecctl/fz/sadb_seg.o tests/ipsecctl/fz/sadb_read.o tests/ipsecctl/fz/sadb_hash.o tests/ipsecctl/fz/sadb_journal.o \
+	tests/ipsecctl/fz/sadb_txn.o tests/ipsecctl/fz/sadb_hold.o tests/ipsecctl/fz/sadb_sa.o tests/ipsecctl/fz/sadb_policy.o \
 	tests/ipsecctl/fz/sadb_util.o tests/ipsecctl/fz/sadb_file.o
 IPSECCTL_FUZZ_HDRS = $(srcdir)/tools/ipsecctl.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h \
 	$(srcdir)/sadb/sadb_int.h config.h
@@ -38,9 +40,30 @@ tests/ipsecctl/fz/ipsecctl_json.o: $(srcdir)/tools/ipsecctl_json.c $(IPSECCTL_FU
 tests/ipsecctl/fz/ipsecctl_conf.o: $(srcdir)/tools/ipsecctl_conf.c $(IPSECCTL_FUZZ_HDRS)
 	@$(MKDIR_P) tests/ipsecctl/fz
 	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tools/ipsecctl_conf.c -o $@
-tests/ipsecctl/fz/sadb.o: $(srcdir)/sadb/sadb.c $(IPSECCTL_FUZZ_HDRS)
+tests/ipsecctl/fz/sadb_seg.o: $(srcdir)/sadb/sadb_seg.c $(IPSECCTL_FUZZ_HDRS)
 	@$(MKDIR_P) tests/ipsecctl/fz
-	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb.c -o $@
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_seg.c -o $@
+tests/ipsecctl/fz/sadb_read.o: $(srcdir)/sadb/sadb_read.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_read.c -o $@
+tests/ipsecctl/fz/sadb_hash.o: $(srcdir)/sadb/sadb_hash.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_hash.c -o $@
+tests/ipsecctl/fz/sadb_journal.o: $(srcdir)/sadb/sadb_journal.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_journal.c -o $@
+tests/ipsecctl/fz/sadb_txn.o: $(srcdir)/sadb/sadb_txn.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_txn.c -o $@
+tests/ipsecctl/fz/sadb_hold.o: $(srcdir)/sadb/sadb_hold.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_hold.c -o $@
+tests/ipsecctl/fz/sadb_sa.o: $(srcdir)/sadb/sadb_sa.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_sa.c -o $@
+tests/ipsecctl/fz/sadb_policy.o: $(srcdir)/sadb/sadb_policy.c $(IPSECCTL_FUZZ_HDRS)
+	@$(MKDIR_P) tests/ipsecctl/fz
+	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_policy.c -o $@
 tests/ipsecctl/fz/sadb_spd.o: $(srcdir)/sadb/sadb_spd.c $(IPSECCTL_FUZZ_HDRS)
 	@$(MKDIR_P) tests/ipsecctl/fz
 	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_spd.c -o $@
