@@ -146,6 +146,25 @@ int sadb_sa_add(struct sadb *db, const struct sadb_sa *sa, uint32_t *slot)
 	return sadb__op_end(db, r);
 }
 
+/* The start of call fn on one existing SA: its transaction opened and the SA's slot found; or the
+ * error, the call's own transaction already closed. */
+static int sa_begin(struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst, const char *fn,
+		    const char *verb)
+{
+	int s, r = sadb__check_writable(db, dst, fn);
+
+	if (!r)
+		r = sadb__op_begin(db);
+	if (r)
+		return r;
+	s = find_sa(db, spi, proto, dst);
+	if (s < 0) {
+		sadb__set_err(db, "no SA with SPI 0x%08x proto %u to %s", spi, proto, verb);
+		return sadb__op_end(db, -ENOENT);
+	}
+	return s;
+}
+
 /* The end of an update in place (sadb_sa_update, sadb_sa_migrate): the new version of slot s, sealed,
  * goes into the copy readers are not using; the caller's staging copy (keys) is wiped. */
 static int sa_rewrite(struct sadb *db, uint32_t s, struct sadb_sa *sa)
@@ -174,14 +193,9 @@ int sadb_sa_update(struct sadb *db, const struct sadb_sa *in)
 		sadb__set_err(db, "invalid SA: %s", msg);
 		return -EINVAL;
 	}
-	r = sadb__op_begin(db);
-	if (r)
-		return r;
-	s = find_sa(db, in->spi, in->proto, &in->dst);
-	if (s < 0) {
-		sadb__set_err(db, "no SA with SPI 0x%08x proto %u to update", in->spi, in->proto);
-		return sadb__op_end(db, -ENOENT);
-	}
+	s = sa_begin(db, in->spi, in->proto, &in->dst, "sadb_sa_update", "update");
+	if (s < 0)
+		return s;
 	old = sadb__sa_wview(db, (uint32_t)s);
 	memcpy(&sa, in, sizeof(sa));
 	if (old->state == SADB_STATE_LARVAL) {
@@ -205,17 +219,9 @@ int sadb_sa_migrate(struct sadb *db, uint32_t spi, uint8_t proto, const struct s
 	uint64_t hv;
 	int s, r;
 
-	r = sadb__check_writable(db, dst, "sadb_sa_migrate");
-	if (r)
-		return r;
-	r = sadb__op_begin(db);
-	if (r)
-		return r;
-	s = find_sa(db, spi, proto, dst);
-	if (s < 0) {
-		sadb__set_err(db, "no SA with SPI 0x%08x proto %u to migrate", spi, proto);
-		return sadb__op_end(db, -ENOENT);
-	}
+	s = sa_begin(db, spi, proto, dst, "sadb_sa_migrate", "migrate");
+	if (s < 0)
+		return s;
 	memcpy(&sa, sadb__sa_wview(db, (uint32_t)s), sizeof(sa));
 	if (new_src)
 		sa.src = *new_src;
@@ -259,19 +265,10 @@ static void sa_del_slot(struct sadb *db, uint32_t s)
 
 int sadb_sa_delete(struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
 {
-	int s, r;
+	int s = sa_begin(db, spi, proto, dst, "sadb_sa_delete", "delete");
 
-	r = sadb__check_writable(db, dst, "sadb_sa_delete");
-	if (r)
-		return r;
-	r = sadb__op_begin(db);
-	if (r)
-		return r;
-	s = find_sa(db, spi, proto, dst);
-	if (s < 0) {
-		sadb__set_err(db, "no SA with SPI 0x%08x proto %u to delete", spi, proto);
-		return sadb__op_end(db, -ENOENT);
-	}
+	if (s < 0)
+		return s;
 	sa_del_slot(db, (uint32_t)s);
 	sadb__jappend(db, SADB_CHG_SA_DEL, (uint32_t)s);
 	sadb__clear_err(db);
