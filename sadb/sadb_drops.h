@@ -1,6 +1,7 @@
 /* sadb/sadb_drops.h: the one list of reasons for which the dataplane drops a packet, with the text
  * shown to administrators. The ESP/AH engine, the workers, the SADB runtime counters and ipsecctl all
- * use this list (VPP-style X-macro), so a reason has one name and one text everywhere.
+ * use this list (VPP-style X-macro), so a reason has one name and one text everywhere
+ * (doc/architecture.md rule 4).
  *
  * Every reason carries its number explicitly, in order and without gaps: the number is part of the
  * SADB layout (per-SA and per-worker drop counters are indexed by it, and a running xipsecd and an

@@ -1,7 +1,8 @@
 /* sadb/sadb_hold.c: when a freed slot may be used again. Free slots wait in FIFO rings, so a freed
  * slot is reused as late as possible; an SA slot also waits until the dataplane has let go of every
  * engine object made from its last SA (sadb_dp_attach and sadb_dp_release; sadb.h explains the
- * scheme), because such an object keeps pointing at the slot's runtime area. Whether the holder is
+ * scheme), because such an object keeps pointing at the slot's runtime area
+ * (doc/architecture.md rule 7). Whether the holder is
  * still alive is judged from /proc: a dead holder's objects went with it. */
 #include "config.h"
 

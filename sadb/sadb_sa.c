@@ -1,6 +1,7 @@
 /* sadb/sadb_sa.c: the SA writer API (add, update, migrate, delete, flush, SPI reservation). Every
  * call runs inside a transaction (sadb_txn.c) and writes whole sealed records: padding and unused
- * key bytes zeroed, checksum set, so that a record has one checksum and no stale bytes. */
+ * key bytes zeroed, checksum set, so that a record has one checksum and no stale bytes. Staging
+ * copies of an SA are wiped after use: they hold its keys (doc/architecture.md rule 3). */
 #include "config.h"
 
 #include <errno.h>
