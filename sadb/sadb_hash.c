@@ -1,12 +1,30 @@
-/* sadb/sadb_hash.c: the writer's side of the SPI hash (two-choice buckets of eight hints, layout in
- * sadb_int.h): insertion, removal and the moves that make room. Readers only ever probe the two
- * buckets (sadb_read.c), so every change here keeps an SA findable at each instant: an entry moves
- * by being inserted in its other bucket before it is cleared from this one. */
+/* sadb/sadb_hash.c: the SPI hash (two-choice buckets of eight hints, layout in sadb_int.h): the key of
+ * an SA identity, and the writer's side: insertion, removal and the moves that make room. Readers only
+ * ever probe the two buckets (sadb_read.c), so every change here keeps an SA findable at each instant:
+ * an entry moves by being inserted in its other bucket before it is cleared from this one. */
 #include "config.h"
 
 #include <errno.h>
 
 #include "sadb/sadb_int.h"
+
+uint64_t sadb__sa_key_hash(const struct sadb_hdr *h, uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
+{
+	uint64_t w01 = 0, w23 = 0, x;
+
+	if (dst->family == AF_INET) {
+		w01 = dst->a.w[0];
+	} else if (dst->family == AF_INET6) {
+		memcpy(&w01, dst->a.b, 8);
+		memcpy(&w23, dst->a.b + 8, 8);
+	}
+	/* Two rounds for IPv4 (SPI and address in one word, then protocol and family), three for IPv6. */
+	x = sadb__mix64(h->hash_seed ^ ((uint64_t)spi << 32 | (w01 & 0xffffffffu)));
+	x = sadb__mix64(x ^ (w01 & 0xffffffff00000000ULL) ^ ((uint64_t)proto << 8 | dst->family));
+	if (w23)
+		x = sadb__mix64(x ^ w23);
+	return x | 1;
+}
 
 void sadb__sa_buckets(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,
 		      uint32_t *b1, uint32_t *b2)

@@ -40,6 +40,15 @@ struct layout {
 	uint32_t sa_slot, pol_slot, rt, nbuckets, log_cap;
 };
 
+/* The header fields that record the layout (header field, layout field): written at creation, and
+ * checked at open against the layout this program computes from the capacities. */
+#define HDR_LAYOUT(X) \
+	X(size, size) X(off_sa, off_sa) X(off_sa_meta, off_sa_meta) X(off_rt, off_rt) \
+	X(off_hash, off_hash) X(off_sa_free, off_sa_free) X(off_pol, off_pol) \
+	X(off_pol_meta, off_pol_meta) X(off_pol_free, off_pol_free) X(off_idx[0], off_idx[0]) \
+	X(off_idx[1], off_idx[1]) X(off_log, off_log) X(sa_slot_size, sa_slot) X(pol_slot_size, pol_slot) \
+	X(rt_size, rt) X(hash_nbuckets, nbuckets) X(idx_size, idx_size) X(log_cap, log_cap)
+
 static void compute_layout(uint32_t max_sa, uint32_t max_pol, struct layout *l)
 {
 	uint64_t o = SADB_ALIGN_UP(sizeof(struct sadb_hdr), PAGE);
@@ -172,24 +181,9 @@ static int create_segment(const char *path, const struct sadb_params *p, char *e
 	h->sizeof_mutex = sizeof(pthread_mutex_t);
 	h->max_sa = max_sa;
 	h->max_policy = max_pol;
-	h->size = l.size;
-	h->off_sa = l.off_sa;
-	h->off_sa_meta = l.off_sa_meta;
-	h->off_rt = l.off_rt;
-	h->off_hash = l.off_hash;
-	h->off_sa_free = l.off_sa_free;
-	h->off_pol = l.off_pol;
-	h->off_pol_meta = l.off_pol_meta;
-	h->off_pol_free = l.off_pol_free;
-	h->off_idx[0] = l.off_idx[0];
-	h->off_idx[1] = l.off_idx[1];
-	h->off_log = l.off_log;
-	h->sa_slot_size = l.sa_slot;
-	h->pol_slot_size = l.pol_slot;
-	h->rt_size = l.rt;
-	h->hash_nbuckets = l.nbuckets;
-	h->idx_size = l.idx_size;
-	h->log_cap = l.log_cap;
+#define HDR_PUT(hf, lf) h->hf = l.lf;
+	HDR_LAYOUT(HDR_PUT)
+#undef HDR_PUT
 	h->journal_len = SADB_JOURNAL_LEN;
 	h->hash_seed = seed | 1;
 	h->created = sadb__now();
@@ -254,12 +248,9 @@ static int check_header(const struct sadb_hdr *h, uint64_t fsize, const char *pa
 		return -EPROTO;
 	}
 	compute_layout(h->max_sa, h->max_policy, &l);
-	if (h->size != l.size || h->off_sa != l.off_sa || h->off_rt != l.off_rt || h->off_hash != l.off_hash ||
-	    h->off_pol != l.off_pol || h->off_idx[0] != l.off_idx[0] || h->off_idx[1] != l.off_idx[1] ||
-	    h->off_log != l.off_log || h->sa_slot_size != l.sa_slot || h->pol_slot_size != l.pol_slot ||
-	    h->rt_size != l.rt || h->hash_nbuckets != l.nbuckets || h->idx_size != l.idx_size ||
-	    h->log_cap != l.log_cap || h->off_sa_meta != l.off_sa_meta || h->off_sa_free != l.off_sa_free ||
-	    h->off_pol_meta != l.off_pol_meta || h->off_pol_free != l.off_pol_free) {
+#define HDR_DIFFERS(hf, lf) || h->hf != l.lf
+	if (0 HDR_LAYOUT(HDR_DIFFERS)) {
+#undef HDR_DIFFERS
 		OPEN_ERR("%s: SADB layout mismatch (region offsets differ from this program's layout "
 			 "version %u)", path, SADB_LAYOUT_VERSION);
 		return -EPROTO;
