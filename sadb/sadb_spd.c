@@ -9,7 +9,7 @@
  * beat the match in hand, so a typical SPD (a few prefix-length pairs) costs a few probes.
  *
  * The index is rebuilt from the policy table by the writer at commit, into the buffer readers are
- * not using, and published with the generation (sadb.c). Rebuilding is O(policies) per committing
+ * not using, and published with the generation (sadb_txn.c). Rebuilding is O(policies) per committing
  * transaction: cheap at thousands of policies, and a bulk load inside one transaction pays it once.
  * Readers may be reading a buffer while a later commit overwrites it (they notice afterwards and
  * retry), so every index read here is bounds-checked and every loop bounded: garbage must never make
@@ -22,8 +22,6 @@
 #include <string.h>
 
 #include "sadb/sadb_int.h"
-
-const struct sadb_policy *sadb__pol_wview(const struct sadb *db, uint32_t i);
 
 struct idx_view {
 	struct sadb_idx_hdr *ih;

@@ -135,6 +135,14 @@ void sadb__addr_mask(struct sadb_addr *a, unsigned plen)
 		a->a.w[w] &= sadb__plen_mask(plen, w);
 }
 
+void sadb__addr_seal(struct sadb_addr *z, const struct sadb_addr *a)
+{
+	z->family = a->family;
+	memcpy(z->a.b, a->a.b, 16);
+	if (z->family == AF_INET)
+		memset(z->a.b + 4, 0, 12);
+}
+
 int sadb_prefix_parse(const char *s, struct sadb_addr *out, uint8_t *plen)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
@@ -320,11 +328,38 @@ const char *sadb_auth_name(uint16_t auth_alg)
 
 /* ---- drop reasons ---- */
 
+/* The numbering of the drop reasons is part of the SADB layout (sadb_drops.h). These checks make a
+ * build fail when the list and SADB_LAYOUT_VERSION disagree:
+ *  - every reason's number is its position in the list: numbers start at 0, have no gaps and no
+ *    repeats, and the positional tables built from SADB_DROP_LIST index by number;
+ *  - layout version 5 has 32 reasons, the last one SEQ_LEASE = 31: a reason added, or one removed,
+ *    without a new layout version fails here;
+ *  - a fingerprint of which name has which number (the sum of (number + 1) * name length) fails when
+ *    reasons trade numbers, unless the two names are equally long.
+ * A new layout version records its own count, last reason and fingerprint below. */
+enum {
+#define SADB_DROP_POS(name, num, text) SADB_DROP_POS_##name,
+	SADB_DROP_REASONS(SADB_DROP_POS)
+#undef SADB_DROP_POS
+};
+#define SADB_DROP_AT_POS(name, num, text) \
+	_Static_assert(SADB_DROP_POS_##name == (num), "drop reason " #name " is not numbered by its position");
+SADB_DROP_REASONS(SADB_DROP_AT_POS)
+#undef SADB_DROP_AT_POS
+#define SADB_DROP_FP(name, num, text) + ((num) + 1) * (sizeof(#name) - 1)
+enum { SADB_DROP_FINGERPRINT = 0 SADB_DROP_REASONS(SADB_DROP_FP) };
+#undef SADB_DROP_FP
+_Static_assert(SADB_LAYOUT_VERSION == 5, "new SADB layout version: record its drop reasons here");
+_Static_assert(SADB_DROP_MAX == 32 && SADB_DROP_SEQ_LEASE == SADB_DROP_MAX - 1,
+	       "drop reasons added or removed without a new SADB_LAYOUT_VERSION");
+_Static_assert(SADB_DROP_FINGERPRINT == 4730,
+	       "drop reasons renumbered or renamed without a new SADB_LAYOUT_VERSION");
+
 const char *sadb_drop_str(unsigned reason)
 {
-	static const char *const text[] = {
-#define SADB_DROP_TEXT(name, t) t,
-		SADB_DROP_LIST(SADB_DROP_TEXT)
+	static const char *const text[SADB_DROP_MAX] = {
+#define SADB_DROP_TEXT(name, num, t) [num] = t,
+		SADB_DROP_REASONS(SADB_DROP_TEXT)
 #undef SADB_DROP_TEXT
 	};
 	return reason < SADB_DROP_MAX ? text[reason] : "unknown";
@@ -332,9 +367,9 @@ const char *sadb_drop_str(unsigned reason)
 
 const char *sadb_drop_name(unsigned reason)
 {
-	static const char *const names[] = {
-#define SADB_DROP_NAME(name, t) #name,
-		SADB_DROP_LIST(SADB_DROP_NAME)
+	static const char *const names[SADB_DROP_MAX] = {
+#define SADB_DROP_NAME(name, num, t) [num] = #name,
+		SADB_DROP_REASONS(SADB_DROP_NAME)
 #undef SADB_DROP_NAME
 	};
 	/* Lower-cased once into static storage: identifiers are short and fixed. */

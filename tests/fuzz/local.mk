@@ -122,11 +122,41 @@ tests/fuzz/fuzz_ah_plain: tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_OBJS)
 
 # libsadb's readers over a corrupted segment: the library's own sources, built with clang.
 FUZZ_SADB_HDRS = $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_int.h $(srcdir)/sadb/sadb_drops.h
-FUZZ_SADB_OBJS = tests/fuzz/obj/sadb.o tests/fuzz/obj/sadb_file.o tests/fuzz/obj/sadb_spd.o tests/fuzz/obj/sadb_util.o
+FUZZ_SADB_OBJS = tests/fuzz/obj/sadb_seg.o tests/fuzz/obj/sadb_read.o tests/fuzz/obj/sadb_hash.o tests/fuzz/obj/sadb_journal.o \
+	tests/fuzz/obj/sadb_txn.o tests/fuzz/obj/sadb_hold.o tests/fuzz/obj/sadb_sa.o tests/fuzz/obj/sadb_policy.o \
+	tests/fuzz/obj/sadb_file.o tests/fuzz/obj/sadb_spd.o tests/fuzz/obj/sadb_util.o
 
-tests/fuzz/obj/sadb.o: $(srcdir)/sadb/sadb.c $(FUZZ_SADB_HDRS) config.h
+tests/fuzz/obj/sadb_seg.o: $(srcdir)/sadb/sadb_seg.c $(FUZZ_SADB_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_seg.c -o $@
+
+tests/fuzz/obj/sadb_read.o: $(srcdir)/sadb/sadb_read.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_read.c -o $@
+
+tests/fuzz/obj/sadb_hash.o: $(srcdir)/sadb/sadb_hash.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_hash.c -o $@
+
+tests/fuzz/obj/sadb_journal.o: $(srcdir)/sadb/sadb_journal.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_journal.c -o $@
+
+tests/fuzz/obj/sadb_txn.o: $(srcdir)/sadb/sadb_txn.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_txn.c -o $@
+
+tests/fuzz/obj/sadb_hold.o: $(srcdir)/sadb/sadb_hold.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_hold.c -o $@
+
+tests/fuzz/obj/sadb_sa.o: $(srcdir)/sadb/sadb_sa.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_sa.c -o $@
+
+tests/fuzz/obj/sadb_policy.o: $(srcdir)/sadb/sadb_policy.c $(FUZZ_SADB_HDRS) config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_policy.c -o $@
 
 tests/fuzz/obj/sadb_file.o: $(srcdir)/sadb/sadb_file.c $(FUZZ_SADB_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj

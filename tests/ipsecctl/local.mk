@@ -14,43 +14,33 @@ tests_ipsecctl_esp_drive_SOURCES = tests/ipsecctl/esp-drive.c
 tests_ipsecctl_esp_drive_LDADD = sadb/libsadb.a $(ESP_LIBS)
 # fuzz-conf.sh: libFuzzer over the configuration parser and its -n round trip. Built with clang
 # straight from the sources (the automake objects are gcc-built, without the fuzzer's coverage):
-# tools/libipsecctl.a's sources, as tools/local.mk lists them, compiled again into a clang archive
-# of the same contents, so a file added to the library needs no rule here.
+# tools/libipsecctl.a's and sadb/libsadb.a's sources, as their local.mk files list them, compiled
+# again into clang archives of the same contents, so a file added to a library needs no rule here.
 IPSECCTL_FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
 	-I$(top_srcdir) -I$(top_builddir) -include config.h
-IPSECCTL_FUZZ_LIB = tests/ipsecctl/fz/libipsecctl.a
-IPSECCTL_FUZZ_OBJS = tests/ipsecctl/fz/fuzz_conf.o tests/ipsecctl/fz/sadb.o tests/ipsecctl/fz/sadb_spd.o \
-	tests/ipsecctl/fz/sadb_util.o tests/ipsecctl/fz/sadb_file.o
+IPSECCTL_FUZZ_LIB = tests/ipsecctl/fz/libipsecctl.a tests/ipsecctl/fz/libsadb.a
+IPSECCTL_FUZZ_OBJS = tests/ipsecctl/fz/fuzz_conf.o
 IPSECCTL_FUZZ_HDRS = $(srcdir)/tools/ipsecctl.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h \
 	$(srcdir)/sadb/sadb_int.h config.h
-$(IPSECCTL_FUZZ_LIB): $(tools_libipsecctl_a_SOURCES) $(IPSECCTL_FUZZ_HDRS)
-	@$(MKDIR_P) tests/ipsecctl/fz/lib
-	$(AM_V_CC)set -e; rm -f $@; objs=; \
-	for s in $(tools_libipsecctl_a_SOURCES); do \
+# the .c files of a library's source list ($$srcs) built with clang into the archive $@
+IPSECCTL_FUZZ_AR = set -e; rm -f $@; d=$@.d; $(MKDIR_P) $$d; objs=; \
+	for s in $$srcs; do \
 		case $$s in *.c) ;; *) continue ;; esac; \
-		o=tests/ipsecctl/fz/lib/`basename $$s .c`.o; \
+		o=$$d/`basename $$s .c`.o; \
 		$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/$$s -o $$o; \
 		objs="$$objs $$o"; \
 	done; \
 	$(AR) cr $@ $$objs
+tests/ipsecctl/fz/libipsecctl.a: $(tools_libipsecctl_a_SOURCES) $(IPSECCTL_FUZZ_HDRS)
+	$(AM_V_CC)srcs='$(tools_libipsecctl_a_SOURCES)'; $(IPSECCTL_FUZZ_AR)
+tests/ipsecctl/fz/libsadb.a: $(sadb_libsadb_a_SOURCES) $(IPSECCTL_FUZZ_HDRS)
+	$(AM_V_CC)srcs='$(sadb_libsadb_a_SOURCES)'; $(IPSECCTL_FUZZ_AR)
 tests/ipsecctl/fz/fuzz_conf.o: $(srcdir)/tests/ipsecctl/fuzz_conf.c $(IPSECCTL_FUZZ_HDRS)
 	@$(MKDIR_P) tests/ipsecctl/fz
 	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/ipsecctl/fuzz_conf.c -o $@
-tests/ipsecctl/fz/sadb.o: $(srcdir)/sadb/sadb.c $(IPSECCTL_FUZZ_HDRS)
-	@$(MKDIR_P) tests/ipsecctl/fz
-	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb.c -o $@
-tests/ipsecctl/fz/sadb_spd.o: $(srcdir)/sadb/sadb_spd.c $(IPSECCTL_FUZZ_HDRS)
-	@$(MKDIR_P) tests/ipsecctl/fz
-	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_spd.c -o $@
-tests/ipsecctl/fz/sadb_util.o: $(srcdir)/sadb/sadb_util.c $(IPSECCTL_FUZZ_HDRS)
-	@$(MKDIR_P) tests/ipsecctl/fz
-	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_util.c -o $@
-tests/ipsecctl/fz/sadb_file.o: $(srcdir)/sadb/sadb_file.c $(IPSECCTL_FUZZ_HDRS)
-	@$(MKDIR_P) tests/ipsecctl/fz
-	$(AM_V_CC)$(CLANG) $(IPSECCTL_FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_file.c -o $@
 tests/ipsecctl/fuzz_conf: $(IPSECCTL_FUZZ_OBJS) $(IPSECCTL_FUZZ_LIB)
 	$(AM_V_CCLD)$(CLANG) -fsanitize=fuzzer,address,undefined $(IPSECCTL_FUZZ_OBJS) $(IPSECCTL_FUZZ_LIB) -lm -lpthread -o $@
 FUZZ_TESTS += tests/ipsecctl/fuzz-conf.sh
 tests/ipsecctl/fuzz-conf.log: tests/ipsecctl/fuzz_conf
-CLEANFILES += tests/ipsecctl/fuzz_conf $(IPSECCTL_FUZZ_OBJS) $(IPSECCTL_FUZZ_LIB) tests/ipsecctl/fz/lib/*.o
+CLEANFILES += tests/ipsecctl/fuzz_conf $(IPSECCTL_FUZZ_OBJS) $(IPSECCTL_FUZZ_LIB)
