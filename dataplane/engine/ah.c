@@ -303,7 +303,7 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 	}
 	if (!nl)
 		return;
-	sa->ops->encrypt(sa, cops, nl);
+	sa->ops->encrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		restore_hdr(&st[i], st[i].ip);
 		if (!cops[i].ok)
@@ -431,7 +431,7 @@ static __attribute__((noinline)) void in_general(struct esp_sa *sa, struct esp_p
 			live[nl++] = pkts[i];
 	if (!nl)
 		return;
-	sa->ops->decrypt(sa, cops, nl);
+	sa->ops->decrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct ah_state *s = &st[i];
 		restore_hdr(s, s->ip);
@@ -607,7 +607,7 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 	}
 	if (!nl)
 		return;
-	sa->ops->encrypt(sa, cops, nl);
+	sa->ops->encrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		if (i + 2 < nl) /* the crypto call has streamed the burst through the cache since */
 			__builtin_prefetch(st[i + 2].ip, 1);
@@ -739,7 +739,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 				break;
 		}
 		if (nl) {
-			sa->ops->decrypt(sa, cops, nl);
+			sa->ops->decrypt(&sa->cs, cops, nl);
 			for (unsigned j = 0; j < nl; j++) {
 				struct ah_fast_state *s = &st[j];
 				uint8_t *ip = s->ip;

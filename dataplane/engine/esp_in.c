@@ -293,7 +293,7 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		}
 		if (!nl)
 			return;
-		sa->ops->decrypt(sa, cops, nl);
+		sa->ops->decrypt(&sa->cs, cops, nl);
 		for (unsigned i = 0; i < nl; i++) {
 			if (!cops[i].ok) /* no ESN shift (GMAC) to undo on this path */
 				live[i]->drop = SADB_DROP_ICV;
@@ -310,7 +310,7 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	}
 	if (!nl)
 		return;
-	sa->ops->decrypt(sa, cops, nl);
+	sa->ops->decrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct esp_cop *c = &cops[i];
 		if (c->fix) {

@@ -8,44 +8,14 @@
 
 #include "dataplane/engine/esp_internal.h"
 
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, unsigned len)
-{
-	while (len > 1) {
-		sum += (uint32_t)(p[0] << 8 | p[1]);
-		p += 2;
-		len -= 2;
-	}
-	if (len)
-		sum += (uint32_t)(p[0] << 8);
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-uint16_t esp_ip4_csum(const uint8_t *hdr, unsigned len)
-{
-	return csum_fold(csum_add(0, hdr, len));
-}
-
-void esp_ip4_set_csum(uint8_t *hdr)
-{
-	hdr[10] = hdr[11] = 0;
-	esp_wr16(hdr + 10, esp_ip4_csum(hdr, (hdr[0] & 0x0f) * 4u));
-}
-
 uint16_t esp_udp6_csum(const uint8_t *ip6, const uint8_t *udp, unsigned udp_len)
 {
-	uint32_t sum = csum_add(0, ip6 + 8, 32);
+	uint32_t sum = esp_csum_add(0, ip6 + 8, 32);
 	sum += udp_len >> 16;
 	sum += udp_len & 0xffff;
 	sum += IPPROTO_UDP;
-	sum = csum_add(sum, udp, udp_len);
-	uint16_t c = csum_fold(sum);
+	sum = esp_csum_add(sum, udp, udp_len);
+	uint16_t c = esp_csum_fold(sum);
 	return c ? c : 0xffff; /* RFC 8200 §8.1: a computed zero is sent as 0xffff */
 }
 
@@ -59,12 +29,12 @@ void esp_l4_set_csum(uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto)
 	if (v4 && proto == IPPROTO_UDP && c[0] == 0 && c[1] == 0)
 		return; /* no checksum sent: none to fix */
 	c[0] = c[1] = 0;
-	uint32_t sum = v4 ? csum_add(0, ip + 12, 8) : csum_add(0, ip + 8, 32);
+	uint32_t sum = v4 ? esp_csum_add(0, ip + 12, 8) : esp_csum_add(0, ip + 8, 32);
 	sum += seg >> 16;
 	sum += seg & 0xffff;
 	sum += proto;
-	sum = csum_add(sum, ip + l4, seg);
-	uint16_t v = csum_fold(sum);
+	sum = esp_csum_add(sum, ip + l4, seg);
+	uint16_t v = esp_csum_fold(sum);
 	if (v == 0 && proto == IPPROTO_UDP)
 		v = 0xffff;
 	esp_wr16(c, v);
@@ -188,41 +158,20 @@ static void addr_set(struct sadb_addr *a, int family, const uint8_t *p)
 	memcpy(a->a.b, p, family == AF_INET ? 4 : 16);
 }
 
-/* Trim len to the IP header's own length (Ethernet padding, TFC padding); false if inconsistent. */
-static bool ip_len(const uint8_t *pkt, uint32_t len, uint32_t *out)
-{
-	if (len < 20)
-		return false;
-	if ((pkt[0] >> 4) == 4) {
-		uint32_t tl = esp_rd16(pkt + 2);
-		if (tl < 20 || tl > len)
-			return false;
-		*out = tl;
-		return true;
-	}
-	if ((pkt[0] >> 4) == 6 && len >= 40) {
-		uint32_t tl = 40u + esp_rd16(pkt + 4);
-		if (tl > len)
-			return false;
-		*out = tl;
-		return true;
-	}
-	return false;
-}
-
 enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_port,
 			       struct esp_outer *out)
 {
 	uint32_t l4, nho;
-	uint8_t proto;
+	uint8_t proto, fam8;
 	bool frag;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_len(pkt, len, &len) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
+	/* Trimmed to the IP header's own length (Ethernet padding, TFC padding). */
+	if (!esp_ip_len(pkt, len, &len, &fam8) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
 		return SADB_DROP_TRUNCATED;
 	if (frag)
 		return SADB_DROP_UNSUPPORTED;
-	int fam = (pkt[0] >> 4) == 4 ? AF_INET : AF_INET6;
+	int fam = fam8;
 	out->family = (uint8_t)fam;
 	addr_set(&out->src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
 	addr_set(&out->dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
@@ -280,13 +229,14 @@ static bool v6_nonfirst(const uint8_t *pkt, uint32_t len)
 enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
 {
 	uint32_t l4, nho;
-	uint8_t proto;
+	uint8_t proto, fam8;
 	bool frag;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_len(pkt, len, &len) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
+	/* Trimmed to the IP header's own length (Ethernet padding, TFC padding). */
+	if (!esp_ip_len(pkt, len, &len, &fam8) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
 		return SADB_DROP_TRUNCATED;
-	int fam = (pkt[0] >> 4) == 4 ? AF_INET : AF_INET6;
+	int fam = fam8;
 	addr_set(&out->src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
 	addr_set(&out->dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
 	out->proto = proto;

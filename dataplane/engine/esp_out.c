@@ -329,7 +329,7 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		}
 		if (!nl)
 			return;
-		sa->ops->encrypt(sa, cops, nl);
+		sa->ops->encrypt(&sa->cs, cops, nl);
 		/* No ESN shift to undo (GMAC), no UDP checksum to fill. */
 		for (unsigned i = 0; i < nl; i++)
 			if (ESP_UNLIKELY(!cops[i].ok))
@@ -344,7 +344,7 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	}
 	if (!nl)
 		return;
-	sa->ops->encrypt(sa, cops, nl);
+	sa->ops->encrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct esp_pkt *p = live[i];
 		struct esp_cop *c = &cops[i];
