@@ -31,6 +31,44 @@ static inline void esp_nonce(uint8_t *dst, const uint8_t salt[4], uint64_t iv_ra
 	esp_st16(dst, (uint64_t)s | iv_raw << 32, iv_raw >> 32 | (uint64_t)__builtin_bswap32(ctr) << 32);
 }
 
+/* The AAD of an ESP AEAD operation (RFC 4106 §5, RFC 7634 §2.1): the ESP header in place, or with
+ * ESN SPI || seq hi || seq lo, built in the operation's aadbuf. */
+static inline __attribute__((always_inline)) void esp_cop_aad(struct esp_cop *c, const uint8_t *esp,
+							       uint32_t spi_be, uint64_t seq, bool esn)
+{
+	if (esn) {
+		esp_st16(c->aadbuf, (uint64_t)spi_be | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32,
+			 __builtin_bswap32((uint32_t)seq));
+		c->aad = c->aadbuf;
+		c->aad_len = 12;
+	} else {
+		c->aad = esp;
+		c->aad_len = 8;
+	}
+}
+
+/* ESP-GMAC with ESN (RFC 4543 §3): the AAD is SPI || seq hi || seq lo || IV ..., laid out in place by
+ * moving the SPI 4 bytes back over the end of the header before it and writing the high bits in
+ * its place; the caller puts both back after the crypto call (c->fix). */
+static inline void esp_cop_gmac_esn(struct esp_cop *c, uint8_t *esp, uint64_t seq)
+{
+	c->fix = esp - 4;
+	memcpy(c->fix_save, esp - 4, 4);
+	memcpy(esp - 4, esp, 4);
+	esp_wr32(esp, (uint32_t)(seq >> 32));
+	c->auth = esp - 4;
+	c->auth_len += 4;
+}
+
+/* After the crypto call: the bytes esp_cop_gmac_esn moved, back in their places. */
+static inline void esp_cop_unfix(const struct esp_cop *c)
+{
+	if (c->fix) {
+		memcpy(c->fix + 4, c->fix, 4); /* the SPI */
+		memcpy(c->fix, c->fix_save, 4);
+	}
+}
+
 /* Outer traffic class of a tunnel packet around inner (RFC 6040 §4.1 normal mode copies the inner
  * ECN field, compatibility mode sends Not-ECT; DSCP copied or set by the SA). */
 static inline uint8_t esp_outer_tos(const struct esp_sa *sa, const uint8_t *inner)
@@ -70,6 +108,17 @@ static inline void esp_outer4(struct esp_sa *sa, uint8_t *o, uint8_t tos, uint32
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	esp_wr16(o + 10, (uint16_t)~sum);
+}
+
+/* Write the outer IPv6 header of a tunnel packet of tot bytes carrying proto. */
+static inline void esp_outer6(const struct esp_sa *sa, uint8_t *o, uint8_t tos, uint32_t tot, uint8_t proto)
+{
+	esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
+	esp_wr16(o + 4, (uint16_t)(tot - 40));
+	o[6] = proto;
+	o[7] = sa->ttl;
+	memcpy(o + 8, sa->src.a.b, 16);
+	memcpy(o + 24, sa->dst.a.b, 16);
 }
 
 /* The one tunnel-mode decapsulation of ESP and AH (esp_in.c's esp_decap_tunnel wraps it for the

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "dataplane/engine/crypto/esp_crypto.h"
@@ -88,6 +89,51 @@ static inline __attribute__((always_inline)) bool esp_ip_len(const uint8_t *ip, 
 		return true;
 	}
 	return false;
+}
+
+/* esp_find_l4 with the bare IPv4 header, by far the most common, inline. The call's results go
+ * through temporaries so that the caller's variables stay in registers on the inline path. */
+static inline __attribute__((always_inline)) bool esp_find_l4_fast(const uint8_t *ip, uint32_t len, uint32_t *l4_off,
+								   uint32_t *nh_off, uint8_t *proto, bool *frag)
+{
+	if (ESP_LIKELY(ip[0] == 0x45)) {
+		*l4_off = 20;
+		*nh_off = 9;
+		*proto = ip[9];
+		*frag = (esp_rd16(ip + 6) & 0x3fff) != 0;
+		return true;
+	}
+	uint32_t l4x, nhx;
+	uint8_t px;
+	bool fx;
+	if (!esp_find_l4(ip, len, &l4x, &nhx, &px, &fx))
+		return false;
+	*l4_off = l4x, *nh_off = nhx, *proto = px, *frag = fx;
+	return true;
+}
+
+/* Set the length fields of the IP header at ip for a packet of len bytes (IPv4: total length and
+ * header checksum; IPv6: payload length); returns its family. */
+static inline uint8_t esp_ip_set_len(uint8_t *ip, uint32_t len)
+{
+	if ((ip[0] >> 4) == 4) {
+		esp_wr16(ip + 2, (uint16_t)len);
+		esp_ip4_set_csum(ip);
+		return AF_INET;
+	}
+	esp_wr16(ip + 4, (uint16_t)(len - 40));
+	return AF_INET6;
+}
+
+/* Transport mode, both ways: the prefix bytes of IP headers move from src to dst (ESP/AH goes in
+ * behind them, or comes out), the byte at nh_off names nh and the lengths say len bytes; returns
+ * the family. */
+static inline uint8_t esp_transport_move(uint8_t *dst, const uint8_t *src, uint32_t prefix, uint32_t nh_off,
+					 uint8_t nh, uint32_t len)
+{
+	memmove(dst, src, prefix);
+	dst[nh_off] = nh;
+	return esp_ip_set_len(dst, len);
 }
 
 #endif

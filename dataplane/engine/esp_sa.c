@@ -120,26 +120,6 @@ static int classify(const struct sadb_sa *s, struct xform *x)
 	return r;
 }
 
-static bool key_len_ok(const struct xform *x, unsigned len)
-{
-	switch (x->cipher) {
-	case ESP_C_AES_GCM:
-	case ESP_C_AES_GMAC:
-	case ESP_C_AES_CBC:
-	case ESP_C_AES_CTR:
-		return len == 16 || len == 24 || len == 32;
-	case ESP_C_CHACHA_POLY:
-		return len == 32;
-	case ESP_C_3DES_CBC:
-		return len == 24;
-	case ESP_C_NULL:
-	case ESP_C_NONE:
-		return len == 0;
-	default:
-		return false;
-	}
-}
-
 bool esp_backend_supports(enum esp_backend b, uint16_t enc_alg, uint16_t auth_alg, unsigned enc_key_len)
 {
 	const struct esp_crypto_ops *ops = backend_ops(b);
@@ -373,7 +353,7 @@ static int sa_keys(struct esp_sa *sa, const struct sadb_sa *s, const struct xfor
 		cs->enc_key_len = (uint8_t)kl;
 		return 0;
 	}
-	if (!key_len_ok(x, s->enc_key_len) || s->enc_key_len > SADB_ENC_KEY_MAX)
+	if (!esp_cipher_key_ok(x->cipher, s->enc_key_len) || s->enc_key_len > SADB_ENC_KEY_MAX)
 		return -EINVAL;
 	unsigned want_salt = (x->cipher == ESP_C_AES_GCM || x->cipher == ESP_C_AES_GMAC ||
 			      x->cipher == ESP_C_CHACHA_POLY || x->cipher == ESP_C_AES_CTR) ? 4 : 0;

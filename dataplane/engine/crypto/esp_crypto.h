@@ -33,6 +33,27 @@ enum esp_cipher {
 };
 enum esp_hmac { ESP_H_NONE = 0, ESP_H_MD5, ESP_H_SHA1, ESP_H_SHA256, ESP_H_SHA384, ESP_H_SHA512 };
 
+/* Whether key_len bytes is a key length of the cipher (none for NULL or no cipher). */
+static inline bool esp_cipher_key_ok(uint8_t cipher, unsigned key_len)
+{
+	switch (cipher) {
+	case ESP_C_AES_GCM:
+	case ESP_C_AES_GMAC:
+	case ESP_C_AES_CBC:
+	case ESP_C_AES_CTR:
+		return key_len == 16 || key_len == 24 || key_len == 32;
+	case ESP_C_CHACHA_POLY:
+		return key_len == 32;
+	case ESP_C_3DES_CBC:
+		return key_len == 24;
+	case ESP_C_NULL:
+	case ESP_C_NONE:
+		return key_len == 0;
+	default:
+		return false;
+	}
+}
+
 /* Digest size of an HMAC hash (the full one, before truncation to the ICV) and its block size. */
 static inline unsigned esp_hmac_digest_len(uint8_t hmac)
 {
