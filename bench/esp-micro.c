@@ -9,9 +9,9 @@
  * bytes (the ESP payload region, same AAD). Medians over REPS repetitions.
  * The bare call is the library itself: ipsec-mb's direct GCM/GMAC API or a burst of its jobs when
  * the SA runs on ipsec-mb; for another backend (our own GCM, "native", or one forced with
- * XIPSEC_CRYPTO=openssl|sodium) it is that backend's batch operation (dataplane/crypto_*.c), the
- * thinnest wrapper there is. Run it again with XIPSEC_CRYPTO=ipsecmb to see native's GCM rows next
- * to the library's.
+ * XIPSEC_CRYPTO=openssl|sodium) it is that backend's batch operation
+ * (dataplane/engine/crypto/crypto_*.c), the thinnest wrapper there is. Run it again with
+ * XIPSEC_CRYPTO=ipsecmb to see native's GCM rows next to the library's.
  * Usage: esp-micro [-r REPS] [-t transform-substring] [-s size] */
 #include "config.h"
 

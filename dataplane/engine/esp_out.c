@@ -25,7 +25,7 @@ struct out_plan {
 	uint64_t addrs4;     /* outer IPv4: source and destination, as the template holds them */
 	uint32_t ttl_proto4; /* outer IPv4: bytes 8-11 of the template (checksum 0) */
 	uint32_t sum4;       /* outer IPv4: one's complement sum of the template's constant words */
-	uint8_t tos_keep, tos_set, df_keep, df_set; /* the SA's outer TOS/DF policy (esp_internal.h) */
+	uint8_t tos_keep, tos_set, df_keep, df_set; /* the SA's outer TOS/DF policy (esp_sa.h) */
 	uint8_t tunnel, ofam, l4proto, kind, cipher, iv_len, esn, ctr_iv;
 	/* The common case, laid out by a copy of prepare() with these fixed: tunnel mode, an AEAD or
 	 * GMAC transform (8-byte IV = sequence number, 16-byte ICV, 4-byte alignment), no ESN, no UDP
