@@ -9,9 +9,9 @@
  * bytes (the ESP payload region, same AAD). Medians over REPS repetitions.
  * The bare call is the library itself: ipsec-mb's direct GCM/GMAC API or a burst of its jobs when
  * the SA runs on ipsec-mb; for another backend (our own GCM, "native", or one forced with
- * XIPSEC_CRYPTO=openssl|sodium) it is that backend's batch operation (dataplane/crypto_*.c), the
- * thinnest wrapper there is. Run it again with XIPSEC_CRYPTO=ipsecmb to see native's GCM rows next
- * to the library's.
+ * XIPSEC_CRYPTO=openssl|sodium) it is that backend's batch operation
+ * (dataplane/engine/crypto/crypto_*.c), the thinnest wrapper there is. Run it again with
+ * XIPSEC_CRYPTO=ipsecmb to see native's GCM rows next to the library's.
  * Usage: esp-micro [-r REPS] [-t transform-substring] [-s size] */
 #include "config.h"
 
@@ -263,7 +263,7 @@ static void bare_imb(struct bare *b, struct esp_cop *c, bool enc)
 	IMB_MGR *m = b->m;
 	struct gcm_context_data g;
 	if (sa->cipher == ESP_C_AES_GCM || sa->cipher == ESP_C_AES_GMAC) {
-		bool k128 = sa->enc_key_len == 16;
+		bool k128 = sa->cs.enc_key_len == 16;
 		for (int i = 0; i < BURST; i++) {
 			if (sa->kind == ESP_KIND_GMAC) {
 				if (k128)
@@ -299,7 +299,7 @@ static void bare_imb(struct bare *b, struct esp_cop *c, bool enc)
 		if (sa->cipher == ESP_C_CHACHA_POLY) {
 			job->cipher_mode = IMB_CIPHER_CHACHA20_POLY1305;
 			job->hash_alg = IMB_AUTH_CHACHA20_POLY1305;
-			job->enc_keys = job->dec_keys = sa->enc_key;
+			job->enc_keys = job->dec_keys = sa->cs.enc_key;
 			job->key_len_in_bytes = 32;
 			job->src = job->dst = c[i].data;
 			job->cipher_start_src_offset_in_bytes = 0;
@@ -341,7 +341,7 @@ static void bare_imb(struct bare *b, struct esp_cop *c, bool enc)
 					job->cipher_mode = sa->cipher == ESP_C_AES_CBC ? IMB_CIPHER_CBC : IMB_CIPHER_CNTR;
 					job->enc_keys = b->ek;
 					job->dec_keys = b->dk;
-					job->key_len_in_bytes = sa->enc_key_len;
+					job->key_len_in_bytes = sa->cs.enc_key_len;
 					job->iv_len_in_bytes = 16;
 				}
 			}
@@ -364,9 +364,9 @@ static void bare_run(struct bare *b, struct esp_cop *c, bool enc)
 	}
 #endif
 	if (enc)
-		b->sa->ops->encrypt(b->sa, c, BURST);
+		b->sa->ops->encrypt(&b->sa->cs, c, BURST);
 	else
-		b->sa->ops->decrypt(b->sa, c, BURST);
+		b->sa->ops->decrypt(&b->sa->cs, c, BURST);
 }
 
 int main(int argc, char **argv)

@@ -143,6 +143,23 @@ static inline __attribute__((always_inline)) void restore_hdr(const struct ah_st
 		memcpy(ip, s->save, s->saved);
 }
 
+/* Record the packet in s and zero the mutable fields of its headers ip[0..prefix) for the ICV, on
+ * a saved copy; false (headers as they were) if they are malformed. */
+static inline __attribute__((always_inline)) bool hdr_zero(struct ah_state *s, uint8_t *ip, uint8_t *ah,
+							   uint32_t len, uint32_t prefix)
+{
+	s->ip = ip;
+	s->ah = ah;
+	s->len = len;
+	s->prefix = prefix;
+	save_hdr(s, ip, prefix);
+	if (!zero_mutable_fast(ip, prefix)) {
+		restore_hdr(s, ip);
+		return false;
+	}
+	return true;
+}
+
 /* ICV-sized copies with constant sizes. */
 static inline __attribute__((always_inline)) void cpy_icv(uint8_t *d, const uint8_t *src, unsigned n)
 {
@@ -248,12 +265,7 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 			if (ofam == AF_INET) {
 				esp_outer4(sa, o, tos, out_len, esp_outer_df(sa, ip) != 0);
 			} else {
-				esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
-				esp_wr16(o + 4, (uint16_t)(out_len - 40));
-				o[6] = IPPROTO_AH;
-				o[7] = sa->ttl;
-				memcpy(o + 8, sa->src.a.b, 16);
-				memcpy(o + 24, sa->dst.a.b, 16);
+				esp_outer6(sa, o, tos, out_len, IPPROTO_AH);
 			}
 			ah = o + ohl;
 			next = fam == AF_INET ? IPPROTO_IPIP : IPPROTO_IPV6;
@@ -261,14 +273,7 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 			nh_off = ofam == AF_INET ? 9 : 6;
 		} else {
 			next = ip[nh_off];
-			memmove(o, ip, prefix);
-			o[nh_off] = IPPROTO_AH;
-			if (fam == AF_INET) {
-				esp_wr16(o + 2, (uint16_t)out_len);
-				esp_ip4_set_csum(o);
-			} else {
-				esp_wr16(o + 4, (uint16_t)(out_len - 40));
-			}
+			esp_transport_move(o, ip, prefix, nh_off, IPPROTO_AH, out_len);
 			ah = o + prefix;
 		}
 		ah[0] = next;
@@ -284,13 +289,7 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 		}
 		zero_icv(ah + 12 + sa->iv_len, ahl - 12u - sa->iv_len); /* ICV (and padding) as zeros */
 		struct ah_state *s = &st[nl];
-		s->ip = o;
-		s->ah = ah;
-		s->len = out_len;
-		s->prefix = prefix;
-		save_hdr(s, o, prefix);
-		if (!zero_mutable_fast(o, prefix)) {
-			restore_hdr(s, o);
+		if (!hdr_zero(s, o, ah, out_len, prefix)) {
 			p->drop = SADB_DROP_TRUNCATED;
 			continue; /* the reserved number is skipped, never reused */
 		}
@@ -303,7 +302,7 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 	}
 	if (!nl)
 		return;
-	sa->ops->encrypt(sa, cops, nl);
+	sa->ops->encrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		restore_hdr(&st[i], st[i].ip);
 		if (!cops[i].ok)
@@ -318,24 +317,10 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 	uint8_t proto, fam;
 	bool frag;
 
-	if (len >= 20 && (ip[0] >> 4) == 4 && esp_rd16(ip + 2) <= len && esp_rd16(ip + 2) >= 20) {
-		len = esp_rd16(ip + 2);
-		fam = AF_INET;
-	} else if (len >= 40 && (ip[0] >> 4) == 6 && 40u + esp_rd16(ip + 4) <= len) {
-		len = 40u + esp_rd16(ip + 4);
-		fam = AF_INET6;
-	} else {
+	/* Trimmed to the IP header's own length; an IPv4 header length that does not fit fails here
+	 * rather than in the walk, as truncated all the same. */
+	if (!esp_ip_len(ip, len, &len, &fam) || !esp_find_l4_fast(ip, len, &l4, &nho, &proto, &frag))
 		goto truncated;
-	}
-	if (ESP_LIKELY(ip[0] == 0x45)) {
-		/* IPv4 without options, the common case, without the call (as esp_find_l4 would). */
-		l4 = 20;
-		nho = 9;
-		proto = ip[9];
-		frag = (esp_rd16(ip + 6) & 0x3fff) != 0;
-	} else if (!esp_find_l4(ip, len, &l4, &nho, &proto, &frag)) {
-		goto truncated;
-	}
 	if (frag) {
 		p->drop = SADB_DROP_UNSUPPORTED;
 		return false;
@@ -365,16 +350,9 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 		return false;
 	}
 	p->seq = seq;
-	s->ip = ip;
-	s->ah = ah;
-	s->len = len;
-	s->prefix = l4;
 	s->nh_off = nho;
-	save_hdr(s, ip, l4);
-	if (!zero_mutable_fast(ip, l4)) {
-		restore_hdr(s, ip);
+	if (!hdr_zero(s, ip, ah, len, l4))
 		goto truncated;
-	}
 	fill_cop(sa, c, s, seq, true);
 	uint8_t *icv = ah + 12 + sa->iv_len;
 	cpy_icv(c->icv_save, icv, sa->icv_len);
@@ -403,18 +381,9 @@ static void in_finish(struct esp_sa *sa, struct esp_pkt *p, struct ah_state *s)
 		p->drop = r;
 		return;
 	}
-	ip[s->nh_off] = next;
 	uint8_t *nip = pl - s->prefix;
-	memmove(nip, ip, s->prefix);
 	uint32_t nlen = s->len - ahl;
-	if ((nip[0] >> 4) == 4) {
-		esp_wr16(nip + 2, (uint16_t)nlen);
-		esp_ip4_set_csum(nip);
-		p->family = AF_INET;
-	} else {
-		esp_wr16(nip + 4, (uint16_t)(nlen - 40));
-		p->family = AF_INET6;
-	}
+	p->family = esp_transport_move(nip, ip, s->prefix, s->nh_off, next, nlen);
 	p->off = (uint32_t)(nip - p->buf);
 	p->len = nlen;
 }
@@ -431,7 +400,7 @@ static __attribute__((noinline)) void in_general(struct esp_sa *sa, struct esp_p
 			live[nl++] = pkts[i];
 	if (!nl)
 		return;
-	sa->ops->decrypt(sa, cops, nl);
+	sa->ops->decrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct ah_state *s = &st[i];
 		restore_hdr(s, s->ip);
@@ -607,7 +576,7 @@ static inline __attribute__((always_inline)) void out_fast(struct esp_sa *sa, st
 	}
 	if (!nl)
 		return;
-	sa->ops->encrypt(sa, cops, nl);
+	sa->ops->encrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		if (i + 2 < nl) /* the crypto call has streamed the burst through the cache since */
 			__builtin_prefetch(st[i + 2].ip, 1);
@@ -739,7 +708,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 				break;
 		}
 		if (nl) {
-			sa->ops->decrypt(sa, cops, nl);
+			sa->ops->decrypt(&sa->cs, cops, nl);
 			for (unsigned j = 0; j < nl; j++) {
 				struct ah_fast_state *s = &st[j];
 				uint8_t *ip = s->ip;

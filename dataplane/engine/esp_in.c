@@ -43,35 +43,13 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 	uint8_t proto;
 	bool frag;
 
-	if (len < 20)
+	uint8_t fam;
+	/* Trimmed to the IP header's own length; an IPv4 header length that does not fit fails here
+	 * rather than in the walk below, as truncated all the same. */
+	if (!esp_ip_len(ip, len, &len, &fam))
 		goto truncated;
-	if ((ip[0] >> 4) == 4) {
-		uint32_t tl = esp_rd16(ip + 2);
-		if (tl > len || tl < 20)
-			goto truncated;
-		len = tl;
-	} else if ((ip[0] >> 4) == 6 && len >= 40) {
-		uint32_t tl = 40u + esp_rd16(ip + 4);
-		if (tl > len)
-			goto truncated;
-		len = tl;
-	} else {
+	if (!esp_find_l4_fast(ip, len, &l4, &nho, &proto, &frag))
 		goto truncated;
-	}
-	if (ESP_LIKELY(ip[0] == 0x45)) {
-		/* IPv4 without options, the common case, without the call (as esp_find_l4 would). */
-		l4 = 20;
-		nho = 9;
-		proto = ip[9];
-		frag = (esp_rd16(ip + 6) & 0x3fff) != 0;
-	} else {
-		uint32_t l4x, nhx;
-		uint8_t px;
-		bool fx;
-		if (!esp_find_l4(ip, len, &l4x, &nhx, &px, &fx))
-			goto truncated;
-		l4 = l4x, nho = nhx, proto = px, frag = fx; /* locals stay in registers on the fast path */
-	}
 	if (frag) {
 		p->drop = SADB_DROP_UNSUPPORTED; /* reassembly happens before the engine */
 		return false;
@@ -130,17 +108,7 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 		esp_nonce(c->iv, sa->salt, iv_raw, 0);
 		c->data = pl;
 		c->data_len = clen;
-		if (esn) {
-			uint32_t spi, lo;
-			memcpy(&spi, esp, 4);
-			memcpy(&lo, esp + 4, 4);
-			esp_st16(c->aadbuf, (uint64_t)spi | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32, lo);
-			c->aad = c->aadbuf;
-			c->aad_len = 12;
-		} else {
-			c->aad = esp;
-			c->aad_len = 8;
-		}
+		esp_cop_aad(c, esp, sa->spi_be, seq, esn);
 		break;
 	case ESP_KIND_GMAC:
 		esp_nonce(c->iv, sa->salt, iv_raw, 0);
@@ -148,14 +116,8 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 		c->data_len = 0;
 		c->auth = esp;
 		c->auth_len = 8u + 8u + clen;
-		if (esn) {
-			c->fix = esp - 4;
-			memcpy(c->fix_save, esp - 4, 4);
-			memcpy(esp - 4, esp, 4);
-			esp_wr32(esp, (uint32_t)(seq >> 32));
-			c->auth = esp - 4;
-			c->auth_len += 4;
-		}
+		if (esn)
+			esp_cop_gmac_esn(c, esp, seq);
 		break;
 	default:
 		c->auth = esp;
@@ -257,18 +219,9 @@ static inline __attribute__((always_inline)) void finish(struct esp_sa *sa, stru
 		return;
 	}
 	uint32_t prefix = st->prefix;
-	ip[st->nh_off] = next;
 	uint8_t *n = pl - prefix;
-	memmove(n, ip, prefix);
 	uint32_t nlen = prefix + plen;
-	if ((n[0] >> 4) == 4) {
-		esp_wr16(n + 2, (uint16_t)nlen);
-		esp_ip4_set_csum(n);
-		p->family = AF_INET;
-	} else {
-		esp_wr16(n + 4, (uint16_t)(nlen - 40));
-		p->family = AF_INET6;
-	}
+	p->family = esp_transport_move(n, ip, prefix, st->nh_off, next, nlen);
 	/* RFC 3948 §3.1.2: behind a NAT the TCP/UDP checksum covers addresses the packet no longer
 	 * carries; it is recomputed over the packet as delivered (ESP vouched for its contents). */
 	if (sa->encap_dport && (next == IPPROTO_TCP || next == IPPROTO_UDP))
@@ -277,23 +230,33 @@ static inline __attribute__((always_inline)) void finish(struct esp_sa *sa, stru
 	p->len = nlen;
 }
 
+/* check() over the burst: the packets that go on in live[], their operations and states alongside. */
+static inline __attribute__((always_inline)) unsigned check_all(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n,
+								 struct esp_cop *cops, struct in_state *st,
+								 struct esp_pkt **live, const bool fast)
+{
+	unsigned nl = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i + 2 < n) /* the header two packets ahead, while this one is checked */
+			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+		if (check(sa, pkts[i], &cops[nl], &st[nl], fast))
+			live[nl++] = pkts[i];
+	}
+	return nl;
+}
+
 void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct in_state st[ESP_BURST_MAX];
 	struct esp_pkt *live[ESP_BURST_MAX];
-	unsigned nl = 0;
+	unsigned nl;
 
 	if (in_fast(sa)) {
-		for (unsigned i = 0; i < n; i++) {
-			if (i + 2 < n)
-				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-			if (check(sa, pkts[i], &cops[nl], &st[nl], true))
-				live[nl++] = pkts[i];
-		}
+		nl = check_all(sa, pkts, n, cops, st, live, true);
 		if (!nl)
 			return;
-		sa->ops->decrypt(sa, cops, nl);
+		sa->ops->decrypt(&sa->cs, cops, nl);
 		for (unsigned i = 0; i < nl; i++) {
 			if (!cops[i].ok) /* no ESN shift (GMAC) to undo on this path */
 				live[i]->drop = SADB_DROP_ICV;
@@ -302,21 +265,13 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		}
 		return;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (i + 2 < n)
-			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (check(sa, pkts[i], &cops[nl], &st[nl], false))
-			live[nl++] = pkts[i];
-	}
+	nl = check_all(sa, pkts, n, cops, st, live, false);
 	if (!nl)
 		return;
-	sa->ops->decrypt(sa, cops, nl);
+	sa->ops->decrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct esp_cop *c = &cops[i];
-		if (c->fix) {
-			memcpy(c->fix + 4, c->fix, 4);
-			memcpy(c->fix, c->fix_save, 4);
-		}
+		esp_cop_unfix(c);
 		if (!c->ok) {
 			live[i]->drop = SADB_DROP_ICV;
 			continue;

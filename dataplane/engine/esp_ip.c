@@ -8,44 +8,14 @@
 
 #include "dataplane/engine/esp_internal.h"
 
-static uint32_t csum_add(uint32_t sum, const uint8_t *p, unsigned len)
-{
-	while (len > 1) {
-		sum += (uint32_t)(p[0] << 8 | p[1]);
-		p += 2;
-		len -= 2;
-	}
-	if (len)
-		sum += (uint32_t)(p[0] << 8);
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
-uint16_t esp_ip4_csum(const uint8_t *hdr, unsigned len)
-{
-	return csum_fold(csum_add(0, hdr, len));
-}
-
-void esp_ip4_set_csum(uint8_t *hdr)
-{
-	hdr[10] = hdr[11] = 0;
-	esp_wr16(hdr + 10, esp_ip4_csum(hdr, (hdr[0] & 0x0f) * 4u));
-}
-
 uint16_t esp_udp6_csum(const uint8_t *ip6, const uint8_t *udp, unsigned udp_len)
 {
-	uint32_t sum = csum_add(0, ip6 + 8, 32);
+	uint32_t sum = esp_csum_add(0, ip6 + 8, 32);
 	sum += udp_len >> 16;
 	sum += udp_len & 0xffff;
 	sum += IPPROTO_UDP;
-	sum = csum_add(sum, udp, udp_len);
-	uint16_t c = csum_fold(sum);
+	sum = esp_csum_add(sum, udp, udp_len);
+	uint16_t c = esp_csum_fold(sum);
 	return c ? c : 0xffff; /* RFC 8200 §8.1: a computed zero is sent as 0xffff */
 }
 
@@ -59,15 +29,34 @@ void esp_l4_set_csum(uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto)
 	if (v4 && proto == IPPROTO_UDP && c[0] == 0 && c[1] == 0)
 		return; /* no checksum sent: none to fix */
 	c[0] = c[1] = 0;
-	uint32_t sum = v4 ? csum_add(0, ip + 12, 8) : csum_add(0, ip + 8, 32);
+	uint32_t sum = v4 ? esp_csum_add(0, ip + 12, 8) : esp_csum_add(0, ip + 8, 32);
 	sum += seg >> 16;
 	sum += seg & 0xffff;
 	sum += proto;
-	sum = csum_add(sum, ip + l4, seg);
-	uint16_t v = csum_fold(sum);
+	sum = esp_csum_add(sum, ip + l4, seg);
+	uint16_t v = esp_csum_fold(sum);
 	if (v == 0 && proto == IPPROTO_UDP)
 		v = 0xffff;
 	esp_wr16(c, v);
+}
+
+/* Where the walk of an IP header chain starts: after the IPv4 header (whose length must fit in
+ * len; its protocol byte names what follows) or the fixed IPv6 header. Returns 4 or 6, 0 for
+ * anything else. */
+static unsigned ip_walk_start(const uint8_t *pkt, uint32_t len, uint32_t *off, uint32_t *nho, uint8_t *nh)
+{
+	if (len < 20)
+		return 0;
+	if ((pkt[0] >> 4) == 4) {
+		*off = (pkt[0] & 0x0fu) * 4u;
+		*nho = 9;
+		*nh = pkt[9];
+		return *off < 20 || *off > len ? 0 : 4;
+	}
+	*off = 40;
+	*nho = 6;
+	*nh = pkt[6];
+	return (pkt[0] >> 4) == 6 && len >= 40 ? 6 : 0;
 }
 
 static bool is_v6_ext(uint8_t nh)
@@ -79,24 +68,15 @@ static bool is_v6_ext(uint8_t nh)
 bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *nh_off, uint8_t *proto,
 		 bool *frag)
 {
+	uint32_t off, nho;
+	uint8_t nh;
+	unsigned v = ip_walk_start(pkt, len, &off, &nho, &nh);
 	*frag = false;
-	if (len < 20)
-		return false;
-	if ((pkt[0] >> 4) == 4) {
-		unsigned ihl = (pkt[0] & 0x0f) * 4u;
-		if (ihl < 20 || ihl > len)
-			return false;
-		*l4_off = ihl;
-		*nh_off = 9;
-		*proto = pkt[9];
+	if (v == 4)
 		*frag = (esp_rd16(pkt + 6) & 0x3fff) != 0;
-		return true;
-	}
-	if ((pkt[0] >> 4) != 6 || len < 40)
+	else if (v != 6)
 		return false;
-	uint32_t off = 40, nho = 6;
-	uint8_t nh = pkt[6];
-	while (is_v6_ext(nh)) {
+	while (v == 6 && is_v6_ext(nh)) {
 		if (off + 8 > len)
 			return false;
 		uint32_t hl;
@@ -132,27 +112,15 @@ bool esp_find_l4(const uint8_t *pkt, uint32_t len, uint32_t *l4_off, uint32_t *n
 
 bool esp_transport_split(const uint8_t *pkt, uint32_t len, uint32_t *hdr_len, uint32_t *nh_off)
 {
-	if (len < 20)
-		return false;
-	if ((pkt[0] >> 4) == 4) {
-		unsigned ihl = (pkt[0] & 0x0f) * 4u;
-		if (ihl < 20 || ihl > len)
-			return false;
-		*hdr_len = ihl;
-		*nh_off = 9;
-		return true;
-	}
-	if ((pkt[0] >> 4) != 6 || len < 40)
+	uint32_t off, nho;
+	uint8_t nh;
+	unsigned v = ip_walk_start(pkt, len, &off, &nho, &nh);
+	if (!v)
 		return false;
 	/* RFC 4303 §3.1.1: ESP goes after hop-by-hop, routing and fragment headers; destination options
 	 * may be either side: those that precede a routing header must stay in clear (intermediate
 	 * nodes read them), the others are protected. */
-	uint32_t off = 40, nho = 6;
-	uint8_t nh = pkt[6];
-	for (;;) {
-		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_FRAGMENT &&
-		    nh != IPPROTO_DSTOPTS)
-			break;
+	while (v == 6 && is_v6_ext(nh)) {
 		if (off + 8 > len)
 			return false;
 		uint32_t hl = nh == IPPROTO_FRAGMENT ? 8 : (pkt[off + 1] + 1u) * 8u;
@@ -188,44 +156,35 @@ static void addr_set(struct sadb_addr *a, int family, const uint8_t *p)
 	memcpy(a->a.b, p, family == AF_INET ? 4 : 16);
 }
 
-/* Trim len to the IP header's own length (Ethernet padding, TFC padding); false if inconsistent. */
-static bool ip_len(const uint8_t *pkt, uint32_t len, uint32_t *out)
+/* Source and destination addresses of the IP header at pkt, of family fam. */
+static void addrs_set(struct sadb_addr *src, struct sadb_addr *dst, int fam, const uint8_t *pkt)
 {
-	if (len < 20)
-		return false;
-	if ((pkt[0] >> 4) == 4) {
-		uint32_t tl = esp_rd16(pkt + 2);
-		if (tl < 20 || tl > len)
-			return false;
-		*out = tl;
-		return true;
-	}
-	if ((pkt[0] >> 4) == 6 && len >= 40) {
-		uint32_t tl = 40u + esp_rd16(pkt + 4);
-		if (tl > len)
-			return false;
-		*out = tl;
-		return true;
-	}
-	return false;
+	addr_set(src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
+	addr_set(dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
+}
+
+/* The two parse helpers' walk: *len trimmed to the IP header's own length (Ethernet padding, TFC
+ * padding), then esp_find_l4 within it; the family in *fam. False if malformed. */
+static bool ip_walk(const uint8_t *pkt, uint32_t *len, uint32_t *l4, uint8_t *proto, bool *frag, uint8_t *fam)
+{
+	uint32_t nho;
+	return esp_ip_len(pkt, *len, len, fam) && esp_find_l4(pkt, *len, l4, &nho, proto, frag);
 }
 
 enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_port,
 			       struct esp_outer *out)
 {
-	uint32_t l4, nho;
-	uint8_t proto;
+	uint32_t l4;
+	uint8_t proto, fam;
 	bool frag;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_len(pkt, len, &len) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
+	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam))
 		return SADB_DROP_TRUNCATED;
 	if (frag)
 		return SADB_DROP_UNSUPPORTED;
-	int fam = (pkt[0] >> 4) == 4 ? AF_INET : AF_INET6;
-	out->family = (uint8_t)fam;
-	addr_set(&out->src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
-	addr_set(&out->dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
+	out->family = fam;
+	addrs_set(&out->src, &out->dst, fam, pkt);
 	if (!encap_port)
 		encap_port = 4500;
 	if (proto == IPPROTO_UDP) {
@@ -279,16 +238,14 @@ static bool v6_nonfirst(const uint8_t *pkt, uint32_t len)
 
 enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
 {
-	uint32_t l4, nho;
-	uint8_t proto;
+	uint32_t l4;
+	uint8_t proto, fam;
 	bool frag;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_len(pkt, len, &len) || !esp_find_l4(pkt, len, &l4, &nho, &proto, &frag))
+	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam))
 		return SADB_DROP_TRUNCATED;
-	int fam = (pkt[0] >> 4) == 4 ? AF_INET : AF_INET6;
-	addr_set(&out->src, fam, fam == AF_INET ? pkt + 12 : pkt + 8);
-	addr_set(&out->dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
+	addrs_set(&out->src, &out->dst, fam, pkt);
 	out->proto = proto;
 	/* Ports only from a first (or no) fragment. */
 	bool first = true;

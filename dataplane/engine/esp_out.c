@@ -25,7 +25,7 @@ struct out_plan {
 	uint64_t addrs4;     /* outer IPv4: source and destination, as the template holds them */
 	uint32_t ttl_proto4; /* outer IPv4: bytes 8-11 of the template (checksum 0) */
 	uint32_t sum4;       /* outer IPv4: one's complement sum of the template's constant words */
-	uint8_t tos_keep, tos_set, df_keep, df_set; /* the SA's outer TOS/DF policy (esp_internal.h) */
+	uint8_t tos_keep, tos_set, df_keep, df_set; /* the SA's outer TOS/DF policy (esp_sa.h) */
 	uint8_t tunnel, ofam, l4proto, kind, cipher, iv_len, esn, ctr_iv;
 	/* The common case, laid out by a copy of prepare() with these fixed: tunnel mode, an AEAD or
 	 * GMAC transform (8-byte IV = sequence number, 16-byte ICV, 4-byte alignment), no ESN, no UDP
@@ -85,12 +85,7 @@ static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uin
 		memcpy(o + 8, &w2, 4);
 		memcpy(o + 12, &pl->addrs4, 8);
 	} else {
-		esp_wr32(o, 0x60000000u | (uint32_t)tos << 20);
-		esp_wr16(o + 4, (uint16_t)(tot - 40));
-		o[6] = l4proto;
-		o[7] = sa->ttl;
-		memcpy(o + 8, sa->src.a.b, 16);
-		memcpy(o + 24, sa->dst.a.b, 16);
+		esp_outer6(sa, o, tos, tot, l4proto);
 	}
 }
 
@@ -98,6 +93,76 @@ static inline void write_outer(struct esp_sa *sa, const struct out_plan *pl, uin
 static const uint8_t pad_bytes[16] __attribute__((aligned(16))) = {
 	1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
 };
+
+/* The crypto operation of a packet laid out by prepare(): ESP header at esp, payload at pld padded
+ * to padded bytes, the ICV after it; iv_raw the IV as 8 bytes in wire order (counter-based IVs).
+ * kind, esn and iv_len are prepare()'s, constants on its fast path. */
+static inline __attribute__((always_inline)) void fill_cop(const struct esp_sa *sa, const struct out_plan *pl,
+							   struct esp_cop *c, uint8_t *esp, uint8_t *pld,
+							   uint32_t padded, uint64_t seq, uint64_t iv_raw,
+							   const uint8_t kind, const bool esn, const uint32_t iv_len)
+{
+	uint8_t *ivp = esp + 8;
+	uint8_t *icv = pld + padded;
+	memset(c, 0, offsetof(struct esp_cop, aadbuf));
+	c->fix = NULL;
+	c->tag = icv;
+	switch (kind) {
+	case ESP_KIND_AEAD:
+		/* RFC 4106 §3.1 / RFC 7634 §2: 8-byte IV, nonce = salt || IV; AAD = SPI || [seq hi ||] seq. */
+		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
+		c->data = pld;
+		c->data_len = padded;
+		esp_cop_aad(c, esp, pl->spi_be, seq, esn);
+		break;
+	case ESP_KIND_GMAC:
+		/* RFC 4543 §3: everything from the SPI to the next header is AAD; no ciphertext. With ESN
+		 * the AAD is SPI || seq hi || seq lo || IV ...: laid out in place by moving the SPI 4 bytes
+		 * back over the end of the header before it, put back afterwards. */
+		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
+		c->data = pld;
+		c->data_len = 0;
+		c->auth = esp;
+		c->auth_len = 8u + 8u + padded;
+		if (esn)
+			esp_cop_gmac_esn(c, esp, seq);
+		break;
+	default: /* ESP_KIND_CIPHER_HMAC */
+		c->auth = esp;
+		c->auth_len = 8u + iv_len + padded;
+		c->data = pld;
+		c->data_len = padded;
+		if (pl->cipher == ESP_C_AES_CBC || pl->cipher == ESP_C_3DES_CBC) {
+			if (sa->iv_fn) {
+				sa->iv_fn(sa->iv_arg, seq, ivp, iv_len);
+				memcpy(c->iv, ivp, iv_len);
+			} else {
+				/* IV = E_K(nonce) (NIST SP 800-38A App. C), computed by CBC-encrypting the
+				 * nonce block in the IV's place with a zero IV: its ciphertext is the IV and
+				 * chains into the payload exactly as CBC with that IV would. */
+				if (iv_len == 16)
+					/* seq, SPI, "ESPV" (domain separation) */
+					esp_st16(ivp, iv_raw, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32(0x45535056u) << 32);
+				else
+					esp_wr64(ivp, seq);
+				c->data = ivp;
+				c->data_len = padded + iv_len;
+			}
+		} else if (pl->cipher == ESP_C_AES_CTR) {
+			/* RFC 3686 §4: counter block = nonce || IV || 1. */
+			esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32 | (uint64_t)__builtin_bswap32(1) << 32);
+		} else { /* NULL */
+			c->data_len = 0;
+		}
+		if (esn) {
+			/* RFC 4303 §2.2.1: the high bits are hashed after the payload, not sent: they sit in
+			 * the ICV's place, which the tag then overwrites. */
+			esp_wr32(icv, (uint32_t)(seq >> 32));
+			c->auth_len += 4;
+		}
+		break;
+	}
+}
 
 /* Lay out one packet and fill its crypto operation; false (with p->drop) if it cannot be sent. */
 static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, const struct out_plan *pl,
@@ -202,14 +267,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		write_outer(sa, pl, o, ip, out_len, l4proto);
 		esp = o + pl->ohl;
 	} else {
-		memmove(o, ip, prefix);
-		o[nh_off] = l4proto;
-		if (fam == AF_INET) {
-			esp_wr16(o + 2, (uint16_t)out_len);
-			esp_ip4_set_csum(o);
-		} else {
-			esp_wr16(o + 4, (uint16_t)(out_len - 40));
-		}
+		esp_transport_move(o, ip, prefix, nh_off, l4proto, out_len);
 		esp = o + prefix;
 	}
 	if (l4proto == IPPROTO_UDP) {
@@ -220,7 +278,6 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		esp += 8;
 	}
 	uint8_t *ivp = esp + 8;
-	uint8_t *icv = pld + padded;
 	/* ESP header and the counter-based IV (the sequence number) in one store. */
 	uint64_t hdr = (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32((uint32_t)seq) << 32;
 	uint64_t iv_raw = __builtin_bswap64(seq);
@@ -233,78 +290,7 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		memcpy(&iv_raw, ivp, 8);
 	}
 
-	memset(c, 0, offsetof(struct esp_cop, aadbuf));
-	c->fix = NULL;
-	c->tag = icv;
-	switch (kind) {
-	case ESP_KIND_AEAD:
-		/* RFC 4106 §3.1 / RFC 7634 §2: 8-byte IV, nonce = salt || IV; AAD = SPI || [seq hi ||] seq. */
-		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
-		c->data = pld;
-		c->data_len = padded;
-		if (esn) {
-			esp_st16(c->aadbuf, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32((uint32_t)(seq >> 32)) << 32,
-				 __builtin_bswap32((uint32_t)seq));
-			c->aad = c->aadbuf;
-			c->aad_len = 12;
-		} else {
-			c->aad = esp;
-			c->aad_len = 8;
-		}
-		break;
-	case ESP_KIND_GMAC:
-		/* RFC 4543 §3: everything from the SPI to the next header is AAD; no ciphertext. With ESN
-		 * the AAD is SPI || seq hi || seq lo || IV ...: laid out in place by moving the SPI 4 bytes
-		 * back over the end of the header before it, put back afterwards. */
-		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
-		c->data = pld;
-		c->data_len = 0;
-		c->auth = esp;
-		c->auth_len = 8u + 8u + padded;
-		if (esn) {
-			c->fix = esp - 4;
-			memcpy(c->fix_save, esp - 4, 4);
-			memcpy(esp - 4, &pl->spi_be, 4);
-			esp_wr32(esp, (uint32_t)(seq >> 32));
-			c->auth = esp - 4;
-			c->auth_len += 4;
-		}
-		break;
-	default: /* ESP_KIND_CIPHER_HMAC */
-		c->auth = esp;
-		c->auth_len = 8u + iv_len + padded;
-		c->data = pld;
-		c->data_len = padded;
-		if (pl->cipher == ESP_C_AES_CBC || pl->cipher == ESP_C_3DES_CBC) {
-			if (sa->iv_fn) {
-				sa->iv_fn(sa->iv_arg, seq, ivp, iv_len);
-				memcpy(c->iv, ivp, iv_len);
-			} else {
-				/* IV = E_K(nonce) (NIST SP 800-38A App. C), computed by CBC-encrypting the
-				 * nonce block in the IV's place with a zero IV: its ciphertext is the IV and
-				 * chains into the payload exactly as CBC with that IV would. */
-				if (iv_len == 16)
-					/* seq, SPI, "ESPV" (domain separation) */
-					esp_st16(ivp, iv_raw, (uint64_t)pl->spi_be | (uint64_t)__builtin_bswap32(0x45535056u) << 32);
-				else
-					esp_wr64(ivp, seq);
-				c->data = ivp;
-				c->data_len = padded + iv_len;
-			}
-		} else if (pl->cipher == ESP_C_AES_CTR) {
-			/* RFC 3686 §4: counter block = nonce || IV || 1. */
-			esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32 | (uint64_t)__builtin_bswap32(1) << 32);
-		} else { /* NULL */
-			c->data_len = 0;
-		}
-		if (esn) {
-			/* RFC 4303 §2.2.1: the high bits are hashed after the payload, not sent: they sit in
-			 * the ICV's place, which the tag then overwrites. */
-			esp_wr32(icv, (uint32_t)(seq >> 32));
-			c->auth_len += 4;
-		}
-		break;
-	}
+	fill_cop(sa, pl, c, esp, pld, padded, seq, iv_raw, kind, esn, iv_len);
 	p->off -= ins;
 	p->len = out_len;
 	p->seq = seq;
@@ -312,46 +298,49 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	return true;
 }
 
+/* prepare() over the burst: the packets that go on in live[], their operations in cops[]. */
+static inline __attribute__((always_inline)) unsigned prepare_all(struct esp_sa *sa, const struct out_plan *pl,
+								   struct esp_pkt **pkts, unsigned n,
+								   struct esp_cop *cops, struct esp_pkt **live,
+								   const bool fast)
+{
+	unsigned nl = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i + 2 < n) /* the header two packets ahead, while this one is laid out */
+			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+		if (prepare(sa, pl, pkts[i], &cops[nl], fast))
+			live[nl++] = pkts[i];
+	}
+	return nl;
+}
+
 void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
 	struct esp_cop cops[ESP_BURST_MAX];
 	struct esp_pkt *live[ESP_BURST_MAX];
 	struct out_plan pl;
-	unsigned nl = 0;
+	unsigned nl;
 
 	plan_init(sa, &pl);
 	if (pl.fast) {
-		for (unsigned i = 0; i < n; i++) {
-			if (i + 2 < n) /* the header two packets ahead, while this one is laid out */
-				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-			if (prepare(sa, &pl, pkts[i], &cops[nl], true))
-				live[nl++] = pkts[i];
-		}
+		nl = prepare_all(sa, &pl, pkts, n, cops, live, true);
 		if (!nl)
 			return;
-		sa->ops->encrypt(sa, cops, nl);
+		sa->ops->encrypt(&sa->cs, cops, nl);
 		/* No ESN shift to undo (GMAC), no UDP checksum to fill. */
 		for (unsigned i = 0; i < nl; i++)
 			if (ESP_UNLIKELY(!cops[i].ok))
 				live[i]->drop = SADB_DROP_CRYPTO;
 		return;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (i + 2 < n)
-			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (prepare(sa, &pl, pkts[i], &cops[nl], false))
-			live[nl++] = pkts[i];
-	}
+	nl = prepare_all(sa, &pl, pkts, n, cops, live, false);
 	if (!nl)
 		return;
-	sa->ops->encrypt(sa, cops, nl);
+	sa->ops->encrypt(&sa->cs, cops, nl);
 	for (unsigned i = 0; i < nl; i++) {
 		struct esp_pkt *p = live[i];
 		struct esp_cop *c = &cops[i];
-		if (c->fix) {
-			memcpy(c->fix + 4, c->fix, 4); /* the SPI back in its place */
-			memcpy(c->fix, c->fix_save, 4);
-		}
+		esp_cop_unfix(c);
 		if (!c->ok) {
 			p->drop = SADB_DROP_CRYPTO;
 			continue;

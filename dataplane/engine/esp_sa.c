@@ -43,17 +43,6 @@ enum esp_backend esp_sa_backend(const struct esp_sa *sa)
 	return sa->backend;
 }
 
-unsigned esp_hmac_digest_len(uint8_t hmac)
-{
-	static const uint8_t len[] = { 0, 16, 20, 32, 48, 64 };
-	return hmac < sizeof(len) ? len[hmac] : 0;
-}
-
-unsigned esp_hmac_block_len(uint8_t hmac)
-{
-	return hmac == ESP_H_SHA384 || hmac == ESP_H_SHA512 ? 128 : 64;
-}
-
 /* What a transform is, filled into the SA; -EINVAL/-ENOTSUP as esp_sa_create documents. */
 struct xform {
 	uint8_t kind, cipher, hmac, icv_len, iv_len, align, blk;
@@ -129,26 +118,6 @@ static int classify(const struct sadb_sa *s, struct xform *x)
 	int r = hmac_of(s->auth_alg, x);
 	x->legacy |= legacy;
 	return r;
-}
-
-static bool key_len_ok(const struct xform *x, unsigned len)
-{
-	switch (x->cipher) {
-	case ESP_C_AES_GCM:
-	case ESP_C_AES_GMAC:
-	case ESP_C_AES_CBC:
-	case ESP_C_AES_CTR:
-		return len == 16 || len == 24 || len == 32;
-	case ESP_C_CHACHA_POLY:
-		return len == 32;
-	case ESP_C_3DES_CBC:
-		return len == 24;
-	case ESP_C_NULL:
-	case ESP_C_NONE:
-		return len == 0;
-	default:
-		return false;
-	}
 }
 
 bool esp_backend_supports(enum esp_backend b, uint16_t enc_alg, uint16_t auth_alg, unsigned enc_key_len)
@@ -366,6 +335,90 @@ out:
 	return b;
 }
 
+/* The keys and salt of the record into the SA's session; -EINVAL for lengths the transform does not
+ * take. AH-GMAC takes its AES key from auth_key and its salt either from the last 4 bytes of auth_key
+ * (the IKEv2 keying material layout, RFC 4543 §7) or from salt[]. */
+static int sa_keys(struct esp_sa *sa, const struct sadb_sa *s, const struct xform *x)
+{
+	struct esp_crypto_sa *cs = &sa->cs;
+	if (s->proto == SADB_PROTO_AH && x->kind == ESP_KIND_GMAC) {
+		unsigned kl = s->auth_alg == SADB_AUTH_AES_128_GMAC ? 16 : 32;
+		if (s->auth_key_len == kl + 4)
+			memcpy(sa->salt, s->auth_key + kl, 4);
+		else if (s->auth_key_len == kl && s->salt_len == 4)
+			memcpy(sa->salt, s->salt, 4);
+		else
+			return -EINVAL;
+		memcpy(cs->enc_key, s->auth_key, kl);
+		cs->enc_key_len = (uint8_t)kl;
+		return 0;
+	}
+	if (!esp_cipher_key_ok(x->cipher, s->enc_key_len) || s->enc_key_len > SADB_ENC_KEY_MAX)
+		return -EINVAL;
+	unsigned want_salt = (x->cipher == ESP_C_AES_GCM || x->cipher == ESP_C_AES_GMAC ||
+			      x->cipher == ESP_C_CHACHA_POLY || x->cipher == ESP_C_AES_CTR) ? 4 : 0;
+	if (s->salt_len != want_salt)
+		return -EINVAL;
+	memcpy(sa->salt, s->salt, want_salt);
+	memcpy(cs->enc_key, s->enc_key, s->enc_key_len);
+	cs->enc_key_len = s->enc_key_len;
+	if (x->hmac) { /* ESP with a cipher and HMAC, or AH with HMAC */
+		if (!s->auth_key_len || s->auth_key_len > SADB_AUTH_KEY_MAX ||
+		    s->auth_key_len > esp_hmac_block_len(x->hmac))
+			return -EINVAL;
+		memcpy(cs->auth_key, s->auth_key, s->auth_key_len);
+		cs->auth_key_len = s->auth_key_len;
+	}
+	return 0;
+}
+
+/* The backend: the one asked for (opts, else $XIPSEC_CRYPTO), else the fastest measured; keyed here.
+ * -EINVAL for an unknown name in the environment, -ENOTSUP when the backend lacks the transform. */
+static int sa_backend(struct esp_sa *sa, const struct sadb_sa *s, const struct xform *x,
+		      enum esp_backend want)
+{
+	if (want == ESP_BACKEND_AUTO)
+		want = backend_from_env();
+	if (want >= ESP_BACKEND_MAX)
+		return -EINVAL;
+	unsigned kl = sa->cs.enc_key_len;
+	if (want != ESP_BACKEND_AUTO) {
+		const struct esp_crypto_ops *ops = backend_ops(want);
+		if (!ops || !ops->supports(x->kind, x->cipher, x->hmac, kl))
+			return -ENOTSUP;
+	} else {
+		want = pick_backend(s, x, kl);
+	}
+	const struct esp_crypto_ops *ops = backend_ops(want);
+	if (!ops)
+		return -ENOTSUP;
+	sa->ops = ops;
+	sa->backend = want;
+	return ops->init(&sa->cs);
+}
+
+/* What the outer header of a tunnel packet takes from the SA, fixed at setup: the TOS and DF policy
+ * (esp_outer_tos/esp_outer_df, the same for ESP and AH) and the IPv4 header template. */
+static void sa_outer(struct esp_sa *sa, const struct sadb_sa *s)
+{
+	sa->tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
+	sa->tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
+	sa->df_keep = (sa->flags & (SADB_SAF_DF_CLEAR | SADB_SAF_DF_SET)) ? 0 : 0x40;
+	sa->df_set = !(sa->flags & SADB_SAF_DF_CLEAR) && (sa->flags & SADB_SAF_DF_SET) ? 0x40 : 0;
+
+	if (s->mode == SADB_MODE_TUNNEL && s->dst.family == AF_INET) {
+		/* Outer IPv4 header template: only TOS, length, id and DF change per packet, so the
+		 * checksum is this sum plus those words. */
+		uint8_t *h = sa->hdr4;
+		h[0] = 0x45;
+		h[8] = sa->ttl;
+		h[9] = s->proto == SADB_PROTO_AH ? IPPROTO_AH : sa->encap_dport ? IPPROTO_UDP : IPPROTO_ESP;
+		memcpy(h + 12, s->src.a.b, 4);
+		memcpy(h + 16, s->dst.a.b, 4);
+		sa->hdr4_sum = esp_csum_add(0, h, 20);
+	}
+}
+
 int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct esp_sa_opts *opts,
 		  struct esp_sa **out)
 {
@@ -414,6 +467,11 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	sa->cipher = x.cipher;
 	sa->hmac = x.hmac;
 	sa->icv_len = x.icv_len;
+	sa->cs.kind = x.kind;
+	sa->cs.cipher = x.cipher;
+	sa->cs.hmac = x.hmac;
+	sa->cs.icv_len = x.icv_len;
+	sa->cs.out = s->dir == SADB_DIR_OUT;
 	sa->iv_len = x.iv_len;
 	sa->align = x.align;
 	sa->blk = x.blk;
@@ -448,44 +506,8 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 		sa->ip_id = sa->id_lo + (s->spi ^ (s->spi >> 16)) % span;
 	}
 
-	/* Keys. AH-GMAC takes its AES key from auth_key and its salt either from the last 4 bytes of
-	 * auth_key (the IKEv2 keying material layout, RFC 4543 §7) or from salt[]. */
-	if (s->proto == SADB_PROTO_AH && x.kind == ESP_KIND_GMAC) {
-		unsigned kl = s->auth_alg == SADB_AUTH_AES_128_GMAC ? 16 : 32;
-		if (s->auth_key_len == kl + 4) {
-			memcpy(sa->salt, s->auth_key + kl, 4);
-		} else if (s->auth_key_len == kl && s->salt_len == 4) {
-			memcpy(sa->salt, s->salt, 4);
-		} else {
-			goto einval;
-		}
-		memcpy(sa->enc_key, s->auth_key, kl);
-		sa->enc_key_len = (uint8_t)kl;
-	} else {
-		if (!key_len_ok(&x, s->enc_key_len) || s->enc_key_len > SADB_ENC_KEY_MAX)
-			goto einval;
-		unsigned want_salt = (x.cipher == ESP_C_AES_GCM || x.cipher == ESP_C_AES_GMAC ||
-				      x.cipher == ESP_C_CHACHA_POLY || x.cipher == ESP_C_AES_CTR) ? 4 : 0;
-		if (s->salt_len != want_salt)
-			goto einval;
-		memcpy(sa->salt, s->salt, want_salt);
-		memcpy(sa->enc_key, s->enc_key, s->enc_key_len);
-		sa->enc_key_len = s->enc_key_len;
-		if (x.hmac) {
-			if (!s->auth_key_len || s->auth_key_len > SADB_AUTH_KEY_MAX ||
-			    s->auth_key_len > esp_hmac_block_len(x.hmac))
-				goto einval;
-			memcpy(sa->auth_key, s->auth_key, s->auth_key_len);
-			sa->auth_key_len = s->auth_key_len;
-		}
-	}
-	if (s->proto == SADB_PROTO_AH && x.kind == ESP_KIND_HMAC) {
-		if (!s->auth_key_len || s->auth_key_len > SADB_AUTH_KEY_MAX ||
-		    s->auth_key_len > esp_hmac_block_len(x.hmac))
-			goto einval;
-		memcpy(sa->auth_key, s->auth_key, s->auth_key_len);
-		sa->auth_key_len = s->auth_key_len;
-	}
+	if (sa_keys(sa, s, &x) < 0)
+		goto einval;
 	if (s->proto == SADB_PROTO_AH) {
 		/* RFC 4302 §2.2/§3.3.3.2.1: AH is a multiple of 32 bits (IPv4) or 64 bits (IPv6). */
 		unsigned l = 12u + x.iv_len + x.icv_len;
@@ -493,26 +515,7 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 		sa->ah_hdr_len6 = (uint8_t)((l + 7) & ~7u);
 	}
 
-	/* Outer TOS and DF policy (esp_outer_tos/esp_outer_df), the same for ESP and AH. */
-	sa->tos_keep = (uint8_t)((sa->dscp == 0xff ? 0xfc : 0) | ((sa->flags & SADB_SAF_NO_ECN) ? 0 : 3));
-	sa->tos_set = sa->dscp == 0xff ? 0 : (uint8_t)(sa->dscp << 2);
-	sa->df_keep = (sa->flags & (SADB_SAF_DF_CLEAR | SADB_SAF_DF_SET)) ? 0 : 0x40;
-	sa->df_set = !(sa->flags & SADB_SAF_DF_CLEAR) && (sa->flags & SADB_SAF_DF_SET) ? 0x40 : 0;
-
-	if (s->mode == SADB_MODE_TUNNEL && s->dst.family == AF_INET) {
-		/* Outer IPv4 header template: only TOS, length, id and DF change per packet, so the
-		 * checksum is this sum plus those words. */
-		uint8_t *h = sa->hdr4;
-		h[0] = 0x45;
-		h[8] = sa->ttl;
-		h[9] = s->proto == SADB_PROTO_AH ? IPPROTO_AH : sa->encap_dport ? IPPROTO_UDP : IPPROTO_ESP;
-		memcpy(h + 12, s->src.a.b, 4);
-		memcpy(h + 16, s->dst.a.b, 4);
-		uint32_t sum = 0;
-		for (int i = 0; i < 20; i += 2)
-			sum += (uint32_t)(h[i] << 8 | h[i + 1]);
-		sa->hdr4_sum = sum;
-	}
+	sa_outer(sa, s);
 
 	/* Outbound sequence numbers resume above what any earlier instance reserved (rule 1). */
 	uint64_t reserved = atomic_load_explicit((_Atomic uint64_t *)&rt->seq_reserved, memory_order_acquire);
@@ -521,34 +524,7 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	if (reserved >= sa->seq_max)
 		sa->seq_done = true; /* everything was used before: only a rekey helps */
 
-	/* Backend. */
-	enum esp_backend want = opts->backend;
-	if (want == ESP_BACKEND_AUTO)
-		want = backend_from_env();
-	if (want >= ESP_BACKEND_MAX) {
-		r = -EINVAL;
-		goto fail;
-	}
-	unsigned kl = sa->enc_key_len;
-	if (want != ESP_BACKEND_AUTO) {
-		const struct esp_crypto_ops *ops = backend_ops(want);
-		if (!ops || !ops->supports(x.kind, x.cipher, x.hmac, kl)) {
-			r = -ENOTSUP;
-			goto fail;
-		}
-		sa->ops = ops;
-		sa->backend = want;
-		r = ops->init(sa);
-	} else {
-		enum esp_backend b = pick_backend(s, &x, kl);
-		const struct esp_crypto_ops *ops = backend_ops(b);
-		r = -ENOTSUP;
-		if (ops) {
-			sa->ops = ops;
-			sa->backend = b;
-			r = ops->init(sa);
-		}
-	}
+	r = sa_backend(sa, s, &x, opts->backend);
 	if (r < 0)
 		goto fail;
 	*out = sa;
@@ -565,8 +541,8 @@ void esp_sa_destroy(struct esp_sa *sa)
 {
 	if (!sa)
 		return;
-	if (sa->ops && sa->cctx)
-		sa->ops->fini(sa);
+	if (sa->ops && sa->cs.ctx)
+		sa->ops->fini(&sa->cs);
 	OPENSSL_cleanse(sa, sizeof(*sa));
 	free(sa);
 }

@@ -7,7 +7,7 @@
  * still set from a number >= ring size older is never consulted, so W may equal the ring size.
  *
  * The check, the ESN inference and the in-order update, run for every packet, are inline functions
- * in esp_internal.h; the general update lives here.
+ * in esp_replay.h; the general update lives here.
  *
  * Only the worker that owns the inbound SA writes here (doc/architecture.md rule 5); readers elsewhere
  * (ipsecctl) may see a bitmap being updated, which is harmless for statistics. */
@@ -35,7 +35,7 @@ static void clear_range(uint64_t *bm, uint64_t from, uint64_t to)
 	}
 }
 
-/* esp_replay_update (esp_internal.h) past its in-order fast path. */
+/* esp_replay_update (esp_replay.h) past its in-order fast path. */
 enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq)
 {
 	/* Checked again: two copies of one number may both pass the check of the same burst. */

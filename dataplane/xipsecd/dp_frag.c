@@ -11,35 +11,8 @@
 #include <netinet/in.h>
 
 #include "sadb/sadb_drops.h"
+#include "dataplane/engine/ip_bytes.h"
 #include "dataplane/xipsecd/dp_frag.h"
-
-static inline uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline void wr16(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void ip4_csum(uint8_t *h, uint32_t hlen)
-{
-	uint32_t s = 0;
-
-	h[10] = h[11] = 0;
-	for (uint32_t i = 0; i < hlen; i += 2)
-		s += rd16(h + i);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	wr16(h + 10, ~s & 0xffff);
-}
 
 /* ---- fragmentation ---- */
 
@@ -58,7 +31,7 @@ int dp_frag4_plan(struct dp_frag4 *f, const uint8_t *pkt, uint32_t len, uint32_t
 	f->hlen0 = hlen0;
 	f->plen = len - hlen0;
 	memcpy(f->hdr0, pkt, hlen0);
-	ff = rd16(pkt + 6);
+	ff = esp_rd16(pkt + 6);
 	f->off0 = ff & 0x1fff;
 	f->mf0 = (ff & 0x2000) != 0;
 	if (len <= mtu) {
@@ -132,13 +105,13 @@ uint32_t dp_frag4_write(const struct dp_frag4 *f, unsigned i, uint8_t *out)
 	memcpy(out, i ? f->hdr : f->hdr0, h);
 	if (f->n == 1)
 		return len;
-	wr16(out + 2, len);
-	ff = (uint16_t)(rd16(f->hdr0 + 6) & 0x8000);   /* reserved bit as received; DF is clear */
+	esp_wr16(out + 2, len);
+	ff = (uint16_t)(esp_rd16(f->hdr0 + 6) & 0x8000);   /* reserved bit as received; DF is clear */
 	ff |= (uint16_t)((f->off0 + d / 8) & 0x1fff);
 	if (!last || f->mf0)
 		ff |= 0x2000;
-	wr16(out + 6, ff);
-	ip4_csum(out, h);
+	esp_wr16(out + 6, ff);
+	esp_ip4_set_csum(out);
 	return len;
 }
 
@@ -258,24 +231,16 @@ static bool parse(const uint8_t *pkt, uint32_t len, struct frag *f)
 		return false;
 	if ((pkt[0] >> 4) == 4) {
 		uint32_t ihl = (pkt[0] & 0xfu) * 4;
-		uint16_t ff = rd16(pkt + 6);
+		uint16_t ff = esp_rd16(pkt + 6);
 
 		if (ihl < 20 || ihl > len)
 			return false;
 		/* a corrupted offset or length would wreck the datagram: check what covers them */
-		{
-			uint32_t sum = 0;
-
-			for (uint32_t i = 0; i < ihl; i += 2)
-				sum += rd16(pkt + i);
-			while (sum >> 16)
-				sum = (sum & 0xffff) + (sum >> 16);
-			if (sum != 0xffff)
-				return false;
-		}
+		if (esp_csum(pkt, ihl) != 0)
+			return false;
 		f->family = 4;
 		f->proto = pkt[9];
-		f->id = rd16(pkt + 4);
+		f->id = esp_rd16(pkt + 4);
 		f->mf = (ff & 0x2000) != 0;
 		f->off = (uint32_t)(ff & 0x1fff) * 8;
 		f->unfrag = ihl;
@@ -293,10 +258,10 @@ static bool parse(const uint8_t *pkt, uint32_t len, struct frag *f)
 			return false;
 		f->family = 6;
 		f->nexthdr = pkt[p];
-		fo = rd16(pkt + p + 2);
+		fo = esp_rd16(pkt + p + 2);
 		f->off = fo & 0xfff8u;
 		f->mf = fo & 1;
-		f->id = rd32(pkt + p + 4);
+		f->id = esp_rd32(pkt + p + 4);
 		f->unfrag = (uint32_t)p;
 		f->src = pkt + 8;
 		f->dst = pkt + 24;
@@ -310,7 +275,7 @@ static bool parse(const uint8_t *pkt, uint32_t len, struct frag *f)
 bool dp_frag_is_fragment(const uint8_t *pkt, uint32_t len, uint8_t *proto)
 {
 	if (len >= 20 && (pkt[0] >> 4) == 4) {
-		if (!(rd16(pkt + 6) & 0x3fff))
+		if (!(esp_rd16(pkt + 6) & 0x3fff))
 			return false;
 		*proto = pkt[9];
 		return true;
@@ -394,7 +359,7 @@ static struct dp_reasm_res atomic6(const uint8_t *pkt, uint32_t len, const struc
 	memcpy(out, pkt, f->unfrag);
 	memcpy(out + f->unfrag, f->payload, f->dlen);
 	out[f->nh_off] = f->nexthdr;
-	wr16(out + 4, n - 40);
+	esp_wr16(out + 4, n - 40);
 	return (struct dp_reasm_res){ .verdict = DP_REASM_DONE, .n_frags = 1, .len = n };
 }
 
@@ -407,11 +372,11 @@ static struct dp_reasm_res complete(struct dp_reasm *r, struct slot *s, uint8_t 
 	if (n > room)
 		return abandon(r, s, SADB_DROP_NOMEM);
 	if (s->family == 4) {
-		wr16(h + 2, n);
-		wr16(h + 6, rd16(h + 6) & 0xc000);   /* offset 0, MF clear; DF/reserved as sent */
-		ip4_csum(h, s->hlen);
+		esp_wr16(h + 2, n);
+		esp_wr16(h + 6, esp_rd16(h + 6) & 0xc000);   /* offset 0, MF clear; DF/reserved as sent */
+		esp_ip4_set_csum(h);
 	} else {
-		wr16(h + 4, n - 40);
+		esp_wr16(h + 4, n - 40);
 		h[s->nh_off] = s->nexthdr;
 	}
 	memcpy(out, h, n);

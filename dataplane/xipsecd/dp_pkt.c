@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "dataplane/engine/ip_bytes.h"
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_icmp.h"
 
@@ -89,30 +90,6 @@ static bool icmp_allowed(struct dp_worker *w)
 	return true;
 }
 
-/* One's complement sum of data added to s (an odd length only for the last piece). */
-static uint32_t sum_add(uint32_t s, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	for (; len > 1; len -= 2, p += 2)
-		s += (uint32_t)(p[0] << 8 | p[1]);
-	if (len)
-		s += (uint32_t)p[0] << 8;
-	return s;
-}
-
-static uint16_t csum_fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-static uint16_t csum16(const void *data, size_t len)
-{
-	return csum_fold(sum_add(0, data, len));
-}
-
 /* Send an ICMP(v6) error about the packet at l3 to its source. type/code per family; `info` is the
  * 32-bit field after the checksum (next-hop MTU, pointer, unused).
  *
@@ -155,14 +132,14 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		p[9] = IPPROTO_ICMP;
 		memcpy(p + 12, src->v4, 4);
 		memcpy(p + 16, l3 + 12, 4);
-		uint16_t c = htons(csum16(p, 20));
+		uint16_t c = htons(esp_csum(p, 20));
 		memcpy(p + 10, &c, 2);
 		p[20] = type;
 		p[21] = code;
 		info = htonl(info);
 		memcpy(p + 24, &info, 4);
 		memcpy(p + 28, l3, quote);
-		c = htons(csum16(p + 20, 8 + quote));
+		c = htons(esp_csum(p + 20, 8 + quote));
 		memcpy(p + 22, &c, 2);
 	} else {
 		if (!src->has6)
@@ -187,7 +164,7 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		memcpy(p + 48, l3, quote);
 		/* checksum over the pseudo header (addresses, length, next header) and the message */
 		uint32_t ml = 8 + quote;
-		uint16_t c = htons(csum_fold(sum_add(sum_add(ml + IPPROTO_ICMPV6, p + 8, 32), p + 40, ml)));
+		uint16_t c = htons(esp_csum_fold(esp_csum_add(esp_csum_add(ml + IPPROTO_ICMPV6, p + 8, 32), p + 40, ml)));
 		memcpy(p + 42, &c, 2);
 	}
 	atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);

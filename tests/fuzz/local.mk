@@ -1,5 +1,5 @@
-# tests/fuzz/local.mk: libFuzzer targets for the ESP/AH engine, built with clang straight from the
-# engine's sources (the automake objects are gcc-built), a seed-corpus generator and the runner.
+# tests/fuzz/local.mk: libFuzzer targets for the ESP/AH engine, built with clang from the engine's
+# sources (the automake objects are gcc-built), a seed-corpus generator and the runner.
 #   make fuzz                      build the targets
 #   make check TESTS=tests/fuzz/run-fuzz.sh   run each for FUZZ_SECONDS (default 30) and fail on a crash
 #   make fuzz-long                 run each for FUZZ_SECONDS (default 600) on a corpus kept in the
@@ -10,13 +10,13 @@ FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 	-I$(top_srcdir) -I$(top_builddir) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 FUZZ_LINKFLAGS = -fsanitize=fuzzer,address,undefined
 FUZZ_LIBS = $(IPSEC_MB_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS) -lpthread
-FUZZ_ENGINE_HDRS = $(srcdir)/dataplane/engine/esp.h $(srcdir)/dataplane/engine/esp_internal.h $(srcdir)/sadb/sadb.h \
-	$(srcdir)/dataplane/engine/crypto/crypto_ipsecmb.h \
-	$(srcdir)/sadb/sadb_drops.h $(srcdir)/tests/fuzz/fuzz_common.h $(srcdir)/tests/fuzz/fuzz_ref.h
-FUZZ_ENGINE_OBJS = tests/fuzz/obj/esp_sa.o tests/fuzz/obj/esp_ip.o tests/fuzz/obj/esp_out.o tests/fuzz/obj/esp_in.o tests/fuzz/obj/ah.o tests/fuzz/obj/replay.o tests/fuzz/obj/crypto_openssl.o tests/fuzz/obj/crypto_sodium.o tests/fuzz/obj/crypto_native.o
-if HAVE_IPSEC_MB
-FUZZ_ENGINE_OBJS += tests/fuzz/obj/crypto_ipsecmb.o
-endif
+# The engine and its backends as one instrumented archive, from the libraries' own source lists
+# (dataplane/engine/local.mk, dataplane/engine/crypto/local.mk): a file added there is fuzzed too.
+# The sources are prerequisites by their names in the tree (make finds them through VPATH).
+FUZZ_ENGINE_SRCS = $(dataplane_engine_libesp_a_SOURCES) $(dataplane_engine_crypto_libespcrypto_a_SOURCES)
+FUZZ_ENGINE_HDRS = $(FUZZ_ENGINE_SRCS) $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h \
+	$(srcdir)/tests/fuzz/fuzz_common.h $(srcdir)/tests/fuzz/fuzz_ref.h
+FUZZ_ENGINE_LIB = tests/fuzz/libesp-fuzz.a
 FUZZ_BINS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_esp_in tests/fuzz/fuzz_udp_in tests/fuzz/fuzz_ah_in \
 	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip tests/fuzz/fuzz_burst tests/fuzz/fuzz_ah_plain \
 	tests/fuzz/fuzz_sadb_open tests/fuzz/fuzz_reasm
@@ -24,45 +24,14 @@ FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuz
 	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o tests/fuzz/obj/h_burst.o \
 	tests/fuzz/obj/h_ah_plain.o tests/fuzz/obj/h_sadb_open.o tests/fuzz/obj/h_reasm.o
 
-tests/fuzz/obj/esp_sa.o: $(srcdir)/dataplane/engine/esp_sa.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_sa.c -o $@
-
-tests/fuzz/obj/esp_ip.o: $(srcdir)/dataplane/engine/esp_ip.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_ip.c -o $@
-
-tests/fuzz/obj/esp_out.o: $(srcdir)/dataplane/engine/esp_out.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_out.c -o $@
-
-tests/fuzz/obj/esp_in.o: $(srcdir)/dataplane/engine/esp_in.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/esp_in.c -o $@
-
-tests/fuzz/obj/ah.o: $(srcdir)/dataplane/engine/ah.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/ah.c -o $@
-
-tests/fuzz/obj/replay.o: $(srcdir)/dataplane/engine/replay.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/replay.c -o $@
-
-tests/fuzz/obj/crypto_openssl.o: $(srcdir)/dataplane/engine/crypto/crypto_openssl.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_openssl.c -o $@
-
-tests/fuzz/obj/crypto_sodium.o: $(srcdir)/dataplane/engine/crypto/crypto_sodium.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_sodium.c -o $@
-
-tests/fuzz/obj/crypto_native.o: $(srcdir)/dataplane/engine/crypto/crypto_native.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_native.c -o $@
-
-tests/fuzz/obj/crypto_ipsecmb.o: $(srcdir)/dataplane/engine/crypto/crypto_ipsecmb.c $(FUZZ_ENGINE_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/dataplane/engine/crypto/crypto_ipsecmb.c -o $@
+# One rule for the archive: the objects are built in parallel (as many as there are CPUs) and a
+# failing one fails the rule; every object is rebuilt when any engine source or header changes.
+$(FUZZ_ENGINE_LIB): $(FUZZ_ENGINE_HDRS) config.h
+	@rm -rf tests/fuzz/obj/engine && $(MKDIR_P) tests/fuzz/obj/engine
+	$(AM_V_CC)for f in $(FUZZ_ENGINE_SRCS); do case $$f in *.c) echo "$$f";; esac; done | \
+		xargs -P "$$(nproc)" -I{} sh -c '$(CLANG) $(FUZZ_CFLAGS) -c "$(srcdir)/{}" \
+			-o "tests/fuzz/obj/engine/$$(basename {} .c).o"'
+	$(AM_V_AR)rm -f $@ && $(AR) $(ARFLAGS) $@ tests/fuzz/obj/engine/*.o && $(RANLIB) $@
 
 tests/fuzz/obj/h_parse.o: $(srcdir)/tests/fuzz/fuzz_parse.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -88,37 +57,37 @@ tests/fuzz/obj/h_roundtrip.o: $(srcdir)/tests/fuzz/fuzz_roundtrip.c $(FUZZ_ENGIN
 	@$(MKDIR_P) tests/fuzz/obj
 	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_roundtrip.c -o $@
 
-tests/fuzz/fuzz_parse: tests/fuzz/obj/h_parse.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_parse.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_parse: tests/fuzz/obj/h_parse.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_parse.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
-tests/fuzz/fuzz_esp_in: tests/fuzz/obj/h_esp_in.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_esp_in.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_esp_in: tests/fuzz/obj/h_esp_in.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_esp_in.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
-tests/fuzz/fuzz_udp_in: tests/fuzz/obj/h_udp_in.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_udp_in.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_udp_in: tests/fuzz/obj/h_udp_in.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_udp_in.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
-tests/fuzz/fuzz_ah_in: tests/fuzz/obj/h_ah_in.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_in.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_ah_in: tests/fuzz/obj/h_ah_in.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_in.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
-tests/fuzz/fuzz_esp_plain: tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_esp_plain: tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_esp_plain.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
-tests/fuzz/fuzz_roundtrip: tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_roundtrip: tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_roundtrip.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
 tests/fuzz/obj/h_burst.o: $(srcdir)/tests/fuzz/fuzz_burst.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
 	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_burst.c -o $@
 
-tests/fuzz/fuzz_burst: tests/fuzz/obj/h_burst.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_burst.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_burst: tests/fuzz/obj/h_burst.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_burst.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
 tests/fuzz/obj/h_ah_plain.o: $(srcdir)/tests/fuzz/fuzz_ah_plain.c $(FUZZ_ENGINE_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
 	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_ah_plain.c -o $@
 
-tests/fuzz/fuzz_ah_plain: tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_OBJS)
-	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_OBJS) $(FUZZ_LIBS) -o $@
+tests/fuzz/fuzz_ah_plain: tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_LIB)
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
 # libsadb's readers over a corrupted segment: the library's own sources, built with clang.
 FUZZ_SADB_HDRS = $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_int.h $(srcdir)/sadb/sadb_drops.h
@@ -178,7 +147,8 @@ tests/fuzz/fuzz_sadb_open: tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS)
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_sadb_open.o $(FUZZ_SADB_OBJS) -lpthread -o $@
 
 # xipsecd's reassembly of outer fragments: dp_frag.c alone (no I/O), built with clang.
-FUZZ_REASM_HDRS = $(srcdir)/dataplane/xipsecd/dp_frag.h $(srcdir)/dataplane/xipsecd/dp.h $(srcdir)/sadb/sadb_drops.h
+FUZZ_REASM_HDRS = $(srcdir)/dataplane/xipsecd/dp_frag.h $(srcdir)/dataplane/xipsecd/dp.h $(srcdir)/sadb/sadb_drops.h \
+	$(srcdir)/dataplane/engine/ip_bytes.h
 
 tests/fuzz/obj/dp_frag.o: $(srcdir)/dataplane/xipsecd/dp_frag.c $(FUZZ_REASM_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -203,6 +173,6 @@ fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 FUZZ_TESTS += tests/fuzz/run-fuzz.sh
 # The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
 tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
-CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_OBJS) $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/dp_frag.o tests/fuzz/obj/crypto_ipsecmb.o
+CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_LIB) tests/fuzz/obj/engine/*.o $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/dp_frag.o
 EXTRA_DIST += tests/fuzz/fuzz_reasm.c tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
 	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh

@@ -110,7 +110,7 @@ static void test_kat_hmac(void **state)
 				c.auth = buf;
 				c.auth_len = dlen;
 				c.tag = tag;
-				sa->ops->encrypt(sa, &c, 1);
+				sa->ops->encrypt(&sa->cs, &c, 1);
 				assert_true(c.ok);
 				if (memcmp(tag, want, sa->icv_len)) {
 					print_error("hmac %u case %u backend %s\n", v[i].auth, v[i].case_no,
@@ -161,7 +161,7 @@ static void aead_kat(uint16_t enc, const char *key_h, const char *nonce_h, const
 				c.data_len = (uint32_t)pl;
 			}
 			c.tag = out_tag;
-			o->ops->encrypt(o, &c, 1);
+			o->ops->encrypt(&o->cs, &c, 1);
 			assert_true(c.ok);
 			if (cl)
 				assert_memory_equal(buf, ct, cl);
@@ -188,7 +188,7 @@ static void aead_kat(uint16_t enc, const char *key_h, const char *nonce_h, const
 				}
 				c.tag = c.calc;
 				c.icv_in = t2;
-				in->ops->decrypt(in, &c, 1);
+				in->ops->decrypt(&in->cs, &c, 1);
 				assert_int_equal(c.ok, !flip);
 				if (!flip && cl)
 					assert_memory_equal(buf, pt, pl);
@@ -329,7 +329,7 @@ static void native_vs_openssl(void)
 					gcm_cop(&c[q], gmac, nonce[q], aad[q], al[q], buf[q] + 32, len[q]);
 					c[q].tag = out_tag[q];
 				}
-				o->ops->encrypt(o, c, 2);
+				o->ops->encrypt(&o->cs, c, 2);
 				for (int q = 0; q < 2; q++) {
 					assert_true(c[q].ok);
 					if (memcmp(buf[q] + 32, ref[q], (size_t)len[q]) || memcmp(out_tag[q], tag[q], 16)) {
@@ -364,7 +364,7 @@ static void native_vs_openssl(void)
 						c[q].tag = c[q].calc;
 						c[q].icv_in = t2[q];
 					}
-					in->ops->decrypt(in, c, 2);
+					in->ops->decrypt(&in->cs, c, 2);
 					for (int q = 0; q < 2; q++) {
 						bool bad = flip && q == fq;
 						assert_int_equal(c[q].ok, !bad);
@@ -431,7 +431,7 @@ static void cipher_kat(uint16_t enc, const char *key_h, const char *iv_h, const 
 			c.data = buf;
 			c.data_len = (uint32_t)pl;
 			c.tag = tag;
-			sa->ops->encrypt(sa, &c, 1);
+			sa->ops->encrypt(&sa->cs, &c, 1);
 			assert_true(c.ok);
 			if (memcmp(buf, ct, cl)) {
 				print_error("cipher %u backend %s differs\n", enc, esp_backend_name(backends[b]));

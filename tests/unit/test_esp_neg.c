@@ -216,7 +216,7 @@ static uint32_t reseal(struct pair *p, uint8_t *pkt, uint32_t len, void (*mod)(u
 	} else {
 		memcpy(c.iv, ivp, in->iv_len);
 	}
-	in->ops->decrypt(in, &c, 1);
+	in->ops->decrypt(&in->cs, &c, 1);
 	assert_true(c.ok);
 	mod(pl, &clen);
 	len = 20 + 8 + in->iv_len + clen + in->icv_len;
@@ -229,7 +229,7 @@ static uint32_t reseal(struct pair *p, uint8_t *pkt, uint32_t len, void (*mod)(u
 	c.auth_len = 8 + in->iv_len + clen;
 	c.data_len = in->cipher == ESP_C_NULL ? 0 : clen;
 	c.tag = pl + clen;
-	out->ops->encrypt(out, &c, 1);
+	out->ops->encrypt(&out->cs, &c, 1);
 	assert_true(c.ok);
 	return len;
 }

@@ -6,7 +6,7 @@
  * Managers: one per thread per API (a direct one and a job one), from init_mb_mgr_auto (runtime CPU
  * dispatch: AVX2/VAES here, AVX-512 elsewhere). Debian's ipsec-mb 1.3 corrupts jobs once its ring
  * wraps when the job and burst APIs share a manager or a burst ring wraps with jobs queued (fixed in
- * 1.4): we never use the burst API, submit at most ESP_BURST_MAX (64) jobs into the 256-entry ring
+ * 1.4): we never use the burst API, submit at most ESP_CRYPTO_BURST_MAX (64) jobs into the 256-entry ring
  * and flush it empty before returning, so no job is ever in flight across a wrap between calls.
  * Keys (gcm_key_data, expanded AES keys, HMAC ipad/opad states) are precomputed at SA setup with a
  * manager of the same auto-detected type as the workers use, as the key layout requires. */
@@ -94,35 +94,21 @@ static bool imb_supports(uint8_t kind, uint8_t cipher, uint8_t hmac, unsigned ke
 	(void)hmac;
 	if (!mgrs_get())
 		return false;
-	switch (cipher) {
-	case ESP_C_AES_GCM:
-	case ESP_C_AES_GMAC:
-	case ESP_C_AES_CBC:
-	case ESP_C_AES_CTR:
-		return key_len == 16 || key_len == 24 || key_len == 32;
-	case ESP_C_CHACHA_POLY:
-		return key_len == 32;
-	case ESP_C_3DES_CBC:
-		return key_len == 24;
-	case ESP_C_NULL:
-	case ESP_C_NONE:
-		return true;
-	default:
-		return false;
-	}
+	/* Every cipher the engine has, at every key length; NULL whatever key length is asked about. */
+	return cipher == ESP_C_NULL || cipher == ESP_C_NONE || esp_cipher_key_ok(cipher, key_len);
 }
 
-static void imb_fini(struct esp_sa *sa)
+static void imb_fini(struct esp_crypto_sa *cs)
 {
-	struct imb_ctx *x = sa->cctx;
+	struct imb_ctx *x = cs->ctx;
 	if (!x)
 		return;
 	OPENSSL_cleanse(x, sizeof(*x));
 	free(x);
-	sa->cctx = NULL;
+	cs->ctx = NULL;
 }
 
-static int imb_init(struct esp_sa *sa)
+static int imb_init(struct esp_crypto_sa *cs)
 {
 	if (!mgrs_get())
 		return -ENOMEM;
@@ -131,54 +117,54 @@ static int imb_init(struct esp_sa *sa)
 	if (!x)
 		return -ENOMEM;
 	memset(x, 0, sizeof(*x));
-	sa->cctx = x;
-	x->key_len = sa->enc_key_len;
-	switch (sa->cipher) {
+	cs->ctx = x;
+	x->key_len = cs->enc_key_len;
+	switch (cs->cipher) {
 	case ESP_C_AES_GCM:
 	case ESP_C_AES_GMAC:
-		if (sa->enc_key_len == 16)
-			IMB_AES128_GCM_PRE(m, sa->enc_key, &x->gkey);
-		else if (sa->enc_key_len == 24)
-			IMB_AES192_GCM_PRE(m, sa->enc_key, &x->gkey);
+		if (cs->enc_key_len == 16)
+			IMB_AES128_GCM_PRE(m, cs->enc_key, &x->gkey);
+		else if (cs->enc_key_len == 24)
+			IMB_AES192_GCM_PRE(m, cs->enc_key, &x->gkey);
 		else
-			IMB_AES256_GCM_PRE(m, sa->enc_key, &x->gkey);
+			IMB_AES256_GCM_PRE(m, cs->enc_key, &x->gkey);
 		break;
 	case ESP_C_AES_CBC:
 	case ESP_C_AES_CTR:
-		x->cmode = sa->cipher == ESP_C_AES_CBC ? IMB_CIPHER_CBC : IMB_CIPHER_CNTR;
-		if (sa->enc_key_len == 16)
-			IMB_AES_KEYEXP_128(m, sa->enc_key, x->enc_keys, x->dec_keys);
-		else if (sa->enc_key_len == 24)
-			IMB_AES_KEYEXP_192(m, sa->enc_key, x->enc_keys, x->dec_keys);
+		x->cmode = cs->cipher == ESP_C_AES_CBC ? IMB_CIPHER_CBC : IMB_CIPHER_CNTR;
+		if (cs->enc_key_len == 16)
+			IMB_AES_KEYEXP_128(m, cs->enc_key, x->enc_keys, x->dec_keys);
+		else if (cs->enc_key_len == 24)
+			IMB_AES_KEYEXP_192(m, cs->enc_key, x->enc_keys, x->dec_keys);
 		else
-			IMB_AES_KEYEXP_256(m, sa->enc_key, x->enc_keys, x->dec_keys);
+			IMB_AES_KEYEXP_256(m, cs->enc_key, x->enc_keys, x->dec_keys);
 		break;
 	case ESP_C_3DES_CBC:
 		x->cmode = IMB_CIPHER_DES3;
 		for (int i = 0; i < 3; i++) {
-			IMB_DES_KEYSCHED(m, x->des_ks[i], sa->enc_key + 8 * i);
+			IMB_DES_KEYSCHED(m, x->des_ks[i], cs->enc_key + 8 * i);
 			x->des_ptrs[i] = x->des_ks[i];
 		}
 		break;
 	case ESP_C_CHACHA_POLY:
 		x->cmode = IMB_CIPHER_CHACHA20_POLY1305;
 		x->hash = IMB_AUTH_CHACHA20_POLY1305;
-		memcpy(x->chacha_key, sa->enc_key, 32);
+		memcpy(x->chacha_key, cs->enc_key, 32);
 		break;
 	default:
 		x->cmode = IMB_CIPHER_NULL;
 		break;
 	}
-	if (sa->hmac) {
+	if (cs->hmac) {
 		uint8_t k[128] __attribute__((aligned(16)));
-		unsigned bl = esp_hmac_block_len(sa->hmac);
+		unsigned bl = esp_hmac_block_len(cs->hmac);
 		memset(k, 0, sizeof(k));
-		memcpy(k, sa->auth_key, sa->auth_key_len);
+		memcpy(k, cs->auth_key, cs->auth_key_len);
 		for (int pass = 0; pass < 2; pass++) {
 			uint8_t *out = pass ? x->opad : x->ipad;
 			for (unsigned i = 0; i < bl; i++)
 				k[i] ^= pass ? (0x36 ^ 0x5c) : 0x36;
-			switch (sa->hmac) {
+			switch (cs->hmac) {
 			case ESP_H_MD5:    IMB_MD5_ONE_BLOCK(m, k, out); x->hash = IMB_AUTH_MD5; break;
 			case ESP_H_SHA1:   IMB_SHA1_ONE_BLOCK(m, k, out); x->hash = IMB_AUTH_HMAC_SHA_1; break;
 			case ESP_H_SHA256: IMB_SHA256_ONE_BLOCK(m, k, out); x->hash = IMB_AUTH_HMAC_SHA_256; break;
@@ -218,11 +204,11 @@ void esp_imb_gcm_op(IMB_MGR *m, const struct gcm_key_data *k, unsigned key_len, 
 		gcm_fn(m, key_len, enc)(k, g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, tag, 16);
 }
 
-static void direct_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)
+static void direct_run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n, bool enc)
 {
-	const struct imb_ctx *x = sa->cctx;
+	const struct imb_ctx *x = cs->ctx;
 	struct gcm_context_data g;
-	if (sa->kind == ESP_KIND_GMAC) {
+	if (cs->kind == ESP_KIND_GMAC) {
 		/* GMAC = GCM with everything as AAD and nothing to encrypt (RFC 4543 §3). */
 		aes_gcm_enc_dec_t fn = gcm_fn(tl_mgrs.direct, x->key_len, true);
 		for (unsigned i = 0; i < n; i++) {
@@ -252,19 +238,19 @@ static void direct_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool 
 
 /* ---- everything else: job API ---- */
 
-static void job_done(struct esp_sa *sa, IMB_JOB *job, bool enc)
+static void job_done(const struct esp_crypto_sa *cs, IMB_JOB *job, bool enc)
 {
 	struct esp_cop *c = job->user_data;
 	if (job->status != IMB_STATUS_COMPLETED) {
 		c->ok = 0;
 		return;
 	}
-	c->ok = enc ? 1 : esp_icv_equal(c->calc, c->icv_in, sa->icv_len);
+	c->ok = enc ? 1 : esp_icv_equal(c->calc, c->icv_in, cs->icv_len);
 }
 
-static void jobs_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)
+static void jobs_run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n, bool enc)
 {
-	const struct imb_ctx *x = sa->cctx;
+	const struct imb_ctx *x = cs->ctx;
 	IMB_MGR *m = tl_mgrs.job;
 	IMB_JOB *job;
 	for (unsigned i = 0; i < n; i++) {
@@ -297,7 +283,7 @@ static void jobs_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool en
 			job->msg_len_to_hash_in_bytes = c->auth_len;
 			job->u.HMAC._hashed_auth_key_xor_ipad = x->ipad;
 			job->u.HMAC._hashed_auth_key_xor_opad = x->opad;
-			job->auth_tag_output_len_in_bytes = sa->icv_len;
+			job->auth_tag_output_len_in_bytes = cs->icv_len;
 			if (x->cmode == IMB_CIPHER_NULL || c->data_len == 0) {
 				job->cipher_mode = IMB_CIPHER_NULL;
 				job->dst = c->auth;
@@ -326,40 +312,39 @@ static void jobs_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool en
 		}
 		job = IMB_SUBMIT_JOB(m);
 		while (job) {
-			job_done(sa, job, enc);
+			job_done(cs, job, enc);
 			job = IMB_GET_COMPLETED_JOB(m);
 		}
 	}
 	/* Drain: nothing stays queued between calls (see the 1.3 ring bug above). */
 	while ((job = IMB_FLUSH_JOB(m)) != NULL)
-		job_done(sa, job, enc);
+		job_done(cs, job, enc);
 }
 
-static void run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)
+static void run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n, bool enc)
 {
 	if (ESP_UNLIKELY(!mgrs_get())) {
 		for (unsigned i = 0; i < n; i++)
 			ops[i].ok = 0;
 		return;
 	}
-	if (sa->cipher == ESP_C_AES_GCM || sa->cipher == ESP_C_AES_GMAC)
-		direct_run(sa, ops, n, enc);
+	if (cs->cipher == ESP_C_AES_GCM || cs->cipher == ESP_C_AES_GMAC)
+		direct_run(cs, ops, n, enc);
 	else
-		jobs_run(sa, ops, n, enc);
+		jobs_run(cs, ops, n, enc);
 }
 
-static void imb_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void imb_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	run(sa, ops, n, true);
+	run(cs, ops, n, true);
 }
 
-static void imb_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void imb_decrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	run(sa, ops, n, false);
+	run(cs, ops, n, false);
 }
 
 const struct esp_crypto_ops esp_crypto_ipsecmb = {
-	.id = ESP_BACKEND_IPSECMB,
 	.name = "ipsecmb",
 	.supports = imb_supports,
 	.init = imb_init,

@@ -7,7 +7,7 @@
 #ifdef HAVE_IPSEC_MB
 #include <intel-ipsec-mb.h>
 
-#include "dataplane/engine/esp_internal.h"
+#include "dataplane/engine/crypto/esp_crypto.h"
 
 /* This thread's direct-API manager (created on first use, freed at thread exit), or NULL. Keys for
  * it (IMB_AES*_GCM_PRE) must be set up with a manager of the same type: this one. */

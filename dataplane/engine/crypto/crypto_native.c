@@ -30,7 +30,7 @@
 #include <string.h>
 #include <openssl/crypto.h>
 
-#include "dataplane/engine/esp_internal.h"
+#include "dataplane/engine/crypto/esp_crypto.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -657,14 +657,14 @@ static bool nat_supports(uint8_t kind, uint8_t cipher, uint8_t hmac, unsigned ke
 	       (kind == ESP_KIND_GMAC && cipher == ESP_C_AES_GMAC);
 }
 
-static int nat_init(struct esp_sa *sa)
+static int nat_init(struct esp_crypto_sa *cs)
 {
-	if (!nat_supports(sa->kind, sa->cipher, sa->hmac, sa->enc_key_len))
+	if (!nat_supports(cs->kind, cs->cipher, cs->hmac, cs->enc_key_len))
 		return -ENOTSUP;
 	struct ngcm *g = aligned_alloc(64, (sizeof(*g) + 63) & ~(size_t)63);
 	if (!g)
 		return -ENOMEM;
-	key_expand(g, sa->enc_key, sa->enc_key_len);
+	key_expand(g, cs->enc_key, cs->enc_key_len);
 	setup_h(g);
 	g->vaes = false;
 	if (cpu_vaes() && esp_native_vaes)
@@ -674,22 +674,22 @@ static int nat_init(struct esp_sa *sa)
 	 * the hand-off is only for CPUs without it. */
 	IMB_MGR *m = g->vaes ? NULL : esp_imb_direct_mgr();
 	g->imb = m != NULL;
-	if (m && sa->enc_key_len == 16)
-		IMB_AES128_GCM_PRE(m, sa->enc_key, &g->imb_key);
+	if (m && cs->enc_key_len == 16)
+		IMB_AES128_GCM_PRE(m, cs->enc_key, &g->imb_key);
 	else if (m)
-		IMB_AES256_GCM_PRE(m, sa->enc_key, &g->imb_key);
+		IMB_AES256_GCM_PRE(m, cs->enc_key, &g->imb_key);
 #endif
-	sa->cctx = g;
+	cs->ctx = g;
 	return 0;
 }
 
-static void nat_fini(struct esp_sa *sa)
+static void nat_fini(struct esp_crypto_sa *cs)
 {
-	if (!sa->cctx)
+	if (!cs->ctx)
 		return;
-	OPENSSL_cleanse(sa->cctx, sizeof(struct ngcm));
-	free(sa->cctx);
-	sa->cctx = NULL;
+	OPENSSL_cleanse(cs->ctx, sizeof(struct ngcm));
+	free(cs->ctx);
+	cs->ctx = NULL;
 }
 
 #ifdef HAVE_IPSEC_MB
@@ -705,10 +705,10 @@ static bool imb_run(const struct ngcm *g, unsigned key_len, struct esp_cop *c, b
 }
 #endif
 
-static void nat_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc)
+static void nat_run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n, bool enc)
 {
-	const struct ngcm *g = sa->cctx;
-	const bool gmac = sa->kind == ESP_KIND_GMAC;
+	const struct ngcm *g = cs->ctx;
+	const bool gmac = cs->kind == ESP_KIND_GMAC;
 #ifdef HAVE_IPSEC_MB
 	struct gcm_context_data ctx;
 	bool used_imb = false;
@@ -719,7 +719,7 @@ static void nat_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc
 		uint8_t *tag = enc ? c->tag : c->calc;
 #ifdef HAVE_IPSEC_MB
 		if ((gmac ? c->auth_len : c->data_len) > NATIVE_SHORT_MAX && g->imb && esp_native_bulk_ipsecmb &&
-		    imb_run(g, sa->enc_key_len, c, gmac, enc, &ctx)) {
+		    imb_run(g, cs->enc_key_len, c, gmac, enc, &ctx)) {
 			used_imb = true;
 		} else
 #endif
@@ -750,14 +750,14 @@ static void nat_run(struct esp_sa *sa, struct esp_cop *ops, unsigned n, bool enc
 #endif
 }
 
-static void nat_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void nat_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	nat_run(sa, ops, n, true);
+	nat_run(cs, ops, n, true);
 }
 
-static void nat_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void nat_decrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	nat_run(sa, ops, n, false);
+	nat_run(cs, ops, n, false);
 }
 
 #else /* not x86-64 */
@@ -771,20 +771,20 @@ static bool nat_supports(uint8_t kind, uint8_t cipher, uint8_t hmac, unsigned ke
 	return false;
 }
 
-static int nat_init(struct esp_sa *sa)
+static int nat_init(struct esp_crypto_sa *cs)
 {
-	(void)sa;
+	(void)cs;
 	return -ENOTSUP;
 }
 
-static void nat_fini(struct esp_sa *sa)
+static void nat_fini(struct esp_crypto_sa *cs)
 {
-	(void)sa;
+	(void)cs;
 }
 
-static void nat_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void nat_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	(void)sa;
+	(void)cs;
 	for (unsigned i = 0; i < n; i++)
 		ops[i].ok = 0;
 }
@@ -794,7 +794,6 @@ static void nat_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 #endif
 
 const struct esp_crypto_ops esp_crypto_native = {
-	.id = ESP_BACKEND_NATIVE,
 	.name = "native",
 	.supports = nat_supports,
 	.init = nat_init,

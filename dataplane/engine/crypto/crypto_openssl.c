@@ -14,7 +14,7 @@
 #include <openssl/md5.h>
 #include <openssl/sha.h>
 
-#include "dataplane/engine/esp_internal.h"
+#include "dataplane/engine/crypto/esp_crypto.h"
 
 union hstate {
 	MD5_CTX md5;
@@ -109,60 +109,60 @@ static bool ossl_supports(uint8_t kind, uint8_t cipher, uint8_t hmac_alg, unsign
 	return cipher_of(cipher, key_len) != NULL;
 }
 
-static void ossl_fini(struct esp_sa *sa)
+static void ossl_fini(struct esp_crypto_sa *cs)
 {
-	struct ossl_ctx *x = sa->cctx;
+	struct ossl_ctx *x = cs->ctx;
 	if (!x)
 		return;
 	EVP_CIPHER_CTX_free(x->ev); /* clears the key schedule */
 	OPENSSL_cleanse(x, sizeof(*x));
 	free(x);
-	sa->cctx = NULL;
+	cs->ctx = NULL;
 }
 
-static int ossl_init(struct esp_sa *sa)
+static int ossl_init(struct esp_crypto_sa *cs)
 {
 	struct ossl_ctx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	sa->cctx = x;
-	x->hmac = sa->hmac;
-	if (sa->cipher != ESP_C_NULL && sa->cipher != ESP_C_NONE) {
-		const EVP_CIPHER *c = cipher_of(sa->cipher, sa->enc_key_len);
-		int enc = sa->dir == SADB_DIR_OUT;
+	cs->ctx = x;
+	x->hmac = cs->hmac;
+	if (cs->cipher != ESP_C_NULL && cs->cipher != ESP_C_NONE) {
+		const EVP_CIPHER *c = cipher_of(cs->cipher, cs->enc_key_len);
+		int enc = cs->out;
 		/* GMAC and the AEADs verify by computing the tag as an encryption would, so that the
 		 * compare is ours (constant time, CRYPTO_memcmp) and the same for every backend. */
-		if (sa->kind == ESP_KIND_AEAD || sa->kind == ESP_KIND_GMAC)
-			enc = sa->dir == SADB_DIR_OUT || sa->kind == ESP_KIND_GMAC;
+		if (cs->kind == ESP_KIND_AEAD || cs->kind == ESP_KIND_GMAC)
+			enc = cs->out || cs->kind == ESP_KIND_GMAC;
 		x->ev = EVP_CIPHER_CTX_new();
 		if (!c || !x->ev || !EVP_CipherInit_ex(x->ev, c, NULL, NULL, NULL, enc))
 			goto fail;
-		if ((sa->kind == ESP_KIND_AEAD || sa->kind == ESP_KIND_GMAC) &&
+		if ((cs->kind == ESP_KIND_AEAD || cs->kind == ESP_KIND_GMAC) &&
 		    !EVP_CIPHER_CTX_ctrl(x->ev, EVP_CTRL_AEAD_SET_IVLEN, 12, NULL))
 			goto fail;
-		if (!EVP_CipherInit_ex(x->ev, NULL, NULL, sa->enc_key, NULL, enc))
+		if (!EVP_CipherInit_ex(x->ev, NULL, NULL, cs->enc_key, NULL, enc))
 			goto fail;
-		if (sa->kind == ESP_KIND_CIPHER_HMAC)
+		if (cs->kind == ESP_KIND_CIPHER_HMAC)
 			EVP_CIPHER_CTX_set_padding(x->ev, 0);
 	}
-	if (sa->hmac) {
-		unsigned bl = esp_hmac_block_len(sa->hmac);
+	if (cs->hmac) {
+		unsigned bl = esp_hmac_block_len(cs->hmac);
 		uint8_t k[128];
 		memset(k, 0, sizeof(k));
-		memcpy(k, sa->auth_key, sa->auth_key_len); /* <= block length, checked by esp_sa_create */
+		memcpy(k, cs->auth_key, cs->auth_key_len); /* <= block length, checked by esp_sa_create */
 		for (unsigned i = 0; i < bl; i++)
 			k[i] ^= 0x36;
-		h_init(sa->hmac, &x->ipad);
-		h_update(sa->hmac, &x->ipad, k, bl);
+		h_init(cs->hmac, &x->ipad);
+		h_update(cs->hmac, &x->ipad, k, bl);
 		for (unsigned i = 0; i < bl; i++)
 			k[i] ^= 0x36 ^ 0x5c;
-		h_init(sa->hmac, &x->opad);
-		h_update(sa->hmac, &x->opad, k, bl);
+		h_init(cs->hmac, &x->opad);
+		h_update(cs->hmac, &x->opad, k, bl);
 		OPENSSL_cleanse(k, sizeof(k));
 	}
 	return 0;
 fail:
-	ossl_fini(sa);
+	ossl_fini(cs);
 	return -EINVAL;
 }
 
@@ -191,18 +191,18 @@ static bool aead(struct ossl_ctx *x, struct esp_cop *c, bool enc, bool gmac, uin
 	return true;
 }
 
-static void ossl_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void ossl_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	struct ossl_ctx *x = sa->cctx;
+	struct ossl_ctx *x = cs->ctx;
 	uint8_t full[64];
 	int l;
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
 		bool ok = true;
-		switch (sa->kind) {
+		switch (cs->kind) {
 		case ESP_KIND_AEAD:
 		case ESP_KIND_GMAC:
-			ok = aead(x, c, true, sa->kind == ESP_KIND_GMAC, c->tag);
+			ok = aead(x, c, true, cs->kind == ESP_KIND_GMAC, c->tag);
 			break;
 		case ESP_KIND_CIPHER_HMAC:
 			if (c->data_len)
@@ -211,21 +211,21 @@ static void ossl_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 			/* fall through */
 		case ESP_KIND_HMAC:
 			hmac(x, c->auth, c->auth_len, full);
-			memcpy(c->tag, full, sa->icv_len);
+			memcpy(c->tag, full, cs->icv_len);
 			break;
 		}
 		c->ok = ok;
 	}
 }
 
-static void ossl_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void ossl_decrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	struct ossl_ctx *x = sa->cctx;
+	struct ossl_ctx *x = cs->ctx;
 	int l;
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
 		bool ok = true;
-		switch (sa->kind) {
+		switch (cs->kind) {
 		case ESP_KIND_AEAD: {
 			/* The ciphertext is authenticated by the tag computed while decrypting. */
 			ok = EVP_CipherInit_ex(x->ev, NULL, NULL, NULL, c->iv, -1) &&
@@ -237,14 +237,14 @@ static void ossl_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 			break;
 		}
 		case ESP_KIND_GMAC:
-			ok = aead(x, c, true, true, c->calc) && !CRYPTO_memcmp(c->calc, c->icv_in, sa->icv_len);
+			ok = aead(x, c, true, true, c->calc) && !CRYPTO_memcmp(c->calc, c->icv_in, cs->icv_len);
 			break;
 		case ESP_KIND_CIPHER_HMAC:
 		case ESP_KIND_HMAC:
 			/* Verify first (RFC 4303 §3.4.4.1: integrity before decryption). */
 			hmac(x, c->auth, c->auth_len, c->calc);
-			ok = !CRYPTO_memcmp(c->calc, c->icv_in, sa->icv_len);
-			if (ok && sa->kind == ESP_KIND_CIPHER_HMAC && c->data_len)
+			ok = !CRYPTO_memcmp(c->calc, c->icv_in, cs->icv_len);
+			if (ok && cs->kind == ESP_KIND_CIPHER_HMAC && c->data_len)
 				ok = EVP_DecryptInit_ex(x->ev, NULL, NULL, NULL, c->iv) &&
 				     EVP_DecryptUpdate(x->ev, c->data, &l, c->data, (int)c->data_len);
 			break;
@@ -254,7 +254,6 @@ static void ossl_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 }
 
 const struct esp_crypto_ops esp_crypto_openssl = {
-	.id = ESP_BACKEND_OPENSSL,
 	.name = "openssl",
 	.supports = ossl_supports,
 	.init = ossl_init,

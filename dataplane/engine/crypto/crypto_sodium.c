@@ -5,10 +5,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sodium.h>
 
-#include "dataplane/engine/esp_internal.h"
+#include "dataplane/engine/crypto/esp_crypto.h"
 
 struct sod_ctx {
 	crypto_aead_aes256gcm_state gcm; /* first: 16-byte aligned by the allocation */
@@ -38,43 +39,43 @@ static bool sod_supports(uint8_t kind, uint8_t cipher, uint8_t hmac, unsigned ke
 	return false;
 }
 
-static int sod_init(struct esp_sa *sa)
+static int sod_init(struct esp_crypto_sa *cs)
 {
 	struct sod_ctx *x = aligned_alloc(64, (sizeof(*x) + 63) & ~(size_t)63);
 	if (!x)
 		return -ENOMEM;
 	memset(x, 0, sizeof(*x));
-	if (sa->cipher == ESP_C_CHACHA_POLY)
-		memcpy(x->key, sa->enc_key, 32);
-	else if (crypto_aead_aes256gcm_beforenm(&x->gcm, sa->enc_key) != 0) {
+	if (cs->cipher == ESP_C_CHACHA_POLY)
+		memcpy(x->key, cs->enc_key, 32);
+	else if (crypto_aead_aes256gcm_beforenm(&x->gcm, cs->enc_key) != 0) {
 		sodium_memzero(x, sizeof(*x));
 		free(x);
 		return -EINVAL;
 	}
-	sa->cctx = x;
+	cs->ctx = x;
 	return 0;
 }
 
-static void sod_fini(struct esp_sa *sa)
+static void sod_fini(struct esp_crypto_sa *cs)
 {
-	struct sod_ctx *x = sa->cctx;
+	struct sod_ctx *x = cs->ctx;
 	if (!x)
 		return;
 	sodium_memzero(x, sizeof(*x));
 	free(x);
-	sa->cctx = NULL;
+	cs->ctx = NULL;
 }
 
-static void sod_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void sod_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	struct sod_ctx *x = sa->cctx;
+	struct sod_ctx *x = cs->ctx;
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
 		int r;
-		if (sa->cipher == ESP_C_CHACHA_POLY)
+		if (cs->cipher == ESP_C_CHACHA_POLY)
 			r = crypto_aead_chacha20poly1305_ietf_encrypt_detached(
 				c->data, c->tag, NULL, c->data, c->data_len, c->aad, c->aad_len, NULL, c->iv, x->key);
-		else if (sa->kind == ESP_KIND_GMAC)
+		else if (cs->kind == ESP_KIND_GMAC)
 			r = crypto_aead_aes256gcm_encrypt_detached_afternm(
 				c->calc, c->tag, NULL, c->calc, 0, c->auth, c->auth_len, NULL, c->iv, &x->gcm);
 		else
@@ -84,16 +85,16 @@ static void sod_encrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 	}
 }
 
-static void sod_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
+static void sod_decrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	struct sod_ctx *x = sa->cctx;
+	struct sod_ctx *x = cs->ctx;
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
 		int r;
-		if (sa->cipher == ESP_C_CHACHA_POLY)
+		if (cs->cipher == ESP_C_CHACHA_POLY)
 			r = crypto_aead_chacha20poly1305_ietf_decrypt_detached(
 				c->data, NULL, c->data, c->data_len, c->icv_in, c->aad, c->aad_len, c->iv, x->key);
-		else if (sa->kind == ESP_KIND_GMAC)
+		else if (cs->kind == ESP_KIND_GMAC)
 			r = crypto_aead_aes256gcm_decrypt_detached_afternm(
 				c->calc, NULL, c->calc, 0, c->icv_in, c->auth, c->auth_len, c->iv, &x->gcm);
 		else
@@ -104,7 +105,6 @@ static void sod_decrypt(struct esp_sa *sa, struct esp_cop *ops, unsigned n)
 }
 
 const struct esp_crypto_ops esp_crypto_sodium = {
-	.id = ESP_BACKEND_SODIUM,
 	.name = "sodium",
 	.supports = sod_supports,
 	.init = sod_init,

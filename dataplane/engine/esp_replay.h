@@ -1,0 +1,75 @@
+/* dataplane/engine/esp_replay.h: the inbound anti-replay window over rt->replay_top/replay_bitmap
+ * (replay.c explains the ring): ESN inference, the check before any crypto and the in-order update
+ * after a verified ICV. They run for every received packet, so they are inline here; the general
+ * update is replay.c's. Internal to the engine. */
+#ifndef XIPSEC_ESP_REPLAY_H
+#define XIPSEC_ESP_REPLAY_H
+
+#include "dataplane/engine/esp_sa.h"
+
+#define ESP_REPLAY_RING ((uint64_t)SADB_REPLAY_MAX)
+
+static inline uint64_t esp_replay_top(const struct sadb_runtime *rt)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&rt->replay_top, memory_order_relaxed);
+}
+
+/* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half). */
+static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo)
+{
+	if (!(sa->flags & SADB_SAF_ESN))
+		return seq_lo;
+	uint64_t top = esp_replay_top(sa->rt);
+	uint32_t tl = (uint32_t)top, th = (uint32_t)(top >> 32);
+	/* Without a window (manual keying, SADB_SAF_NO_REPLAY), infer around the top by half the space. */
+	uint32_t w = sa->window ? sa->window : 0x80000000u;
+	uint32_t bottom = tl - w + 1; /* modulo 2^32 */
+	if (tl >= w - 1) {
+		/* Case A: the window lies in one 2^32 subspace. */
+		if (seq_lo >= bottom)
+			return (uint64_t)th << 32 | seq_lo;
+		return (uint64_t)(th + 1) << 32 | seq_lo; /* wrapped into the next subspace */
+	}
+	/* Case B: the window straddles a subspace boundary. */
+	if (seq_lo >= bottom && th > 0)
+		return (uint64_t)(th - 1) << 32 | seq_lo;
+	return (uint64_t)th << 32 | seq_lo;
+}
+
+/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD. Reads only. */
+static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq)
+{
+	if (seq == 0)
+		return SADB_DROP_REPLAY_OLD; /* never sent: counters start at 1 (RFC 4303 §3.3.3) */
+	if (!sa->window)
+		return SADB_DROP_NONE;
+	const struct sadb_runtime *rt = sa->rt;
+	uint64_t top = esp_replay_top(rt);
+	if (seq > top)
+		return SADB_DROP_NONE;
+	if (top - seq >= sa->window)
+		return SADB_DROP_REPLAY_OLD;
+	uint64_t bit = seq % ESP_REPLAY_RING;
+	if (rt->replay_bitmap[bit / 64] & (1ULL << (bit % 64)))
+		return SADB_DROP_REPLAY;
+	return SADB_DROP_NONE;
+}
+
+/* Check again and mark seq as received (after the ICV verified). */
+enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq);
+static inline enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
+{
+	struct sadb_runtime *rt = sa->rt;
+	uint64_t top = esp_replay_top(rt);
+	if (ESP_LIKELY(seq == top + 1 && seq != 0)) {
+		/* In order, the common case: it passes the check (above the top), and the only number
+		 * the window newly covers is seq itself, whose bit is set here: nothing to clear. */
+		uint64_t bit = seq % ESP_REPLAY_RING;
+		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_relaxed);
+		rt->replay_bitmap[bit / 64] |= 1ULL << (bit % 64);
+		return SADB_DROP_NONE;
+	}
+	return esp_replay_update_slow(sa, seq);
+}
+
+#endif
