@@ -91,53 +91,15 @@ tests/fuzz/fuzz_ah_plain: tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_LIB)
 
 # libsadb's readers over a corrupted segment: the library's own sources, built with clang.
 FUZZ_SADB_HDRS = $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_int.h $(srcdir)/sadb/sadb_drops.h
-FUZZ_SADB_OBJS = tests/fuzz/obj/sadb_seg.o tests/fuzz/obj/sadb_read.o tests/fuzz/obj/sadb_hash.o tests/fuzz/obj/sadb_journal.o \
-	tests/fuzz/obj/sadb_txn.o tests/fuzz/obj/sadb_hold.o tests/fuzz/obj/sadb_sa.o tests/fuzz/obj/sadb_policy.o \
-	tests/fuzz/obj/sadb_file.o tests/fuzz/obj/sadb_spd.o tests/fuzz/obj/sadb_util.o
-
-tests/fuzz/obj/sadb_seg.o: $(srcdir)/sadb/sadb_seg.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_seg.c -o $@
-
-tests/fuzz/obj/sadb_read.o: $(srcdir)/sadb/sadb_read.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_read.c -o $@
-
-tests/fuzz/obj/sadb_hash.o: $(srcdir)/sadb/sadb_hash.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_hash.c -o $@
-
-tests/fuzz/obj/sadb_journal.o: $(srcdir)/sadb/sadb_journal.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_journal.c -o $@
-
-tests/fuzz/obj/sadb_txn.o: $(srcdir)/sadb/sadb_txn.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_txn.c -o $@
-
-tests/fuzz/obj/sadb_hold.o: $(srcdir)/sadb/sadb_hold.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_hold.c -o $@
-
-tests/fuzz/obj/sadb_sa.o: $(srcdir)/sadb/sadb_sa.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_sa.c -o $@
-
-tests/fuzz/obj/sadb_policy.o: $(srcdir)/sadb/sadb_policy.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_policy.c -o $@
-
-tests/fuzz/obj/sadb_file.o: $(srcdir)/sadb/sadb_file.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_file.c -o $@
-
-tests/fuzz/obj/sadb_spd.o: $(srcdir)/sadb/sadb_spd.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_spd.c -o $@
-
-tests/fuzz/obj/sadb_util.o: $(srcdir)/sadb/sadb_util.c $(FUZZ_SADB_HDRS) config.h
-	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/sadb/sadb_util.c -o $@
+# libsadb as one instrumented archive from its own source list (sadb/local.mk), as the engine's.
+FUZZ_SADB_LIB = tests/fuzz/libsadb-fuzz.a
+FUZZ_SADB_OBJS = $(FUZZ_SADB_LIB)
+$(FUZZ_SADB_LIB): $(sadb_libsadb_a_SOURCES) $(FUZZ_SADB_HDRS) config.h
+	@rm -rf tests/fuzz/obj/sadb && $(MKDIR_P) tests/fuzz/obj/sadb
+	$(AM_V_CC)for f in $(sadb_libsadb_a_SOURCES); do case $$f in *.c) echo "$$f";; esac; done | \
+		xargs -P "$$(nproc)" -I{} sh -c '$(CLANG) $(FUZZ_CFLAGS) -c "$(srcdir)/{}" \
+			-o "tests/fuzz/obj/sadb/$$(basename {} .c).o"'
+	$(AM_V_AR)rm -f $@ && $(AR) $(ARFLAGS) $@ tests/fuzz/obj/sadb/*.o && $(RANLIB) $@
 
 tests/fuzz/obj/h_sadb_open.o: $(srcdir)/tests/fuzz/fuzz_sadb_open.c $(FUZZ_SADB_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
@@ -173,6 +135,6 @@ fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 FUZZ_TESTS += tests/fuzz/run-fuzz.sh
 # The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
 tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
-CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_LIB) tests/fuzz/obj/engine/*.o $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/dp_frag.o
+CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_LIB) tests/fuzz/obj/engine/*.o $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/sadb/*.o tests/fuzz/obj/dp_frag.o
 EXTRA_DIST += tests/fuzz/fuzz_reasm.c tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
 	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh
