@@ -167,9 +167,11 @@ struct dp_ctx {
 	uint64_t sa_soft_expired, sa_hard_expired;
 };
 
-/* ---- dp_util ---- */
+/* ---- dp_util.c ---- */
+/* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Messages above LOG_NOTICE + dp_verbose (--verbose) are not written. */
 extern int dp_verbose;
 
 /* ---- dp_xdp.c: our one XDP program ---- */

@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,31 +27,6 @@
 #include "dataplane/xipsecd/dp_sa.h"
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
-
-int dp_verbose;
-
-uint64_t dp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void dp_log(int prio, const char *fmt, ...)
-{
-	static const char *const names[] = { "emerg", "alert", "crit", "error", "warning", "notice",
-					     "info", "debug" };
-	char msg[512];
-	va_list ap;
-
-	if (prio > LOG_NOTICE + dp_verbose)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "xipsecd[%d]: %s: %s\n", (int)getpid(), names[prio & 7], msg);
-}
 
 static void usage(FILE *f)
 {
