@@ -109,8 +109,14 @@ struct dp_ctx;
 
 _Static_assert(DP_MAX_WORKERS <= SADB_MAX_WORKERS, "every worker needs a record in the SADB stats area");
 
-/* Add to a counter of the worker's SADB stats record (its only writer; relaxed for the readers). */
+/* A worker's counters live in two places: its struct dp_wstats (the control socket's status) and its
+ * record in the SADB stats area (ipsecctl show stats). It is the only writer of both, relaxed for the
+ * readers. An event both count is written through DP_COUNT (a field of the same name in both: drops,
+ * fragmentation, reassembly) or dp_count_rx/dp_count_tx, so that the two never disagree; DP_STAT and
+ * DP_SST_ADD write one side only (what the other does not have, or a drop an SA was charged with). */
+#define DP_STAT(w, field, n) atomic_fetch_add_explicit(&(w)->st.field, (n), memory_order_relaxed)
 #define DP_SST_ADD(w, field, n) __atomic_fetch_add(&(w)->sst->field, (n), __ATOMIC_RELAXED)
+#define DP_COUNT(w, field, n) do { DP_STAT(w, field, n); DP_SST_ADD(w, field, n); } while (0)
 
 struct dp_worker {
 	struct dp_ctx *ctx;
@@ -139,6 +145,20 @@ struct dp_worker {
 	                              * outside (decapsulated or bypassed) and leave through it again */
 	uint64_t reasm_expire_ns;    /* next look for timed-out datagrams */
 };
+
+/* n packets received on port (the SADB record counts both ports together; bytes per packet). */
+static inline void dp_count_rx(struct dp_worker *w, unsigned port, uint32_t n)
+{
+	DP_STAT(w, rx[port], n);
+	DP_SST_ADD(w, rx_packets, n);
+}
+
+static inline void dp_count_tx(struct dp_worker *w, unsigned port, uint32_t len)
+{
+	DP_STAT(w, tx[port], 1);
+	DP_SST_ADD(w, tx_packets, 1);
+	DP_SST_ADD(w, tx_bytes, len);
+}
 
 struct dp_ctx {
 	struct dp_config cfg;

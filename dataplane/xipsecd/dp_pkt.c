@@ -59,8 +59,7 @@ bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len)
 		dp_tx_kick(pt);
 		if (xsk_ring_prod__reserve(&pt->tx, 1, &idx) == 1)
 			goto put;
-		atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1, memory_order_relaxed);
-		DP_SST_ADD(w, drops[SADB_DROP_TX_FULL], 1);
+		DP_COUNT(w, drops[SADB_DROP_TX_FULL], 1);
 		dp_frame_free(w, addr);
 		return false;
 	}
@@ -70,9 +69,7 @@ put:
 	xsk_ring_prod__tx_desc(&pt->tx, idx)->options = 0;
 	xsk_ring_prod__submit(&pt->tx, 1);
 	pt->tx_pending++;
-	atomic_fetch_add_explicit(&w->st.tx[port], 1, memory_order_relaxed);
-	DP_SST_ADD(w, tx_packets, 1);
-	DP_SST_ADD(w, tx_bytes, len);
+	dp_count_tx(w, port, len);
 	return true;
 }
 
@@ -190,7 +187,7 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		uint16_t c = htons(csum_fold(sum_add(sum_add(ml + IPPROTO_ICMPV6, p + 8, 32), p + 40, ml)));
 		memcpy(p + 42, &c, 2);
 	}
-	atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
+	DP_STAT(w, icmp_sent, 1);
 	dp_forward_generated(w, addr, tot);
 }
 

@@ -137,8 +137,7 @@ void dp_route_hold_retry(struct dp_worker *w, bool force)
 			unsigned reason = r == -EAGAIN ? SADB_DROP_NO_NEIGH :
 					  (r < 0 ? (unsigned)-r : SADB_DROP_NO_ROUTE);
 
-			atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
-			DP_SST_ADD(w, drops[reason], 1);
+			DP_COUNT(w, drops[reason], 1);
 		}
 		dp_frame_free(w, h->addr);
 	}

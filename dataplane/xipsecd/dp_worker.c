@@ -58,8 +58,7 @@ static inline uint8_t *mem(struct dp_worker *w, uint64_t addr)
 /* A drop that belongs to no SA: counted in the worker's SADB record as well (ipsecctl show stats). */
 static inline void drop(struct dp_worker *w, uint64_t addr, unsigned reason)
 {
-	atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
-	DP_SST_ADD(w, drops[reason], 1);
+	DP_COUNT(w, drops[reason], 1);
 	dp_frame_free(w, addr);
 }
 
@@ -67,7 +66,7 @@ static inline void drop(struct dp_worker *w, uint64_t addr, unsigned reason)
  * per-SA + SA-less is the total. */
 static inline void drop_charged(struct dp_worker *w, uint64_t addr, unsigned reason)
 {
-	atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
+	DP_STAT(w, drops[reason], 1);
 	dp_frame_free(w, addr);
 }
 
@@ -81,8 +80,7 @@ static inline void drop_count(struct dp_worker *w, unsigned reason, uint64_t n)
 {
 	if (!n)
 		return;
-	atomic_fetch_add_explicit(&w->st.drops[reason], n, memory_order_relaxed);
-	DP_SST_ADD(w, drops[reason], n);
+	DP_COUNT(w, drops[reason], n);
 }
 
 static inline bool ttl_expiring(const uint8_t *l3)
@@ -123,10 +121,8 @@ static int cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t 
 		addrs[0] = src_addr;
 		lens[0] = dp_frag4_write(&f, 0, mem(w, src_addr));
 	}
-	atomic_fetch_add_explicit(&w->st.frag_packets, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&w->st.frag_made, f.n, memory_order_relaxed);
-	DP_SST_ADD(w, frag_packets, 1);
-	DP_SST_ADD(w, frag_made, f.n);
+	DP_COUNT(w, frag_packets, 1);
+	DP_COUNT(w, frag_made, f.n);
 	return (int)f.n;
 }
 
@@ -177,7 +173,7 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	}
 	/* e is filled for an unresolved neighbour too (-EAGAIN) */
 	if ((flags & FWD_SPD_OUT) && e->port == DP_OUT) {
-		atomic_fetch_add_explicit(&w->st.spd_out, 1, memory_order_relaxed);
+		DP_STAT(w, spd_out, 1);
 		outbound(w, w->regroup, addr, len, flags & FWD_DEC_TTL);
 		return;
 	}
@@ -187,11 +183,9 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 			return;
 		}
 		if (dp_tun_write(w->ctx, l3, len) == 0) {
-			atomic_fetch_add_explicit(&w->st.to_tun, 1, memory_order_relaxed);
+			DP_STAT(w, to_tun, 1);
 		} else {
-			atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1,
-						  memory_order_relaxed);
-			DP_SST_ADD(w, drops[SADB_DROP_TX_FULL], 1);
+			DP_COUNT(w, drops[SADB_DROP_TX_FULL], 1);
 		}
 		dp_frame_free(w, addr);
 		return;
@@ -244,7 +238,7 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 		 * route changes while it waits. */
 		h->want = (flags & FWD_OUTSIDE) ? DP_OUT : (flags & FWD_SPD_OUT) ? (int8_t)e->port : -1;
 		h->deadline_ns = dp_now_ns() + DP_HOLD_NS;
-		atomic_fetch_add_explicit(&w->st.held, 1, memory_order_relaxed);
+		DP_STAT(w, held, 1);
 		return;
 	}
 	memcpy(eth, e->dmac, 6);
@@ -297,12 +291,12 @@ static void flush(struct dp_worker *w, struct group *g)
 	g->n = 0;
 	if (g->out) {
 		k = esp_outbound_burst(sa->eo[w->id], g->pp, n);
-		atomic_fetch_add_explicit(&w->st.protect, k, memory_order_relaxed);
+		DP_STAT(w, protect, k);
 	} else {
 		pthread_spin_lock(sa->in_lock);
 		k = esp_inbound_burst(sa->ei, g->pp, n);
 		pthread_spin_unlock(sa->in_lock);
-		atomic_fetch_add_explicit(&w->st.unprotect, k, memory_order_relaxed);
+		DP_STAT(w, unprotect, k);
 	}
 	for (unsigned i = k; i < n; i++) {
 		struct esp_pkt *p = g->pp[i];
@@ -378,7 +372,7 @@ static void outbound(struct dp_worker *w, struct group *g, uint64_t addr, uint32
 	}
 	switch (pol.action) {
 	case SADB_ACT_BYPASS:
-		atomic_fetch_add_explicit(&w->st.bypass, 1, memory_order_relaxed);
+		DP_STAT(w, bypass, 1);
 		forward(w, addr, len, flags);
 		return;
 	case SADB_ACT_PROTECT:
@@ -460,7 +454,7 @@ static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 	if (r == 0 && e->port == DP_RT_LOCAL) {
 		/* for the gateway itself: the kernel reassembles nothing here, it takes it whole */
 		if (w->ctx->tun_fd >= 0 && dp_tun_write(w->ctx, l3, len) == 0)
-			atomic_fetch_add_explicit(&w->st.to_tun, 1, memory_order_relaxed);
+			DP_STAT(w, to_tun, 1);
 		else
 			drop_count(w, w->ctx->tun_fd >= 0 ? SADB_DROP_TX_FULL : SADB_DROP_NO_ROUTE, 1);
 		return;
@@ -485,7 +479,7 @@ static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 		struct sadb_policy pol;
 		unsigned why = SADB_DROP_NONE;
 
-		atomic_fetch_add_explicit(&w->st.spd_out, 1, memory_order_relaxed);
+		DP_STAT(w, spd_out, 1);
 		if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
 			why = SADB_DROP_TRUNCATED;
 		else if (sadb_policy_lookup(w->ctx->db, SADB_DIR_OUT, &sel, &pol))
@@ -547,7 +541,7 @@ static void inbound_large(struct dp_worker *w, uint32_t len)
 	    o.udp_encap != (sa->sa.encap_dport != 0) ? SADB_DROP_BAD_ENCAP : SADB_DROP_NONE;
 	if (r != SADB_DROP_NONE) {
 		sa_drop(sa, r);
-		atomic_fetch_add_explicit(&w->st.drops[r], 1, memory_order_relaxed);
+		DP_STAT(w, drops[r], 1);
 		return;
 	}
 	pthread_spin_lock(sa->in_lock);
@@ -555,14 +549,14 @@ static void inbound_large(struct dp_worker *w, uint32_t len)
 	pthread_spin_unlock(sa->in_lock);
 	if (!k) {
 		/* counted in the SA by the engine */
-		atomic_fetch_add_explicit(&w->st.drops[p.drop], 1, memory_order_relaxed);
+		DP_STAT(w, drops[p.drop], 1);
 		return;
 	}
-	atomic_fetch_add_explicit(&w->st.unprotect, 1, memory_order_relaxed);
+	DP_STAT(w, unprotect, 1);
 	r = inner_check(w, sa, p.buf + p.off, p.len);
 	if (r != SADB_DROP_NONE) {
 		sa_drop(sa, r);
-		atomic_fetch_add_explicit(&w->st.drops[r], 1, memory_order_relaxed);
+		DP_STAT(w, drops[r], 1);
 		return;
 	}
 	forward_large(w, p.buf + p.off, p.len);
@@ -591,10 +585,8 @@ static void reassemble(struct dp_worker *w, struct group *g, uint64_t addr, uint
 	default:
 		break;
 	}
-	atomic_fetch_add_explicit(&w->st.reasm_packets, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&w->st.reasm_frags, res.n_frags, memory_order_relaxed);
-	DP_SST_ADD(w, reasm_packets, 1);
-	DP_SST_ADD(w, reasm_frags, res.n_frags);
+	DP_COUNT(w, reasm_packets, 1);
+	DP_COUNT(w, reasm_frags, res.n_frags);
 	if (res.len > DP_FRAME_SIZE - FRESH_L3) {
 		dp_frame_free(w, base);
 		inbound_large(w, res.len);
@@ -663,7 +655,7 @@ static void from_outside(struct dp_worker *w, struct group *g, uint64_t addr, ui
 		return;
 	}
 	if (pol.action == SADB_ACT_BYPASS) {
-		atomic_fetch_add_explicit(&w->st.bypass, 1, memory_order_relaxed);
+		DP_STAT(w, bypass, 1);
 		forward(w, addr, len, FWD_DEC_TTL | FWD_SPD_OUT);
 	} else {
 		/* plaintext where the policy demands protection is a mismatch, not a discard */
@@ -704,8 +696,7 @@ static unsigned rx_burst(struct dp_worker *w, struct group *g, unsigned p)
 	n = xsk_ring_cons__peek(&pt->rx, DP_BATCH, &idx);
 	if (!n)
 		return 0;
-	atomic_fetch_add_explicit(&w->st.rx[p], n, memory_order_relaxed);
-	DP_SST_ADD(w, rx_packets, n);
+	dp_count_rx(w, p, n);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&pt->rx, idx + i);
 		uint64_t addr = d->addr;
@@ -748,7 +739,7 @@ static unsigned tun_burst(struct dp_worker *w, struct group *g)
 			break;
 		}
 		n++;
-		atomic_fetch_add_explicit(&w->st.from_tun, 1, memory_order_relaxed);
+		DP_STAT(w, from_tun, 1);
 		if (!l3_len(mem(w, addr), (uint32_t)r, &len)) {
 			drop(w, addr, SADB_DROP_TRUNCATED);
 			continue;
