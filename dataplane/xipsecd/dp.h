@@ -239,12 +239,17 @@ int dp_nl_monitor_read(int fd);
 int dp_if_info(const char *name, struct dp_iface *ifc);
 
 /* ---- dp_route.c: per-worker route/neighbour cache, hold queue ---- */
+/* What dp_route_lookup found. */
+enum dp_route_res {
+	DP_ROUTE_OK,                 /* *e: the port (or DP_RT_LOCAL) and the next hop's MAC */
+	DP_ROUTE_PENDING,            /* the neighbour is being resolved: hold the packet (*e: port, MTU) */
+	DP_ROUTE_DROP,               /* no way out: *why says why */
+};
 /* Resolve the output for dst (want: DP_OUT to force the outside interface, as for ESP/AH whose
- * peer the local stack may route into the TUN device; -1: wherever the kernel routes it). Returns 0
- * and fills *e (port, dmac) when the packet can be sent, -EAGAIN when the neighbour is being
- * resolved (hold the packet), or -reason (SADB_DROP_*). */
-int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
-		    struct dp_rentry **e);
+ * peer the local stack may route into the TUN device; -1: wherever the kernel routes it). *e is
+ * filled for DP_ROUTE_OK and DP_ROUTE_PENDING, *why for DP_ROUTE_DROP only. */
+enum dp_route_res dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
+				  struct dp_rentry **e, enum sadb_drop *why);
 void dp_route_hold_retry(struct dp_worker *w, bool force);
 
 /* ---- dp_pkt.c ---- */

@@ -76,8 +76,8 @@ static void fill(struct dp_worker *w, struct dp_rentry *e, uint8_t family, const
 
 #define SAME(e) ((e)->family == family && (e)->want == want && !memcmp((e)->dst, dst, alen(family)))
 
-int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
-		    struct dp_rentry **out)
+enum dp_route_res dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
+				  struct dp_rentry **out, enum sadb_drop *why)
 {
 	uint64_t gen = atomic_load_explicit(&w->ctx->route_gen, memory_order_acquire);
 	uint32_t h = hash_dst(family, dst, want) & (DP_RCACHE_SIZE - 1);
@@ -96,11 +96,13 @@ int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int
 	else if (e->port <= DP_OUT && !e->resolved && dp_now_ns() >= e->retry_ns)
 		fill(w, e, family, dst, want, gen);
 	*out = e;
-	if (e->port == DP_RT_NONE)
-		return -SADB_DROP_NO_ROUTE;
+	if (e->port == DP_RT_NONE) {
+		*why = SADB_DROP_NO_ROUTE;
+		return DP_ROUTE_DROP;
+	}
 	if (e->port == DP_RT_LOCAL)
-		return 0;
-	return e->resolved ? 0 : -EAGAIN;
+		return DP_ROUTE_OK;
+	return e->resolved ? DP_ROUTE_OK : DP_ROUTE_PENDING;
 }
 
 /* Retry held packets: called from the worker loop. Each distinct next hop is asked once per
@@ -119,9 +121,10 @@ void dp_route_hold_retry(struct dp_worker *w, bool force)
 		/* the L3 destination is what the cache is keyed by: re-run the lookup on it */
 		uint8_t *l3 = (uint8_t *)w->umem_area + h->addr + 14;
 		const uint8_t *dst = h->family == AF_INET ? l3 + 16 : l3 + 24;
-		int r = dp_route_lookup(w, h->family, dst, h->want, &e);
+		enum sadb_drop why;
+		enum dp_route_res r = dp_route_lookup(w, h->family, dst, h->want, &e, &why);
 
-		if (r == 0 && e->port <= DP_OUT) {
+		if (r == DP_ROUTE_OK && e->port <= DP_OUT) {
 			uint8_t *eth = (uint8_t *)w->umem_area + h->addr;
 
 			memcpy(eth, e->dmac, 6);
@@ -129,16 +132,15 @@ void dp_route_hold_retry(struct dp_worker *w, bool force)
 			dp_tx(w, e->port, h->addr, h->len);
 			continue;
 		}
-		if (r == -EAGAIN && now < h->deadline_ns) {
+		if (r == DP_ROUTE_PENDING && now < h->deadline_ns) {
 			w->hold[keep++] = *h;
 			continue;
 		}
-		{
-			unsigned reason = r == -EAGAIN ? SADB_DROP_NO_NEIGH :
-					  (r < 0 ? (unsigned)-r : SADB_DROP_NO_ROUTE);
-
-			DP_COUNT(w, drops[reason], 1);
-		}
+		/* waited too long, or the way it was held for is gone (DP_RT_LOCAL: no frame to the stack
+		 * from here) */
+		if (r != DP_ROUTE_DROP)
+			why = r == DP_ROUTE_PENDING ? SADB_DROP_NO_NEIGH : SADB_DROP_NO_ROUTE;
+		DP_COUNT(w, drops[why], 1);
 		dp_frame_free(w, h->addr);
 	}
 	w->n_hold = keep;

@@ -162,22 +162,23 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	uint8_t family = (l3[0] >> 4) == 4 ? AF_INET : AF_INET6;
 	const uint8_t *dst = family == AF_INET ? l3 + 16 : l3 + 24;
 	struct dp_rentry *e;
+	enum sadb_drop why;
+	enum dp_route_res r;
 	uint8_t *eth;
 	uint32_t mtu;
-	int r;
 
-	r = dp_route_lookup(w, family, dst, (flags & FWD_OUTSIDE) ? DP_OUT : -1, &e);
-	if (r < 0 && r != -EAGAIN) {
-		drop(w, addr, (unsigned)-r);
+	r = dp_route_lookup(w, family, dst, (flags & FWD_OUTSIDE) ? DP_OUT : -1, &e, &why);
+	if (r == DP_ROUTE_DROP) {
+		drop(w, addr, why);
 		return;
 	}
-	/* e is filled for an unresolved neighbour too (-EAGAIN) */
+	/* e is filled for an unresolved neighbour too (DP_ROUTE_PENDING) */
 	if ((flags & FWD_SPD_OUT) && e->port == DP_OUT) {
 		DP_STAT(w, spd_out, 1);
 		outbound(w, w->regroup, addr, len, flags & FWD_DEC_TTL);
 		return;
 	}
-	if (r == 0 && e->port == DP_RT_LOCAL) {
+	if (e->port == DP_RT_LOCAL) {
 		if ((flags & FWD_FROM_TUN) || w->ctx->tun_fd < 0) {
 			drop(w, addr, SADB_DROP_NO_ROUTE);
 			return;
@@ -190,10 +191,10 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 		dp_frame_free(w, addr);
 		return;
 	}
-	/* The MTU is known for an unresolved neighbour too (-EAGAIN): a held packet must fit as well.
+	/* The MTU is known for an unresolved neighbour too (PENDING): a held packet must fit as well.
 	 * Too big with DF (always, for IPv6): the ICMP error that makes PMTUD work quotes the packet as
 	 * received, so it is sent before the TTL changes (an expiring TTL is answered instead). */
-	mtu = (r == 0 || r == -EAGAIN) && e->port <= DP_OUT ? e->mtu : UINT32_MAX;
+	mtu = e->port <= DP_OUT ? e->mtu : UINT32_MAX;
 	if (len > mtu && (family == AF_INET6 || (l3[6] & 0x40)) &&
 	    !((flags & FWD_DEC_TTL) && ttl_expiring(l3))) {
 		if (!(flags & FWD_OUTSIDE)) /* not about our own ESP: its source is us */
@@ -222,7 +223,7 @@ static void forward(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned f
 	eth = l3 - L2;
 	eth[12] = family == AF_INET ? 0x08 : 0x86;
 	eth[13] = family == AF_INET ? 0x00 : 0xdd;
-	if (r == -EAGAIN) {
+	if (r == DP_ROUTE_PENDING) {
 		struct dp_held *h;
 
 		if (w->n_hold >= DP_HOLD_MAX) {
@@ -445,13 +446,15 @@ static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 	struct dp_rentry *e;
 	uint64_t fa[DP_FRAG_MAX];
 	uint32_t fl[DP_FRAG_MAX], mtu;
-	int r = dp_route_lookup(w, family, family == AF_INET ? l3 + 16 : l3 + 24, -1, &e), n;
+	enum sadb_drop why;
+	int n;
 
-	if (r < 0 && r != -EAGAIN) {
-		drop_count(w, (unsigned)-r, 1);
+	if (dp_route_lookup(w, family, family == AF_INET ? l3 + 16 : l3 + 24, -1, &e, &why) ==
+	    DP_ROUTE_DROP) {
+		drop_count(w, why, 1);
 		return;
 	}
-	if (r == 0 && e->port == DP_RT_LOCAL) {
+	if (e->port == DP_RT_LOCAL) {
 		/* for the gateway itself: the kernel reassembles nothing here, it takes it whole */
 		if (w->ctx->tun_fd >= 0 && dp_tun_write(w->ctx, l3, len) == 0)
 			DP_STAT(w, to_tun, 1);
@@ -477,8 +480,8 @@ static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 		 * larger than a frame cannot be protected again here) */
 		struct sadb_pkt_sel sel;
 		struct sadb_policy pol;
-		unsigned why = SADB_DROP_NONE;
 
+		why = SADB_DROP_NONE;
 		DP_STAT(w, spd_out, 1);
 		if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
 			why = SADB_DROP_TRUNCATED;
@@ -493,7 +496,7 @@ static void forward_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 			return;
 		}
 	}
-	/* e is filled for an unresolved neighbour too (-EAGAIN): its port and MTU are known */
+	/* e is filled for an unresolved neighbour too (PENDING): its port and MTU are known */
 	mtu = e->mtu < FRAME_L3_MAX ? e->mtu : FRAME_L3_MAX;
 	if (family == AF_INET6 || (l3[6] & 0x40)) {
 		if (ttl_expiring(l3)) {
