@@ -325,7 +325,7 @@ int main(int argc, char **argv)
 		w->cpu = -1;
 		w->nl_fd = -1;
 	}
-	err = dp_worker_frag_init(&ctx);
+	err = dp_in_init(&ctx);
 	if (err) {
 		dp_log(LOG_ERR, "cannot allocate the reassembly table: %s", strerror(-err));
 		goto out;
@@ -395,7 +395,7 @@ out:
 	}
 	dp_sa_fini(&ctx);
 	sadb_dp_detach(ctx.db); /* no engine object is left */
-	dp_worker_frag_fini(&ctx);
+	dp_in_fini(&ctx);
 	dp_tun_close(&ctx);
 	dp_ctl_close(&ctx);
 	if (nlfd >= 0)
