@@ -22,6 +22,9 @@
 #define DP_RING_SIZE     4096u      /* doc/platform.md: RX rings below 4096 drop above ~450 kpps */
 #define DP_BATCH         64u        /* constant burst cap: no VLAs sized by a burst */
 #define DP_TUN_SKIP      16u        /* busy rounds between looks at an idle TUN device */
+/* Frames the fill rings never get: what the TUN device, held packets, fragments and ICMP errors take
+ * fresh frames from, so that a full RX ring cannot starve them. */
+#define DP_FRAME_RESERVE (2 * DP_BATCH)
 #define DP_HOLD_MAX      256u       /* packets waiting for neighbour resolution, per worker */
 #define DP_HOLD_NS       3000000000ull /* three ARP/ND retransmissions */
 #define DP_RCACHE_SIZE   1024u      /* per-worker route/neighbour cache entries (power of 2) */
@@ -47,7 +50,7 @@ struct dp_config {
 	int verbose;
 };
 
-/* Per-worker counters. Written by the worker only (relaxed), read by the control socket. */
+/* Per-worker counters. Written by the worker (relaxed atomic adds), read by the control socket. */
 struct dp_wstats {
 	_Atomic uint64_t rx[DP_NPORTS], tx[DP_NPORTS];
 	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
@@ -107,11 +110,19 @@ struct dp_held {
 };
 
 struct dp_ctx;
+struct dp_group;
 
 _Static_assert(DP_MAX_WORKERS <= SADB_MAX_WORKERS, "every worker needs a record in the SADB stats area");
 
-/* Add to a counter of the worker's SADB stats record (its only writer; relaxed for the readers). */
+/* A worker's counters live in two places: its struct dp_wstats (the control socket's status) and its
+ * record in the SADB stats area (ipsecctl show stats). It writes both with relaxed atomic adds; the
+ * control thread adds to them too, for the frames the XDP program dropped on the worker's queue
+ * (unknown SPIs, dp_xdp_fold_drops), so every write is an add, never a store. An event both count is written through DP_COUNT (a field of the same name in both: drops,
+ * fragmentation, reassembly) or dp_count_rx/dp_count_tx, so that the two never disagree; DP_STAT and
+ * DP_SST_ADD write one side only (what the other does not have, or a drop an SA was charged with). */
+#define DP_STAT(w, field, n) atomic_fetch_add_explicit(&(w)->st.field, (n), memory_order_relaxed)
 #define DP_SST_ADD(w, field, n) __atomic_fetch_add(&(w)->sst->field, (n), __ATOMIC_RELAXED)
+#define DP_COUNT(w, field, n) do { DP_STAT(w, field, n); DP_SST_ADD(w, field, n); } while (0)
 
 struct dp_worker {
 	struct dp_ctx *ctx;
@@ -136,10 +147,24 @@ struct dp_worker {
 	struct dp_wstats st;
 	struct sadb_worker_stats *sst; /* this worker's record in the SADB stats area (ipsecctl) */
 	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
-	void *regroup;               /* dp_worker.c: outbound burst of packets that came in from the
+	struct dp_group *regroup;    /* dp_path.h: outbound burst of packets that came in from the
 	                              * outside (decapsulated or bypassed) and leave through it again */
 	uint64_t reasm_expire_ns;    /* next look for timed-out datagrams */
 };
+
+/* n packets received on port (the SADB record counts both ports together; bytes per packet). */
+static inline void dp_count_rx(struct dp_worker *w, unsigned port, uint32_t n)
+{
+	DP_STAT(w, rx[port], n);
+	DP_SST_ADD(w, rx_packets, n);
+}
+
+static inline void dp_count_tx(struct dp_worker *w, unsigned port, uint32_t len)
+{
+	DP_STAT(w, tx[port], 1);
+	DP_SST_ADD(w, tx_packets, 1);
+	DP_SST_ADD(w, tx_bytes, len);
+}
 
 struct dp_ctx {
 	struct dp_config cfg;
@@ -168,9 +193,11 @@ struct dp_ctx {
 	uint64_t sa_soft_expired, sa_hard_expired;
 };
 
-/* ---- dp_util ---- */
+/* ---- dp_util.c ---- */
+/* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Messages above LOG_NOTICE + dp_verbose (--verbose) are not written. */
 extern int dp_verbose;
 
 /* ---- dp_xdp.c: our one XDP program ---- */
@@ -224,16 +251,20 @@ int dp_nl_addrs(int fd, uint32_t *seq,
 int dp_nl_monitor_read(int fd);
 int dp_if_info(const char *name, struct dp_iface *ifc);
 
-/* ---- dp_route.c: per-worker route/neighbour cache, hold queue ---- */
+/* ---- dp_route.c: per-worker route/neighbour cache ---- */
+/* What dp_route_lookup found. */
+enum dp_route_res {
+	DP_ROUTE_OK,                 /* *e: the port (or DP_RT_LOCAL) and the next hop's MAC */
+	DP_ROUTE_PENDING,            /* the neighbour is being resolved: hold the packet (*e: port, MTU) */
+	DP_ROUTE_DROP,               /* no way out: *why says why */
+};
 /* Resolve the output for dst (want: DP_OUT to force the outside interface, as for ESP/AH whose
- * peer the local stack may route into the TUN device; -1: wherever the kernel routes it). Returns 0
- * and fills *e (port, dmac) when the packet can be sent, -EAGAIN when the neighbour is being
- * resolved (hold the packet), or -reason (SADB_DROP_*). */
-int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
-		    struct dp_rentry **e);
-void dp_route_hold_retry(struct dp_worker *w, bool force);
+ * peer the local stack may route into the TUN device; -1: wherever the kernel routes it). *e is
+ * filled for DP_ROUTE_OK and DP_ROUTE_PENDING, *why for DP_ROUTE_DROP only. */
+enum dp_route_res dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
+				  struct dp_rentry **e, enum sadb_drop *why);
 
-/* ---- dp_pkt.c ---- */
+/* ---- dp_pkt.c: frames, TX, ICMP errors ---- */
 bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len);
 void dp_tx_kick(struct dp_port *pt);
 void dp_frame_free(struct dp_worker *w, uint64_t addr);
@@ -245,20 +276,23 @@ static inline uint64_t dp_frame_take(struct dp_worker *w)
 	w->frame_out[addr / DP_FRAME_SIZE] = 1;
 	return addr;
 }
-void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
-void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len);
-/* dp_worker.c: send a packet the dataplane made (at addr in a frame of this worker) on its way, as
- * one that came from the outside: through the outbound SPD if it leaves through the outside. */
-void dp_forward_generated(struct dp_worker *w, uint64_t addr, uint32_t len);
+/* Build the ICMP(v6) error owed to the source of the packet at l3 in a fresh frame: its length, with
+ * its address in *addr, or 0 when none is sent (not owed, rate limited, no frame, no source). The
+ * caller sends it on (dp_fwd_too_big and the TTL check in dp_fwd.c). */
+uint32_t dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu,
+			 uint64_t *addr);
+uint32_t dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint64_t *addr);
 
-/* ---- dp_worker.c ---- */
+/* ---- dp_rx.c: the worker loop (the packet path's stages: dp_path.h) ---- */
 void *dp_worker_main(void *arg);
-/* The reassembly table and the workers' reassembly buffers (after ctx->w exists); fini frees them. */
-int dp_worker_frag_init(struct dp_ctx *ctx);
-void dp_worker_frag_fini(struct dp_ctx *ctx);
-/* Deliver an L3 packet at addr (frame memory of w) to the next hop or the TUN device; consumes
- * the frame (sent, held or freed with a counted drop). */
-void dp_forward(struct dp_worker *w, uint64_t addr, uint32_t len);
+
+/* ---- dp_in.c: the reassembly table and the workers' reassembly buffers (after ctx->w exists);
+ * fini frees them ---- */
+int dp_in_init(struct dp_ctx *ctx);
+void dp_in_fini(struct dp_ctx *ctx);
+
+/* ---- dp_fwd.c: held packets: resolved ones sent, expired ones dropped (NO_NEIGH) ---- */
+void dp_hold_retry(struct dp_worker *w, bool force);
 
 /* ---- dp_tun.c ---- */
 int dp_tun_open(struct dp_ctx *ctx);

@@ -1,7 +1,7 @@
 /* dataplane/xipsecd/dp_pkt.c: frame bookkeeping of a worker (free pool, TX ring) and the ICMP errors the
- * gateway owes senders (time exceeded, fragmentation needed / packet too big). ICMP errors go out
- * through the kernel on raw sockets: it picks the source address, routes them back and resolves the
- * neighbour, and they are rare enough (rate limited) that the kernel's cost does not matter. */
+ * gateway owes senders (time exceeded, fragmentation needed / packet too big), built here in frames
+ * of the worker's own, rate limited; the forwarding stage (dp_fwd.c) sends them on. Nothing here
+ * calls back into the packet path. */
 #include "config.h"
 
 #include <errno.h>
@@ -60,8 +60,7 @@ bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len)
 		dp_tx_kick(pt);
 		if (xsk_ring_prod__reserve(&pt->tx, 1, &idx) == 1)
 			goto put;
-		atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_TX_FULL], 1, memory_order_relaxed);
-		DP_SST_ADD(w, drops[SADB_DROP_TX_FULL], 1);
+		DP_COUNT(w, drops[SADB_DROP_TX_FULL], 1);
 		dp_frame_free(w, addr);
 		return false;
 	}
@@ -71,9 +70,7 @@ put:
 	xsk_ring_prod__tx_desc(&pt->tx, idx)->options = 0;
 	xsk_ring_prod__submit(&pt->tx, 1);
 	pt->tx_pending++;
-	atomic_fetch_add_explicit(&w->st.tx[port], 1, memory_order_relaxed);
-	DP_SST_ADD(w, tx_packets, 1);
-	DP_SST_ADD(w, tx_bytes, len);
+	dp_count_tx(w, port, len);
 	return true;
 }
 
@@ -90,17 +87,17 @@ static bool icmp_allowed(struct dp_worker *w)
 	return true;
 }
 
-/* Send an ICMP(v6) error about the packet at l3 to its source. type/code per family; `info` is the
- * 32-bit field after the checksum (next-hop MTU, pointer, unused).
+/* Build an ICMP(v6) error about the packet at l3, to its source. type/code per family; `info` is the
+ * 32-bit field after the checksum (next-hop MTU, pointer, unused). Returns its length (0: none).
  *
- * The error is built here as a packet in a frame of ours and handed to the forwarding path like any
- * packet that came from the outside: if its way to the original sender leaves through the outside
+ * The error is built here as a packet in a frame of ours; the caller hands it to the forwarding path
+ * like any packet that came from the outside (dp_fwd.c, FWD_SPD_OUT): if its way to the original sender leaves through the outside
  * interface it takes the outbound SPD lookup, so an error about a packet that came through a tunnel
  * goes back through the tunnel, protected (path MTU discovery then works from that side too), or is
  * dropped by policy; it never goes to a protected network in clear. Its source is the inside
  * interface's address, an address of the protected site, which the tunnel's selectors cover. */
-static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint8_t type,
-		       uint8_t code, uint32_t info)
+static uint32_t icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint8_t type,
+			   uint8_t code, uint32_t info, uint64_t *out)
 {
 	const struct dp_srcaddr *src = &w->ctx->src[atomic_load_explicit(&w->ctx->src_cur,
 									  memory_order_acquire)];
@@ -109,12 +106,12 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 	uint32_t quote, tot;
 
 	if (!dp_icmp_may_answer(l3, len))
-		return;
-	if (w->n_free <= 2 * DP_BATCH || !icmp_allowed(w))
-		return;
+		return 0;
+	if (w->n_free <= DP_FRAME_RESERVE || !icmp_allowed(w))
+		return 0;
 	if ((l3[0] >> 4) == 4) {
 		if (!src->has4)
-			return;
+			return 0;
 		/* RFC 1812 4.3.2.3: no more than 576 bytes in all */
 		quote = len < 576 - 8 - 20 ? len : 576 - 8 - 20;
 		tot = 20 + 8 + quote;
@@ -143,7 +140,7 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		memcpy(p + 22, &c, 2);
 	} else {
 		if (!src->has6)
-			return;
+			return 0;
 		/* RFC 4443 2.4 (c): as much as fits the IPv6 minimum MTU */
 		quote = len < 1280 - 48 ? len : 1280 - 48;
 		tot = 40 + 8 + quote;
@@ -167,22 +164,22 @@ static void icmp_error(struct dp_worker *w, const uint8_t *l3, uint32_t len, uin
 		uint16_t c = htons(esp_csum_fold(esp_csum_add(esp_csum_add(ml + IPPROTO_ICMPV6, p + 8, 32), p + 40, ml)));
 		memcpy(p + 42, &c, 2);
 	}
-	atomic_fetch_add_explicit(&w->st.icmp_sent, 1, memory_order_relaxed);
-	dp_forward_generated(w, addr, tot);
+	DP_STAT(w, icmp_sent, 1);
+	*out = addr;
+	return tot;
 }
 
-void dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu)
+uint32_t dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu,
+			 uint64_t *addr)
 {
 	if ((l3[0] >> 4) == 4)
-		icmp_error(w, l3, len, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu & 0xffff);
-	else
-		icmp_error(w, l3, len, ICMP6_PACKET_TOO_BIG, 0, mtu < 1280 ? 1280 : mtu);
+		return icmp_error(w, l3, len, ICMP_DEST_UNREACH, ICMP_FRAG_NEEDED, mtu & 0xffff, addr);
+	return icmp_error(w, l3, len, ICMP6_PACKET_TOO_BIG, 0, mtu < 1280 ? 1280 : mtu, addr);
 }
 
-void dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len)
+uint32_t dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint64_t *addr)
 {
 	if ((l3[0] >> 4) == 4)
-		icmp_error(w, l3, len, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0);
-	else
-		icmp_error(w, l3, len, ICMP6_TIME_EXCEEDED, ICMP6_TIME_EXCEED_TRANSIT, 0);
+		return icmp_error(w, l3, len, ICMP_TIME_EXCEEDED, ICMP_EXC_TTL, 0, addr);
+	return icmp_error(w, l3, len, ICMP6_TIME_EXCEEDED, ICMP6_TIME_EXCEED_TRANSIT, 0, addr);
 }

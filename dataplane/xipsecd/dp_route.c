@@ -3,11 +3,9 @@
  * neighbour, address or link notification, which invalidates every entry at once. A miss asks the
  * kernel synchronously on the worker's own netlink socket (tens of microseconds, once per
  * destination per change). An unresolved neighbour makes the kernel resolve it (NTF_USE) while the
- * packet waits in a small per-worker hold queue; a packet that waits too long, or finds the queue
- * full, is dropped and counted NO_NEIGH - never lost silently. */
+ * packet waits in the forwarding stage's hold queue (dp_fwd.c), which asks here again. */
 #include "config.h"
 
-#include <errno.h>
 #include <string.h>
 #include <linux/rtnetlink.h>
 
@@ -76,8 +74,8 @@ static void fill(struct dp_worker *w, struct dp_rentry *e, uint8_t family, const
 
 #define SAME(e) ((e)->family == family && (e)->want == want && !memcmp((e)->dst, dst, alen(family)))
 
-int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
-		    struct dp_rentry **out)
+enum dp_route_res dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int want,
+				  struct dp_rentry **out, enum sadb_drop *why)
 {
 	uint64_t gen = atomic_load_explicit(&w->ctx->route_gen, memory_order_acquire);
 	uint32_t h = hash_dst(family, dst, want) & (DP_RCACHE_SIZE - 1);
@@ -96,51 +94,11 @@ int dp_route_lookup(struct dp_worker *w, uint8_t family, const uint8_t *dst, int
 	else if (e->port <= DP_OUT && !e->resolved && dp_now_ns() >= e->retry_ns)
 		fill(w, e, family, dst, want, gen);
 	*out = e;
-	if (e->port == DP_RT_NONE)
-		return -SADB_DROP_NO_ROUTE;
-	if (e->port == DP_RT_LOCAL)
-		return 0;
-	return e->resolved ? 0 : -EAGAIN;
-}
-
-/* Retry held packets: called from the worker loop. Each distinct next hop is asked once per
- * round; resolved ones are sent, expired ones dropped and counted. */
-void dp_route_hold_retry(struct dp_worker *w, bool force)
-{
-	uint64_t now = dp_now_ns();
-	uint32_t keep = 0;
-
-	if (!w->n_hold || (!force && now < w->hold_retry_ns))
-		return;
-	w->hold_retry_ns = now + 1000000;
-	for (uint32_t i = 0; i < w->n_hold; i++) {
-		struct dp_held *h = &w->hold[i];
-		struct dp_rentry *e;
-		/* the L3 destination is what the cache is keyed by: re-run the lookup on it */
-		uint8_t *l3 = (uint8_t *)w->umem_area + h->addr + 14;
-		const uint8_t *dst = h->family == AF_INET ? l3 + 16 : l3 + 24;
-		int r = dp_route_lookup(w, h->family, dst, h->want, &e);
-
-		if (r == 0 && e->port <= DP_OUT) {
-			uint8_t *eth = (uint8_t *)w->umem_area + h->addr;
-
-			memcpy(eth, e->dmac, 6);
-			memcpy(eth + 6, w->ctx->ifc[e->port].mac, 6);
-			dp_tx(w, e->port, h->addr, h->len);
-			continue;
-		}
-		if (r == -EAGAIN && now < h->deadline_ns) {
-			w->hold[keep++] = *h;
-			continue;
-		}
-		{
-			unsigned reason = r == -EAGAIN ? SADB_DROP_NO_NEIGH :
-					  (r < 0 ? (unsigned)-r : SADB_DROP_NO_ROUTE);
-
-			atomic_fetch_add_explicit(&w->st.drops[reason], 1, memory_order_relaxed);
-			DP_SST_ADD(w, drops[reason], 1);
-		}
-		dp_frame_free(w, h->addr);
+	if (e->port == DP_RT_NONE) {
+		*why = SADB_DROP_NO_ROUTE;
+		return DP_ROUTE_DROP;
 	}
-	w->n_hold = keep;
+	if (e->port == DP_RT_LOCAL)
+		return DP_ROUTE_OK;
+	return e->resolved ? DP_ROUTE_OK : DP_ROUTE_PENDING;
 }

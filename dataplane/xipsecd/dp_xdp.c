@@ -371,10 +371,9 @@ void dp_xdp_fold_drops(struct dp_ctx *ctx)
 		d = n - x->spi_seen[i];
 		x->spi_seen[i] = n;
 		/* the program is the first stage of the queue's worker: received, dropped bad_spi */
-		atomic_fetch_add_explicit(&w->st.rx[DP_OUT], d, memory_order_relaxed);
-		atomic_fetch_add_explicit(&w->st.drops[SADB_DROP_BAD_SPI], d, memory_order_relaxed);
-		DP_SST_ADD(w, rx_packets, d);
-		DP_SST_ADD(w, drops[SADB_DROP_BAD_SPI], d);
+		/* atomic adds: the worker adds to the same counters at the same time */
+		dp_count_rx(w, DP_OUT, (uint32_t)d);
+		DP_COUNT(w, drops[SADB_DROP_BAD_SPI], d);
 	}
 }
 

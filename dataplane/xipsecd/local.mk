@@ -3,10 +3,12 @@ sbin_PROGRAMS += dataplane/xipsecd/xipsecd
 dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsecd/dp.h \
 	dataplane/xipsecd/dp_sa.h dataplane/xipsecd/xdp_shared.h dataplane/xipsecd/dp_xdp.c \
 	dataplane/xipsecd/dp_xsk.c dataplane/xipsecd/dp_nl.c dataplane/xipsecd/dp_route.c \
-	dataplane/xipsecd/dp_pkt.c dataplane/xipsecd/dp_worker.c dataplane/xipsecd/dp_sa.c \
+	dataplane/xipsecd/dp_pkt.c dataplane/xipsecd/dp_path.h dataplane/xipsecd/dp_rx.c \
+	dataplane/xipsecd/dp_out.c dataplane/xipsecd/dp_in.c dataplane/xipsecd/dp_burst.c \
+	dataplane/xipsecd/dp_fwd.c dataplane/xipsecd/dp_sa.c \
 	dataplane/xipsecd/dp_tun.c dataplane/xipsecd/dp_ctl.c dataplane/xipsecd/dp_frag.h \
 	dataplane/xipsecd/dp_frag.c dataplane/xipsecd/dp_seqmark.h dataplane/xipsecd/dp_seqmark.c \
-	dataplane/xipsecd/dp_icmp.h dataplane/xipsecd/dp_expire.c
+	dataplane/xipsecd/dp_icmp.h dataplane/xipsecd/dp_expire.c dataplane/xipsecd/dp_util.c
 dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DPKGDATADIR='"$(pkgdatadir)"' $(XDP_CFLAGS) \
 	$(URCU_CFLAGS)
 dataplane_xipsecd_xipsecd_LDADD = $(ESP_LIBS) sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS)

@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,31 +27,6 @@
 #include "dataplane/xipsecd/dp_sa.h"
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
-
-int dp_verbose;
-
-uint64_t dp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void dp_log(int prio, const char *fmt, ...)
-{
-	static const char *const names[] = { "emerg", "alert", "crit", "error", "warning", "notice",
-					     "info", "debug" };
-	char msg[512];
-	va_list ap;
-
-	if (prio > LOG_NOTICE + dp_verbose)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "xipsecd[%d]: %s: %s\n", (int)getpid(), names[prio & 7], msg);
-}
 
 static void usage(FILE *f)
 {
@@ -261,15 +235,185 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 	}
 }
 
+/* The signals that stop the daemon, blocked before any thread starts so that only the control
+ * thread's signalfd sees them. */
+static int block_signals(void)
+{
+	sigset_t sigs;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &sigs, SFD_CLOEXEC);
+}
+
+/* The SADB, the two interfaces and the number of workers, then the hold on SA slots. Nonzero (the
+ * reason logged, the SADB closed again) when the daemon cannot run. */
+static int open_ctx(struct dp_ctx *ctx)
+{
+	unsigned q_in, q_out;
+	char msg[256];
+	int err;
+
+	/* The SADB first: a SADB that is not ours (wrong owner, mode or type) stops the daemon before
+	 * it looks at, let alone attaches to, any interface. */
+	err = open_sadb(ctx->cfg.sadb_path, &ctx->db, msg, sizeof(msg));
+	if (err) {
+		dp_log(LOG_ERR, "SADB %s: %s", ctx->cfg.sadb_path ? ctx->cfg.sadb_path :
+		       sadb_default_path(), msg);
+		return 1;
+	}
+	for (unsigned p = 0; p < DP_NPORTS; p++) {
+		const char *name = p == DP_IN ? ctx->cfg.inside : ctx->cfg.outside;
+
+		err = dp_if_info(name, &ctx->ifc[p]);
+		if (err) {
+			dp_log(LOG_ERR, "interface %s: %s", name,
+			       err == -EPROTONOSUPPORT ? "not an Ethernet interface" : strerror(-err));
+			goto fail;
+		}
+	}
+	q_in = dp_if_queues(ctx->cfg.inside);
+	q_out = dp_if_queues(ctx->cfg.outside);
+	ctx->n_workers = ctx->cfg.workers ? ctx->cfg.workers : (q_in < q_out ? q_in : q_out);
+	if (ctx->n_workers > q_in || ctx->n_workers > q_out || ctx->n_workers > DP_MAX_WORKERS) {
+		dp_log(LOG_ERR, "%u workers need %u queues; %s has %u, %s has %u", ctx->n_workers,
+		       ctx->n_workers, ctx->cfg.inside, q_in, ctx->cfg.outside, q_out);
+		goto fail;
+	}
+	/* Before any SA is read: from here on no writer reuses the slot of an SA this process may
+	 * still hold (sadb.h, "the dataplane's hold on SA slots"). */
+	err = sadb_dp_attach(ctx->db);
+	if (err) {
+		dp_log(LOG_ERR, "SADB: %s", sadb_errmsg(ctx->db));
+		goto fail;
+	}
+	return 0;
+fail:
+	sadb_close(ctx->db);
+	return 1;
+}
+
+/* Everything the workers need, in the order that lets each part find what it uses: the workers'
+ * records, reassembly, SA objects, TUN, control socket, netlink, the XDP program, the sockets.
+ * Nonzero on failure (logged); teardown() undoes whatever was done. */
+static int setup(struct dp_ctx *ctx, int *nlfd)
+{
+	struct sadb_dp_stats *ds = sadb_dp_stats(ctx->db);
+	int err;
+
+	ctx->w = calloc(ctx->n_workers, sizeof(*ctx->w));
+	if (!ctx->w) {
+		dp_log(LOG_ERR, "cannot allocate %u workers", ctx->n_workers);
+		return -ENOMEM;
+	}
+	/* A new run's counters start at zero in the SADB stats area, like --status; the workers
+	 * have not started, so nobody else writes it now. */
+	memset(ds->w, 0, sizeof(ds->w));
+	__atomic_store_n(&ds->n_workers, ctx->n_workers, __ATOMIC_RELAXED);
+	__atomic_store_n(&ds->started, (uint64_t)time(NULL), __ATOMIC_RELAXED);
+	__atomic_store_n(&ds->pid, (uint64_t)getpid(), __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < ctx->n_workers; i++) {
+		struct dp_worker *w = &ctx->w[i];
+
+		w->ctx = ctx;
+		w->sst = sadb_worker_stats(ctx->db, i);
+		w->id = w->queue = i;
+		w->cpu = -1;
+		w->nl_fd = -1;
+	}
+	err = dp_in_init(ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot allocate the reassembly table: %s", strerror(-err));
+		return err;
+	}
+	err = dp_sa_init(ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
+		return err;
+	}
+	err = dp_tun_open(ctx);
+	if (err)
+		return err;
+	err = dp_ctl_open(ctx);
+	if (err)
+		return err;
+	*nlfd = dp_nl_open(RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
+			   RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE);
+	if (*nlfd < 0) {
+		dp_log(LOG_ERR, "netlink: %s", strerror(-*nlfd));
+		return *nlfd;
+	}
+	err = dp_xdp_load(ctx);
+	if (err)
+		return err;
+	dp_sa_spi_filter_start(ctx);
+	for (unsigned i = 0; i < ctx->n_workers; i++) {
+		struct dp_worker *w = &ctx->w[i];
+
+		w->nl_fd = dp_nl_open(0);
+		if (w->nl_fd < 0) {
+			dp_log(LOG_ERR, "worker %u: cannot open its netlink socket", i);
+			return w->nl_fd;
+		}
+		err = dp_xsk_setup(ctx, w);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Start the workers; returns how many run (all, or the stop flag is set). */
+static unsigned start_workers(struct dp_ctx *ctx)
+{
+	unsigned started = 0;
+
+	for (unsigned i = 0; i < ctx->n_workers; i++) {
+		int err = pthread_create(&ctx->w[i].thread, NULL, dp_worker_main, &ctx->w[i]);
+
+		if (err) {
+			dp_log(LOG_ERR, "cannot start worker %u: %s", i, strerror(err));
+			atomic_store(&ctx->stop, true);
+			break;
+		}
+		started++;
+	}
+	return started;
+}
+
+/* After the workers have stopped: undo setup() and open_ctx(), as far as they went. */
+static void teardown(struct dp_ctx *ctx, int nlfd, int sfd)
+{
+	dp_xdp_unload(ctx);
+	for (unsigned i = 0; ctx->w && i < ctx->n_workers; i++) {
+		struct dp_worker *w = &ctx->w[i];
+
+		dp_xsk_teardown(w);
+		if (w->nl_fd >= 0)
+			close(w->nl_fd);
+	}
+	dp_sa_fini(ctx);
+	sadb_dp_detach(ctx->db); /* no engine object is left */
+	dp_in_fini(ctx);
+	dp_tun_close(ctx);
+	dp_ctl_close(ctx);
+	if (nlfd >= 0)
+		close(nlfd);
+	if (sfd >= 0)
+		close(sfd);
+	free(ctx->w);
+	sadb_close(ctx->db);
+}
+
 int main(int argc, char **argv)
 {
 	struct dp_ctx ctx;
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	bool status = false;
-	sigset_t sigs;
-	int rc = 1, err, sfd = -1, nlfd = -1;
-	unsigned q_in, q_out, started = 0;
-	char msg[256];
+	int rc = 1, err, sfd, nlfd = -1;
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.tun_fd = ctx.ctl_fd = -1;
@@ -283,155 +427,28 @@ int main(int argc, char **argv)
 
 	/* doc/platform.md: EPERM here and not needed (CAP_IPC_LOCK, cgroup-charged BPF memory) */
 	setrlimit(RLIMIT_MEMLOCK, &rl);
-
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	/* blocked before any thread starts, so only the control thread's signalfd sees them */
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-
-	/* The SADB first: a SADB that is not ours (wrong owner, mode or type) stops the daemon before
-	 * it looks at, let alone attaches to, any interface. */
-	err = open_sadb(ctx.cfg.sadb_path, &ctx.db, msg, sizeof(msg));
-	if (err) {
-		dp_log(LOG_ERR, "SADB %s: %s", ctx.cfg.sadb_path ? ctx.cfg.sadb_path :
-		       sadb_default_path(), msg);
+	sfd = block_signals();
+	if (open_ctx(&ctx))
 		return 1;
-	}
-	for (unsigned p = 0; p < DP_NPORTS; p++) {
-		const char *name = p == DP_IN ? ctx.cfg.inside : ctx.cfg.outside;
+	if (setup(&ctx, &nlfd) == 0) {
+		unsigned started = start_workers(&ctx);
 
-		err = dp_if_info(name, &ctx.ifc[p]);
-		if (err) {
-			dp_log(LOG_ERR, "interface %s: %s", name,
-			       err == -EPROTONOSUPPORT ? "not an Ethernet interface" : strerror(-err));
-			sadb_close(ctx.db);
-			return 1;
+		if (started == ctx.n_workers) {
+			dp_log(LOG_NOTICE, "running: inside %s, outside %s, %u worker(s), %u SA(s), "
+			       "SADB %s", ctx.cfg.inside, ctx.cfg.outside, ctx.n_workers,
+			       dp_sa_count(&ctx), ctx.cfg.sadb_path ? ctx.cfg.sadb_path :
+			       sadb_default_path());
+			control_loop(&ctx, sfd, nlfd);
+			rc = 0;
 		}
+		/* Detach first: from here on nothing new reaches the sockets; traffic falls back to
+		 * the kernel, which has no SAs and (on a gateway) should not forward. */
+		dp_xdp_unload(&ctx);
+		atomic_store(&ctx.stop, true);
+		for (unsigned i = 0; i < started; i++)
+			pthread_join(ctx.w[i].thread, NULL);
 	}
-	q_in = dp_if_queues(ctx.cfg.inside);
-	q_out = dp_if_queues(ctx.cfg.outside);
-	ctx.n_workers = ctx.cfg.workers ? ctx.cfg.workers : (q_in < q_out ? q_in : q_out);
-	if (ctx.n_workers > q_in || ctx.n_workers > q_out || ctx.n_workers > DP_MAX_WORKERS) {
-		dp_log(LOG_ERR, "%u workers need %u queues; %s has %u, %s has %u", ctx.n_workers,
-		       ctx.n_workers, ctx.cfg.inside, q_in, ctx.cfg.outside, q_out);
-		sadb_close(ctx.db);
-		return 1;
-	}
-
-	/* Before any SA is read: from here on no writer reuses the slot of an SA this process may
-	 * still hold (sadb.h, "the dataplane's hold on SA slots"). */
-	err = sadb_dp_attach(ctx.db);
-	if (err) {
-		dp_log(LOG_ERR, "SADB: %s", sadb_errmsg(ctx.db));
-		sadb_close(ctx.db);
-		return 1;
-	}
-	ctx.w = calloc(ctx.n_workers, sizeof(*ctx.w));
-	if (!ctx.w)
-		goto out;
-	/* A new run's counters start at zero in the SADB stats area, like --status; the workers
-	 * have not started, so nobody else writes it now. */
-	{
-		struct sadb_dp_stats *ds = sadb_dp_stats(ctx.db);
-
-		memset(ds->w, 0, sizeof(ds->w));
-		__atomic_store_n(&ds->n_workers, ctx.n_workers, __ATOMIC_RELAXED);
-		__atomic_store_n(&ds->started, (uint64_t)time(NULL), __ATOMIC_RELAXED);
-		__atomic_store_n(&ds->pid, (uint64_t)getpid(), __ATOMIC_RELEASE);
-	}
-	for (unsigned i = 0; i < ctx.n_workers; i++) {
-		struct dp_worker *w = &ctx.w[i];
-
-		w->ctx = &ctx;
-		w->sst = sadb_worker_stats(ctx.db, i);
-		w->id = w->queue = i;
-		w->cpu = -1;
-		w->nl_fd = -1;
-	}
-	err = dp_worker_frag_init(&ctx);
-	if (err) {
-		dp_log(LOG_ERR, "cannot allocate the reassembly table: %s", strerror(-err));
-		goto out;
-	}
-	err = dp_sa_init(&ctx);
-	if (err) {
-		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
-		goto out;
-	}
-	err = dp_tun_open(&ctx);
-	if (err)
-		goto out;
-	err = dp_ctl_open(&ctx);
-	if (err)
-		goto out;
-	nlfd = dp_nl_open(RTMGRP_LINK | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR |
-			  RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE);
-	if (nlfd < 0) {
-		dp_log(LOG_ERR, "netlink: %s", strerror(-nlfd));
-		goto out;
-	}
-	err = dp_xdp_load(&ctx);
-	if (err)
-		goto out;
-	dp_sa_spi_filter_start(&ctx);
-	for (unsigned i = 0; i < ctx.n_workers; i++) {
-		struct dp_worker *w = &ctx.w[i];
-
-		w->nl_fd = dp_nl_open(0);
-		if (w->nl_fd < 0) {
-			dp_log(LOG_ERR, "worker %u: cannot open its netlink socket", i);
-			goto out;
-		}
-		err = dp_xsk_setup(&ctx, w);
-		if (err)
-			goto out;
-	}
-	for (unsigned i = 0; i < ctx.n_workers; i++) {
-		err = pthread_create(&ctx.w[i].thread, NULL, dp_worker_main, &ctx.w[i]);
-		if (err) {
-			dp_log(LOG_ERR, "cannot start worker %u: %s", i, strerror(err));
-			atomic_store(&ctx.stop, true);
-			break;
-		}
-		started++;
-	}
-	if (started == ctx.n_workers) {
-		dp_log(LOG_NOTICE, "running: inside %s, outside %s, %u worker(s), %u SA(s), SADB %s",
-		       ctx.cfg.inside, ctx.cfg.outside, ctx.n_workers, dp_sa_count(&ctx),
-		       ctx.cfg.sadb_path ? ctx.cfg.sadb_path : sadb_default_path());
-		control_loop(&ctx, sfd, nlfd);
-		rc = 0;
-	}
-	/* Detach first: from here on nothing new reaches the sockets; traffic falls back to the
-	 * kernel, which has no SAs and (on a gateway) should not forward. */
-	dp_xdp_unload(&ctx);
-	atomic_store(&ctx.stop, true);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(ctx.w[i].thread, NULL);
-out:
-	dp_xdp_unload(&ctx);
-	for (unsigned i = 0; ctx.w && i < ctx.n_workers; i++) {
-		struct dp_worker *w = &ctx.w[i];
-
-		dp_xsk_teardown(w);
-		if (w->nl_fd >= 0)
-			close(w->nl_fd);
-	}
-	dp_sa_fini(&ctx);
-	sadb_dp_detach(ctx.db); /* no engine object is left */
-	dp_worker_frag_fini(&ctx);
-	dp_tun_close(&ctx);
-	dp_ctl_close(&ctx);
-	if (nlfd >= 0)
-		close(nlfd);
-	if (sfd >= 0)
-		close(sfd);
-	free(ctx.w);
-	sadb_close(ctx.db);
+	teardown(&ctx, nlfd, sfd);
 	if (rc == 0)
 		dp_log(LOG_NOTICE, "stopped");
 	return rc;

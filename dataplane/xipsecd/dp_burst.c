@@ -1,0 +1,82 @@
+/* dataplane/xipsecd/dp_burst.c: the engine stage. The outbound stage (a packet to protect) and the
+ * inbound stage (ESP/AH of a known SA) add frames to a group; consecutive packets of one SA and
+ * direction go to the engine as one burst (esp_outbound_burst, or esp_inbound_burst under the SA's
+ * lock: one writer of the replay window, doc/architecture.md rule 5) when the SA or direction
+ * changes, the group is full, or the RX burst ends. What the engine refused is dropped here (it
+ * counted the reason in the SA); what it protected goes to dp_fwd by the outside; what it
+ * decapsulated is checked against the SA's selectors and the inbound policy (dp_in_check) and goes
+ * to dp_fwd as a packet from the outside (FWD_SPD_OUT). Those that re-enter the outbound path there
+ * (a hub's spoke-to-spoke traffic) collect in the worker's second group, flushed after. */
+#include "config.h"
+
+#include "dataplane/xipsecd/dp_path.h"
+
+void dp_group_flush(struct dp_worker *w, struct dp_group *g)
+{
+	struct dp_sa *sa = g->sa;
+	unsigned k, n = g->n;
+
+	if (!n)
+		return;
+	g->n = 0;
+	if (g->out) {
+		k = esp_outbound_burst(sa->eo[w->id], g->pp, n);
+		DP_STAT(w, protect, k);
+	} else {
+		pthread_spin_lock(sa->in_lock);
+		k = esp_inbound_burst(sa->ei, g->pp, n);
+		pthread_spin_unlock(sa->in_lock);
+		DP_STAT(w, unprotect, k);
+	}
+	for (unsigned i = k; i < n; i++) {
+		struct esp_pkt *p = g->pp[i];
+
+		/* the engine counted it in the SA, except when the SA's area was no longer its own */
+		if (p->drop == SADB_DROP_STALE_SA)
+			dp_drop(w, p->user, p->drop);
+		else
+			dp_drop_charged(w, p->user, p->drop);
+	}
+	for (unsigned i = 0; i < k; i++) {
+		struct esp_pkt *p = g->pp[i];
+		uint64_t base = p->user;
+		unsigned flags = g->flags[p - g->pk];
+
+		if (g->out) {
+			dp_fwd(w, base + p->off, p->len, (flags & FWD_FROM_TUN) | FWD_OUTSIDE);
+		} else {
+			unsigned r = dp_in_check(w, sa, p->buf + p->off, p->len);
+
+			if (r != SADB_DROP_NONE) {
+				dp_drop_sa(w, sa, base, r);
+				continue;
+			}
+			dp_fwd(w, base + p->off, p->len, FWD_DEC_TTL | FWD_SPD_OUT);
+		}
+	}
+	if (!g->out)
+		dp_group_flush(w, w->regroup); /* what those re-entered the outbound path with */
+}
+
+void dp_group_add(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, bool out,
+		  uint64_t addr, uint32_t len, unsigned flags)
+{
+	struct esp_pkt *p;
+	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+
+	if (g->n && (g->sa != sa || g->out != out))
+		dp_group_flush(w, g);
+	g->sa = sa;
+	g->out = out;
+	p = &g->pk[g->n];
+	p->buf = dp_mem(w, base);
+	p->buf_len = DP_FRAME_SIZE;
+	p->off = (uint32_t)(addr - base);
+	p->len = len;
+	p->drop = 0;
+	p->user = base;
+	g->flags[g->n] = flags;
+	g->pp[g->n] = p;
+	if (++g->n == DP_BATCH)
+		dp_group_flush(w, g);
+}

@@ -1,0 +1,227 @@
+/* dataplane/xipsecd/dp_in.c: the inbound stage: what arrives on the outside interface, and crosses
+ * the IPsec boundary inbound. A frame gets here from the RX loop (outside port). An outer fragment
+ * of ESP, AH or ESP-in-UDP for us goes into the reassembly table shared by the workers (RFC 4303
+ * section 3.4.1: reassembly before ESP processing) and comes back here whole. ESP/AH of a known,
+ * usable SA leaves into the SA's burst for the engine (dp_group_add; a datagram larger than a frame
+ * runs through the engine here, alone, and leaves to dp_fwd_large); plaintext meets the forward and
+ * inbound policies (doc/architecture.md rule 6) and leaves to dp_fwd where one bypasses it. Anything
+ * else is a counted drop. dp_in_check is the check the engine stage makes of each decapsulated
+ * packet against its SA and the inbound policy. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dataplane/xipsecd/dp_path.h"
+
+/* The policy for traffic arriving from the outside: a forward policy (as XFRM's "fwd") first, an
+ * inbound one otherwise. */
+static int lookup_in(struct dp_worker *w, const struct sadb_pkt_sel *sel, struct sadb_policy *pol)
+{
+	if (sadb_policy_lookup(w->ctx->db, SADB_DIR_FWD, sel, pol) == 0)
+		return 0;
+	return sadb_policy_lookup(w->ctx->db, SADB_DIR_IN, sel, pol);
+}
+
+unsigned dp_in_check(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len)
+{
+	struct sadb_pkt_sel sel;
+	struct sadb_policy pol;
+
+	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
+		return SADB_DROP_TRUNCATED;
+	if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
+	    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||
+	    (pol.reqid && sa->sa.reqid && pol.reqid != sa->sa.reqid))
+		return SADB_DROP_POLICY_MISMATCH;
+	return SADB_DROP_NONE;
+}
+
+/* Whether the SA found by SPI takes the packet o describes: SADB_DROP_NONE, or why not. */
+static unsigned sa_takes(const struct dp_sa *sa, const struct esp_outer *o)
+{
+	if (sa->unusable)
+		return SADB_DROP_UNSUPPORTED;
+	if (o->udp_encap != (sa->sa.encap_dport != 0))
+		return SADB_DROP_BAD_ENCAP;
+	return SADB_DROP_NONE;
+}
+
+/* A reassembled datagram too big for a frame (it is in w->rbuf): the engine runs on that buffer,
+ * alone, under the SA's lock like a burst of one. */
+static void inbound_large(struct dp_worker *w, uint32_t len)
+{
+	struct esp_outer o;
+	struct esp_pkt p = { .buf = w->rbuf, .buf_len = DP_REASM_OUT_MAX, .off = 0, .len = len };
+	struct esp_pkt *pp = &p;
+	struct dp_sa *sa;
+	unsigned k, r = esp_parse_outer(w->rbuf, len, DP_NATT_PORT, &o);
+
+	if (r != SADB_DROP_NONE) {
+		dp_drop_count(w, r, 1);
+		return;
+	}
+	sa = dp_sa_find_in(w->ctx, o.spi, o.proto, &o.dst);
+	if (!sa) {
+		dp_drop_count(w, SADB_DROP_BAD_SPI, 1);
+		return;
+	}
+	r = sa_takes(sa, &o);
+	if (r != SADB_DROP_NONE) {
+		dp_drop_sa_count(w, sa, r);
+		return;
+	}
+	pthread_spin_lock(sa->in_lock);
+	k = esp_inbound_burst(sa->ei, &pp, 1);
+	pthread_spin_unlock(sa->in_lock);
+	if (!k) {
+		/* counted in the SA by the engine */
+		DP_STAT(w, drops[p.drop], 1);
+		return;
+	}
+	DP_STAT(w, unprotect, 1);
+	r = dp_in_check(w, sa, p.buf + p.off, p.len);
+	if (r != SADB_DROP_NONE) {
+		dp_drop_sa_count(w, sa, r);
+		return;
+	}
+	dp_fwd_large(w, p.buf + p.off, p.len);
+}
+
+/* An outer fragment of ESP, AH or ESP-in-UDP: into the shared table; a datagram it completes goes on
+ * as if received whole, in this fragment's frame when it fits. */
+static void reassemble(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len)
+{
+	struct dp_ctx *ctx = w->ctx;
+	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+	struct dp_reasm_res res;
+
+	pthread_spin_lock(&ctx->reasm_lock);
+	res = dp_reasm_add(ctx->reasm, dp_mem(w, addr), len, dp_now_ns(), w->rbuf, DP_REASM_OUT_MAX);
+	pthread_spin_unlock(&ctx->reasm_lock);
+	dp_drop_count(w, SADB_DROP_FRAG_TIMEOUT, res.n_expired);
+	switch (res.verdict) {
+	case DP_REASM_HELD:
+		dp_frame_free(w, base);
+		return;
+	case DP_REASM_DROP:
+		dp_drop_count(w, res.reason, res.n_dropped);
+		dp_drop(w, base, res.reason);
+		return;
+	default:
+		break;
+	}
+	DP_COUNT(w, reasm_packets, 1);
+	DP_COUNT(w, reasm_frags, res.n_frags);
+	if (res.len > DP_FRAME_SIZE - FRESH_L3) {
+		dp_frame_free(w, base);
+		inbound_large(w, res.len);
+		return;
+	}
+	memcpy(dp_mem(w, base + FRESH_L3), w->rbuf, res.len);
+	dp_in(w, g, base + FRESH_L3, res.len, true);
+}
+
+void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len, bool whole)
+{
+	uint8_t *l3 = dp_mem(w, addr);
+	struct esp_outer o;
+	struct sadb_pkt_sel sel;
+	struct sadb_policy pol;
+	struct dp_sa *sa;
+	unsigned r;
+	uint8_t fproto;
+
+	/* Outer fragments for us. Transit fragments of other protocols are forwarded as they are,
+	 * like any plaintext. */
+	if (dp_frag_is_fragment(l3, len, &fproto) &&
+	    (fproto == IPPROTO_ESP || fproto == IPPROTO_AH ||
+	     (fproto == IPPROTO_UDP && dp_xdp_is_local(w->ctx, dp_l3_family(l3),
+						       dp_l3_dst(l3, dp_l3_family(l3)))))) {
+		if (whole) {
+			dp_drop(w, addr, SADB_DROP_FRAG_BAD);
+			return;
+		}
+		reassemble(w, g, addr, len);
+		return;
+	}
+	r = esp_parse_outer(l3, len, DP_NATT_PORT, &o);
+	if (r == SADB_DROP_NONE) {
+		sa = dp_sa_find_in(w->ctx, o.spi, o.proto, &o.dst);
+		if (!sa) {
+			dp_drop(w, addr, SADB_DROP_BAD_SPI);
+			return;
+		}
+		r = sa_takes(sa, &o);
+		if (r != SADB_DROP_NONE) {
+			dp_drop_sa(w, sa, addr, r);
+			return;
+		}
+		dp_group_add(w, g, sa, false, addr, len, 0);
+		return;
+	}
+	if (r == SADB_DROP_TRUNCATED) {
+		dp_drop(w, addr, r);
+		return;
+	}
+	/* plaintext from the outside (UNSUPPORTED: not ESP/AH; BAD_ENCAP: UDP 4500 not ESP) */
+	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE) {
+		dp_drop(w, addr, SADB_DROP_TRUNCATED);
+		return;
+	}
+	if (lookup_in(w, &sel, &pol)) {
+		dp_drop(w, addr, SADB_DROP_NO_POLICY);
+		return;
+	}
+	if (pol.action == SADB_ACT_BYPASS) {
+		DP_STAT(w, bypass, 1);
+		dp_fwd(w, addr, len, FWD_DEC_TTL | FWD_SPD_OUT);
+	} else {
+		/* plaintext where the policy demands protection is a mismatch, not a discard */
+		dp_drop(w, addr, pol.action == SADB_ACT_PROTECT ? SADB_DROP_POLICY_MISMATCH :
+			       SADB_DROP_POLICY_DISCARD);
+	}
+}
+
+int dp_in_init(struct dp_ctx *ctx)
+{
+	struct dp_reasm_cfg rc = {
+		.max_dgrams = DP_REASM_DGRAMS,
+		.max_bytes = DP_REASM_BYTES,
+		.max_frags = DP_REASM_FRAGS,
+		.timeout_ns = DP_REASM_NS,
+	};
+	int err;
+
+	ctx->local_addrs_fd = -1;
+	err = pthread_spin_init(&ctx->reasm_lock, PTHREAD_PROCESS_PRIVATE);
+	if (err)
+		return -err;
+	err = dp_reasm_create(&rc, &ctx->reasm);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < ctx->n_workers; i++) {
+		ctx->w[i].rbuf = malloc(DP_REASM_OUT_MAX);
+		if (!ctx->w[i].rbuf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void dp_in_fini(struct dp_ctx *ctx)
+{
+	if (!ctx->reasm)
+		return;
+	for (unsigned i = 0; ctx->w && i < ctx->n_workers; i++) {
+		free(ctx->w[i].rbuf);
+		ctx->w[i].rbuf = NULL;
+	}
+	dp_reasm_destroy(ctx->reasm);
+	ctx->reasm = NULL;
+	pthread_spin_destroy(&ctx->reasm_lock);
+	if (ctx->local_addrs_fd >= 0)
+		close(ctx->local_addrs_fd);
+	ctx->local_addrs_fd = -1;
+}

@@ -1,0 +1,190 @@
+/* dataplane/xipsecd/dp_rx.c: a worker and its loop. One worker per queue, pinned to a CPU, owns a UMEM
+ * and the inside and outside AF_XDP sockets of its queue. Per round: completions back to the pool,
+ * fill rings topped up, then RX in bursts, where every frame starts its way: a frame too short or
+ * not IPv4/IPv6 is dropped TRUNCATED, the rest is classified by the port it came in on,
+ *   inside  -> dp_out (dp_out.c: outbound SPD, protect)
+ *   outside -> dp_in  (dp_in.c: reassembly, SA by SPI, inbound policy)
+ *   TUN (worker 0, dp_tun.c) -> dp_out, never decrementing TTL (locally originated)
+ * and the SA bursts those collected go through the engine (dp_burst.c) at the end of the RX burst.
+ * Then TX wake-ups, the hold queue's retries (dp_fwd.c) and the reassembly table's timeouts. A bad
+ * packet never stops the burst; every drop is counted with its reason (doc/architecture.md rule 4).
+ * Idle, the worker sleeps in poll() outside its RCU read-side section. */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <urcu-qsbr.h>
+
+#include "dataplane/xipsecd/dp_path.h"
+
+static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
+{
+	struct dp_port *pt = &w->port[p];
+	uint32_t idx, n;
+
+	n = xsk_ring_cons__peek(&pt->rx, DP_BATCH, &idx);
+	if (!n)
+		return 0;
+	dp_count_rx(w, p, n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&pt->rx, idx + i);
+		uint64_t addr = d->addr;
+		uint8_t *eth = dp_mem(w, addr);
+		uint32_t len;
+
+		/* the kernel copied the frames on another CPU: ask for the next headers early */
+		if (i + 2 < n)
+			__builtin_prefetch(dp_mem(w, xsk_ring_cons__rx_desc(&pt->rx, idx + i + 2)->addr));
+		DP_SST_ADD(w, rx_bytes, d->len);
+
+		if (d->len < L2 + 20 || !dp_l3_len(eth + L2, d->len - L2, &len) ||
+		    (eth[12] != 0x08 && eth[12] != 0x86)) {
+			dp_drop(w, addr, SADB_DROP_TRUNCATED);
+			continue;
+		}
+		if (p == DP_IN)
+			dp_out(w, g, addr + L2, len, FWD_DEC_TTL);
+		else
+			dp_in(w, g, addr + L2, len, false);
+	}
+	xsk_ring_cons__release(&pt->rx, n);
+	dp_group_flush(w, g);
+	dp_group_flush(w, w->regroup);
+	return n;
+}
+
+static void complete(struct dp_worker *w, unsigned p)
+{
+	struct dp_port *pt = &w->port[p];
+	uint32_t idx, n;
+
+	if (!pt->tx_pending)
+		return;
+	n = xsk_ring_cons__peek(&pt->comp, DP_RING_SIZE, &idx);
+	for (uint32_t i = 0; i < n; i++)
+		dp_frame_free(w, *xsk_ring_cons__comp_addr(&pt->comp, idx + i));
+	xsk_ring_cons__release(&pt->comp, n);
+	pt->tx_pending -= n;
+}
+
+static void refill(struct dp_worker *w, unsigned p)
+{
+	struct dp_port *pt = &w->port[p];
+	uint32_t idx, n = xsk_prod_nb_free(&pt->fill, DP_RING_SIZE);
+
+	if (w->n_free <= DP_FRAME_RESERVE)
+		return;
+	if (n > w->n_free - DP_FRAME_RESERVE)
+		n = w->n_free - DP_FRAME_RESERVE;
+	if (!n || xsk_ring_prod__reserve(&pt->fill, n, &idx) != n)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&pt->fill, idx + i) = dp_frame_take(w);
+	xsk_ring_prod__submit(&pt->fill, n);
+}
+
+static void kick(struct dp_worker *w)
+{
+	for (unsigned p = 0; p < DP_NPORTS; p++) {
+		struct dp_port *pt = &w->port[p];
+
+		if (pt->tx_pending && xsk_ring_prod__needs_wakeup(&pt->tx))
+			dp_tx_kick(pt);
+		if (xsk_ring_prod__needs_wakeup(&pt->fill))
+			recvfrom(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+	}
+}
+
+static void pin(struct dp_worker *w)
+{
+	cpu_set_t set;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (w->ctx->cfg.no_pin || ncpu <= 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET((int)(w->id % (unsigned)ncpu), &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+		dp_log(LOG_WARNING, "worker %u: cannot pin to CPU %u", w->id, w->id % (unsigned)ncpu);
+	else
+		w->cpu = (int)(w->id % (unsigned)ncpu);
+}
+
+/* Datagrams whose fragments stopped coming: looked for every 100 ms by whichever worker gets the
+ * lock (a busy worker does not wait for it). */
+static void reasm_expire(struct dp_worker *w)
+{
+	struct dp_ctx *ctx = w->ctx;
+	uint64_t now = dp_now_ns();
+	uint32_t n;
+
+	if (now < w->reasm_expire_ns)
+		return;
+	w->reasm_expire_ns = now + 100000000ull;
+	if (pthread_spin_trylock(&ctx->reasm_lock))
+		return;
+	n = dp_reasm_expire(ctx->reasm, now);
+	pthread_spin_unlock(&ctx->reasm_lock);
+	dp_drop_count(w, SADB_DROP_FRAG_TIMEOUT, n);
+}
+
+void *dp_worker_main(void *arg)
+{
+	struct dp_worker *w = arg;
+	struct dp_ctx *ctx = w->ctx;
+	static __thread struct dp_group g, rg;
+	bool tun = w->id == 0 && ctx->tun_fd >= 0, tun_ready = true;
+	unsigned tun_wait = 0;
+
+	w->regroup = &rg;
+	pin(w);
+	rcu_register_thread();
+	while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed)) {
+		unsigned work = 0;
+		bool busy = false;
+
+		for (unsigned p = 0; p < DP_NPORTS; p++) {
+			complete(w, p);
+			refill(w, p);
+		}
+		for (unsigned p = 0; p < DP_NPORTS; p++)
+			work += rx_burst(w, &g, p);
+		/* The TUN device costs a read(2) per look: a busy worker looks again only after
+		 * DP_TUN_SKIP rounds that found it empty, or when poll(2) said it is readable. */
+		if (tun && (tun_ready || tun_wait == 0)) {
+			unsigned n = dp_tun_burst(w, &g);
+
+			work += n;
+			tun_wait = n ? 0 : DP_TUN_SKIP;
+			tun_ready = false;
+		} else if (tun) {
+			tun_wait--;
+		}
+		kick(w);
+		dp_hold_retry(w, false);
+		reasm_expire(w);
+		rcu_quiescent_state();
+		if (work)
+			continue;
+		for (unsigned p = 0; p < DP_NPORTS; p++)
+			busy |= w->port[p].tx_pending != 0;
+		{
+			struct pollfd pf[3] = {
+				{ .fd = w->port[DP_IN].fd, .events = POLLIN },
+				{ .fd = w->port[DP_OUT].fd, .events = POLLIN },
+				{ .fd = tun ? ctx->tun_fd : -1, .events = POLLIN },
+			};
+
+			rcu_thread_offline();
+			poll(pf, 3, (busy || w->n_hold) ? 1 : 100);
+			rcu_thread_online();
+			tun_ready = tun && (pf[2].revents & POLLIN);
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}

@@ -1,0 +1,37 @@
+/* dataplane/xipsecd/dp_util.c: what every part of xipsecd uses: its log (stderr, one line a message,
+ * filtered by --verbose) and its clock (CLOCK_MONOTONIC nanoseconds, for timers and rate limits that a
+ * change of the wall clock must not move). */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataplane/xipsecd/dp.h"
+
+int dp_verbose;
+
+uint64_t dp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void dp_log(int prio, const char *fmt, ...)
+{
+	static const char *const names[] = { "emerg", "alert", "crit", "error", "warning", "notice",
+					     "info", "debug" };
+	char msg[512];
+	va_list ap;
+
+	if (prio > LOG_NOTICE + dp_verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "xipsecd[%d]: %s: %s\n", (int)getpid(), names[prio & 7], msg);
+}
