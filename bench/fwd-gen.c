@@ -1,11 +1,13 @@
 /* bench/fwd-gen.c: traffic generator and counting sink of the forwarding benchmark (bench/fwd.sh).
- *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI] [rate PPS]
+ *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI [seq BASE]] [rate PPS]
  *                                                    UDP packets of SIZE bytes (IP length) as fast as
  *                                                    AF_XDP copy-mode TX goes, one thread per queue,
  *                                                    64 flows (source ports); prints packets sent.
  *                                                    With esp SPI: ESP packets of that SPI with
- *                                                    sequence numbers far above any window and a
- *                                                    garbage ICV (the bad-ICV flood of the fault test).
+ *                                                    sequence numbers from BASE (default 10^6:
+ *                                                    above the window of any SA the tests make, so
+ *                                                    each gets a full ICV check) and a garbage
+ *                                                    ICV (the bad-ICV flood of the fault test).
  *                                                    With rate PPS: paced to PPS packets per second
  *                                                    in all (sleeping between batches, so the
  *                                                    generator's own CPU time follows its rate)
@@ -40,6 +42,7 @@
 struct txq {
 	const char *ifname;
 	uint32_t esp_spi;        /* 0: UDP */
+	uint32_t seq_base;       /* first ESP sequence number */
 	unsigned queue;
 	uint8_t frame[FSIZE];
 	unsigned flen;
@@ -141,7 +144,7 @@ static void *tx_main(void *arg)
 		if (q->esp_spi) {
 			/* sequence numbers far above the window: they pass the replay check and
 			 * reach the ICV check, which fails, so the window never moves */
-			uint32_t seq = htonl(1000000u + i + q->queue * NFRAMES);
+			uint32_t seq = htonl(q->seq_base + i + q->queue * NFRAMES);
 
 			memcpy(f + 14 + 20 + 4, &seq, 4);
 		} else {
@@ -269,20 +272,22 @@ static int cmd_tx(int argc, char **argv)
 	struct txq *q;
 	unsigned long long total = 0;
 
-	uint32_t spi = 0;
+	uint32_t spi = 0, seq_base = 1000000u;
 	double pps = 0;
 	bool bad = argc < 9 || (argc - 9) % 2;
 
 	for (int i = 9; !bad && i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "esp"))
 			spi = (uint32_t)strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "seq") && spi)
+			seq_base = (uint32_t)strtoul(argv[i + 1], NULL, 0);
 		else if (!strcmp(argv[i], "rate") && (pps = atof(argv[i + 1])) > 0)
 			;
 		else
 			bad = true;
 	}
 	if (bad || mac_parse(argv[3], dmac) || !inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)) {
-		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI] "
+		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI [seq BASE]] "
 			"[rate PPS]\n");
 		return 2;
 	}
@@ -301,6 +306,7 @@ static int cmd_tx(int argc, char **argv)
 		q[i].queue = i;
 		q[i].seconds = secs;
 		q[i].esp_spi = spi;
+		q[i].seq_base = seq_base;
 		q[i].pps = pps / queues;
 		if (build(&q[i], dmac, smac, src, dst, size)) {
 			fprintf(stderr, "fwd-gen: size must be 28..1500\n");
