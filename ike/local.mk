@@ -9,12 +9,15 @@ IKE_SWAN_CPPFLAGS = -DXIPSEC_SWAN_CONFIG='"$(SWAN_SRC)/config.h"' \
 IKE_SWAN_LINKFLAGS = -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
 IKE_SWAN_LIBS = -lcharon -lstrongswan
 
-EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/maxqm.h ike/lsan.supp
+EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/kernel_sadb_int.h ike/maxqm.h ike/lsan.supp
+
+# The kernel-ipsec backend, also linked whole into its unit test (tests/unit/ike.mk).
+IKE_KERNEL_SADB_SOURCES = ike/kernel_sadb.c ike/kernel_sadb_sa.c ike/kernel_sadb_policy.c \
+	ike/kernel_sadb.h ike/kernel_sadb_int.h
 
 if HAVE_STRONGSWAN
 sbin_PROGRAMS += ike/xipsec-iked
-ike_xipsec_iked_SOURCES = ike/iked.c ike/kernel_sadb.c ike/kernel_sadb.h ike/maxqm.c ike/maxqm.h \
-	ike/swan.h
+ike_xipsec_iked_SOURCES = ike/iked.c $(IKE_KERNEL_SADB_SOURCES) ike/maxqm.c ike/maxqm.h ike/swan.h
 ike_xipsec_iked_CPPFLAGS = $(AM_CPPFLAGS) $(IKE_SWAN_CPPFLAGS)
 ike_xipsec_iked_LDFLAGS = $(AM_LDFLAGS) $(IKE_SWAN_LINKFLAGS)
 ike_xipsec_iked_LDADD = $(SADB_LIBS) $(IKE_SWAN_LIBS)

@@ -1,9 +1,10 @@
-# tests/unit/ike.mk: cmocka unit tests of xipsec-iked's SADB translation (ike/kernel_sadb.c), linked
+# tests/unit/ike.mk: cmocka unit tests of xipsec-iked's SADB translation (ike/kernel_sadb*.c), linked
 # against libcharon like the daemon.
 if HAVE_STRONGSWAN
 UNIT_TESTS += tests/unit/test_ike_kernel_sadb
 check_PROGRAMS += tests/unit/test_ike_kernel_sadb
-tests_unit_test_ike_kernel_sadb_SOURCES = tests/unit/test_ike_kernel_sadb.c ike/kernel_sadb.c
+tests_unit_test_ike_kernel_sadb_SOURCES = tests/unit/test_ike_kernel_sadb.c \
+	$(IKE_KERNEL_SADB_SOURCES)
 tests_unit_test_ike_kernel_sadb_CPPFLAGS = $(AM_CPPFLAGS) $(IKE_SWAN_CPPFLAGS)
 tests_unit_test_ike_kernel_sadb_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_ike_kernel_sadb_LDFLAGS = $(AM_LDFLAGS) $(IKE_SWAN_LINKFLAGS)

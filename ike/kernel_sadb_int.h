@@ -1,0 +1,75 @@
+/* ike/kernel_sadb_int.h: what the three files of xipsec-iked's kernel-ipsec backend share: the backend
+ * object, the record of each SA it installed, the process-wide counters and the calls one file makes
+ * into another. kernel_sadb.c owns the object and the translations, kernel_sadb_sa.c the SAs and their
+ * expiry, kernel_sadb_policy.c the policies. Nothing outside those files includes it. */
+#ifndef XIPSEC_IKE_KERNEL_SADB_INT_H
+#define XIPSEC_IKE_KERNEL_SADB_INT_H
+
+#include <daemon.h>
+#include <collections/linked_list.h>
+#include <threading/mutex.h>
+
+#include "ike/kernel_sadb.h"
+
+/* One SA this backend installed, tracked for expiry, queries and our own flush. */
+struct ks_sa {
+	uint32_t spi;
+	uint8_t proto;
+	bool inbound;
+	struct sadb_addr dst;
+	uint32_t reqid;
+	uint32_t slot;
+	uint64_t instance;
+	struct sadb_lifetime soft, hard;
+	uint64_t seq_soft;          /* outbound: soft expiry once seq_reserved reaches it; 0 = none */
+	timeval_t added;            /* monotonic */
+	bool soft_raised, hard_raised;
+};
+
+typedef struct private_kernel_sadb_t private_kernel_sadb_t;
+struct private_kernel_sadb_t {
+	kernel_ipsec_t public;
+	struct sadb *db;
+	mutex_t *mutex;
+	linked_list_t *sas;         /* struct ks_sa */
+	linked_list_t *pols;        /* struct ks_pol (kernel_sadb_policy.c) */
+	linked_list_t *promotes;    /* struct ks_promote (kernel_sadb_sa.c), pending outbound switches */
+	uint32_t spi_min, spi_max;
+	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
+	bool stopping;
+};
+
+/* Process-wide settings and counters (kernel_sadb.c): set before charon creates the backend. */
+extern uint64_t ks_seq_soft_override;
+extern struct kernel_sadb_stats ks_stats;
+extern mutex_t *ks_stats_mutex;
+
+#define KS_STAT_INC(field) do { \
+	if (ks_stats_mutex) ks_stats_mutex->lock(ks_stats_mutex); \
+	ks_stats.field++; \
+	if (ks_stats_mutex) ks_stats_mutex->unlock(ks_stats_mutex); } while (0)
+
+/* The IKE_SA on whose behalf charon calls us, recorded in SAs and policies so that a later daemon can
+ * tell them from manual entries (kernel_sadb_remove_orphans). 0 outside an IKE_SA. */
+static inline uint32_t current_ike_id(void)
+{
+	ike_sa_t *ike_sa = charon->bus->get_sa(charon->bus);
+
+	return ike_sa ? ike_sa->get_unique_id(ike_sa) : 0;
+}
+
+/* kernel_sadb_sa.c: the SA methods into the interface, the expiry job, and at teardown (mutex held)
+ * the outbound switches still scheduled. */
+void ks_sa_methods(kernel_ipsec_t *pub);
+void ks_expiry_start(private_kernel_sadb_t *this);
+void ks_promotes_finish(private_kernel_sadb_t *this);
+/* Runtime counters of a tracked SA, or NULL when the dataplane has not (yet) attached state to this
+ * instance of the SA. Called with the mutex held. */
+const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t);
+/* Realtime seconds (SADB) to charon's monotonic clock. */
+time_t ks_real2mono(uint64_t real);
+
+/* kernel_sadb_policy.c: the policy methods into the interface. */
+void ks_policy_methods(kernel_ipsec_t *pub);
+
+#endif

@@ -1,0 +1,637 @@
+/* ike/kernel_sadb_sa.c: the SAs of xipsec-iked's kernel-ipsec backend: SPI reservation, installing,
+ * migrating, querying and deleting SAs in the SADB, the record of each one installed, the deferred
+ * switch of outbound traffic on IKEv1 rekeys, and the expiry job.
+ *
+ * No kernel holds our SAs, so nothing would ever tell charon that an SA expired: a periodic job here
+ * compares each SA's age and the dataplane's byte/packet counters (sadb_runtime) with its soft and hard
+ * limits and raises charon->kernel->expire() itself. The same job asks for a new outbound SA before its
+ * sequence space runs out (RFC 4303 section 3.3.3): the ESP engine stops at the wrap, which would
+ * otherwise only drop packets until the hard lifetime. */
+#include "ike/swan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <processing/jobs/callback_job.h>
+
+#include "ike/kernel_sadb_int.h"
+
+/* How often lifetimes are checked: the granularity of soft/hard expiry in time. */
+#define KS_EXPIRY_INTERVAL_MS 250
+
+/* charon names the protocol by its IP protocol number, the SADB by its own constants. */
+static uint8_t map_proto(uint8_t proto)
+{
+	return proto == IPPROTO_AH ? SADB_PROTO_AH : SADB_PROTO_ESP;
+}
+
+static bool ks_sa_matches(struct ks_sa *t, uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
+{
+	return t->spi == spi && t->proto == proto && sadb_addr_eq(&t->dst, dst);
+}
+
+static struct ks_sa *find_sa(private_kernel_sadb_t *this, uint32_t spi, uint8_t proto,
+			     const struct sadb_addr *dst, bool remove)
+{
+	enumerator_t *e = this->sas->create_enumerator(this->sas);
+	struct ks_sa *t, *found = NULL;
+
+	while (e->enumerate(e, &t)) {
+		if (ks_sa_matches(t, spi, proto, dst)) {
+			found = t;
+			if (remove)
+				this->sas->remove_at(this->sas, e);
+			break;
+		}
+	}
+	e->destroy(e);
+	return found;
+}
+
+/* Whether an inbound SA of this reqid is installed already: a new one then replaces it (rekey). */
+static bool has_reqid(private_kernel_sadb_t *this, uint32_t reqid, bool inbound)
+{
+	enumerator_t *e = this->sas->create_enumerator(this->sas);
+	struct ks_sa *t;
+	bool found = FALSE;
+
+	while (!found && e->enumerate(e, &t))
+		found = t->inbound == inbound && reqid && t->reqid == reqid;
+	e->destroy(e);
+	return found;
+}
+
+/* A deferred switch of outbound traffic to a new SA (IKEv1 rekeys, see add_sa), with the deletions of
+ * the outbound SAs it replaces, which charon asks for at once and which wait for the switch. */
+#define KS_PROMOTE_DEL_MAX 8
+struct ks_promote {
+	private_kernel_sadb_t *this;    /* NULL once the backend is gone */
+	uint32_t spi, reqid;
+	uint8_t proto;
+	struct sadb_addr dst;
+	unsigned n_del;
+	struct { uint32_t spi; uint8_t proto; struct sadb_addr dst; } del[KS_PROMOTE_DEL_MAX];
+};
+
+static void promote_do(struct ks_promote *p)
+{
+	private_kernel_sadb_t *this = p->this;
+	struct sadb_sa sa;
+	unsigned i;
+
+	memset(&sa, 0, sizeof(sa));
+	if (this && !this->stopping && sadb_sa_lookup(this->db, p->spi, p->proto, &p->dst, &sa, NULL) == 0 &&
+	    sa.state == SADB_STATE_DYING) {
+		sa.state = SADB_STATE_MATURE;
+		if (sadb_sa_update(this->db, &sa) < 0)
+			DBG1(DBG_KNL, "xipsec: switching outbound traffic to SA %.8x failed: %s", p->spi,
+			     sadb_errmsg(this->db));
+		else
+			DBG1(DBG_KNL, "xipsec: outbound traffic switched to SA %.8x", p->spi);
+	}
+	memwipe(&sa, sizeof(sa));
+	for (i = 0; this && i < p->n_del; i++) {
+		free(find_sa(this, p->del[i].spi, p->del[i].proto, &p->del[i].dst, TRUE));
+		if (sadb_sa_delete(this->db, p->del[i].spi, p->del[i].proto, &p->del[i].dst) == 0) {
+			KS_STAT_INC(sa_deleted);
+			DBG1(DBG_KNL, "xipsec: deleted SA %.8x", p->del[i].spi);
+		}
+	}
+	p->n_del = 0;
+}
+
+static job_requeue_t promote_sa(struct ks_promote *p)
+{
+	private_kernel_sadb_t *this = p->this;
+
+	if (this) {
+		this->mutex->lock(this->mutex);
+		promote_do(p);
+		this->mutex->unlock(this->mutex);
+	}
+	return JOB_REQUEUE_NONE;
+}
+
+/* Runs when the job is destroyed, whether it ran or not. */
+static void promote_free(struct ks_promote *p)
+{
+	private_kernel_sadb_t *this = p->this;
+
+	if (this) {
+		this->mutex->lock(this->mutex);
+		this->promotes->remove(this->promotes, p, NULL);
+		this->mutex->unlock(this->mutex);
+	}
+	free(p);
+}
+
+/* The pending switch that an outbound SA of reqid (other than spi) must wait for, or NULL. */
+static struct ks_promote *pending_promote(private_kernel_sadb_t *this, uint32_t reqid, uint32_t spi)
+{
+	enumerator_t *e = this->promotes->create_enumerator(this->promotes);
+	struct ks_promote *p, *found = NULL;
+
+	while (!found && e->enumerate(e, &p))
+		if (p->reqid == reqid && p->spi != spi && p->n_del < KS_PROMOTE_DEL_MAX)
+			found = p;
+	e->destroy(e);
+	return found;
+}
+
+/* ---- kernel_ipsec_t: SAs ---- */
+
+METHOD(kernel_ipsec_t, get_spi, status_t, private_kernel_sadb_t *this, host_t *src, host_t *dst,
+       uint8_t protocol, uint32_t *spi)
+{
+	struct sadb_addr s, d;
+	uint32_t v = 0;
+	int rc;
+
+	if (kernel_sadb_host2addr(src, &s) < 0 || kernel_sadb_host2addr(dst, &d) < 0)
+		return FAILED;
+	this->mutex->lock(this->mutex);
+	rc = sadb_spi_alloc(this->db, map_proto(protocol), &s, &d, this->spi_min, this->spi_max, &v);
+	this->mutex->unlock(this->mutex);
+	if (rc < 0) {
+		DBG1(DBG_KNL, "xipsec: allocating SPI for %H failed: %s", dst, sadb_errmsg(this->db));
+		return FAILED;
+	}
+	KS_STAT_INC(spi_allocated);
+	/* charon keeps SPIs in network byte order, the SADB in host order */
+	*spi = htonl(v);
+	DBG2(DBG_KNL, "xipsec: allocated SPI %.8x", v);
+	return SUCCESS;
+}
+
+/* Fill an SADB record from charon's add_sa data. Returns 0 or -EINVAL with a log line. */
+static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struct sadb_sa *sa)
+{
+	traffic_selector_t *src_ts = NULL, *dst_ts = NULL;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->spi = ntohl(id->spi);
+	sa->proto = map_proto(id->proto);
+	sa->dir = data->inbound ? SADB_DIR_IN : SADB_DIR_OUT;
+	sa->state = SADB_STATE_MATURE;
+	sa->reqid = data->reqid;
+	switch (data->mode) {
+	case MODE_TUNNEL:    sa->mode = SADB_MODE_TUNNEL; break;
+	case MODE_TRANSPORT: sa->mode = SADB_MODE_TRANSPORT; break;
+	default:
+		DBG1(DBG_KNL, "xipsec: IPsec mode %N is not supported", ipsec_mode_names, data->mode);
+		return -EINVAL;
+	}
+	if (data->ipcomp != IPCOMP_NONE) {
+		DBG1(DBG_KNL, "xipsec: IPComp is not supported");
+		return -EINVAL;
+	}
+	if (data->label) {
+		DBG1(DBG_KNL, "xipsec: security labels are not supported");
+		return -EINVAL;
+	}
+	if (kernel_sadb_host2addr(id->src, &sa->src) < 0 || kernel_sadb_host2addr(id->dst, &sa->dst) < 0)
+		return -EINVAL;
+	if (data->encap) {
+		sa->encap_sport = id->src->get_port(id->src);
+		sa->encap_dport = id->dst->get_port(id->dst);
+	}
+	if (kernel_sadb_map_enc(data->enc_alg, data->enc_key, sa) < 0) {
+		DBG1(DBG_KNL, "xipsec: encryption %N with a %zu-byte key is not supported by the dataplane",
+		     encryption_algorithm_names, data->enc_alg, data->enc_key.len);
+		return -EINVAL;
+	}
+	if (kernel_sadb_map_auth(data->int_alg, data->int_key, sa) < 0) {
+		DBG1(DBG_KNL, "xipsec: integrity %N with a %zu-byte key is not supported by the dataplane",
+		     integrity_algorithm_names, data->int_alg, data->int_key.len);
+		return -EINVAL;
+	}
+	if (data->esn)
+		sa->flags |= SADB_SAF_ESN;
+	if (data->replay_window > SADB_REPLAY_MAX) {
+		DBG1(DBG_KNL, "xipsec: replay window %u exceeds the SADB's maximum of %u packets",
+		     data->replay_window, SADB_REPLAY_MAX);
+		return -EINVAL;
+	}
+	sa->replay_window = data->replay_window;
+	if (!data->replay_window)
+		sa->flags |= SADB_SAF_NO_REPLAY;
+	sa->tfc_pad = data->tfc > 0xffff ? 0xffff : data->tfc;
+	if (!data->copy_ecn)
+		sa->flags |= SADB_SAF_NO_ECN;
+	if (!data->copy_df)
+		sa->flags |= SADB_SAF_DF_CLEAR;
+	switch (data->copy_dscp) {
+	case DSCP_COPY_YES:      sa->dscp = 0xff; sa->flags |= SADB_SAF_DECAP_DSCP; break;
+	case DSCP_COPY_IN_ONLY:  sa->dscp = 0;    sa->flags |= SADB_SAF_DECAP_DSCP; break;
+	case DSCP_COPY_OUT_ONLY: sa->dscp = 0xff; break;
+	case DSCP_COPY_NO:       sa->dscp = 0;    break;
+	}
+	if (data->lifetime) {
+		sa->soft.add_seconds = data->lifetime->time.rekey;
+		sa->soft.bytes = data->lifetime->bytes.rekey;
+		sa->soft.packets = data->lifetime->packets.rekey;
+		sa->hard.add_seconds = data->lifetime->time.life;
+		sa->hard.bytes = data->lifetime->bytes.life;
+		sa->hard.packets = data->lifetime->packets.life;
+	}
+	/* The SA's own selector is what the dataplane checks after decapsulation. With one selector
+	 * per side it is exact; with several, the policies carry the detail and the SA accepts any. */
+	if (data->src_ts && data->dst_ts && data->src_ts->get_count(data->src_ts) == 1 &&
+	    data->dst_ts->get_count(data->dst_ts) == 1) {
+		data->src_ts->get_first(data->src_ts, (void **)&src_ts);
+		data->dst_ts->get_first(data->dst_ts, (void **)&dst_ts);
+		if (kernel_sadb_ts2sel(src_ts, dst_ts, &sa->sel) < 0)
+			return -EINVAL;
+	} else {
+		sa->sel.sport_hi = sa->sel.dport_hi = 0xffff;
+	}
+	sa->ike_id = current_ike_id();
+	return 0;
+}
+
+METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
+       kernel_ipsec_add_sa_t *data)
+{
+	struct sadb_sa sa, chk;
+	struct ks_sa *t;
+	struct ks_promote *promote = NULL;
+	ike_sa_t *ike_sa;
+	uint32_t slot = 0, spi, reqid;
+	bool rekey, defer;
+	int rc;
+
+	if (build_sa(id, data, &sa) < 0) {
+		memwipe(&sa, sizeof(sa));
+		return FAILED;
+	}
+	this->mutex->lock(this->mutex);
+	/* Rekeying, make-before-break across two dataplanes that follow their SADBs on their own
+	 * schedule (xipsecd: every 10 ms). A new inbound SA waits for our dataplane (below) before charon
+	 * tells the peer, who may switch to it within a round trip. IKEv1 needs more: its responder
+	 * installs its new inbound SA only on the initiator's third Quick Mode message, sent right after
+	 * this call, so the initiator's new outbound SA enters the SADB as DYING (the dataplane keeps
+	 * sending on the old MATURE one, or on this one if no other is left) and becomes MATURE once the
+	 * peer's dataplane has had time to load its side. IKEv2 responders install inbound before they
+	 * answer, so IKEv2 needs no deferral. */
+	rekey = data->inbound && has_reqid(this, sa.reqid, TRUE);
+	ike_sa = charon->bus->get_sa(charon->bus);
+	defer = !data->inbound && this->sync_ms && ike_sa && ike_sa->get_version(ike_sa) == IKEV1 &&
+		data->initiator && has_reqid(this, sa.reqid, FALSE);
+	if (defer)
+		sa.state = SADB_STATE_DYING;
+	if (data->update)
+		rc = sadb_sa_update(this->db, &sa);   /* completes the LARVAL SA get_spi reserved */
+	else
+		rc = sadb_sa_add(this->db, &sa, &slot);
+	if (rc == -ENOENT && data->update)
+		rc = sadb_sa_add(this->db, &sa, &slot);
+	if (rc == 0)
+		rc = sadb_sa_lookup(this->db, sa.spi, sa.proto, &sa.dst, &chk, &slot);
+	if (rc < 0) {
+		DBG1(DBG_KNL, "xipsec: adding SAD entry with SPI %.8x failed: %s (%s)", sa.spi,
+		     sadb_errmsg(this->db), strerror(-rc));
+		this->mutex->unlock(this->mutex);
+		memwipe(&sa, sizeof(sa));
+		memwipe(&chk, sizeof(chk));
+		return FAILED;
+	}
+	t = find_sa(this, sa.spi, sa.proto, &sa.dst, TRUE);
+	free(t);
+	INIT(t,
+		.spi = sa.spi,
+		.proto = sa.proto,
+		.inbound = data->inbound,
+		.dst = sa.dst,
+		.reqid = sa.reqid,
+		.slot = slot,
+		.instance = chk.instance,
+		.soft = sa.soft,
+		.hard = sa.hard,
+		.seq_soft = data->inbound ? 0 :
+			kernel_sadb_seq_soft_limit(sa.flags & SADB_SAF_ESN, ks_seq_soft_override),
+	);
+	time_monotonic(&t->added);
+	this->sas->insert_last(this->sas, t);
+	/* t belongs to the list once the lock is released: keep what we still need */
+	spi = t->spi;
+	reqid = t->reqid;
+	if (defer) {
+		INIT(promote, .this = this, .spi = t->spi, .reqid = t->reqid, .proto = t->proto, .dst = t->dst);
+		this->promotes->insert_last(this->promotes, promote);
+	}
+	this->mutex->unlock(this->mutex);
+	memwipe(&sa, sizeof(sa));
+	memwipe(&chk, sizeof(chk));
+	KS_STAT_INC(sa_added);
+	if (promote)
+		lib->scheduler->schedule_job_ms(lib->scheduler,
+			(job_t *)callback_job_create((callback_job_cb_t)promote_sa, promote,
+						     (callback_job_cleanup_t)promote_free, NULL),
+			3 * this->sync_ms);
+	if (rekey && this->sync_ms) {
+		/* Our dataplane must know the new inbound SPI before the peer hears of it (above). */
+		usleep(this->sync_ms * 1000);
+	}
+	DBG1(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u%s", data->inbound ? "inbound" : "outbound",
+	     spi, reqid, promote ? " (used once the peer had time to install its side)" : "");
+	return SUCCESS;
+}
+
+METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
+       kernel_ipsec_update_sa_t *data)
+{
+	struct sadb_addr dst, nsrc, ndst;
+	uint32_t spi = ntohl(id->spi);
+	uint8_t proto = map_proto(id->proto);
+	uint16_t sport = 0, dport = 0;
+	struct ks_sa *t;
+	int rc = 0;
+
+	if (kernel_sadb_host2addr(id->dst, &dst) < 0 || kernel_sadb_host2addr(data->new_src, &nsrc) < 0 ||
+	    kernel_sadb_host2addr(data->new_dst, &ndst) < 0)
+		return FAILED;
+	if (data->new_encap) {
+		sport = data->new_src->get_port(data->new_src);
+		dport = data->new_dst->get_port(data->new_dst);
+	}
+	this->mutex->lock(this->mutex);
+	rc = sadb_sa_migrate(this->db, spi, proto, &dst, &nsrc, &ndst, sport, dport);
+	if (rc == 0 && data->new_reqid) {
+		struct sadb_sa sa;
+
+		rc = sadb_sa_lookup(this->db, spi, proto, &ndst, &sa, NULL);
+		if (rc == 0) {
+			sa.reqid = data->new_reqid;
+			rc = sadb_sa_update(this->db, &sa);
+		}
+		memwipe(&sa, sizeof(sa));
+	}
+	if (rc < 0) {
+		DBG1(DBG_KNL, "xipsec: updating SA %.8x to %H..%H failed: %s", spi, data->new_src,
+		     data->new_dst, sadb_errmsg(this->db));
+		this->mutex->unlock(this->mutex);
+		return FAILED;
+	}
+	t = find_sa(this, spi, proto, &dst, FALSE);
+	if (t) {
+		struct sadb_sa sa;
+		uint32_t slot;
+
+		t->dst = ndst;
+		if (data->new_reqid)
+			t->reqid = data->new_reqid;
+		if (sadb_sa_lookup(this->db, spi, proto, &ndst, &sa, &slot) == 0) {
+			t->slot = slot;
+			t->instance = sa.instance;
+		}
+		memwipe(&sa, sizeof(sa));
+	}
+	this->mutex->unlock(this->mutex);
+	KS_STAT_INC(sa_updated);
+	DBG1(DBG_KNL, "xipsec: SA %.8x now %H..%H%s", spi, data->new_src, data->new_dst,
+	     data->new_encap ? " (UDP-encapsulated)" : "");
+	return SUCCESS;
+}
+
+const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t)
+{
+	const struct sadb_runtime *rt = sadb_runtime(this->db, t->slot);
+
+	if (!rt || __atomic_load_n(&rt->instance, __ATOMIC_ACQUIRE) != t->instance)
+		return NULL;
+	return rt;
+}
+
+time_t ks_real2mono(uint64_t real)
+{
+	time_t now_real = time(NULL), now_mono = time_monotonic(NULL);
+
+	if (!real)
+		return 0;
+	if ((uint64_t)now_real < real)
+		return now_mono;
+	return now_mono - (time_t)((uint64_t)now_real - real);
+}
+
+METHOD(kernel_ipsec_t, query_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
+       kernel_ipsec_query_sa_t *data, uint64_t *bytes, uint64_t *packets, time_t *time_out)
+{
+	struct sadb_addr dst;
+	struct sadb_sa sa;
+	const struct sadb_runtime *rt;
+	uint32_t slot;
+	int rc;
+
+	if (kernel_sadb_host2addr(id->dst, &dst) < 0)
+		return FAILED;
+	this->mutex->lock(this->mutex);
+	rc = sadb_sa_lookup(this->db, ntohl(id->spi), map_proto(id->proto), &dst, &sa, &slot);
+	if (rc < 0) {
+		this->mutex->unlock(this->mutex);
+		DBG2(DBG_KNL, "xipsec: querying SA %.8x: not found", ntohl(id->spi));
+		return NOT_FOUND;
+	}
+	rt = sadb_runtime(this->db, slot);
+	if (rt && __atomic_load_n(&rt->instance, __ATOMIC_ACQUIRE) == sa.instance) {
+		if (bytes)
+			*bytes = __atomic_load_n(&rt->bytes, __ATOMIC_RELAXED);
+		if (packets)
+			*packets = __atomic_load_n(&rt->packets, __ATOMIC_RELAXED);
+		if (time_out)
+			*time_out = ks_real2mono(__atomic_load_n(&rt->last_used, __ATOMIC_RELAXED));
+	} else {
+		if (bytes)
+			*bytes = 0;
+		if (packets)
+			*packets = 0;
+		if (time_out)
+			*time_out = 0;
+	}
+	this->mutex->unlock(this->mutex);
+	memwipe(&sa, sizeof(sa));
+	return SUCCESS;
+}
+
+METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
+       kernel_ipsec_del_sa_t *data)
+{
+	struct sadb_addr dst;
+	struct ks_promote *p;
+	struct ks_sa *t;
+	uint32_t spi = ntohl(id->spi);
+	uint8_t proto = map_proto(id->proto);
+	int rc;
+
+	if (kernel_sadb_host2addr(id->dst, &dst) < 0)
+		return FAILED;
+	this->mutex->lock(this->mutex);
+	t = find_sa(this, spi, proto, &dst, FALSE);
+	if (t && !t->inbound && (p = pending_promote(this, t->reqid, spi))) {
+		/* IKEv1 rekey: the new outbound SA is not in use yet; this one carries the traffic until
+		 * the switch, which deletes it */
+		p->del[p->n_del].spi = spi;
+		p->del[p->n_del].proto = proto;
+		p->del[p->n_del].dst = dst;
+		p->n_del++;
+		this->mutex->unlock(this->mutex);
+		DBG1(DBG_KNL, "xipsec: SA %.8x deleted once traffic switched to SA %.8x", spi, p->spi);
+		return SUCCESS;
+	}
+	rc = sadb_sa_delete(this->db, spi, proto, &dst);
+	t = find_sa(this, spi, proto, &dst, TRUE);
+	free(t);
+	this->mutex->unlock(this->mutex);
+	if (rc == -ENOENT) {
+		DBG2(DBG_KNL, "xipsec: SA %.8x already gone", spi);
+		return NOT_FOUND;
+	}
+	if (rc < 0) {
+		DBG1(DBG_KNL, "xipsec: deleting SA %.8x failed: %s", spi, sadb_errmsg(this->db));
+		return FAILED;
+	}
+	KS_STAT_INC(sa_deleted);
+	DBG1(DBG_KNL, "xipsec: deleted SA %.8x", spi);
+	return SUCCESS;
+}
+
+/* Only what this daemon installed is flushed: the SADB also holds manual SAs and policies of ipsecctl. */
+METHOD(kernel_ipsec_t, flush_sas, status_t, private_kernel_sadb_t *this)
+{
+	struct ks_sa *t;
+
+	this->mutex->lock(this->mutex);
+	while (this->sas->remove_first(this->sas, (void **)&t) == SUCCESS) {
+		sadb_sa_delete(this->db, t->spi, t->proto, &t->dst);
+		free(t);
+	}
+	this->mutex->unlock(this->mutex);
+	return SUCCESS;
+}
+
+/* ---- expiry ---- */
+
+struct ks_expire {
+	uint8_t proto;
+	uint32_t spi;
+	struct sadb_addr dst;
+	bool hard;
+	uint64_t seq, seq_soft;     /* set when the sequence space raised it */
+};
+
+static bool limit_hit(const struct sadb_lifetime *l, uint64_t age, uint64_t bytes, uint64_t packets)
+{
+	return (l->add_seconds && age >= l->add_seconds) || (l->bytes && bytes >= l->bytes) ||
+	       (l->packets && packets >= l->packets);
+}
+
+static job_requeue_t check_expiry(private_kernel_sadb_t *this);
+
+void ks_expiry_start(private_kernel_sadb_t *this)
+{
+	lib->scheduler->schedule_job_ms(lib->scheduler,
+		(job_t *)callback_job_create((callback_job_cb_t)check_expiry, this, NULL, NULL),
+		KS_EXPIRY_INTERVAL_MS);
+}
+
+static job_requeue_t check_expiry(private_kernel_sadb_t *this)
+{
+	struct ks_expire ev[64];
+	unsigned n = 0, i;
+	enumerator_t *e;
+	struct ks_sa *t;
+	timeval_t now;
+
+	time_monotonic(&now);
+	this->mutex->lock(this->mutex);
+	if (this->stopping) {
+		this->mutex->unlock(this->mutex);
+		return JOB_REQUEUE_NONE;
+	}
+	e = this->sas->create_enumerator(this->sas);
+	while (n < countof(ev) && e->enumerate(e, &t)) {
+		const struct sadb_runtime *rt = ks_sa_runtime(this, t);
+		uint64_t bytes = 0, packets = 0, seq = 0, age_ms;
+		bool hard, soft, seq_hit;
+
+		if (rt) {
+			bytes = __atomic_load_n(&rt->bytes, __ATOMIC_RELAXED);
+			packets = __atomic_load_n(&rt->packets, __ATOMIC_RELAXED);
+			/* what the dataplane reserved, not what it sent: a number reserved is spent even if
+			 * the packet was dropped or the dataplane restarted (it resumes above the mark) */
+			if (t->seq_soft)
+				seq = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
+		}
+		age_ms = (uint64_t)(now.tv_sec - t->added.tv_sec) * 1000 +
+			 (now.tv_usec - t->added.tv_usec) / 1000;
+		/* the limit is reached when the full second has passed, not when it started */
+		hard = !t->hard_raised && limit_hit(&t->hard, age_ms / 1000, bytes, packets);
+		seq_hit = t->seq_soft && seq >= t->seq_soft;
+		soft = !t->soft_raised && !t->hard_raised &&
+		       (limit_hit(&t->soft, age_ms / 1000, bytes, packets) || seq_hit);
+		if (!hard && !soft)
+			continue;
+		if (hard)
+			t->hard_raised = TRUE;
+		t->soft_raised = TRUE;
+		if (rt) {
+			/* runtime is the dataplane's area; only the expired bits are ours to set */
+			__atomic_fetch_or((uint32_t *)&rt->expired, hard ? 3u : 1u, __ATOMIC_RELEASE);
+		}
+		ev[n++] = (struct ks_expire){ .proto = t->proto, .spi = t->spi, .dst = t->dst, .hard = hard,
+					      .seq = !hard && seq_hit ? seq : 0, .seq_soft = t->seq_soft };
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+
+	for (i = 0; i < n; i++) {
+		host_t *dst;
+		chunk_t a = chunk_create(ev[i].dst.a.b, ev[i].dst.family == AF_INET ? 4 : 16);
+
+		dst = host_create_from_chunk(ev[i].dst.family, a, 0);
+		if (!dst)
+			continue;
+		if (ev[i].seq)
+			DBG1(DBG_KNL, "xipsec: CHILD_SA spi 0x%.8x reached sequence %llu of the soft "
+			     "limit %llu: rekeying", ev[i].spi, (unsigned long long)ev[i].seq,
+			     (unsigned long long)ev[i].seq_soft);
+		else
+			DBG1(DBG_KNL, "xipsec: %s lifetime of SA %.8x reached", ev[i].hard ? "hard" : "soft",
+			     ev[i].spi);
+		if (ev[i].hard)
+			KS_STAT_INC(hard_expired);
+		else
+			KS_STAT_INC(soft_expired);
+		if (ev[i].seq)
+			KS_STAT_INC(seq_soft_expired);
+		charon->kernel->expire(charon->kernel, ev[i].proto == SADB_PROTO_AH ? IPPROTO_AH : IPPROTO_ESP,
+				       htonl(ev[i].spi), dst, ev[i].hard);
+		dst->destroy(dst);
+	}
+	return JOB_RESCHEDULE_MS(KS_EXPIRY_INTERVAL_MS);
+}
+
+
+/* Switches still scheduled when the backend goes: their deletions are done now, and the jobs, which
+ * the scheduler may still run or destroy later, are detached from the backend. */
+void ks_promotes_finish(private_kernel_sadb_t *this)
+{
+	struct ks_promote *p;
+
+	while (this->promotes->remove_first(this->promotes, (void **)&p) == SUCCESS) {
+		promote_do(p);
+		p->this = NULL;
+	}
+}
+
+void ks_sa_methods(kernel_ipsec_t *pub)
+{
+	pub->get_spi = _get_spi;
+	pub->add_sa = _add_sa;
+	pub->update_sa = _update_sa;
+	pub->query_sa = _query_sa;
+	pub->del_sa = _del_sa;
+	pub->flush_sas = _flush_sas;
+}
