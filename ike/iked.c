@@ -241,7 +241,9 @@ static int run(maxqm_t *maxqm)
 	}
 }
 
-int main(int argc, char *argv[])
+/* The command line: -1 to go on, or the exit code (help, version, a bad option). */
+static int parse_args(int argc, char *argv[], const char **conf_dir, const char **run_dir,
+		      const char **sadb_path, bool *load)
 {
 	static const struct option opts[] = {
 		{ "conf-dir", required_argument, NULL, 'c' },
@@ -253,28 +255,14 @@ int main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *conf_dir = IKED_DEFAULT_CONF_DIR, *run_dir = IKED_DEFAULT_RUN_DIR, *sadb_path = NULL;
-	char run_abs[PATH_MAX], conf_abs[PATH_MAX], sconf[PATH_MAX + 32], vici[PATH_MAX + 32];
-	char pidf[PATH_MAX + 32], err[256];
-	static plugin_feature_t features[] = {
-		PLUGIN_CALLBACK(kernel_ipsec_register, kernel_sadb_create),
-			PLUGIN_PROVIDE(CUSTOM, "kernel-ipsec"),
-	};
-	bool load = TRUE;
-	level_t levels[DBG_MAX];
-	struct sadb *db = NULL;
-	maxqm_t *maxqm;
-	sigset_t set;
-	uint64_t seq_soft = 0;
-	const char *knob;
-	int c, group, pidfd, sadbfd, rc;
-	char *end, lvl[16];
+	char *end;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "c:r:s:d:nhv", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': conf_dir = optarg; break;
-		case 'r': run_dir = optarg; break;
-		case 's': sadb_path = optarg; break;
+		case 'c': *conf_dir = optarg; break;
+		case 'r': *run_dir = optarg; break;
+		case 's': *sadb_path = optarg; break;
 		case 'd':
 			errno = 0;
 			iked_loglevel = strtol(optarg, &end, 10);
@@ -283,7 +271,7 @@ int main(int argc, char *argv[])
 				return 1;
 			}
 			break;
-		case 'n': load = FALSE; break;
+		case 'n': *load = FALSE; break;
 		case 'h': usage(stdout, argv[0]); return 0;
 		case 'v': printf("xipsec-iked (xipsec) with strongSwan %s\n", VERSION); return 0;
 		default: usage(stderr, argv[0]); return 1;
@@ -293,6 +281,54 @@ int main(int argc, char *argv[])
 		usage(stderr, argv[0]);
 		return 1;
 	}
+	return -1;
+}
+
+/* Loggers and the settings this daemon needs whatever strongswan.conf says (its own VICI socket,
+ * no routes or virtual IPs installed by charon, the replay window of its SAs). */
+static void charon_defaults(char *vici)
+{
+	level_t levels[DBG_MAX];
+	char lvl[16];
+
+	for (int group = 0; group < DBG_MAX; group++)
+		levels[group] = iked_loglevel;
+	charon->set_default_loggers(charon, levels, TRUE);
+	/* Log to stderr (not syslog) unless strongswan.conf configures loggers of its own. */
+	snprintf(lvl, sizeof(lvl), "%d", iked_loglevel);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.default", lvl, lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.flush_line", "yes", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.ike_name", "yes", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.time_format", "%T", lib->ns);
+	charon->load_loggers(charon);
+
+	lib->settings->set_default_str(lib->settings, "%s.plugins.vici.socket", vici, lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.replay_window", "1024", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.install_routes", "no", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.install_virtual_ip", "no", lib->ns);
+	lib->settings->set_default_str(lib->settings, "%s.plugins.kernel-netlink.fwmark", "", lib->ns);
+}
+
+int main(int argc, char *argv[])
+{
+	const char *conf_dir = IKED_DEFAULT_CONF_DIR, *run_dir = IKED_DEFAULT_RUN_DIR, *sadb_path = NULL;
+	char run_abs[PATH_MAX], conf_abs[PATH_MAX], sconf[PATH_MAX + 32], vici[PATH_MAX + 32];
+	char pidf[PATH_MAX + 32], err[256];
+	static plugin_feature_t features[] = {
+		PLUGIN_CALLBACK(kernel_ipsec_register, kernel_sadb_create),
+			PLUGIN_PROVIDE(CUSTOM, "kernel-ipsec"),
+	};
+	bool load = TRUE;
+	struct sadb *db = NULL;
+	maxqm_t *maxqm;
+	sigset_t set;
+	uint64_t seq_soft = 0;
+	const char *knob;
+	int pidfd, sadbfd, rc;
+
+	rc = parse_args(argc, argv, &conf_dir, &run_dir, &sadb_path, &load);
+	if (rc >= 0)
+		return rc;
 	if (!sadb_path)
 		sadb_path = sadb_default_path();
 	/* test knob: rekey outbound SAs at this sequence number instead of near the end of the space */
@@ -347,22 +383,7 @@ int main(int argc, char *argv[])
 		library_deinit();
 		return SS_RC_INITIALIZATION_FAILED;
 	}
-	for (group = 0; group < DBG_MAX; group++)
-		levels[group] = iked_loglevel;
-	charon->set_default_loggers(charon, levels, TRUE);
-	/* Log to stderr (not syslog) unless strongswan.conf configures loggers of its own. */
-	snprintf(lvl, sizeof(lvl), "%d", iked_loglevel);
-	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.default", lvl, lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.flush_line", "yes", lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.ike_name", "yes", lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.time_format", "%T", lib->ns);
-	charon->load_loggers(charon);
-
-	lib->settings->set_default_str(lib->settings, "%s.plugins.vici.socket", vici, lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.replay_window", "1024", lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.install_routes", "no", lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.install_virtual_ip", "no", lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.plugins.kernel-netlink.fwmark", "", lib->ns);
+	charon_defaults(vici);
 
 	lib->plugins->add_static_features(lib->plugins, "xipsec-sadb", features, countof(features), TRUE,
 					  NULL, NULL);

@@ -22,6 +22,9 @@
 #define DP_RING_SIZE     4096u      /* doc/platform.md: RX rings below 4096 drop above ~450 kpps */
 #define DP_BATCH         64u        /* constant burst cap: no VLAs sized by a burst */
 #define DP_TUN_SKIP      16u        /* busy rounds between looks at an idle TUN device */
+#define DP_COALESCE_RATE 200u       /* packets per ms above which small rounds wait ... */
+#define DP_COALESCE_BELOW 16u       /* (a round of fewer packets than this) ... */
+#define DP_COALESCE_NS   10000L     /* ... this long for more to gather */
 /* Frames the fill rings never get: what the TUN device, held packets, fragments and ICMP errors take
  * fresh frames from, so that a full RX ring cannot starve them. */
 #define DP_FRAME_RESERVE (2 * DP_BATCH)
