@@ -4,7 +4,7 @@
  *  - CBC/CTR/3DES/NULL with HMAC, AH's HMAC and ChaCha20-Poly1305 through the classic job API, a
  *    whole burst submitted before it is flushed, so the multi-buffer lanes fill up.
  * Managers: one per thread per API (a direct one and a job one), from init_mb_mgr_auto (runtime CPU
- * dispatch: AVX2/VAES here, AVX-512 elsewhere). Debian's ipsec-mb 1.3 corrupts jobs once its ring
+ * dispatch: AVX2, or AVX-512 with VAES where the CPU has it). Debian's ipsec-mb 1.3 corrupts jobs once its ring
  * wraps when the job and burst APIs share a manager or a burst ring wraps with jobs queued (fixed in
  * 1.4): we never use the burst API, submit at most ESP_CRYPTO_BURST_MAX (64) jobs into the 256-entry ring
  * and flush it empty before returning, so no job is ever in flight across a wrap between calls.

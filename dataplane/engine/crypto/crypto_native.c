@@ -2,8 +2,9 @@
  * 800-38D) with AES-NI and PCLMULQDQ, for 128- and 256-bit keys: the "native" backend.
  *
  * Why our own: at the packet sizes a gateway sees most (64-512 B) the libraries' fixed cost per call
- * dominates. ipsec-mb 1.3 on a CPU without AVX-512 (this AMD EPYC) runs its AVX2 "gen4" GCM, ~120
- * cycles for a 64-byte packet, most of it set-up of a general streaming context; OpenSSL 3.0's EVP
+ * dominates. ipsec-mb 1.3 on a CPU without AVX-512 runs its AVX2 "gen4" GCM, ~120 cycles for a
+ * 64-byte packet, most of it set-up of a general streaming context (with AVX-512 and VAES it has a
+ * VAES path of its own, which the machines here may or may not offer: it picks at run time); OpenSSL 3.0's EVP
  * GCM costs ~550 cycles per call (doc/platform.md). One ESP packet needs much less: for 64 B of inner
  * packet, 6 AES blocks (the 5 of the payload and E_K(J0) for the tag) run interleaved in the two AES
  * units, and 7 GHASH blocks (AAD, payload, lengths) multiplied by precomputed powers of H and reduced
