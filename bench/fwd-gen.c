@@ -279,8 +279,15 @@ static int cmd_tx(int argc, char **argv)
 	for (int i = 9; !bad && i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "esp"))
 			spi = (uint32_t)strtoul(argv[i + 1], NULL, 0);
-		else if (!strcmp(argv[i], "seq") && spi)
-			seq_base = (uint32_t)strtoul(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "seq") && spi) {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(argv[i + 1], &end, 0);
+			bad = errno || *end || end == argv[i + 1] || v > UINT32_MAX;
+			seq_base = (uint32_t)v;
+		}
 		else if (!strcmp(argv[i], "rate") && (pps = atof(argv[i + 1])) > 0)
 			;
 		else

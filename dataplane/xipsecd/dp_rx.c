@@ -119,10 +119,9 @@ static void pin(struct dp_worker *w)
 
 /* Datagrams whose fragments stopped coming: looked for every 100 ms by whichever worker gets the
  * lock (a busy worker does not wait for it). */
-static void reasm_expire(struct dp_worker *w)
+static void reasm_expire(struct dp_worker *w, uint64_t now)
 {
 	struct dp_ctx *ctx = w->ctx;
-	uint64_t now = dp_now_ns();
 	uint32_t n;
 
 	if (now < w->reasm_expire_ns)
@@ -135,15 +134,33 @@ static void reasm_expire(struct dp_worker *w)
 	dp_drop_count(w, SADB_DROP_FRAG_TIMEOUT, n);
 }
 
+/* The packet rate of the last millisecond, for interrupt coalescing: whether it is above
+ * DP_COALESCE_RATE packets per millisecond. */
+struct rate_window {
+	uint64_t start;
+	unsigned pkts;
+	bool fast;
+};
+
+static bool rate_fast(struct rate_window *r, unsigned rx, uint64_t now)
+{
+	r->pkts += rx;
+	if (now - r->start >= 1000000) {
+		r->fast = r->pkts >= DP_COALESCE_RATE;
+		r->pkts = 0;
+		r->start = now;
+	}
+	return r->fast;
+}
+
 void *dp_worker_main(void *arg)
 {
 	struct dp_worker *w = arg;
 	struct dp_ctx *ctx = w->ctx;
 	static __thread struct dp_group g, rg;
 	bool tun = w->id == 0 && ctx->tun_fd >= 0, tun_ready = true;
-	unsigned tun_wait = 0, win_pkts = 0;
-	uint64_t win_start = 0;
-	bool fast = false;
+	unsigned tun_wait = 0;
+	struct rate_window rate = { 0 };
 
 	w->regroup = &rg;
 	pin(w);
@@ -152,7 +169,8 @@ void *dp_worker_main(void *arg)
 	rcu_register_thread();
 	while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed)) {
 		unsigned work, rx = 0;
-		bool busy = false;
+		bool busy = false, fast;
+		uint64_t now;
 
 		for (unsigned p = 0; p < DP_NPORTS; p++) {
 			complete(w, p);
@@ -174,19 +192,10 @@ void *dp_worker_main(void *arg)
 		}
 		kick(w);
 		dp_hold_retry(w, false);
-		reasm_expire(w);
+		now = dp_now_ns();
+		reasm_expire(w, now);
 		rcu_quiescent_state();
-		/* the packet rate of the last millisecond decides whether small rounds wait */
-		win_pkts += rx;
-		{
-			uint64_t now = dp_now_ns();
-
-			if (now - win_start >= 1000000) {
-				fast = win_pkts >= DP_COALESCE_RATE;
-				win_pkts = 0;
-				win_start = now;
-			}
-		}
+		fast = rate_fast(&rate, rx, now);
 		if (work) {
 			/* Interrupt coalescing, as NICs do it: at a high packet rate a round that found
 			 * only a few packets would be followed by a sleep in poll(2) and a wake-up per
