@@ -134,23 +134,31 @@ static void reasm_expire(struct dp_worker *w, uint64_t now)
 	dp_drop_count(w, SADB_DROP_FRAG_TIMEOUT, n);
 }
 
-/* The packet rate of the last millisecond, for interrupt coalescing: whether it is above
- * DP_COALESCE_RATE packets per millisecond. */
+/* The packet rate of the last millisecond, for interrupt coalescing: zero below DP_COALESCE_RATE
+ * packets per millisecond, else how long DP_COALESCE_BELOW packets take to arrive at that rate
+ * (within DP_COALESCE_MIN_NS and DP_COALESCE_MAX_NS): the wait of a round that found fewer. */
 struct rate_window {
 	uint64_t start;
 	unsigned pkts;
-	bool fast;
+	unsigned wait_ns;
 };
 
-static bool rate_fast(struct rate_window *r, unsigned rx, uint64_t now)
+static unsigned rate_wait(struct rate_window *r, unsigned rx, uint64_t now)
 {
 	r->pkts += rx;
 	if (now - r->start >= 1000000) {
-		r->fast = r->pkts >= DP_COALESCE_RATE;
+		unsigned ns = 0;
+
+		if (r->pkts >= DP_COALESCE_RATE) {
+			ns = (unsigned)((uint64_t)DP_COALESCE_BELOW * (now - r->start) / r->pkts);
+			ns = ns < DP_COALESCE_MIN_NS ? DP_COALESCE_MIN_NS :
+			     ns > DP_COALESCE_MAX_NS ? DP_COALESCE_MAX_NS : ns;
+		}
+		r->wait_ns = ns;
 		r->pkts = 0;
 		r->start = now;
 	}
-	return r->fast;
+	return r->wait_ns;
 }
 
 void *dp_worker_main(void *arg)
@@ -169,7 +177,8 @@ void *dp_worker_main(void *arg)
 	rcu_register_thread();
 	while (!atomic_load_explicit(&ctx->stop, memory_order_relaxed)) {
 		unsigned work, rx = 0;
-		bool busy = false, fast;
+		bool busy = false;
+		unsigned wait_ns;
 		uint64_t now;
 
 		for (unsigned p = 0; p < DP_NPORTS; p++) {
@@ -195,16 +204,20 @@ void *dp_worker_main(void *arg)
 		now = dp_now_ns();
 		reasm_expire(w, now);
 		rcu_quiescent_state();
-		fast = rate_fast(&rate, rx, now);
-		if (work) {
-			/* Interrupt coalescing, as NICs do it: at a high packet rate a round that found
-			 * only a few packets would be followed by a sleep in poll(2) and a wake-up per
-			 * packet or two, which costs the worker (and whoever wakes it) more than the
-			 * packets. Waiting a few microseconds lets a burst gather instead. Only above
-			 * DP_COALESCE_RATE packets per millisecond, so a quiet link's latency is not
-			 * touched; never while a full burst is waiting. */
-			if (fast && rx < DP_COALESCE_BELOW) {
-				struct timespec ts = { 0, DP_COALESCE_NS };
+		wait_ns = rate_wait(&rate, rx, now);
+		if (work || wait_ns) {
+			/* Interrupt coalescing, as NICs do it (adaptive interrupt moderation): at a high
+			 * packet rate a round that found only a few packets would be followed by a sleep
+			 * in poll(2) and a wake-up per packet or two, and a context switch costs the worker
+			 * more than the packets (doc/platform.md). Waiting for about a burst's worth of
+			 * packets at the measured rate makes every switch carry a burst; at least
+			 * DP_COALESCE_MIN_NS, at most DP_COALESCE_MAX_NS, which the RX rings hold with room
+			 * to spare at any rate the link brings. Only above DP_COALESCE_RATE packets per
+			 * millisecond, so a quiet link's latency is not touched; never while a full burst
+			 * is waiting. A round that found nothing waits the same way rather than in poll(2),
+			 * whose wake-up would come with the next packet alone. */
+			if (wait_ns && rx < DP_COALESCE_BELOW) {
+				struct timespec ts = { 0, (long)wait_ns };
 
 				rcu_thread_offline();
 				nanosleep(&ts, NULL);
