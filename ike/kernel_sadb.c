@@ -268,6 +268,7 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 	this->mutex->lock(this->mutex);
 	this->stopping = TRUE;
 	ks_promotes_finish(this);
+	ks_lingers_finish(this);
 	this->mutex->unlock(this->mutex);
 	/* SAs and policies stay in the SADB only as long as charon keeps them: charon deletes them
 	 * before it destroys the backend; anything left is ours and is removed. */
@@ -276,6 +277,7 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 	this->sas->destroy(this->sas);
 	this->pols->destroy(this->pols);
 	this->promotes->destroy(this->promotes);
+	this->lingers->destroy(this->lingers);
 	sadb_close(this->db);
 	this->mutex->destroy(this->mutex);
 	free(this);
@@ -344,13 +346,21 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		.sas = linked_list_create(),
 		.pols = linked_list_create(),
 		.promotes = linked_list_create(),
+		.lingers = linked_list_create(),
 		.spi_min = lib->settings->get_int(lib->settings, "%s.spi_min", KERNEL_SPI_MIN, lib->ns),
 		.spi_max = lib->settings->get_int(lib->settings, "%s.spi_max", KERNEL_SPI_MAX, lib->ns),
 		.sync_ms = lib->settings->get_int(lib->settings, "%s.dataplane_sync_ms", 30, lib->ns),
+		.linger_ms = lib->settings->get_int(lib->settings, "%s.inbound_delete_delay_ms", 1000,
+						    lib->ns),
 	);
 	ks_sa_methods(&this->public);
 	ks_policy_methods(&this->public);
 	ks_pending_db = NULL;
+	if ((int)this->linger_ms < 0 || this->linger_ms > 60000) {
+		DBG1(DBG_KNL, "xipsec: inbound_delete_delay_ms %d out of range 0-60000, using 1000",
+		     (int)this->linger_ms);
+		this->linger_ms = 1000;
+	}
 	if (this->spi_min > this->spi_max) {
 		uint32_t tmp = this->spi_min;
 

@@ -34,8 +34,10 @@ struct private_kernel_sadb_t {
 	linked_list_t *sas;         /* struct ks_sa */
 	linked_list_t *pols;        /* struct ks_pol (kernel_sadb_policy.c) */
 	linked_list_t *promotes;    /* struct ks_promote (kernel_sadb_sa.c), pending outbound switches */
+	linked_list_t *lingers;     /* struct ks_linger (kernel_sadb_sa.c), deleted inbound SAs kept */
 	uint32_t spi_min, spi_max;
 	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
+	unsigned linger_ms;         /* how long a deleted inbound SA still takes the peer's packets */
 	bool stopping;
 };
 
@@ -59,10 +61,11 @@ static inline uint32_t current_ike_id(void)
 }
 
 /* kernel_sadb_sa.c: the SA methods into the interface, the expiry job, and at teardown (mutex held)
- * the outbound switches still scheduled. */
+ * the outbound switches and the inbound deletions still scheduled. */
 void ks_sa_methods(kernel_ipsec_t *pub);
 void ks_expiry_start(private_kernel_sadb_t *this);
 void ks_promotes_finish(private_kernel_sadb_t *this);
+void ks_lingers_finish(private_kernel_sadb_t *this);
 /* Runtime counters of a tracked SA, or NULL when the dataplane has not (yet) attached state to this
  * instance of the SA. Called with the mutex held. */
 const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t);

@@ -1,6 +1,6 @@
 /* ike/kernel_sadb_sa.c: the SAs of xipsec-iked's kernel-ipsec backend: SPI reservation, installing,
  * migrating, querying and deleting SAs in the SADB, the record of each one installed, the deferred
- * switch of outbound traffic on IKEv1 rekeys, and the expiry job.
+ * switch of outbound traffic on IKEv1 rekeys, the deferred deletion of inbound SAs, and the expiry job.
  *
  * No kernel holds our SAs, so nothing would ever tell charon that an SA expired: a periodic job here
  * compares each SA's age and the dataplane's byte/packet counters (sadb_runtime) with its soft and hard
@@ -139,6 +139,97 @@ static struct ks_promote *pending_promote(private_kernel_sadb_t *this, uint32_t 
 			found = p;
 	e->destroy(e);
 	return found;
+}
+
+/* A deleted inbound SA kept for linger_ms. Whichever side deletes a CHILD SA (or its IKE SA), the
+ * peer's outbound SA outlives our inbound one by a round trip at least: a responder removes its SAs
+ * when the delete request arrives, the initiator when the answer does, and charon deletes a replaced
+ * SA as soon as the replacement is up. Packets the peer sent in that interval were protected by an
+ * authenticated peer under a key both sides still hold; dropping them loses traffic for no gain. So
+ * the SADB keeps the inbound SA (nothing new goes out on it: it is inbound) and deletes it later.
+ * charon no longer knows it: queries find nothing, and a hard expiry never lingers (the SA was
+ * never to be used again, and the dataplane stops it at its hard limit in any case). */
+struct ks_linger {
+	private_kernel_sadb_t *this;    /* NULL once the backend is gone */
+	uint32_t spi;
+	uint8_t proto;
+	struct sadb_addr dst;
+};
+
+static void linger_do(struct ks_linger *l)
+{
+	if (l->this && sadb_sa_delete(l->this->db, l->spi, l->proto, &l->dst) == 0) {
+		KS_STAT_INC(sa_deleted);
+		DBG1(DBG_KNL, "xipsec: deleted inbound SA %.8x", l->spi);
+	}
+}
+
+static job_requeue_t linger_end(struct ks_linger *l)
+{
+	private_kernel_sadb_t *this = l->this;
+
+	if (this) {
+		this->mutex->lock(this->mutex);
+		linger_do(l);
+		l->this = NULL;
+		this->lingers->remove(this->lingers, l, NULL);
+		this->mutex->unlock(this->mutex);
+	}
+	return JOB_REQUEUE_NONE;
+}
+
+/* Runs when the job is destroyed, whether it ran or not: a job the scheduler drops unrun (charon
+ * stopping) still deletes its SA. */
+static void linger_free(struct ks_linger *l)
+{
+	private_kernel_sadb_t *this = l->this;
+
+	if (this) {
+		this->mutex->lock(this->mutex);
+		linger_do(l);
+		this->lingers->remove(this->lingers, l, NULL);
+		this->mutex->unlock(this->mutex);
+	}
+	free(l);
+}
+
+/* Deletions still waiting when the backend goes: done now. */
+void ks_lingers_finish(private_kernel_sadb_t *this)
+{
+	struct ks_linger *l;
+
+	while (this->lingers->remove_first(this->lingers, (void **)&l) == SUCCESS) {
+		linger_do(l);
+		l->this = NULL;
+	}
+}
+
+/* An inbound SA charon deletes that another CHILD SA may replace or whose peer may still be sending:
+ * taken off charon's record and scheduled for deletion. Called with the mutex held; false when the
+ * SA is to go at once. */
+static bool linger(private_kernel_sadb_t *this, struct ks_sa *t)
+{
+	struct ks_linger *l;
+	struct sadb_sa sa;
+	bool found;
+
+	if (!t->inbound || !this->linger_ms || this->stopping || t->hard_raised)
+		return false;
+	/* the SA must still be the one recorded (same slot instance), else it is already gone */
+	memset(&sa, 0, sizeof(sa));
+	found = sadb_sa_lookup(this->db, t->spi, t->proto, &t->dst, &sa, NULL) == 0;
+	memwipe(&sa, sizeof(sa));
+	if (!found)
+		return false;
+	INIT(l, .this = this, .spi = t->spi, .proto = t->proto, .dst = t->dst);
+	this->lingers->insert_last(this->lingers, l);
+	this->sas->remove(this->sas, t, NULL);
+	free(t);
+	lib->scheduler->schedule_job_ms(lib->scheduler,
+		(job_t *)callback_job_create((callback_job_cb_t)linger_end, l,
+					     (callback_job_cleanup_t)linger_free, NULL),
+		this->linger_ms);
+	return true;
 }
 
 /* ---- kernel_ipsec_t: SAs ---- */
@@ -478,6 +569,12 @@ METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		p->n_del++;
 		this->mutex->unlock(this->mutex);
 		DBG1(DBG_KNL, "xipsec: SA %.8x deleted once traffic switched to SA %.8x", spi, p->spi);
+		return SUCCESS;
+	}
+	if (t && linger(this, t)) {
+		this->mutex->unlock(this->mutex);
+		DBG1(DBG_KNL, "xipsec: inbound SA %.8x deleted in %u ms (the peer may still be sending)",
+		     spi, this->linger_ms);
 		return SUCCESS;
 	}
 	rc = sadb_sa_delete(this->db, spi, proto, &dst);
