@@ -36,8 +36,8 @@ IPSECCTL_IKE_LIBS =
 
 sbin_PROGRAMS += tools/ipsecctl
 tools_ipsecctl_SOURCES = tools/ipsecctl.c tools/ipsecctl_cmd.h tools/ipsecctl_load.c \
-	tools/ipsecctl_edit.c tools/ike_cmd.h tools/ike_cmd.c
+	tools/ipsecctl_edit.c tools/ipsecctl_metrics.c tools/ike_cmd.h tools/ike_cmd.c
 tools_ipsecctl_CPPFLAGS = $(AM_CPPFLAGS) $(IPSECCTL_IKE_CPPFLAGS)
-tools_ipsecctl_LDADD = tools/libipsecctl.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm
+tools_ipsecctl_LDADD = tools/libipsecctl.a tools/libxmetrics.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm
 
 dist_man_MANS += tools/ipsecctl.8
