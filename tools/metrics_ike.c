@@ -100,6 +100,8 @@ int xm_collect_ike(struct xm_snapshot *s, const struct xm_opts *o)
 }
 #else
 #include <libvici.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 static bool vici_ready;
 
@@ -231,6 +233,26 @@ static int collect_counters(struct xm_snapshot *s, vici_conn_t *conn)
 	return rc;
 }
 
+/* 0 when something accepts connections on the Unix socket path, else -1 with errno set. */
+static int unix_probe(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, rc, e;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const char *dir)
 {
 	struct ike_count c = { { 0 }, { 0 }, false };
@@ -245,9 +267,9 @@ static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const ch
 	else
 		snprintf(uri, sizeof(uri), "unix://%s/charon.vici", dir);
 	xm_global_init();
-	/* A missing socket is the daemon not running: say so without libvici's message on stderr
-	 * at every scrape. */
-	if (strncmp(uri, "unix://", 7) == 0 && access(uri + 7, F_OK) != 0) {
+	/* A socket nobody answers on is the daemon not running: find out with a plain connect
+	 * first, so that libvici does not print its own message on stderr at every scrape. */
+	if (strncmp(uri, "unix://", 7) == 0 && unix_probe(uri + 7) != 0) {
 		snprintf(s->ike_err, sizeof(s->ike_err), "%.160s: %s", uri + 7, strerror(errno));
 		return xm_add(s, XM_IKE_UP, 0, 0, 0);
 	}
