@@ -6,8 +6,9 @@
 # only, a read-write user, to show that the subagent itself refuses SET. Traffic is known: exactly
 # N_PING pings h1 -> h2 through the AES-GCM tunnel and N_NOPOL plaintext pings to gw2 without a
 # policy. Over SNMP (MIB names resolved with mib/): every SA's packet and octet counters equal the
-# SADB's (ipsecctl) and N_PING, the drop-reason table counts the no_policy drops as ipsecctl does,
-# the scalars and the worker table agree, the remaining lifetimes exist exactly where limits are set;
+# SADB's (ipsecctl), the Prometheus export's and N_PING, the drop-reason table counts the no_policy
+# drops as ipsecctl does, the scalars and the worker table agree, the remaining lifetimes exist
+# exactly where limits are set;
 # v1/v2c, authNoPriv and wrong keys are refused, SET is notWritable; the subagent reconnects when
 # snmpd restarts and stops cleanly on SIGTERM.
 . "$top_srcdir/tests/netns/lib.sh"
@@ -108,6 +109,10 @@ for row in "8192 inbound 192.0.2.2" "8193 outbound 192.0.2.1"; do
 	[ "$pk" = "$N_PING" ] || xt_fail "SA $1: $pk packets, $N_PING pings sent"
 	[ "$oc" = "$(ctl_c "$1" bytes)" ] || xt_fail "SA $1: SNMP octets $oc, SADB $(ctl_c "$1" bytes)"
 	[ "$oc" -ge $((N_PING * 84)) ] || xt_fail "SA $1: $oc octets for $N_PING pings"
+	# the Prometheus export reads the same collection layer: the same number
+	prom=$(timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" metrics --no-ike |
+		awk -v s="$(printf 'spi="0x%08x"' "$1")" '$1 ~ /^xipsec_sa_packets_total\{/ && index($1, s) { print $2 }')
+	[ "$prom" = "$pk" ] || xt_fail "SA $1: SNMP packets $pk, ipsecctl metrics '$prom'"
 	[ "$dr" = 0 ] && [ "$st" = mature ] && [ "$mo" = tunnel ] && [ "$rq" = 1 ] ||
 		xt_fail "SA $1: drops/state/mode/reqid: $got"
 done
