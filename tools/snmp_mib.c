@@ -49,7 +49,7 @@ static struct {
 	bool have_view;
 	struct timespec taken;
 	netsnmp_tdata *sa, *worker, *drop;
-	unsigned long dup_logged;   /* SA index duplicates already logged (once per view) */
+	unsigned long dups, dups_before; /* rows left out for a duplicate index: this view, the last */
 } M;
 
 static double since(const struct timespec *t)
@@ -74,14 +74,12 @@ static size_t addr_bytes(const struct sadb_addr *a, const u_char **p)
 	return a->family == AF_INET6 ? 16 : 4;
 }
 
-/* A new row of t with its index already set; false (logged, row freed) when the index exists. */
-static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row, const char *what)
+/* A new row of t with its index already set; false (counted, row freed) when the index exists. */
+static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row)
 {
 	if (netsnmp_tdata_add_row(t, row) == SNMPERR_SUCCESS)
 		return true;
-	if (!M.dup_logged++)
-		snmp_log(LOG_WARNING, "xipsec-snmpd: %s: a row with the same index exists; only the first is "
-			 "served\n", what);
+	M.dups++;
 	netsnmp_tdata_delete_row(row);
 	return false;
 }
@@ -93,7 +91,7 @@ static void build_tables(void)
 	tdata_clear(M.sa);
 	tdata_clear(M.worker);
 	tdata_clear(M.drop);
-	M.dup_logged = 0;
+	M.dups = 0;
 	for (size_t i = 0; i < v->n_sa; i++) {
 		const struct xm_sa_key *k = v->sa[i].key;
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
@@ -114,7 +112,7 @@ static void build_tables(void)
 		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dir, sizeof(dir));
 		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &proto, sizeof(proto));
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, dst, dlen);
-		row_add(M.sa, row, "xipsecSaTable");
+		row_add(M.sa, row);
 	}
 	for (size_t i = 0; i < v->n_worker; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
@@ -124,7 +122,7 @@ static void build_tables(void)
 			break;
 		row->data = &v->worker[i];
 		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
-		row_add(M.worker, row, "xipsecWorkerTable");
+		row_add(M.worker, row);
 	}
 	for (size_t i = 0; i < v->n_drop; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
@@ -134,8 +132,13 @@ static void build_tables(void)
 			break;
 		row->data = &v->drop[i];
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, name, strlen(name));
-		row_add(M.drop, row, "xipsecDropTable");
+		row_add(M.drop, row);
 	}
+	/* said when it changes, not at every reading */
+	if (M.dups != M.dups_before && M.dups)
+		snmp_log(LOG_WARNING, "xipsec-snmpd: %lu rows left out: another row has the same index (two "
+			 "SAs with the same SPI, direction, protocol and destination)\n", M.dups);
+	M.dups_before = M.dups;
 }
 
 /* The view for this request: the one already used by it, else a fresh one if the cache period is
