@@ -270,6 +270,8 @@ static void client_read(struct client *c, const struct xm_opts *xo)
 	ssize_t n;
 	int rc;
 
+	if (c->out)                 /* answering: nothing more is read until it is out */
+		return;
 	if (c->draining) {
 		char junk[512];
 
@@ -370,7 +372,8 @@ static int serve(const char *spec, const struct xm_opts *xo)
 				continue;
 			short re = pfd[n++].revents;
 
-			if (re & POLLOUT)
+			/* an error or hang-up while answering ends in the write's failure */
+			if (cl[i].out && (re & (POLLOUT | POLLERR | POLLHUP)))
 				client_write(&cl[i]);
 			else if (re & (POLLIN | POLLHUP | POLLERR))
 				client_read(&cl[i], xo);
