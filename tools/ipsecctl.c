@@ -212,6 +212,8 @@ static const struct ctl_cmd {
 	{ "flow", ctl_cmd_policy, NULL, NULL },     /* OpenBSD's word for a policy */
 	{ "export", cmd_export, NULL,
 	  "export wireshark [--tshark] [SPI...]" },
+	{ "metrics", NULL, ctl_cmd_metrics,
+	  "metrics [--textfile FILE | --listen [ADDR:PORT]] [--no-sa] [--no-ike]  Prometheus metrics" },
 	{ "ike", NULL, ipsecctl_ike_main,
 	  "ike ...                            IKE daemon commands" },
 	{ "help", cmd_help, NULL, NULL },
@@ -351,8 +353,13 @@ int main(int argc, char **argv)
 	const struct ctl_cmd *cmd;
 	int at, rc;
 
-	if ((cmd = raw_cmd(argc, argv, &at)))
+	if ((cmd = raw_cmd(argc, argv, &at))) {
+		/* --sadb before a raw command reaches it as $XIPSEC_SADB (raw_cmd skips only that) */
+		for (int i = 1; i + 1 < at; i++)
+			if (!strcmp(argv[i], "--sadb") && setenv(SADB_ENV_PATH, argv[i + 1], 1) != 0)
+				return CTL_EXIT_ERR;
 		return cmd->raw(argc - at, argv + at);
+	}
 	if ((rc = parse_options(argc, argv, &o, &load_file)) >= 0)
 		return rc;
 	if (!o.sadb_path)

@@ -25,5 +25,7 @@ int ctl_cmd_stmt(const struct ctl_opts *o, const char *kw, const char *ctx, bool
 		 char **argv);
 int ctl_cmd_sa(const struct ctl_opts *o, int argc, char **argv);
 int ctl_cmd_policy(const struct ctl_opts *o, int argc, char **argv);
+/* `metrics ...` (ipsecctl_metrics.c), a raw command: argv[0] is "metrics". */
+int ctl_cmd_metrics(int argc, char **argv);
 
 #endif

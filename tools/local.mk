@@ -19,6 +19,16 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_stats.c \
 	tools/ipsecctl_export.c
 
+# The metrics collection layer (tools/metrics.h): every counter the monitoring exporters serve,
+# read from the SADB and xipsec-iked, plus the Prometheus text writer and the exporter's HTTP
+# parser. Its own library so that each exporter (ipsecctl metrics, the SNMP subagent) links the
+# same code: tools/libxmetrics.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm, LDFLAGS
+# $(IPSECCTL_IKE_LINK) (libvici when built with strongSwan).
+noinst_LIBRARIES += tools/libxmetrics.a
+tools_libxmetrics_a_SOURCES = tools/metrics.h tools/metrics_int.h tools/metrics.c \
+	tools/metrics_ike.c tools/metrics_prom.c tools/metrics_http.c
+tools_libxmetrics_a_CPPFLAGS = $(AM_CPPFLAGS) $(IPSECCTL_IKE_CPPFLAGS)
+
 # `ipsecctl ike` lives in tools/ike_cmd.c; it adds what it needs to these
 # two variables from its own fragment.
 IPSECCTL_IKE_CPPFLAGS =
@@ -26,8 +36,8 @@ IPSECCTL_IKE_LIBS =
 
 sbin_PROGRAMS += tools/ipsecctl
 tools_ipsecctl_SOURCES = tools/ipsecctl.c tools/ipsecctl_cmd.h tools/ipsecctl_load.c \
-	tools/ipsecctl_edit.c tools/ike_cmd.h tools/ike_cmd.c
+	tools/ipsecctl_edit.c tools/ipsecctl_metrics.c tools/ike_cmd.h tools/ike_cmd.c
 tools_ipsecctl_CPPFLAGS = $(AM_CPPFLAGS) $(IPSECCTL_IKE_CPPFLAGS)
-tools_ipsecctl_LDADD = tools/libipsecctl.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm
+tools_ipsecctl_LDADD = tools/libipsecctl.a tools/libxmetrics.a sadb/libsadb.a $(IPSECCTL_IKE_LIBS) -lm
 
 dist_man_MANS += tools/ipsecctl.8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine, of libsadb's readers and of
-# xipsecd's fragment reassembly
+# tests/fuzz/run-fuzz.sh: runs every libFuzzer target of the ESP/AH engine, of libsadb's readers, of xipsecd's fragment reassembly
+# and of the metrics exporter's HTTP request parser
 # for a bounded time on a generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
 # prints the executions each target ran. First a self-test: with FZ_BREAK=1 the five differential
 # targets must report a failure on their seeds (a check that cannot fail proves nothing).
@@ -11,7 +11,7 @@ set -u
 PY=${PYTHON:-/usr/bin/python3}
 secs=${FUZZ_SECONDS:-30}
 bin=$top_builddir/tests/fuzz
-targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open fuzz_reasm}
+targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open fuzz_reasm fuzz_http}
 
 tmp=$(mktemp -d /tmp/xipsec-fuzz.XXXXXX) || exit 99
 cleanup() { rm -rf "$tmp"; }
@@ -29,6 +29,11 @@ mkdir -p "$tmp/seeds/fuzz_sadb_open"
 printf '\000' >"$tmp/seeds/fuzz_sadb_open/none"
 printf '\001' >"$tmp/seeds/fuzz_sadb_open/sums"
 printf '\001\002\030\000\003\377\377\377\377' >"$tmp/seeds/fuzz_sadb_open/sa-slot"
+# fuzz_http: requests as a scraper, a browser and a confused client send them.
+mkdir -p "$tmp/seeds/fuzz_http"
+printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9786\r\nUser-Agent: Prometheus/2.42.0\r\nAccept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nX-Prometheus-Scrape-Timeout-Seconds: 1\r\n\r\n' >"$tmp/seeds/fuzz_http/prometheus"
+printf 'POST /metrics?x=1 HTTP/1.0\nContent-Length: 3\n\nabc' >"$tmp/seeds/fuzz_http/post"
+printf '\r\nHEAD / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n folded\r\n\r\n' >"$tmp/seeds/fuzz_http/odd"
 
 fail=0
 # Self-test of the differential checks.

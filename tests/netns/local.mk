@@ -2,3 +2,5 @@
 include $(srcdir)/tests/netns/lib.mk
 include $(srcdir)/tests/netns/dataplane.mk
 include $(srcdir)/tests/netns/ike.mk
+include $(srcdir)/tests/netns/snmp.mk
+include $(srcdir)/tests/netns/metrics.mk

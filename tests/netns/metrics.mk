@@ -1,0 +1,10 @@
+# tests/netns/metrics.mk: the monitoring exporters' end-to-end tests in network namespaces:
+# `ipsecctl metrics --listen` scraped by a real Prometheus server while xipsecd carries traffic, and
+# the IKE metrics of two negotiating xipsec-iked (helpers in tests/netns/ike_common.sh).
+METRICS_NETNS_TESTS = tests/netns/test_metrics_prom.sh
+METRICS_IKE_NETNS_TESTS = tests/netns/test_metrics_ike.sh
+NETNS_TESTS += $(METRICS_NETNS_TESTS)
+EXTRA_DIST += $(METRICS_NETNS_TESTS) $(METRICS_IKE_NETNS_TESTS)
+if HAVE_STRONGSWAN
+NETNS_TESTS += $(METRICS_IKE_NETNS_TESTS)
+endif

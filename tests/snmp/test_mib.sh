@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tests/snmp/test_mib.sh: XIPSEC-MIB (mib/XIPSEC-MIB.txt) is a clean SMIv2 module: libsmi's smilint
+# finds nothing at level 3 (errors and severe warnings; it exits 0 either way, so its output is what
+# counts), and Net-SNMP loads it from mib/ with the IETF base modules of mib/ietf/: every object of
+# the module translates, and the OIDs the subagent registers (tools/snmp_mib.c) are the module's.
+set -u
+for c in smilint snmptranslate; do
+	command -v "$c" >/dev/null || { echo "SKIP: needs $c (smitools, snmp)"; exit 77; }
+done
+mib="$top_srcdir/mib"
+out=$(SMIPATH="$mib/ietf:$mib" smilint -l 3 -s "$mib/XIPSEC-MIB.txt" 2>&1)
+[ -z "$out" ] || { echo "FAIL: smilint -l 3:"; echo "$out"; exit 1; }
+# the module really was read: a level that reports everything names the one known remark
+SMIPATH="$mib/ietf:$mib" smilint -l 6 -s "$mib/XIPSEC-MIB.txt" 2>&1 | grep -q "XipsecAddress" ||
+	{ echo "FAIL: smilint did not read the module"; exit 1; }
+
+tr() { snmptranslate -m XIPSEC-MIB -M "$mib/ietf:$mib" "$@"; }
+err=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>&1 >/dev/null)
+[ -z "$err" ] || { echo "FAIL: snmptranslate: $err"; exit 1; }
+n=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>/dev/null | grep -c -- '-R-- ')
+[ "$n" = 43 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 43 (14 + 17 + 9 + 3)"; exit 1; }
+# numeric OIDs the subagent registers, by name
+while read -r name want; do
+	got=$(tr -On "XIPSEC-MIB::$name" 2>&1)
+	[ "$got" = "$want" ] || { echo "FAIL: $name is $got, the subagent serves $want"; exit 1; }
+done <<'LIST'
+xipsecMIB .1.3.6.1.4.1.32473
+xipsecSaCount .1.3.6.1.4.1.32473.1.1.2
+xipsecChildSaCount .1.3.6.1.4.1.32473.1.1.14
+xipsecSaPackets .1.3.6.1.4.1.32473.1.2.1.11
+xipsecSaHardPacketsLeft .1.3.6.1.4.1.32473.1.2.1.21
+xipsecWorkerRxPackets .1.3.6.1.4.1.32473.1.3.1.2
+xipsecWorkerDrops .1.3.6.1.4.1.32473.1.3.1.10
+xipsecDropNoSaPackets .1.3.6.1.4.1.32473.1.4.1.4
+xipsecCompliance .1.3.6.1.4.1.32473.2.1.1
+LIST
+echo "PASS: XIPSEC-MIB"

@@ -1,0 +1,411 @@
+/* tests/unit/test_metrics.c: unit tests of the metrics collection layer and its Prometheus text
+ * writer and HTTP parser (tools/libxmetrics.a): label and help escaping, the HELP/TYPE lines and
+ * the sample lines of every family over a real SADB whose runtime counters the test sets (the values
+ * must come out exactly, lifetimes remaining included), the family table's naming rules (counters
+ * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
+ * incomplete and malformed requests, plus random mutations (never a crash, never a read past the
+ * buffer — ASan watches). */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tools/metrics.h"
+#include "tests/unit/sadb_testlib.h"
+
+static char *memout(void (*fn)(FILE *, const char *), const char *in)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	fn(f, in);
+	fclose(f);
+	return buf;
+}
+
+static void test_escape(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = memout(xm_prom_label_escape, "a\\b\"c\nd");
+	assert_string_equal(s, "a\\\\b\\\"c\\nd");
+	free(s);
+	s = memout(xm_prom_help_escape, "a\\b\"c\nd");
+	assert_string_equal(s, "a\\\\b\"c\\nd");
+	free(s);
+	s = memout(xm_prom_label_escape, "");
+	assert_string_equal(s, "");
+	free(s);
+}
+
+/* Lines of text as a NULL-terminated array (text is modified). */
+static char **lines_of(char *text, size_t *n)
+{
+	size_t cap = 64;
+	char **v = malloc(cap * sizeof(*v));
+
+	*n = 0;
+	for (char *p = text, *nl; *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		assert_non_null(nl);        /* every line ends in a newline, the last one too */
+		*nl = '\0';
+		if (*n + 1 >= cap)
+			v = realloc(v, (cap *= 2) * sizeof(*v));
+		v[(*n)++] = p;
+	}
+	v[*n] = NULL;
+	return v;
+}
+
+static bool has_line(char **v, const char *want)
+{
+	for (; *v; v++)
+		if (strcmp(*v, want) == 0)
+			return true;
+	return false;
+}
+
+static char *write_snap(const struct xm_snapshot *snap)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(xm_prom_write(f, snap), 0);
+	fclose(f);
+	return buf;
+}
+
+/* Every family has exactly one HELP and one TYPE line, HELP first, directly followed by TYPE, then
+ * only its own samples; counters end in _total, gauges do not; names are unique and well formed. */
+static void test_format_shape(void **state)
+{
+	struct xm_opts o = { .sadb_path = "/nonexistent/xipsec-test.sadb", .no_ike = true };
+	struct xm_snapshot snap;
+	char *text, **v;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	assert_int_equal(snap.fam[XM_SADB_UP].n, 1);
+	assert_int_equal(snap.fam[XM_SADB_UP].s[0].value, 0);
+	assert_true(snap.sadb_err[0] != '\0');
+	text = write_snap(&snap);
+	v = lines_of(text, &n);
+	for (unsigned i = 0; i < XM_FAMILIES; i++) {
+		const struct xm_family *f = &snap.fam[i];
+		size_t nl = strlen(f->name);
+		char want[256];
+		int help = -1;
+
+		assert_int_equal(f->id, i);
+		assert_true(strncmp(f->name, "xipsec_", 7) == 0);
+		for (const char *c = f->name; *c; c++)
+			assert_true((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_');
+		if (f->type == XM_COUNTER)
+			assert_true(nl > 6 && strcmp(f->name + nl - 6, "_total") == 0);
+		else
+			assert_false(nl > 6 && strcmp(f->name + nl - 6, "_total") == 0);
+		assert_null(strchr(f->help, '\n'));
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(f->name, snap.fam[j].name);
+		snprintf(want, sizeof(want), "# HELP %s %s", f->name, f->help);
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(v[k], want) == 0) {
+				assert_int_equal(help, -1);
+				help = (int)k;
+			}
+		assert_true(help >= 0);
+		snprintf(want, sizeof(want), "# TYPE %s %s", f->name,
+			 f->type == XM_COUNTER ? "counter" : "gauge");
+		assert_non_null(v[help + 1]);
+		assert_string_equal(v[help + 1], want);
+	}
+	assert_true(has_line(v, "xipsec_sadb_up 0"));
+	free(v);
+	free(text);
+	xm_snapshot_free(&snap);
+}
+
+/* A label value with every character the format escapes, through the writer. */
+static void test_format_label_escape(void **state)
+{
+	struct xm_opts o = { .sadb_path = "/nonexistent/xipsec-test.sadb", .no_ike = true };
+	struct xm_snapshot snap;
+	static char text[] = "a\"b\\c\nd";
+	size_t off[1] = { 0 };
+	struct xm_rowset r = { .kind = XM_ROWS_WORKER, .n_labels = 1, .label_names = { "worker" },
+			       .n_rows = 1, .off = off, .text = text };
+	struct xm_sample s = { 0, 4, 42 };
+	struct xm_family *f;
+	char *out, **v;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	f = &snap.fam[XM_W_DROPS];
+	free(f->s);
+	f->s = &s;
+	f->n = 1;
+	f->cap = 0;
+	f->rows = &r;
+	out = write_snap(&snap);
+	v = lines_of(out, &n);
+	assert_true(has_line(v, "xipsec_worker_drops_total{worker=\"a\\\"b\\\\c\\nd\",reason=\"icv\"} 42"));
+	free(v);
+	free(out);
+	f->s = NULL;
+	f->n = 0;
+	xm_snapshot_free(&snap);
+}
+
+/* The SADB part over a real segment: counters set in the runtime areas come out as written. */
+static void test_collect_sadb(void **state)
+{
+	const char *path = t_path("metrics");
+	struct sadb_params prm = { 64, 64 };
+	struct sadb *db;
+	struct sadb_sa out = t_sa(0x1000, "192.0.2.1", "192.0.2.2"), in = t_sa(0x2000, "192.0.2.2", "192.0.2.1");
+	struct sadb_runtime *rt;
+	struct sadb_worker_stats *w;
+	struct sadb_dp_stats *ds;
+	struct xm_snapshot snap;
+	struct xm_opts o = { .no_ike = true };
+	uint32_t slot_out, slot_in;
+	char *text, **v, msg[256];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(sadb_open(path, SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg)), 0);
+	in.dir = SADB_DIR_IN;
+	out.soft.bytes = 1000;
+	out.hard.packets = 100;
+	out.hard.add_seconds = 3600;
+	assert_int_equal(sadb_sa_add(db, &out, &slot_out), 0);
+	assert_int_equal(sadb_sa_add(db, &in, &slot_in), 0);
+	rt = sadb_runtime(db, slot_out);
+	rt->packets = 5;
+	rt->bytes = 640;
+	rt->first_used = 1;
+	rt->last_used = 1234;
+	rt = sadb_runtime(db, slot_in);
+	rt->packets = 3;
+	rt->drops[SADB_DROP_REPLAY] = 2;
+	rt->expired = 1;
+	ds = sadb_dp_stats(db);
+	ds->pid = (uint64_t)getpid();
+	ds->started = 99;
+	ds->n_workers = 2;
+	w = sadb_worker_stats(db, 1);
+	w->rx_packets = 11;
+	w->tx_bytes = 22;
+	w->drops[SADB_DROP_BAD_SPI] = 7;
+
+	sadb_sa_get(db, slot_out, &out);
+	o.db = db;
+	o.now = out.created + 600;
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	assert_int_equal(snap.sa.n_rows, 2);
+	assert_int_equal(snap.fam[XM_SA_PACKETS].n, 2);
+	assert_int_equal(snap.fam[XM_IKE_UP].n, 0);   /* not asked */
+	text = write_snap(&snap);
+	v = lines_of(text, &n);
+#define SAO "{spi=\"0x00001000\",proto=\"esp\",dir=\"out\",local=\"192.0.2.1\",peer=\"192.0.2.2\""
+#define SAI "{spi=\"0x00002000\",proto=\"esp\",dir=\"in\",local=\"192.0.2.1\",peer=\"192.0.2.2\""
+	assert_true(has_line(v, "xipsec_sa_packets_total" SAO "} 5"));
+	assert_true(has_line(v, "xipsec_sa_bytes_total" SAO "} 640"));
+	assert_true(has_line(v, "xipsec_sa_packets_total" SAI "} 3"));
+	assert_true(has_line(v, "xipsec_sa_drops_total" SAI ",reason=\"replay\"} 2"));
+	assert_true(has_line(v, "xipsec_sa_expiry" SAI "} 1"));
+	assert_true(has_line(v, "xipsec_sa_expiry" SAO "} 0"));
+	assert_true(has_line(v, "xipsec_sa_state" SAO "} 1"));
+	assert_true(has_line(v, "xipsec_sa_last_used_timestamp_seconds" SAO "} 1234"));
+	assert_true(has_line(v, "xipsec_sa_lifetime_remaining_bytes" SAO ",limit=\"soft\"} 360"));
+	assert_true(has_line(v, "xipsec_sa_lifetime_remaining_packets" SAO ",limit=\"hard\"} 95"));
+	assert_true(has_line(v, "xipsec_sa_lifetime_remaining_seconds" SAO ",limit=\"hard\"} 3000"));
+	/* no limit set: no sample */
+	assert_false(has_line(v, "xipsec_sa_lifetime_remaining_seconds" SAO ",limit=\"soft\"} 0"));
+	assert_true(has_line(v, "xipsec_sadb_up 1"));
+	assert_true(has_line(v, "xipsec_sadb_sas 2"));
+	assert_true(has_line(v, "xipsec_sadb_sa_capacity 64"));
+	assert_true(has_line(v, "xipsec_sadb_policies 0"));
+	assert_true(has_line(v, "xipsec_dataplane_up 1"));
+	assert_true(has_line(v, "xipsec_dataplane_start_time_seconds 99"));
+	assert_true(has_line(v, "xipsec_dataplane_workers 2"));
+	assert_true(has_line(v, "xipsec_worker_rx_packets_total{worker=\"1\"} 11"));
+	assert_true(has_line(v, "xipsec_worker_rx_packets_total{worker=\"0\"} 0"));
+	assert_true(has_line(v, "xipsec_worker_tx_bytes_total{worker=\"1\"} 22"));
+	assert_true(has_line(v, "xipsec_worker_drops_total{worker=\"1\",reason=\"bad_spi\"} 7"));
+	assert_true(has_line(v, "xipsec_worker_drops_total{worker=\"0\",reason=\"bad_spi\"} 0"));
+	assert_true(has_line(v, "xipsec_drops_total{reason=\"bad_spi\"} 7"));
+	assert_true(has_line(v, "xipsec_drops_total{reason=\"replay\"} 2"));
+	/* the table handler's view: rows joinable by index, keys of each row */
+	for (size_t i = 0; i < snap.fam[XM_SA_PACKETS].n; i++) {
+		const struct xm_sample *s = &snap.fam[XM_SA_PACKETS].s[i];
+		const struct xm_sa_key *k = &snap.sa.sa[s->row];
+
+		assert_int_equal(s->value, k->spi == 0x1000 ? 5 : 3);
+		assert_int_equal(k->slot, k->spi == 0x1000 ? slot_out : slot_in);
+		assert_int_equal(snap.fam[XM_SA_BYTES].s[i].row, s->row);
+	}
+	free(v);
+	free(text);
+	xm_snapshot_free(&snap);
+
+	/* --no-sa: no per-SA family, the totals still count the SAs' drops */
+	o.no_sa = true;
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	assert_int_equal(snap.fam[XM_SA_PACKETS].n, 0);
+	assert_int_equal(snap.fam[XM_DROPS].s[SADB_DROP_REPLAY - 1].value, 2);
+	xm_snapshot_free(&snap);
+	sadb_close(db);
+}
+
+/* ---- HTTP ---- */
+
+static int parse(const char *s, struct xm_http_req *r)
+{
+	/* an exact-size heap copy, so ASan sees a read past the end */
+	size_t n = strlen(s);
+	char *b = malloc(n ? n : 1);
+	int rc;
+
+	memcpy(b, s, n);
+	rc = xm_http_parse(b, n, r);
+	free(b);
+	return rc;
+}
+
+static void test_http(void **state)
+{
+	static const struct {
+		const char *req;
+		int parse, route;       /* route only when parse is 0 */
+	} rows[] = {
+		{ "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 0, 200 },
+		{ "GET /metrics HTTP/1.0\r\n\r\n", 0, 200 },
+		{ "GET /metrics HTTP/1.1\n\n", 0, 200 },
+		{ "\r\nGET /metrics HTTP/1.1\r\n\r\n", 0, 200 },
+		{ "HEAD /metrics HTTP/1.1\r\n\r\n", 0, 200 },
+		{ "GET /metrics?x=1 HTTP/1.1\r\n\r\n", 0, 200 },
+		{ "GET /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 0, 200 },
+		{ "POST /metrics HTTP/1.1\r\n\r\n", 0, 405 },
+		{ "DELETE /metrics HTTP/1.1\r\n\r\n", 0, 405 },
+		{ "GET / HTTP/1.1\r\n\r\n", 0, 404 },
+		{ "GET /metrics/ HTTP/1.1\r\n\r\n", 0, 404 },
+		{ "GET /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\n", 0, 400 },
+		{ "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 0, 400 },
+		{ "GET /metrics HTTP/1.1\r\n", 1, 0 },
+		{ "GET /metr", 1, 0 },
+		{ "", 1, 0 },
+		{ "GET /metrics HTTP/2.0\r\n\r\n", 505, 0 },
+		{ "GET /metrics HTTP/1.1 \r\n\r\n", 400, 0 },
+		{ "GET /metrics\r\n\r\n", 400, 0 },
+		{ "GET  /metrics HTTP/1.1\r\n\r\n", 400, 0 },
+		{ "G(T /metrics HTTP/1.1\r\n\r\n", 400, 0 },
+		{ "GET metrics HTTP/1.1\r\n\r\n", 400, 0 },
+		{ "GET http://x/metrics HTTP/1.1\r\n\r\n", 400, 0 },
+		{ "GET /met\x01rics HTTP/1.1\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTX/1.1\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nNoColon\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\n: empty\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nBad Name: x\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nA: b\r\n folded\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nA: b\x01\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nContent-Length: 1 2\r\n\r\n", 400, 0 },
+		{ "GET /metrics HTTP/1.1\r\nContent-Length:\r\n\r\n", 400, 0 },
+		{ "VERYLONGMETHODNAMEX /metrics HTTP/1.1\r\n\r\n", 400, 0 },
+		/* a bad request line is refused before the headers end */
+		{ "GET /metrics HTTP/9\r\nHost: x\r\n", 400, 0 },
+	};
+	struct xm_http_req r;
+	char *big;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int rc = parse(rows[i].req, &r);
+
+		if (rc != rows[i].parse)
+			fail_msg("row %zu: parse %d, expected %d", i, rc, rows[i].parse);
+		if (rc == 0 && xm_http_route(&r) != rows[i].route)
+			fail_msg("row %zu: route %d, expected %d", i, xm_http_route(&r), rows[i].route);
+	}
+	assert_int_equal(parse("GET /metrics?a HTTP/1.1\r\nHost: h\r\n\r\nextra", &r), 0);
+	assert_string_equal(r.method, "GET");
+	assert_string_equal(r.path, "/metrics");
+	assert_int_equal(r.minor, 1);
+	assert_int_equal(r.header_len, strlen("GET /metrics?a HTTP/1.1\r\nHost: h\r\n\r\n"));
+	/* a path over 255 bytes */
+	big = calloc(1, XM_HTTP_MAX_REQUEST * 2);
+	strcpy(big, "GET /");
+	memset(big + 5, 'a', 300);
+	strcat(big, " HTTP/1.1\r\n\r\n");
+	assert_int_equal(parse(big, &r), 414);
+	/* headers that never end, or end past the limit */
+	memset(big, 0, XM_HTTP_MAX_REQUEST * 2);
+	strcpy(big, "GET /metrics HTTP/1.1\r\nX: ");
+	memset(big + strlen(big), 'a', XM_HTTP_MAX_REQUEST);
+	assert_int_equal(parse(big, &r), 431);
+	strcat(big, "\r\n\r\n");
+	assert_int_equal(parse(big, &r), 431);
+	free(big);
+}
+
+/* Random bytes and mutations of a valid request: any answer, but a defined one. */
+static void test_http_mutations(void **state)
+{
+	static const char base[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9786\r\nAccept: */*\r\n\r\n";
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	struct xm_http_req r;
+
+	(void)state;
+	for (int it = 0; it < 20000; it++) {
+		size_t n = sizeof(base) - 1;
+		char *b = malloc(n);
+		int rc;
+
+		memcpy(b, base, n);
+		x = t_mix(x + (uint64_t)it);
+		for (int k = 0; k < 1 + (int)(x % 4); k++) {
+			x = t_mix(x);
+			b[(x >> 8) % n] = (char)(x >> 32);
+		}
+		x = t_mix(x);
+		n = (x & 1) ? n : (size_t)((x >> 16) % (n + 1));
+		rc = xm_http_parse(b, n, &r);
+		assert_true(rc == 0 || rc == 1 || rc == 400 || rc == 414 || rc == 431 || rc == 505);
+		if (rc == 0) {
+			int route = xm_http_route(&r);
+
+			assert_true(route == 200 || route == 400 || route == 404 || route == 405);
+			assert_true(r.header_len <= n);
+		}
+		free(b);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_format_shape),
+		cmocka_unit_test(test_format_label_escape),
+		cmocka_unit_test(test_collect_sadb),
+		cmocka_unit_test(test_http),
+		cmocka_unit_test(test_http_mutations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
