@@ -401,6 +401,7 @@ static __attribute__((noinline)) void in_general(struct esp_sa *sa, struct esp_p
 	if (!nl)
 		return;
 	sa->ops->decrypt(&sa->cs, cops, nl);
+	esp_replay_lock(sa);
 	for (unsigned i = 0; i < nl; i++) {
 		struct ah_state *s = &st[i];
 		restore_hdr(s, s->ip);
@@ -412,6 +413,7 @@ static __attribute__((noinline)) void in_general(struct esp_sa *sa, struct esp_p
 		}
 		in_finish(sa, live[i], s);
 	}
+	esp_replay_unlock(sa);
 }
 
 /* ---- Fast path: tunnel mode, no ESN, GMAC (8-byte IV = sequence number, 16-byte ICV) or HMAC
@@ -709,6 +711,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 		}
 		if (nl) {
 			sa->ops->decrypt(&sa->cs, cops, nl);
+			esp_replay_lock(sa);
 			for (unsigned j = 0; j < nl; j++) {
 				struct ah_fast_state *s = &st[j];
 				uint8_t *ip = s->ip;
@@ -732,6 +735,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 					memcpy(ip + 8, &s->w2, 4);
 				memcpy(ip + (v4 ? 20 : 40) + 12 + ivl, cops[j].icv_save, icvl);
 			}
+			esp_replay_unlock(sa);
 		}
 		if (k < 0) {
 			/* IPv4 options or IPv6 extension headers (or malformed): after the packets before

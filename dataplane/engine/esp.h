@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "sadb/sadb.h"
@@ -93,6 +94,10 @@ struct esp_sa_opts {
 	uint16_t id_part, id_parts; /* outbound tunnel IPv4: this object is part id_part of id_parts
 	                             * objects of one SA (one per worker) and takes IDs from its own
 	                             * 1/id_parts of the space; 0 parts = the whole space */
+	pthread_spinlock_t *replay_lock; /* inbound: several objects share the SA's runtime area (one
+	                                  * per worker) and decrypt in parallel; this lock, the SA's,
+	                                  * is held around each burst's replay-window update. NULL:
+	                                  * one object, used by one thread at a time. */
 };
 
 struct esp_sa;

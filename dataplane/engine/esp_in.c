@@ -257,18 +257,21 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		if (!nl)
 			return;
 		sa->ops->decrypt(&sa->cs, cops, nl);
+		esp_replay_lock(sa);
 		for (unsigned i = 0; i < nl; i++) {
 			if (!cops[i].ok) /* no ESN shift (GMAC) to undo on this path */
 				live[i]->drop = SADB_DROP_ICV;
 			else
 				finish(sa, live[i], &st[i], true);
 		}
+		esp_replay_unlock(sa);
 		return;
 	}
 	nl = check_all(sa, pkts, n, cops, st, live, false);
 	if (!nl)
 		return;
 	sa->ops->decrypt(&sa->cs, cops, nl);
+	esp_replay_lock(sa);
 	for (unsigned i = 0; i < nl; i++) {
 		struct esp_cop *c = &cops[i];
 		esp_cop_unfix(c);
@@ -278,4 +281,5 @@ void esp_proto_in(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 		}
 		finish(sa, live[i], &st[i], false);
 	}
+	esp_replay_unlock(sa);
 }

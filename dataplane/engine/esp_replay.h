@@ -9,9 +9,37 @@
 
 #define ESP_REPLAY_RING ((uint64_t)SADB_REPLAY_MAX)
 
+/* The top is published after the bits below it (release), so that a check running beside an update
+ * (objects of one SA on several workers, esp_sa_opts.replay_lock) never finds a number under the top
+ * whose bit is not yet its own. The check is advisory there: the update re-checks under the lock. */
 static inline uint64_t esp_replay_top(const struct sadb_runtime *rt)
 {
-	return atomic_load_explicit((_Atomic uint64_t *)&rt->replay_top, memory_order_relaxed);
+	return atomic_load_explicit((_Atomic uint64_t *)&rt->replay_top, memory_order_acquire);
+}
+
+/* One word of the bitmap, read and written as relaxed atomics: the writer (one at a time) stores
+ * whole words, checks on other workers may read them meanwhile. */
+static inline uint64_t esp_replay_word(const struct sadb_runtime *rt, uint64_t w)
+{
+	return atomic_load_explicit((_Atomic uint64_t *)&rt->replay_bitmap[w], memory_order_relaxed);
+}
+
+static inline void esp_replay_set_word(struct sadb_runtime *rt, uint64_t w, uint64_t v)
+{
+	atomic_store_explicit((_Atomic uint64_t *)&rt->replay_bitmap[w], v, memory_order_relaxed);
+}
+
+/* Around the window updates of one burst (after its crypto, which runs unlocked). */
+static inline void esp_replay_lock(struct esp_sa *sa)
+{
+	if (sa->replay_lock)
+		pthread_spin_lock(sa->replay_lock);
+}
+
+static inline void esp_replay_unlock(struct esp_sa *sa)
+{
+	if (sa->replay_lock)
+		pthread_spin_unlock(sa->replay_lock);
 }
 
 /* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half). */
@@ -50,7 +78,7 @@ static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t 
 	if (top - seq >= sa->window)
 		return SADB_DROP_REPLAY_OLD;
 	uint64_t bit = seq % ESP_REPLAY_RING;
-	if (rt->replay_bitmap[bit / 64] & (1ULL << (bit % 64)))
+	if (esp_replay_word(rt, bit / 64) & (1ULL << (bit % 64)))
 		return SADB_DROP_REPLAY;
 	return SADB_DROP_NONE;
 }
@@ -65,8 +93,8 @@ static inline enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
 		/* In order, the common case: it passes the check (above the top), and the only number
 		 * the window newly covers is seq itself, whose bit is set here: nothing to clear. */
 		uint64_t bit = seq % ESP_REPLAY_RING;
-		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_relaxed);
-		rt->replay_bitmap[bit / 64] |= 1ULL << (bit % 64);
+		esp_replay_set_word(rt, bit / 64, esp_replay_word(rt, bit / 64) | 1ULL << (bit % 64));
+		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_release);
 		return SADB_DROP_NONE;
 	}
 	return esp_replay_update_slow(sa, seq);

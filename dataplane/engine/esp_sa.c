@@ -490,6 +490,7 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	sa->auth_alg = s->auth_alg;
 	sa->iv_fn = opts->iv_fn;
 	sa->iv_arg = opts->iv_arg;
+	sa->replay_lock = opts->replay_lock;
 	sa->seq_block = opts->seq_block ? opts->seq_block : ESP_SEQ_BLOCK_DEFAULT;
 	sa->seq_max = (s->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
 	sa->seq_why = SADB_DROP_SEQ_OVERFLOW;

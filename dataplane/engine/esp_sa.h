@@ -49,6 +49,7 @@ struct esp_sa {
 	enum esp_backend backend;
 	esp_iv_fn iv_fn;
 	void *iv_arg;
+	pthread_spinlock_t *replay_lock; /* inbound, shared runtime: see esp_sa_opts */
 	struct sadb_addr src, dst;
 	uint8_t  hdr4[20];       /* outbound tunnel: outer IPv4 header template (TOS, length, id, DF,
 	                          * checksum filled per packet) */

@@ -9,8 +9,11 @@
  * The check, the ESN inference and the in-order update, run for every packet, are inline functions
  * in esp_replay.h; the general update lives here.
  *
- * Only the worker that owns the inbound SA writes here (doc/architecture.md rule 5); readers elsewhere
- * (ipsecctl) may see a bitmap being updated, which is harmless for statistics. */
+ * One writer at a time (doc/architecture.md rule 5): the one object of an inbound SA, or, when one
+ * object per worker shares the runtime area, whichever holds the SA's replay lock (esp_replay_lock);
+ * their checks before decryption run unlocked beside it, which the order of the stores makes safe
+ * (esp_replay_top) and the re-check under the lock makes final. Readers elsewhere (ipsecctl) may see
+ * a bitmap being updated, which is harmless for statistics. */
 #include "config.h"
 
 #include "dataplane/engine/esp_internal.h"
@@ -18,7 +21,7 @@
 #define RING_BITS ESP_REPLAY_RING
 
 /* Clear the ring bits of numbers from..to (to - from < RING_BITS). */
-static void clear_range(uint64_t *bm, uint64_t from, uint64_t to)
+static void clear_range(struct sadb_runtime *rt, uint64_t from, uint64_t to)
 {
 	uint64_t s = from;
 	while (s <= to) {
@@ -28,7 +31,7 @@ static void clear_range(uint64_t *bm, uint64_t from, uint64_t to)
 		if (n > to - s + 1)
 			n = to - s + 1;
 		uint64_t mask = n == 64 ? ~0ULL : ((1ULL << n) - 1) << b;
-		bm[idx / 64] &= ~mask;
+		esp_replay_set_word(rt, idx / 64, esp_replay_word(rt, idx / 64) & ~mask);
 		s += n;
 		if (s == 0)
 			break; /* to == UINT64_MAX */
@@ -47,11 +50,15 @@ enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq)
 	uint64_t bit = seq % RING_BITS;
 	if (seq > top) {
 		if (seq - top >= RING_BITS)
-			memset(rt->replay_bitmap, 0, sizeof(rt->replay_bitmap));
+			for (uint64_t w = 0; w < RING_BITS / 64; w++)
+				esp_replay_set_word(rt, w, 0);
 		else
-			clear_range(rt->replay_bitmap, top + 1, seq);
-		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_relaxed);
+			clear_range(rt, top + 1, seq);
+		esp_replay_set_word(rt, bit / 64, esp_replay_word(rt, bit / 64) | 1ULL << (bit % 64));
+		/* after the bits (esp_replay_top) */
+		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_release);
+		return SADB_DROP_NONE;
 	}
-	rt->replay_bitmap[bit / 64] |= 1ULL << (bit % 64);
+	esp_replay_set_word(rt, bit / 64, esp_replay_word(rt, bit / 64) | 1ULL << (bit % 64));
 	return SADB_DROP_NONE;
 }

@@ -20,12 +20,11 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 		return;
 	g->n = 0;
 	if (g->out) {
-		k = esp_outbound_burst(sa->eo[w->id], g->pp, n);
+		k = esp_outbound_burst(sa->e[w->id], g->pp, n);
 		DP_STAT(w, protect, k);
 	} else {
-		pthread_spin_lock(sa->in_lock);
-		k = esp_inbound_burst(sa->ei, g->pp, n);
-		pthread_spin_unlock(sa->in_lock);
+		/* the engine takes sa->in_lock around the window update, after the crypto */
+		k = esp_inbound_burst(sa->e[w->id], g->pp, n);
 		DP_STAT(w, unprotect, k);
 	}
 	for (unsigned i = k; i < n; i++) {

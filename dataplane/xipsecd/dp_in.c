@@ -73,9 +73,7 @@ static void inbound_large(struct dp_worker *w, uint32_t len)
 		dp_drop_sa_count(w, sa, r);
 		return;
 	}
-	pthread_spin_lock(sa->in_lock);
-	k = esp_inbound_burst(sa->ei, &pp, 1);
-	pthread_spin_unlock(sa->in_lock);
+	k = esp_inbound_burst(sa->e[w->id], &pp, 1);
 	if (!k) {
 		/* counted in the SA by the engine */
 		DP_STAT(w, drops[p.drop], 1);

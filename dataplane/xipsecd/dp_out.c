@@ -49,7 +49,7 @@ void dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 	 * the TTL changes; an expiring TTL gets "time exceeded" instead). */
 	mtu = sa->sa.mtu ? sa->sa.mtu : atomic_load_explicit(&w->ctx->ifc[DP_OUT].mtu,
 							      memory_order_relaxed);
-	mtu = esp_sa_inner_mtu(sa->eo[w->id], mtu, sel.src.family);
+	mtu = esp_sa_inner_mtu(sa->e[w->id], mtu, sel.src.family);
 	if (len > mtu && (sel.src.family == AF_INET6 || (l3[6] & 0x40)) &&
 	    !((flags & FWD_DEC_TTL) && dp_ttl_expiring(l3))) {
 		dp_fwd_too_big(w, l3, len, mtu);

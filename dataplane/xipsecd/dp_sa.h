@@ -13,12 +13,12 @@ struct dp_sa {
 	bool unusable;               /* the engine refused the transform */
 	bool lease_failed;           /* SADB_SAF_SEQ_PERSIST: the last lease could not be recorded */
 	struct sadb_runtime *rt;     /* in the SADB: survives restarts */
-	pthread_spinlock_t *in_lock; /* inbound: the replay window's single writer (rule 5) */
+	pthread_spinlock_t *in_lock; /* inbound: held by the one worker updating the replay window
+	                              * (rule 5), given to the engine objects as their replay lock */
 	/* Control thread only (dp_expire.c): CLOCK_REALTIME ns when this process first saw this SA
 	 * instance, and first saw it used (0 = not yet); kept across updates of the record. */
 	uint64_t seen_ns, use_seen_ns;
-	struct esp_sa *ei;           /* inbound engine object */
-	struct esp_sa *eo[];         /* outbound: one per worker */
+	struct esp_sa *e[];          /* engine objects, one per worker (either direction) */
 };
 
 /* Workers, inside an RCU read-side section (between quiescent states). NULL when absent. */
