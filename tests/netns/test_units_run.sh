@@ -89,4 +89,10 @@ grep -q "xipsecd: --inside: no interface name given" "$XT_DIR/noif.log" ||
 	{ cat "$XT_DIR/noif.log" >&2; xt_fail "no message about the empty XIPSECD_INSIDE"; }
 
 dp_finish
-xt_log "ok: units' commands ran with their capability bounding sets"
+# no log line of any of the programs shows a key
+for k in $K1 $K2 $K3 $K4; do
+	if grep -rqiF "${k#0x}" "$XT_DIR"/*.log; then
+		grep -rliF "${k#0x}" "$XT_DIR"/*.log >&2; xt_fail "a key appears in a log"
+	fi
+done
+xt_log "ok: units' commands ran with their capability bounding sets; no key in any log"
