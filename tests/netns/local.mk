@@ -4,3 +4,4 @@ include $(srcdir)/tests/netns/dataplane.mk
 include $(srcdir)/tests/netns/ike.mk
 include $(srcdir)/tests/netns/snmp.mk
 include $(srcdir)/tests/netns/metrics.mk
+include $(srcdir)/tests/netns/units.mk
