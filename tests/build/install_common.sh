@@ -8,7 +8,8 @@ inst_dirs() {
 	local line
 	while IFS= read -r line; do
 		case $line in
-		sbindir=*|pkglibdir=*|mandir=*|sysconfdir=*|systemdsystemunitdir=*|have_strongswan=*)
+		sbindir=*|pkglibdir=*|mandir=*|sysconfdir=*|systemdsystemunitdir=*|have_strongswan=*|datadir=*|\
+		pkgdatadir=*|have_snmp=*)
 			eval "${line%%=*}=\${line#*=}" ;;
 		esac
 	done < <($MAKE -s --no-print-directory -C "$top_builddir" print-install-dirs)

@@ -8,5 +8,7 @@ EXTRA_DIST += tests/build/test_configure.sh tests/build/test_install.sh tests/bu
 print-install-dirs:
 	@echo "sbindir=$(sbindir)"; echo "pkglibdir=$(pkglibdir)"; echo "mandir=$(mandir)"; \
 	echo "sysconfdir=$(sysconfdir)"; echo "systemdsystemunitdir=$(systemdsystemunitdir)"; \
-	echo "have_strongswan=$(if $(HAVE_STRONGSWAN_TRUE),no,yes)"
+	echo "have_strongswan=$(if $(HAVE_STRONGSWAN_TRUE),no,yes)"; \
+	echo "datadir=$(datadir)"; echo "pkgdatadir=$(pkgdatadir)"; \
+	echo "have_snmp=$(if $(HAVE_SNMP_TRUE),no,yes)"
 .PHONY: print-install-dirs

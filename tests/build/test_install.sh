@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/build/test_install.sh: `make install DESTDIR=...` installs exactly the product (the three
-# programs, the XDP object where the installed xipsecd looks for it, the man pages, the commented
+# programs, the SNMP subagent and its MIB when built, the XDP object where the installed xipsecd looks for it, the man pages, the commented
 # configuration examples with their modes, the systemd units with every path substituted) and no test
 # or benchmark program; a second install keeps a configuration file the administrator changed, and
 # `make uninstall` removes everything else.
@@ -23,6 +23,11 @@ want=(
 )
 [ "$have_strongswan" = yes ] &&
 	want+=("$sbindir/xipsec-iked" "$mandir/man8/xipsec-iked.8" "$systemdsystemunitdir/xipsec-iked.service")
+[ "$have_snmp" = yes ] &&
+	want+=("$sbindir/xipsec-snmpd" "$mandir/man8/xipsec-snmpd.8" "$datadir/snmp/mibs/XIPSEC-MIB.txt"
+	       "$pkgdatadir/mibs/ietf/SNMPv2-SMI.txt" "$pkgdatadir/mibs/ietf/SNMPv2-TC.txt"
+	       "$pkgdatadir/mibs/ietf/SNMPv2-CONF.txt" "$pkgdatadir/mibs/ietf/HCNUM-TC.txt"
+	       "$pkgdatadir/mibs/ietf/README")
 printf '%s\n' "${want[@]}" | sort > "$T/want"
 (cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) > "$T/got"
 if diff -u "$T/want" "$T/got" > "$T/diff"; then
