@@ -29,7 +29,11 @@
 #include "ike/maxqm.h"
 #include "sadb/sadb.h"
 
-#define IKED_DEFAULT_CONF_DIR "/etc/xipsec/iked"
+/* $(sysconfdir)/xipsec/iked: /etc/xipsec/iked when configured with --sysconfdir=/etc. */
+#ifndef XIPSEC_SYSCONFDIR
+#define XIPSEC_SYSCONFDIR "/etc"
+#endif
+#define IKED_DEFAULT_CONF_DIR XIPSEC_SYSCONFDIR "/xipsec/iked"
 #define IKED_DEFAULT_RUN_DIR  "/run/xipsec-iked"
 #define IKED_SWANCTL          "/usr/sbin/swanctl"
 

@@ -44,7 +44,8 @@ struct dp_config {
 	char inside[IF_NAMESIZE], outside[IF_NAMESIZE];
 	unsigned workers;            /* 0 = one per queue of the interfaces */
 	const char *sadb_path;
-	const char *bpf_obj;         /* NULL = search XIPSEC_XDP_OBJ, build dir, pkgdatadir */
+	const char *bpf_obj;         /* NULL = XIPSEC_XDP_OBJ, else the build tree's copy
+	                              * when running from it, else dp_xdp_installed_obj() */
 	const char *ctl_path;        /* control socket */
 	const char *tun_name;        /* NULL = "xipsec0"; "" = none */
 	bool skb_mode;               /* force generic XDP */
@@ -205,6 +206,8 @@ extern int dp_verbose;
 
 /* ---- dp_xdp.c: our one XDP program ---- */
 int dp_xdp_load(struct dp_ctx *ctx);
+/* The installed XDP program, $(pkglibdir)/xipsec_xdp.o. */
+const char *dp_xdp_installed_obj(void);
 int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk_socket *xsk);
 int dp_xdp_sync_addrs(struct dp_ctx *ctx);
 void dp_xdp_unload(struct dp_ctx *ctx);

@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,8 @@
 
 #include "dataplane/xipsecd/dp.h"
 
-#ifndef PKGDATADIR
-#define PKGDATADIR "/usr/local/share/xipsec"
+#ifndef XIPSEC_PKGLIBDIR
+#define XIPSEC_PKGLIBDIR "/usr/local/lib/xipsec"
 #endif
 #define DP_XDP_OBJ_NAME "xipsec_xdp.o"
 
@@ -34,6 +36,26 @@ struct dp_xdp {
 	uint32_t nl_seq;
 };
 
+/* Whether this program runs from the build tree it was compiled in (its own path under
+ * XIPSEC_BUILDDIR): only then is that tree's XDP program the one that matches it. An installed copy
+ * must not pick up a build tree that happens to still exist. */
+static bool in_build_tree(void)
+{
+	char exe[PATH_MAX];
+	size_t n = strlen(XIPSEC_BUILDDIR);
+	ssize_t r = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (r <= 0)
+		return false;
+	exe[r] = 0;
+	return !strncmp(exe, XIPSEC_BUILDDIR, n) && exe[n] == '/';
+}
+
+const char *dp_xdp_installed_obj(void)
+{
+	return XIPSEC_PKGLIBDIR "/" DP_XDP_OBJ_NAME;
+}
+
 static const char *find_obj(const struct dp_config *cfg, char *buf, size_t len)
 {
 	const char *env = getenv("XIPSEC_XDP_OBJ");
@@ -42,12 +64,11 @@ static const char *find_obj(const struct dp_config *cfg, char *buf, size_t len)
 		return cfg->bpf_obj;
 	if (env && *env)
 		return env;
-	/* A binary built in a tree uses that tree's program; an installed one the installed copy. */
-	snprintf(buf, len, "%s/dataplane/xipsecd/%s", XIPSEC_BUILDDIR, DP_XDP_OBJ_NAME);
-	if (access(buf, R_OK) == 0)
+	if (in_build_tree()) {
+		snprintf(buf, len, "%s/dataplane/xipsecd/%s", XIPSEC_BUILDDIR, DP_XDP_OBJ_NAME);
 		return buf;
-	snprintf(buf, len, "%s/%s", PKGDATADIR, DP_XDP_OBJ_NAME);
-	return buf;
+	}
+	return dp_xdp_installed_obj();
 }
 
 static int attach(struct dp_xdp *x, const struct dp_ctx *ctx, unsigned port)

@@ -9,14 +9,16 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_tun.c dataplane/xipsecd/dp_ctl.c dataplane/xipsecd/dp_frag.h \
 	dataplane/xipsecd/dp_frag.c dataplane/xipsecd/dp_seqmark.h dataplane/xipsecd/dp_seqmark.c \
 	dataplane/xipsecd/dp_icmp.h dataplane/xipsecd/dp_expire.c dataplane/xipsecd/dp_util.c
-dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DPKGDATADIR='"$(pkgdatadir)"' $(XDP_CFLAGS) \
+dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DXIPSEC_PKGLIBDIR='"$(pkglibdir)"' $(XDP_CFLAGS) \
 	$(URCU_CFLAGS)
 dataplane_xipsecd_xipsecd_LDADD = $(ESP_LIBS) sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS)
 dist_man_MANS += dataplane/xipsecd/xipsecd.8
 
-# The XDP program: built with clang for BPF, installed next to the other data; xipsecd finds the
-# build tree's copy through XIPSEC_BUILDDIR first.
-pkgdata_DATA += dataplane/xipsecd/xipsec_xdp.o
+# The XDP program: built with clang for BPF (for this host's byte order, so an architecture-dependent
+# file: $(pkglibdir), not $(pkgdatadir)). An installed xipsecd loads $(pkglibdir)/xipsec_xdp.o; one
+# running from its build tree loads that tree's copy (dp_xdp.c).
+xdpobjdir = $(pkglibdir)
+xdpobj_DATA = dataplane/xipsecd/xipsec_xdp.o
 EXTRA_DIST += dataplane/xipsecd/xdp_prog.bpf.c
 CLEANFILES += dataplane/xipsecd/xipsec_xdp.o
 dataplane/xipsecd/xipsec_xdp.o: $(srcdir)/dataplane/xipsecd/xdp_prog.bpf.c \

@@ -40,12 +40,12 @@ static void usage(FILE *f)
 		"  -c, --ctl PATH      control socket (default " DP_DEFAULT_CTL "; \"\" for none)\n"
 		"      --tun NAME      TUN device for the gateway's own traffic (default xipsec0;\n"
 		"                      \"none\" for no device)\n"
-		"      --xdp-obj PATH  the XDP program (default: build tree, then installed copy)\n"
+		"      --xdp-obj PATH  the XDP program (default $XIPSEC_XDP_OBJ or %s)\n"
 		"      --skb-mode      attach the XDP program in generic mode\n"
 		"      --copy          never try zero-copy AF_XDP\n"
 		"      --no-pin        do not pin workers to CPUs\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
-		"  -v, --verbose       more log messages\n");
+		"  -v, --verbose       more log messages\n", dp_xdp_installed_obj());
 }
 
 static int client(const char *path, const char *req)
@@ -112,6 +112,12 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 
 		switch (c) {
 		case 'i': case 'o':
+			/* an unset variable of a unit's environment file arrives as "" */
+			if (!*optarg) {
+				fprintf(stderr, "xipsecd: --%s: no interface name given\n",
+					c == 'i' ? "inside" : "outside");
+				return 2;
+			}
 			if (strlen(optarg) >= IF_NAMESIZE) {
 				fprintf(stderr, "xipsecd: interface name too long: %s\n", optarg);
 				return 2;

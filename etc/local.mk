@@ -1,0 +1,36 @@
+# etc/local.mk: the configuration directory $(sysconfdir)/xipsec (/etc/xipsec with
+# --sysconfdir=/etc) and its commented examples: ipsec.conf (manual keys, ipsecctl(8)'s format),
+# xipsec.env (the interfaces and options the systemd units pass), iked/swanctl.conf and
+# iked/strongswan.conf (xipsec-iked(8)'s --conf-dir). `make install` never overwrites a file already
+# there (an administrator's configuration); `make uninstall` removes only files still as shipped.
+# The files with secrets are installed mode 0600.
+xipsecconfdir = $(sysconfdir)/xipsec
+XIPSEC_CONF_PUBLIC = etc/xipsec.env etc/iked/strongswan.conf
+XIPSEC_CONF_SECRET = etc/ipsec.conf etc/iked/swanctl.conf
+EXTRA_DIST += $(XIPSEC_CONF_PUBLIC) $(XIPSEC_CONF_SECRET)
+
+# install_conf MODE FILES: each etc/F to $(xipsecconfdir)/F unless that exists.
+XIPSEC_INSTALL_CONF = for f in $$files; do \
+		d='$(DESTDIR)$(xipsecconfdir)'/$${f\#etc/}; \
+		if test -e "$$d"; then echo "keeping $$d (already there)"; \
+		else echo " $(INSTALL) -m $$mode $$f $$d"; \
+			$(INSTALL) -m $$mode '$(srcdir)'/$$f "$$d" || exit 1; fi; \
+	done
+
+install-data-local: install-xipsec-conf
+install-xipsec-conf:
+	$(MKDIR_P) '$(DESTDIR)$(xipsecconfdir)/iked'
+	chmod 0755 '$(DESTDIR)$(xipsecconfdir)'
+	chmod 0700 '$(DESTDIR)$(xipsecconfdir)/iked'
+	@mode=0644; files='$(XIPSEC_CONF_PUBLIC)'; $(XIPSEC_INSTALL_CONF)
+	@mode=0600; files='$(XIPSEC_CONF_SECRET)'; $(XIPSEC_INSTALL_CONF)
+
+uninstall-local: uninstall-xipsec-conf
+uninstall-xipsec-conf:
+	@for f in $(XIPSEC_CONF_PUBLIC) $(XIPSEC_CONF_SECRET); do \
+		d='$(DESTDIR)$(xipsecconfdir)'/$${f#etc/}; \
+		if test -f "$$d" && cmp -s '$(srcdir)'/$$f "$$d"; then echo " rm -f $$d"; rm -f "$$d"; \
+		elif test -e "$$d"; then echo "keeping $$d (changed since it was installed)"; fi; \
+	done
+	-rmdir '$(DESTDIR)$(xipsecconfdir)/iked' '$(DESTDIR)$(xipsecconfdir)' 2>/dev/null
+.PHONY: install-xipsec-conf uninstall-xipsec-conf

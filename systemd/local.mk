@@ -1,0 +1,23 @@
+# systemd/local.mk: the systemd units, made from their .in files with the configured paths
+# (sbindir, sysconfdir) substituted at make time (so `make prefix=...` is honoured), installed in
+# $(systemdsystemunitdir) (configure --with-systemdsystemunitdir; default $(prefix)/lib/systemd/system).
+# xipsec-iked.service only where xipsec-iked is built.
+XIPSEC_UNITS = systemd/xipsecd.service systemd/xipsec-load.service
+if HAVE_STRONGSWAN
+XIPSEC_UNITS += systemd/xipsec-iked.service
+endif
+systemdsystemunit_DATA = $(XIPSEC_UNITS)
+EXTRA_DIST += systemd/xipsecd.service.in systemd/xipsec-load.service.in systemd/xipsec-iked.service.in
+CLEANFILES += systemd/xipsecd.service systemd/xipsec-load.service systemd/xipsec-iked.service
+
+XIPSEC_SUBST = $(AM_V_GEN)$(MKDIR_P) systemd && rm -f $@ $@.tmp && \
+	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+	    -e 's|@localstatedir[@]|$(localstatedir)|g' $(srcdir)/$@.in > $@.tmp && \
+	if grep -n '@[a-z_]*@' $@.tmp; then echo "$@: unsubstituted" >&2; exit 1; fi && \
+	chmod a-w $@.tmp && mv $@.tmp $@
+systemd/xipsecd.service: $(srcdir)/systemd/xipsecd.service.in Makefile
+	$(XIPSEC_SUBST)
+systemd/xipsec-load.service: $(srcdir)/systemd/xipsec-load.service.in Makefile
+	$(XIPSEC_SUBST)
+systemd/xipsec-iked.service: $(srcdir)/systemd/xipsec-iked.service.in Makefile
+	$(XIPSEC_SUBST)
