@@ -194,6 +194,8 @@ static const struct ctl_cmd {
 	  "destroy                            remove the SADB file" },
 	{ "load", ctl_cmd_load, NULL,
 	  "load FILE                          apply a configuration file (all or nothing; -n: print it)" },
+	{ "reload", ctl_cmd_reload, NULL,
+	  "reload FILE                        make the manual SAs and policies the file's (all or nothing)" },
 	{ "show", cmd_show, NULL,
 	  "show [sa [SPI...]|policy|stats|info|all]" },
 	{ "monitor", cmd_monitor, NULL,

@@ -105,6 +105,8 @@ struct ctl_conf {
 	size_t n, cap;
 	unsigned nerr;              /* errors reported */
 	bool replace;               /* the SAs replace the SADB's of the same identity (sa update) */
+	bool manual;                /* reload: the items replace every manually keyed SA (ike_id 0,
+	                             * not larval) and policy of the SADB; IKE's stay */
 	FILE *err;                  /* where errors go (stderr; tests may redirect) */
 };
 
@@ -119,6 +121,10 @@ int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv);
 /* Semantic checks over the whole set (duplicates, reqids, keys shared between SAs) against an
  * optional open SADB, then libsadb's own validation. Prints every error; 0 or -EINVAL. */
 int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db);
+/* Whether a reload (c->manual) replaces this SADB entry: manual (ike_id 0) and, for an SA, not a
+ * larval one (an SPI that IKE has reserved). */
+bool ctl_reload_replaces_sa(const struct ctl_conf *c, const struct sadb_sa *sa);
+bool ctl_reload_replaces_pol(const struct ctl_conf *c, const struct sadb_policy *p);
 /* Normalised text: parses back to the same items. */
 void ctl_conf_print(const struct ctl_conf *c, FILE *out);
 void ctl_sa_print(const struct sadb_sa *sa, FILE *out, bool keys, const struct ctl_item *it);

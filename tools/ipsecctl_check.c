@@ -134,6 +134,16 @@ static bool rq_has(const struct rq_key *rq, size_t n, uint32_t reqid)
 	return lo < n && rq[lo].reqid == reqid;
 }
 
+bool ctl_reload_replaces_sa(const struct ctl_conf *c, const struct sadb_sa *sa)
+{
+	return c->manual && sa->ike_id == 0 && sa->state != SADB_STATE_LARVAL;
+}
+
+bool ctl_reload_replaces_pol(const struct ctl_conf *c, const struct sadb_policy *p)
+{
+	return c->manual && p->ike_id == 0;
+}
+
 struct vstate {
 	struct sa_key *sk;
 	struct pol_key *pk, *dbp;
@@ -179,6 +189,8 @@ static int vstate_build(struct vstate *v, struct ctl_conf *c, const struct sadb 
 		struct sadb_sa sa;
 
 		while (sadb_sa_next(db, &cur, &sa, NULL) == 0) {
+			if (ctl_reload_replaces_sa(c, &sa))
+				continue;
 			if (v->nrq == v->caprq) {
 				struct rq_key *r = realloc(v->rq, 2 * v->caprq * sizeof(*r));
 
@@ -199,6 +211,8 @@ static int vstate_build(struct vstate *v, struct ctl_conf *c, const struct sadb 
 		struct sadb_policy o;
 
 		while (sadb_policy_next(db, &cur, &o) == 0) {
+			if (ctl_reload_replaces_pol(c, &o))
+				continue;
 			if (v->ndbp == v->capdbp) {
 				size_t cap = v->capdbp ? 2 * v->capdbp : 64;
 				struct pol_key *r = realloc(v->dbp, cap * sizeof(*r));
@@ -350,7 +364,7 @@ static int key_refs_build(const struct ctl_conf *c, const struct sadb *db, struc
 			return -ENOMEM;
 		}
 		while (sadb_sa_next(db, &cur, &sa, NULL) == 0) {
-			if (c->replace && key_replaced(c, &sa))
+			if ((c->replace && key_replaced(c, &sa)) || ctl_reload_replaces_sa(c, &sa))
 				continue;
 			for (uint8_t w = KEY_ENC; w <= KEY_AUTH; w++) {
 				struct key_ent probe;
@@ -478,11 +492,14 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 			} else if (db && !(flush & CTL_FLUSH_SA)) {
 				struct sadb_sa cur;
 
-				if (sadb_sa_lookup(db, sa->spi, sa->proto, &sa->dst, &cur, NULL) == 0)
+				if (sadb_sa_lookup(db, sa->spi, sa->proto, &sa->dst, &cur, NULL) == 0 &&
+				    !ctl_reload_replaces_sa(c, &cur))
 					ctl_conf_error(c, it->spi_pos, "duplicate SA: spi 0x%08x %s to %s "
-						       "already exists in the SADB", sa->spi,
+						       "already exists in the SADB%s", sa->spi,
 						       ctl_proto_name(sa->proto),
-						       ctl_addr_str(&sa->dst, buf, sizeof(buf)));
+						       ctl_addr_str(&sa->dst, buf, sizeof(buf)),
+						       !c->manual ? "" : cur.ike_id ?
+						       " (negotiated by IKE)" : " (an SPI IKE reserved)");
 				explicit_bzero(&cur, sizeof(cur));
 			}
 			for (uint8_t w = KEY_ENC; w <= KEY_AUTH; w++)

@@ -19,6 +19,9 @@ int ctl_show_cmd(const struct ctl_opts *o, const char *what, int argc, char **ar
 
 /* load FILE: parse, validate and apply a whole file in one transaction. */
 int ctl_cmd_load(const struct ctl_opts *o, int argc, char **argv);
+/* reload FILE: the SADB's manually keyed SAs and policies become exactly the file's, in one
+ * transaction; IKE's stay; an SA the file still has with the same keys keeps its runtime state. */
+int ctl_cmd_reload(const struct ctl_opts *o, int argc, char **argv);
 /* `sa add ...` / `policy add ...`: argv is the statement after its keyword kw ("sa", "policy");
  * ctx names the command in messages; update: the SAs replace those of the same identity. */
 int ctl_cmd_stmt(const struct ctl_opts *o, const char *kw, const char *ctx, bool update, int argc,

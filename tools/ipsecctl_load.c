@@ -1,7 +1,10 @@
 /* tools/ipsecctl_load.c: the writes of ipsecctl that go through the configuration language: `load
- * FILE` (and OpenBSD's -f), `sa add|update ...` and `policy add ...`. All of a file is parsed and
- * validated before the SADB is touched, then applied in one transaction through libsadb's writer
- * API, so a bad file changes nothing; -n prints what would be applied instead. */
+ * FILE` (and OpenBSD's -f), `reload FILE`, `sa add|update ...` and `policy add ...`. All of a file
+ * is parsed and validated before the SADB is touched, then applied in one transaction through
+ * libsadb's writer API, so a bad file changes nothing; -n prints what would be applied instead.
+ * reload makes the SADB's manually keyed entries exactly the file's, leaving alone what IKE
+ * negotiated, and keeps the runtime state (sequence numbers, replay window, counters) of every SA
+ * the file still has with the same keys. */
 #include "config.h"
 
 #include <errno.h>
@@ -171,6 +174,227 @@ fail:
 	return CTL_EXIT_ERR;
 }
 
+/* ---- reload ---- */
+
+static bool sa_same_keys(const struct sadb_sa *a, const struct sadb_sa *b)
+{
+	return a->enc_alg == b->enc_alg && a->auth_alg == b->auth_alg &&
+	       a->enc_key_len == b->enc_key_len && a->salt_len == b->salt_len &&
+	       a->auth_key_len == b->auth_key_len &&
+	       !memcmp(a->enc_key, b->enc_key, sizeof(a->enc_key)) &&
+	       !memcmp(a->salt, b->salt, sizeof(a->salt)) &&
+	       !memcmp(a->auth_key, b->auth_key, sizeof(a->auth_key));
+}
+
+/* The SADB's copy and the file's SA say the same (libsadb's own fields aside). A difference in
+ * padding only makes an SA look changed: it is then updated in place, which is still right. */
+static bool sa_unchanged(const struct sadb_sa *db, const struct sadb_sa *f)
+{
+	struct sadb_sa t = *f;
+	bool same;
+
+	t.created = db->created;
+	t.instance = db->instance;
+	t.checksum = db->checksum;
+	same = !memcmp(&t, db, sizeof(t));
+	explicit_bzero(&t, sizeof(t));
+	return same;
+}
+
+static bool pol_same(const struct sadb_policy *a, const struct sadb_policy *b)
+{
+	return a->dir == b->dir && a->action == b->action && a->proto == b->proto &&
+	       a->mode == b->mode && a->priority == b->priority && a->reqid == b->reqid &&
+	       !memcmp(&a->sel, &b->sel, sizeof(a->sel)) &&
+	       sadb_addr_eq(&a->tun_src, &b->tun_src) && sadb_addr_eq(&a->tun_dst, &b->tun_dst);
+}
+
+enum { RL_ADD = 0, RL_KEEP, RL_UPDATE };
+
+struct rl_sa_id {
+	uint32_t spi;
+	uint8_t proto;
+	struct sadb_addr dst;
+};
+
+struct rl_plan {
+	unsigned char *what;        /* per item: RL_ADD, RL_KEEP or RL_UPDATE */
+	struct rl_sa_id *del_sa;    /* manual SAs to delete (gone from the file, or rekeyed) */
+	uint32_t *del_pol;          /* manual policies to delete */
+	size_t ndel_sa, ndel_pol, nrekey;
+};
+
+/* Which items the SADB already has, and which manual entries go: read before any change. */
+static int rl_plan(struct ctl_conf *c, struct sadb *db, struct rl_plan *pl)
+{
+	size_t cap_sa = 64, cap_pol = 64;
+	uint32_t cur = 0;
+	struct sadb_sa sa;
+	struct sadb_policy pol;
+	int rc = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->what = calloc(c->n + 1, 1);
+	pl->del_sa = calloc(cap_sa, sizeof(*pl->del_sa));
+	pl->del_pol = calloc(cap_pol, sizeof(*pl->del_pol));
+	if (!pl->what || !pl->del_sa || !pl->del_pol)
+		return -ENOMEM;
+	while (rc == 0 && sadb_sa_next(db, &cur, &sa, NULL) == 0) {
+		size_t i;
+		bool gone = true;
+
+		if (!ctl_reload_replaces_sa(c, &sa))
+			continue;
+		for (i = 0; i < c->n; i++) {
+			const struct sadb_sa *f = &c->items[i].sa;
+
+			if (c->items[i].kind == CTL_IT_SA && f->spi == sa.spi && f->proto == sa.proto &&
+			    sadb_addr_eq(&f->dst, &sa.dst))
+				break;
+		}
+		if (i < c->n && sa_same_keys(&sa, &c->items[i].sa)) {
+			pl->what[i] = sa_unchanged(&sa, &c->items[i].sa) ? RL_KEEP : RL_UPDATE;
+			gone = false;
+		} else if (i < c->n) {
+			/* a new key starts over: fresh sequence numbers and replay window */
+			pl->nrekey++;
+		}
+		if (gone) {
+			if (pl->ndel_sa == cap_sa) {
+				struct rl_sa_id *n = realloc(pl->del_sa, 2 * cap_sa * sizeof(*n));
+
+				if (!n) {
+					rc = -ENOMEM;
+					break;
+				}
+				pl->del_sa = n;
+				cap_sa *= 2;
+			}
+			pl->del_sa[pl->ndel_sa++] = (struct rl_sa_id){ sa.spi, sa.proto, sa.dst };
+		}
+	}
+	explicit_bzero(&sa, sizeof(sa));
+	cur = 0;
+	while (rc == 0 && sadb_policy_next(db, &cur, &pol) == 0) {
+		size_t i;
+
+		if (!ctl_reload_replaces_pol(c, &pol))
+			continue;
+		for (i = 0; i < c->n; i++)
+			if (c->items[i].kind == CTL_IT_POLICY && pl->what[i] != RL_KEEP &&
+			    pol_same(&pol, &c->items[i].pol))
+				break;
+		if (i < c->n) {
+			pl->what[i] = RL_KEEP;
+			continue;
+		}
+		if (pl->ndel_pol == cap_pol) {
+			uint32_t *n = realloc(pl->del_pol, 2 * cap_pol * sizeof(*n));
+
+			if (!n) {
+				rc = -ENOMEM;
+				break;
+			}
+			pl->del_pol = n;
+			cap_pol *= 2;
+		}
+		pl->del_pol[pl->ndel_pol++] = pol.id;
+	}
+	return rc;
+}
+
+static void rl_plan_free(struct rl_plan *pl)
+{
+	free(pl->what);
+	free(pl->del_sa);
+	free(pl->del_pol);
+}
+
+/* Apply a reload in one transaction: the deletions first (so a rekeyed SA's identity is free),
+ * then the SAs, then the policies that name them. */
+static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o)
+{
+	char buf[INET6_ADDRSTRLEN];
+	unsigned n[3][2] = { { 0 } }; /* [RL_*][0 SA, 1 policy] */
+	struct rl_plan pl;
+	int rc;
+
+	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
+		return rc;
+	if ((rc = sadb_txn_begin(db))) {
+		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));
+		return CTL_EXIT_ERR;
+	}
+	if ((rc = rl_plan(c, db, &pl))) {
+		ctl_err("reload: cannot read the SADB: %s", strerror(-rc));
+		goto fail;
+	}
+	for (size_t i = 0; i < pl.ndel_pol; i++)
+		if ((rc = sadb_policy_delete(db, pl.del_pol[i]))) {
+			ctl_err("cannot delete policy %u: %s", pl.del_pol[i], ctl_db_err(db, rc));
+			goto fail;
+		}
+	for (size_t i = 0; i < pl.ndel_sa; i++) {
+		const struct rl_sa_id *d = &pl.del_sa[i];
+
+		if ((rc = sadb_sa_delete(db, d->spi, d->proto, &d->dst))) {
+			ctl_err("cannot delete SA spi 0x%08x %s to %s: %s", d->spi,
+				ctl_proto_name(d->proto), ctl_addr_str(&d->dst, buf, sizeof(buf)),
+				ctl_db_err(db, rc));
+			goto fail;
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < c->n; i++) {
+			struct ctl_item *it = &c->items[i];
+			unsigned w = pl.what[i];
+
+			if (it->kind != (pass ? CTL_IT_POLICY : CTL_IT_SA))
+				continue;
+			n[w][pass]++;
+			if (w == RL_KEEP)
+				continue;
+			if (pass)
+				rc = sadb_policy_add(db, &it->pol, NULL);
+			else if (w == RL_UPDATE)
+				rc = sadb_sa_update(db, &it->sa);
+			else
+				rc = sadb_sa_add(db, &it->sa, NULL);
+			if (rc && pass) {
+				ctl_conf_error(c, it->pos, "cannot add policy: %s", ctl_db_err(db, rc));
+				goto fail;
+			}
+			if (rc) {
+				ctl_conf_error(c, it->pos, "cannot %s SA spi 0x%08x %s to %s: %s",
+					       w == RL_UPDATE ? "update" : "add", it->sa.spi,
+					       ctl_proto_name(it->sa.proto),
+					       ctl_addr_str(&it->sa.dst, buf, sizeof(buf)),
+					       ctl_db_err(db, rc));
+				goto fail;
+			}
+		}
+	}
+	if ((rc = sadb_txn_commit(db))) {
+		ctl_err("cannot commit: %s", sadb_errmsg(db));
+		sadb_txn_abort(db);
+		rl_plan_free(&pl);
+		return CTL_EXIT_ERR;
+	}
+	if (o->verbose)
+		fprintf(stderr, "ipsecctl: reload %s: SAs: %u kept, %u updated, %u added (%zu with a new "
+			"key), %zu removed; policies: %u kept, %u added, %zu removed; generation %"
+			PRIu64 "\n", c->src, n[RL_KEEP][0], n[RL_UPDATE][0], n[RL_ADD][0], pl.nrekey,
+			pl.ndel_sa - pl.nrekey, n[RL_KEEP][1], n[RL_ADD][1], pl.ndel_pol,
+			sadb_generation(db));
+	rl_plan_free(&pl);
+	return CTL_EXIT_OK;
+fail:
+	sadb_txn_abort(db);
+	rl_plan_free(&pl);
+	fprintf(stderr, "ipsecctl: nothing was changed\n");
+	return CTL_EXIT_ERR;
+}
+
 /* -n --json: what would be applied, as `show --json` would list it (no counters yet; keys only
  * with --show-keys). */
 static void conf_json(const struct ctl_conf *c, const struct ctl_opts *o)
@@ -219,7 +443,7 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 	struct sadb *db = NULL;
 	int rc;
 
-	c->replace = update;
+	c->replace = update && !c->manual;
 	if (o->dry_run) {
 		db = open_for_check(o);
 		rc = ctl_conf_validate(c, db);
@@ -241,27 +465,56 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 		sadb_close(db);
 		return CTL_EXIT_ERR;
 	}
-	rc = apply(c, db, o, update);
+	rc = c->manual ? apply_reload(c, db, o) : apply(c, db, o, update);
 	sadb_close(db);
 	return rc;
 }
 
-int ctl_cmd_load(const struct ctl_opts *o, int argc, char **argv)
+/* A reload replaces the manual entries itself: a flush statement in the file (written for
+ * `ipsecctl -F -f`) would also remove what IKE negotiated, so it is dropped, saying so. */
+static void reload_drop_flushes(struct ctl_conf *c)
 {
+	size_t j = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->items[i].kind == CTL_IT_FLUSH) {
+			fprintf(stderr, "%s:%u:%u: note: flush ignored: reload replaces the manually keyed "
+				"SAs and policies anyway, and keeps those IKE negotiated\n", c->src,
+				c->items[i].pos.line, c->items[i].pos.col);
+			continue;
+		}
+		if (j != i) {
+			c->items[j] = c->items[i];
+			memset(&c->items[i], 0, sizeof(c->items[i]));
+		}
+		j++;
+	}
+	c->n = j;
+}
+
+static int load_file(const struct ctl_opts *o, int argc, char **argv, bool reload)
+{
+	const char *cmd = reload ? "reload" : "load";
 	struct ctl_conf c;
 	char *text = NULL;
 	size_t len = 0;
 	int rc;
 
 	if (argc != 1) {
-		ctl_err("load: expected one configuration file name ('-' for standard input)");
+		ctl_err("%s: expected one configuration file name ('-' for standard input)", cmd);
+		return CTL_EXIT_USAGE;
+	}
+	if (reload && o->flush) {
+		ctl_err("reload: -F would remove what IKE negotiated; reload replaces the manual "
+			"entries by itself");
 		return CTL_EXIT_USAGE;
 	}
 	if ((rc = read_all(argv[0], &text, &len))) {
-		ctl_err("load: cannot read %s: %s", argv[0], strerror(-rc));
+		ctl_err("%s: cannot read %s: %s", cmd, argv[0], strerror(-rc));
 		return CTL_EXIT_ERR;
 	}
 	ctl_conf_init(&c, strcmp(argv[0], "-") ? argv[0] : "<stdin>", stderr);
+	c.manual = reload;
 	/* -F -f FILE (OpenBSD): replace everything, in the same transaction as the file. */
 	rc = o->flush ? ctl_conf_parse(&c, "flush\n", 6) : 0;
 	if (rc == 0)
@@ -274,9 +527,36 @@ int ctl_cmd_load(const struct ctl_opts *o, int argc, char **argv)
 		ctl_conf_free(&c);
 		return CTL_EXIT_ERR;
 	}
+	if (reload) {
+		reload_drop_flushes(&c);
+		/* what reload replaces is told apart by ike_id 0: an entry of the file with an IKE id
+		 * would be left behind by the next reload and then collide with the file */
+		for (size_t i = 0; i < c.n; i++)
+			if ((c.items[i].kind == CTL_IT_SA && c.items[i].sa.ike_id) ||
+			    (c.items[i].kind == CTL_IT_POLICY && c.items[i].pol.ike_id))
+				ctl_conf_error(&c, c.items[i].pos, "reload: ikeid marks an entry as IKE's, "
+					       "which reload never replaces; load such entries with "
+					       "ipsecctl load");
+		if (c.nerr) {
+			if (!o->dry_run)
+				fprintf(stderr, "ipsecctl: nothing was changed\n");
+			ctl_conf_free(&c);
+			return CTL_EXIT_ERR;
+		}
+	}
 	rc = run_conf(&c, o, false);
 	ctl_conf_free(&c);
 	return rc;
+}
+
+int ctl_cmd_load(const struct ctl_opts *o, int argc, char **argv)
+{
+	return load_file(o, argc, argv, false);
+}
+
+int ctl_cmd_reload(const struct ctl_opts *o, int argc, char **argv)
+{
+	return load_file(o, argc, argv, true);
 }
 
 /* `sa add ...` / `policy add ...`: one statement from the command line. */

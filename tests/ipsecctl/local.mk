@@ -7,6 +7,8 @@ EXTRA_DIST += tests/ipsecctl
 check_PROGRAMS += tests/ipsecctl/rt-poke
 tests_ipsecctl_rt_poke_SOURCES = tests/ipsecctl/rt-poke.c
 tests_ipsecctl_rt_poke_LDADD = sadb/libsadb.a
+# reload.sh: `ipsecctl reload`, what the systemd units run; dp_testctl plays xipsec-iked.
+ORACLE_TESTS += tests/ipsecctl/reload.sh
 # live.sh: esp-drive runs the real ESP/AH engine over ipsecctl-loaded SADBs.
 ORACLE_TESTS += tests/ipsecctl/live.sh
 check_PROGRAMS += tests/ipsecctl/esp-drive

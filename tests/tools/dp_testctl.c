@@ -3,9 +3,10 @@
  * runtime counters. Not installed; ipsecctl is the administration tool.
  *
  *   dp_testctl SADB policy DIR ACTION SRC DST [proto N] [reqid N] [esp|ah] [tunnel TSRC TDST |
- *              transport] [prio N]
+ *              transport] [prio N] [ike ID]
  *   dp_testctl SADB sa DIR SPI esp|ah tunnel|transport SRC DST [reqid N] [enc ALG HEXKEY]
- *              [auth ALG HEXKEY] [encap SPORT DPORT] [window N]
+ *              [auth ALG HEXKEY] [encap SPORT DPORT] [window N] [ike ID]
+ * (ike ID: the entry is owned by IKE SA ID, as xipsec-iked's would be.)
  *   dp_testctl SADB del SPI esp|ah DST
  *   dp_testctl SADB rt SPI esp|ah DST        (runtime counters as key=value lines)
  *   dp_testctl SADB flush                    (every SA and policy)
@@ -121,6 +122,8 @@ static int policy(struct sadb *db, int argc, char **argv)
 			p.reqid = (uint32_t)num(argv[i++]);
 		else if (!strcmp(k, "prio") && i < argc)
 			p.priority = (uint32_t)num(argv[i++]);
+		else if (!strcmp(k, "ike") && i < argc)
+			p.ike_id = (uint32_t)num(argv[i++]);
 		else if (!strcmp(k, "esp") || !strcmp(k, "ah"))
 			p.proto = proto(k);
 		else if (!strcmp(k, "transport"))
@@ -209,6 +212,8 @@ static int sa(struct sadb *db, int argc, char **argv)
 			s.encap_dport = (uint16_t)num(argv[i++]);
 		} else if (!strcmp(k, "window") && i < argc) {
 			s.replay_window = (uint32_t)num(argv[i++]);
+		} else if (!strcmp(k, "ike") && i < argc) {
+			s.ike_id = (uint32_t)num(argv[i++]);
 		} else {
 			die("bad sa argument", k);
 		}
