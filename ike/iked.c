@@ -44,6 +44,31 @@
 
 static level_t iked_loglevel = 1;
 
+/* Standard error is systemd's journal stream ($JOURNAL_STREAM names it as "DEVICE:INODE"). The
+ * journal then takes a line's priority from a "<N>" prefix and keeps its own timestamps. */
+static bool stderr_is_journal(void)
+{
+	static int journal = -1;
+
+	if (journal < 0) {
+		const char *e = getenv("JOURNAL_STREAM");
+		unsigned long long dev, ino;
+		struct stat st;
+
+		journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 &&
+			  fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+			  (unsigned long long)st.st_ino == ino;
+	}
+	return journal;
+}
+
+/* The prefix of our own error messages (charon's log lines keep the unit's default priority:
+ * its levels are verbosity, not severity). */
+static const char *iked_err(void)
+{
+	return stderr_is_journal() ? "<3>" : "";
+}
+
 /* Logging before charon's loggers exist (library and plugin initialisation). */
 static void dbg_stderr(debug_t group, level_t level, char *fmt, ...)
 {
@@ -78,7 +103,7 @@ static int take_pidfile(const char *path)
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
 	if (fd < 0) {
-		fprintf(stderr, "xipsec-iked: cannot open pid file %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "%sxipsec-iked: cannot open pid file %s: %s\n", iked_err(), path, strerror(errno));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -86,7 +111,7 @@ static int take_pidfile(const char *path)
 
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
-		fprintf(stderr, "xipsec-iked: another xipsec-iked (pid %s) uses this run directory (%s)\n",
+		fprintf(stderr, "%sxipsec-iked: another xipsec-iked (pid %s) uses this run directory (%s)\n", iked_err(),
 			buf[0] ? buf : "?", path);
 		close(fd);
 		return -1;
@@ -98,7 +123,7 @@ static int take_pidfile(const char *path)
 		goto fail;
 	return fd;
 fail:
-	fprintf(stderr, "xipsec-iked: cannot write pid file %s: %s\n", path, strerror(errno));
+	fprintf(stderr, "%sxipsec-iked: cannot write pid file %s: %s\n", iked_err(), path, strerror(errno));
 	close(fd);
 	return -1;
 }
@@ -137,7 +162,7 @@ static int lock_sadb(const char *path)
 	long pid;
 
 	if (fd < 0) {
-		fprintf(stderr, "xipsec-iked: cannot open SADB %s to lock it: %s\n", path, strerror(errno));
+		fprintf(stderr, "%sxipsec-iked: cannot open SADB %s to lock it: %s\n", iked_err(), path, strerror(errno));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
@@ -145,13 +170,13 @@ static int lock_sadb(const char *path)
 	if (errno == EWOULDBLOCK) {
 		pid = lock_holder(fd);
 		if (pid)
-			fprintf(stderr, "xipsec-iked: another xipsec-iked (pid %ld) uses the SADB %s; "
-				"one IKE daemon per SADB\n", pid, path);
+			fprintf(stderr, "%sxipsec-iked: another xipsec-iked (pid %ld) uses the SADB %s; "
+				"one IKE daemon per SADB\n", iked_err(), pid, path);
 		else
-			fprintf(stderr, "xipsec-iked: another xipsec-iked uses the SADB %s (it holds its lock); "
-				"one IKE daemon per SADB\n", path);
+			fprintf(stderr, "%sxipsec-iked: another xipsec-iked uses the SADB %s (it holds its "
+				"lock); one IKE daemon per SADB\n", iked_err(), path);
 	} else {
-		fprintf(stderr, "xipsec-iked: cannot lock SADB %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "%sxipsec-iked: cannot lock SADB %s: %s\n", iked_err(), path, strerror(errno));
 	}
 	close(fd);
 	return -1;
@@ -206,7 +231,7 @@ static int write_empty_conf(const char *run_dir, char *path, size_t len)
 	f = fopen(path, "w");
 	if (!f || fprintf(f, "# written by xipsec-iked: no strongswan.conf in its --conf-dir\n"
 			  "xipsec-iked {\n}\n") < 0 || fclose(f) != 0) {
-		fprintf(stderr, "xipsec-iked: cannot write %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "%sxipsec-iked: cannot write %s: %s\n", iked_err(), path, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -271,7 +296,7 @@ static int parse_args(int argc, char *argv[], const char **conf_dir, const char 
 			errno = 0;
 			iked_loglevel = strtol(optarg, &end, 10);
 			if (errno || *end || iked_loglevel < -1 || iked_loglevel > 4) {
-				fprintf(stderr, "xipsec-iked: --debug wants a level from -1 to 4, not '%s'\n", optarg);
+				fprintf(stderr, "%sxipsec-iked: --debug wants a level from -1 to 4, not '%s'\n", iked_err(), optarg);
 				return 1;
 			}
 			break;
@@ -303,7 +328,9 @@ static void charon_defaults(char *vici)
 	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.default", lvl, lib->ns);
 	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.flush_line", "yes", lib->ns);
 	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.ike_name", "yes", lib->ns);
-	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.time_format", "%T", lib->ns);
+	if (!stderr_is_journal()) /* the journal has its own */
+		lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.time_format", "%T",
+					       lib->ns);
 	charon->load_loggers(charon);
 
 	lib->settings->set_default_str(lib->settings, "%s.plugins.vici.socket", vici, lib->ns);
@@ -338,17 +365,18 @@ int main(int argc, char *argv[])
 	/* test knob: rekey outbound SAs at this sequence number instead of near the end of the space */
 	knob = getenv("XIPSEC_SEQ_SOFT");
 	if (knob && *knob && kernel_sadb_parse_seq_soft(knob, &seq_soft) < 0) {
-		fprintf(stderr, "xipsec-iked: XIPSEC_SEQ_SOFT wants a sequence number from 1 to %llu, not '%s'\n",
-			(unsigned long long)UINT64_MAX, knob);
+		fprintf(stderr, "%sxipsec-iked: XIPSEC_SEQ_SOFT wants a sequence number from 1 to %llu, "
+			"not '%s'\n", iked_err(), (unsigned long long)UINT64_MAX, knob);
 		return 1;
 	}
 	/* The VICI URI and the files handed to swanctl must not depend on the working directory. */
 	if (mkdir(run_dir, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "xipsec-iked: cannot create run directory %s: %s\n", run_dir, strerror(errno));
+		fprintf(stderr, "%sxipsec-iked: cannot create run directory %s: %s\n", iked_err(), run_dir,
+			strerror(errno));
 		return 1;
 	}
 	if (!realpath(run_dir, run_abs)) {
-		fprintf(stderr, "xipsec-iked: run directory %s: %s\n", run_dir, strerror(errno));
+		fprintf(stderr, "%sxipsec-iked: run directory %s: %s\n", iked_err(), run_dir, strerror(errno));
 		return 1;
 	}
 	run_dir = run_abs;
@@ -363,7 +391,8 @@ int main(int argc, char *argv[])
 
 	rc = sadb_open(sadb_path, SADB_RDWR | SADB_CREATE, NULL, &db, err, sizeof(err));
 	if (rc < 0) {
-		fprintf(stderr, "xipsec-iked: cannot open SADB %s: %s\n", sadb_path, err[0] ? err : strerror(-rc));
+		fprintf(stderr, "%sxipsec-iked: cannot open SADB %s: %s\n", iked_err(), sadb_path,
+			err[0] ? err : strerror(-rc));
 		return 1;
 	}
 	if ((sadbfd = lock_sadb(sadb_path)) < 0) {
@@ -393,7 +422,7 @@ int main(int argc, char *argv[])
 					  NULL, NULL);
 	if (!charon->initialize(charon, lib->settings->get_str(lib->settings, "%s.load", IKED_PLUGINS,
 							       lib->ns))) {
-		fprintf(stderr, "xipsec-iked: charon failed to initialize (see the log above)\n");
+		fprintf(stderr, "%sxipsec-iked: charon failed to initialize (see the log above)\n", iked_err());
 		libcharon_deinit();
 		library_deinit();
 		return SS_RC_INITIALIZATION_FAILED;

@@ -50,6 +50,8 @@ const char *ctl_auth_names(void);
 
 /* "ipsecctl: message" on stderr (ipsecctl_util.c): every command's errors outside a configuration. */
 void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "<N>" (syslog priority prio, LOG_*) when standard error is systemd's journal stream, else "". */
+const char *ctl_pri(int prio);
 
 /* ---- Small parsers (ipsecctl_util.c); all return 0 or -EINVAL and write a reason to msg ---- */
 

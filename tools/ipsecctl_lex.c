@@ -8,6 +8,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
+#include <syslog.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +64,8 @@ void ctl_conf_error(struct ctl_conf *c, struct ctl_pos pos, const char *fmt, ...
 	c->nerr++;
 	if (c->nerr > CTL_MAX_ERRORS)
 		return;
+	if (c->err == stderr)
+		fputs(ctl_pri(LOG_ERR), c->err);
 	if (pos.line)
 		fprintf(c->err, "%s:%u:%u: ", c->src, pos.line, pos.col);
 	else

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <syslog.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -96,7 +97,7 @@ static int seq_persist(struct ctl_conf *c)
 				       "key this SA with IKE", it->sa.spi,
 				       it->sa.enc_alg ? sadb_enc_name(it->sa.enc_alg) :
 				       sadb_auth_name(it->sa.auth_alg), msg, SADB_ENV_STATE_DIR);
-			fprintf(stderr, "ipsecctl: nothing was changed\n");
+			fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 			return CTL_EXIT_ERR;
 		}
 		close(fd);
@@ -154,7 +155,7 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 				goto fail;
 			}
 			if (o->verbose)
-				fprintf(stderr, "ipsecctl: policy id %u\n", id);
+				fprintf(stderr, "%sipsecctl: policy id %u\n", ctl_pri(LOG_INFO), id);
 			npol++;
 			break;
 		}
@@ -165,12 +166,12 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 		return CTL_EXIT_ERR;
 	}
 	if (o->verbose)
-		fprintf(stderr, "ipsecctl: applied %u SA(s) and %u policy(ies), generation %" PRIu64
-			"\n", nsa, npol, sadb_generation(db));
+		fprintf(stderr, "%sipsecctl: applied %u SA(s) and %u policy(ies), generation %" PRIu64
+			"\n", ctl_pri(LOG_INFO), nsa, npol, sadb_generation(db));
 	return CTL_EXIT_OK;
 fail:
 	sadb_txn_abort(db);
-	fprintf(stderr, "ipsecctl: nothing was changed\n");
+	fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 	return CTL_EXIT_ERR;
 }
 
@@ -381,9 +382,9 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 		return CTL_EXIT_ERR;
 	}
 	if (o->verbose)
-		fprintf(stderr, "ipsecctl: reload %s: SAs: %u kept, %u updated, %u added (%zu with a new "
-			"key), %zu removed; policies: %u kept, %u added, %zu removed; generation %"
-			PRIu64 "\n", c->src, n[RL_KEEP][0], n[RL_UPDATE][0], n[RL_ADD][0], pl.nrekey,
+		fprintf(stderr, "%sipsecctl: reload %s: SAs: %u kept, %u updated, %u added (%zu with a "
+			"new key), %zu removed; policies: %u kept, %u added, %zu removed; generation %"
+			PRIu64 "\n", ctl_pri(LOG_NOTICE), c->src, n[RL_KEEP][0], n[RL_UPDATE][0], n[RL_ADD][0], pl.nrekey,
 			pl.ndel_sa - pl.nrekey, n[RL_KEEP][1], n[RL_ADD][1], pl.ndel_pol,
 			sadb_generation(db));
 	rl_plan_free(&pl);
@@ -391,7 +392,7 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 fail:
 	sadb_txn_abort(db);
 	rl_plan_free(&pl);
-	fprintf(stderr, "ipsecctl: nothing was changed\n");
+	fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 	return CTL_EXIT_ERR;
 }
 
@@ -461,7 +462,7 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 	if ((rc = ctl_open_rw(o, &db)))
 		return rc;
 	if (ctl_conf_validate(c, db)) {
-		fprintf(stderr, "ipsecctl: nothing was changed\n");
+		fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 		sadb_close(db);
 		return CTL_EXIT_ERR;
 	}
@@ -478,8 +479,8 @@ static void reload_drop_flushes(struct ctl_conf *c)
 
 	for (size_t i = 0; i < c->n; i++) {
 		if (c->items[i].kind == CTL_IT_FLUSH) {
-			fprintf(stderr, "%s:%u:%u: note: flush ignored: reload replaces the manually keyed "
-				"SAs and policies anyway, and keeps those IKE negotiated\n", c->src,
+			fprintf(stderr, "%s%s:%u:%u: note: flush ignored: reload replaces the manually keyed "
+				"SAs and policies anyway, and keeps those IKE negotiated\n", ctl_pri(LOG_NOTICE), c->src,
 				c->items[i].pos.line, c->items[i].pos.col);
 			continue;
 		}
@@ -523,7 +524,7 @@ static int load_file(const struct ctl_opts *o, int argc, char **argv, bool reloa
 	free(text);
 	if (rc) {
 		if (!o->dry_run)
-			fprintf(stderr, "ipsecctl: nothing was changed\n");
+			fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 		ctl_conf_free(&c);
 		return CTL_EXIT_ERR;
 	}
@@ -539,7 +540,7 @@ static int load_file(const struct ctl_opts *o, int argc, char **argv, bool reloa
 					       "ipsecctl load");
 		if (c.nerr) {
 			if (!o->dry_run)
-				fprintf(stderr, "ipsecctl: nothing was changed\n");
+				fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 			ctl_conf_free(&c);
 			return CTL_EXIT_ERR;
 		}

@@ -1,6 +1,7 @@
 /* tools/ipsecctl_util.c: the small value parsers of ipsecctl (hex keys, numbers, durations,
  * addresses and prefixes, IP protocols), the names of the SADB enums, and ctl_err, the one way
- * every part of ipsecctl (`ipsecctl ike` too) reports an error outside a configuration file. The
+ * every part of ipsecctl (`ipsecctl ike` too) reports an error outside a configuration file (with
+ * ctl_pri, the syslog-priority prefix its messages carry when standard error is the journal). The
  * parsers are strict on purpose: a value ipsecctl accepts must mean exactly one thing, and each
  * refusal says why. */
 #include "config.h"
@@ -15,14 +16,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <syslog.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "tools/ipsecctl.h"
+
+/* Standard error is systemd's journal stream (a unit's ExecReload): systemd names it in
+ * $JOURNAL_STREAM ("DEVICE:INODE"), and a line may then start with <N>, its syslog priority. */
+const char *ctl_pri(int prio)
+{
+	static const char *const p[] = { "<0>", "<1>", "<2>", "<3>", "<4>", "<5>", "<6>", "<7>" };
+	static int journal = -1;
+
+	if (journal < 0) {
+		const char *e = getenv("JOURNAL_STREAM");
+		unsigned long long dev, ino;
+		struct stat st;
+
+		journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 &&
+			  fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+			  (unsigned long long)st.st_ino == ino;
+	}
+	return journal ? p[prio & 7] : "";
+}
 
 void ctl_err(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("ipsecctl: ", stderr);
+	fprintf(stderr, "%sipsecctl: ", ctl_pri(LOG_ERR));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

@@ -3,12 +3,24 @@
 # directory, *.in, *.ok and keys/, is distributed), the tshark decryption oracle, and the live
 # counter tests that use rt-poke as a stand-in for the dataplane's runtime writes.
 ORACLE_TESTS += tests/ipsecctl/golden.sh tests/ipsecctl/tshark.sh tests/ipsecctl/monitor.sh
+SUBSET_TESTS += tests/ipsecctl/golden.sh
 EXTRA_DIST += tests/ipsecctl
+# For a directory in EXTRA_DIST automake copies the build tree's copy too (objects, test programs,
+# logs): the tarball keeps only what the source tree has.
+dist-hook: dist-prune-ipsecctl
+dist-prune-ipsecctl:
+	@d='$(distdir)/tests/ipsecctl'; s='$(abs_srcdir)/tests/ipsecctl'; \
+	(cd "$$d" && find . -type f) | while read -r f; do \
+		test -e "$$s/$$f" || rm -f "$$d/$$f"; \
+	done; \
+	find "$$d" -depth -mindepth 1 -type d -empty -exec rmdir {} +
+.PHONY: dist-prune-ipsecctl
 check_PROGRAMS += tests/ipsecctl/rt-poke
 tests_ipsecctl_rt_poke_SOURCES = tests/ipsecctl/rt-poke.c
 tests_ipsecctl_rt_poke_LDADD = sadb/libsadb.a
 # reload.sh: `ipsecctl reload`, what the systemd units run; dp_testctl plays xipsec-iked.
 ORACLE_TESTS += tests/ipsecctl/reload.sh
+SUBSET_TESTS += tests/ipsecctl/reload.sh
 # live.sh: esp-drive runs the real ESP/AH engine over ipsecctl-loaded SADBs.
 ORACLE_TESTS += tests/ipsecctl/live.sh
 check_PROGRAMS += tests/ipsecctl/esp-drive

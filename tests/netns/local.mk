@@ -2,3 +2,4 @@
 include $(srcdir)/tests/netns/lib.mk
 include $(srcdir)/tests/netns/dataplane.mk
 include $(srcdir)/tests/netns/ike.mk
+include $(srcdir)/tests/netns/units.mk

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# tests/netns/test_units_run.sh: the installed systemd units' commands carry traffic. Each gateway of
+# the netns topology gets its own `make install DESTDIR=...` root with its own xipsec.env and
+# ipsec.conf; the test runs the ExecStart and ExecReload lines read out of the installed unit files,
+# expanded as systemd does (the environment file's KEY=value lines; ${VAR} one argument, $VAR split
+# at blanks), inside the unit's CapabilityBoundingSet, NoNewPrivileges and LimitMEMLOCK (setpriv,
+# prlimit), so the capability list is checked too. Installed paths named on the command lines are
+# taken from the DESTDIR root, and XIPSEC_XDP_OBJ in the environment file points at the root's XDP
+# program (the installed xipsecd looks for it in $pkglibdir, which a DESTDIR install does not fill:
+# checked first). Then: a ping through the tunnel; a reload of a changed ipsec.conf (a second, IPv6
+# tunnel) keeps the first tunnel's SAs and their counters; a reload of a broken file fails and
+# changes nothing; xipsecd stops cleanly.
+. "$top_srcdir/tests/netns/lib.sh"
+xt_require ping setpriv prlimit
+. "$top_srcdir/tests/netns/test_dp_common.sh"
+. "$top_srcdir/tests/build/install_common.sh"
+
+# unit_lines ROOT UNIT KEY: the KEY= lines of the installed unit, one per line
+unit_lines() { sed -n "s/^$3=//p" "$1$systemdsystemunitdir/$2"; }
+
+# unit_env ROOT: the environment file's assignments as KEY=value words (systemd's syntax: comments,
+# blank lines, double quotes around a value)
+unit_env() {
+	local line k v
+	while IFS= read -r line; do
+		case $line in ''|'#'*) continue ;; esac
+		k=${line%%=*} v=${line#*=}
+		v=${v#\"} v=${v%\"}
+		printf '%s=%s\n' "$k" "$v"
+	done < "$1$sysconfdir/xipsec/xipsec.env"
+}
+
+# unit_argv ROOT CMDLINE: the command's arguments as systemd makes them, NUL-separated; an installed
+# path becomes the ROOT's copy
+unit_argv() {
+	local root=$1 w k v
+	local -A env=()
+	while IFS= read -r w; do env[${w%%=*}]=${w#*=}; done < <(unit_env "$root")
+	for w in $2; do
+		case $w in
+		'${'*'}') k=${w#\$\{} k=${k%\}}; printf '%s\0' "${env[$k]-}" ;;
+		'$'*) k=${w#\$}; for v in ${env[$k]-}; do printf '%s\0' "$v"; done ;;
+		/*) if [ -e "$root$w" ]; then printf '%s\0' "$root$w"; else printf '%s\0' "$w"; fi ;;
+		*) printf '%s\0' "$w" ;;
+		esac
+	done
+}
+
+# unit_wrap ROOT UNIT: the sandbox of the unit that setpriv/prlimit can give, as a command prefix
+unit_wrap() {
+	local caps bound=-all c
+	caps=$(unit_lines "$1" "$2" CapabilityBoundingSet)
+	for c in $caps; do c=${c#CAP_}; bound="$bound,+${c,,}"; done
+	WRAP=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ASAN_OPTIONS="$ASAN_OPTIONS")
+	while IFS= read -r c; do WRAP+=("$c"); done < <(unit_env "$1")
+	# (a machine that denies raising the limit, as doc/platform.md's, runs under its own: stricter)
+	[ "$(unit_lines "$1" "$2" LimitMEMLOCK)" = infinity ] && prlimit --memlock=unlimited:unlimited true 2>/dev/null &&
+		WRAP+=(prlimit --memlock=unlimited:unlimited --)
+	WRAP+=(setpriv --inh-caps=-all --bounding-set="$bound")
+	[ "$(unit_lines "$1" "$2" NoNewPrivileges)" = yes ] && WRAP+=(--no-new-privs)
+	WRAP+=(--)
+}
+
+# unit_run GW UNIT KEY [N]: run the unit's N-th (default first) KEY= command on gateway GW, in the
+# foreground; its output goes to $XT_DIR/GW-UNIT-KEY.log
+unit_run() {
+	local gw=$1 root=$XT_DIR/root-$1 line argv=()
+	line=$(unit_lines "$root" "$2" "$3" | sed -n "${4:-1}p")
+	[ -n "$line" ] || xt_fail "$2 has no $3"
+	mapfile -d '' argv < <(unit_argv "$root" "$line")
+	unit_wrap "$root" "$2"
+	xt_exec "$gw" "${WRAP[@]}" "${argv[@]}" > "$XT_DIR/$gw-$2-$3.log" 2>&1
+}
+
+# unit_start_xipsecd GW: xipsecd.service's ExecStart in the background, as xt_bg's xipsecd-GW
+unit_start_xipsecd() {
+	local gw=$1 root=$XT_DIR/root-$1 argv=()
+	mapfile -d '' argv < <(unit_argv "$root" "$(unit_lines "$root" xipsecd.service ExecStart)")
+	unit_wrap "$root" xipsecd.service
+	xt_bg "$gw" "xipsecd-$gw" "${WRAP[@]}" "${argv[@]}"
+	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$gw.sock" ||
+		{ cat "$XT_DIR/xipsecd-$gw.log" >&2; xt_fail "xipsecd.service's ExecStart on $gw did not start"; }
+}
+
+K1=0x0102030405060708090a0b0c0d0e0f1011121314
+K2=0x2122232425262728292a2b2c2d2e2f3031323334
+K3=0x4142434445464748494a4b4c4d4e4f5051525354
+K4=0x6162636465666768696a6b6c6d6e6f7071727374
+tun4() { # tun4 GW: the IPv4 tunnel, as GW writes it
+	if [ "$1" = gw1 ]; then printf 'esp tunnel from 10.1.0.0/24 to 10.2.0.0/24 local 192.0.2.1 peer 192.0.2.2 spi 0x1000:0x1001 enc aes128gcm16 key %s:%s\n' $K1 $K2
+	else printf 'esp tunnel from 10.2.0.0/24 to 10.1.0.0/24 local 192.0.2.2 peer 192.0.2.1 spi 0x1001:0x1000 enc aes128gcm16 key %s:%s\n' $K2 $K1; fi
+}
+tun6() {
+	if [ "$1" = gw1 ]; then printf 'esp tunnel from fd01::/64 to fd02::/64 local fd00::1 peer fd00::2 spi 0x2000:0x2001 enc aes128gcm16 key %s:%s\n' $K3 $K4
+	else printf 'esp tunnel from fd02::/64 to fd01::/64 local fd00::2 peer fd00::1 spi 0x2001:0x2000 enc aes128gcm16 key %s:%s\n' $K4 $K3; fi
+}
+
+dp_topo 1
+for gw in gw1 gw2; do
+	n=${gw#gw} root=$XT_DIR/root-$gw
+	inst_dest "$root"
+	cat > "$root$sysconfdir/xipsec/xipsec.env" <<ENV
+# $gw's environment file (the test's sockets, SADB and state directory; the root's XDP program)
+XIPSECD_INSIDE=in$n
+XIPSECD_OUTSIDE=out$n
+XIPSECD_OPTIONS="--ctl $XT_DIR/$gw.sock --workers 1"
+XIPSEC_SADB=$(dp_sadb_of "$gw")
+XIPSEC_STATE_DIR=$XT_DIR/state-$gw
+XIPSEC_XDP_OBJ=$root$pkglibdir/xipsec_xdp.o
+ENV
+	tun4 "$gw" > "$root$sysconfdir/xipsec/ipsec.conf"
+done
+
+# Without XIPSEC_XDP_OBJ the installed xipsecd loads $pkglibdir/xipsec_xdp.o, never the build tree's.
+if [ ! -e "$pkglibdir/xipsec_xdp.o" ]; then
+	r=$XT_DIR/root-gw1
+	xt_exec gw1 env XIPSEC_SADB="$(dp_sadb_of gw1)" "$r$sbindir/xipsecd" --inside in1 --outside out1 \
+		--ctl "" --tun none > "$XT_DIR/noobj.log" 2>&1 && xt_fail "xipsecd started without its XDP program"
+	grep -qF "cannot open XDP object $pkglibdir/xipsec_xdp.o" "$XT_DIR/noobj.log" ||
+		{ cat "$XT_DIR/noobj.log" >&2; xt_fail "the installed xipsecd did not look for $pkglibdir/xipsec_xdp.o"; }
+	xt_log "ok: the installed xipsecd looks for $pkglibdir/xipsec_xdp.o"
+fi
+
+for gw in gw1 gw2; do unit_start_xipsecd "$gw"; done
+for gw in gw1 gw2; do
+	unit_run "$gw" xipsec-load.service ExecStart ||
+		{ cat "$XT_DIR/$gw-xipsec-load.service-ExecStart.log" >&2; xt_fail "xipsec-load.service on $gw"; }
+done
+dp_ping h1 10.2.0.2
+xt_log "ok: ping through the tunnel keyed by xipsec-load.service"
+
+sa_packets() { timeout 30 "$XT_DIR/root-gw1$sbindir/ipsecctl" --sadb "$(dp_sadb_of gw1)" --json show sa "$1" |
+	"$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["sas"][0]["counters"]["packets"])'; }
+before=$(sa_packets 0x1000)
+[ "$before" -ge 5 ] || xt_fail "SA 0x1000 counted $before packets for 5 pings"
+
+# `systemctl reload xipsecd` with a second tunnel added: the first keeps its SAs and counters.
+for gw in gw1 gw2; do
+	{ tun4 "$gw"; tun6 "$gw"; } > "$XT_DIR/root-$gw$sysconfdir/xipsec/ipsec.conf"
+	unit_run "$gw" xipsecd.service ExecReload ||
+		{ cat "$XT_DIR/$gw-xipsecd.service-ExecReload.log" >&2; xt_fail "xipsecd.service's ExecReload on $gw"; }
+	grep -q "SAs: 2 kept, 0 updated, 2 added" "$XT_DIR/$gw-xipsecd.service-ExecReload.log" ||
+		{ cat "$XT_DIR/$gw-xipsecd.service-ExecReload.log" >&2; xt_fail "reload on $gw did not keep the IPv4 SAs"; }
+done
+after=$(sa_packets 0x1000)
+[ "$after" -ge "$before" ] || xt_fail "SA 0x1000's counter went from $before to $after across the reload"
+dp_ping h1 10.2.0.2
+dp_ping h1 fd02::2
+xt_log "ok: reload added the IPv6 tunnel, kept the IPv4 one (0x1000: $before packets before, $after after)"
+
+# A broken file: the reload fails, nothing changes.
+echo "esp tunnel from 10.1.7.0/24 nonsense" >> "$XT_DIR/root-gw1$sysconfdir/xipsec/ipsec.conf"
+unit_run gw1 xipsecd.service ExecReload && xt_fail "reload of a broken ipsec.conf succeeded"
+grep -q "ipsec.conf:3:.*nothing was changed" <(tr '\n' ' ' < "$XT_DIR/gw1-xipsecd.service-ExecReload.log") ||
+	{ cat "$XT_DIR/gw1-xipsecd.service-ExecReload.log" >&2; xt_fail "broken file's message"; }
+dp_ping h1 10.2.0.2
+dp_ping h1 fd02::2
+xt_log "ok: a broken ipsec.conf was refused and changed nothing"
+
+# An environment file without interfaces: xipsecd says which option is empty.
+r=$XT_DIR/root-gw1
+sed -i 's/^XIPSECD_INSIDE=.*/XIPSECD_INSIDE=/' "$r$sysconfdir/xipsec/xipsec.env"
+mapfile -d '' argv < <(unit_argv "$r" "$(unit_lines "$r" xipsecd.service ExecStart)")
+xt_exec gw1 "${argv[@]}" > "$XT_DIR/noif.log" 2>&1 && xt_fail "xipsecd started without --inside"
+grep -q "xipsecd: --inside: no interface name given" "$XT_DIR/noif.log" ||
+	{ cat "$XT_DIR/noif.log" >&2; xt_fail "no message about the empty XIPSECD_INSIDE"; }
+
+dp_finish
+xt_log "ok: units' commands ran with their capability bounding sets"

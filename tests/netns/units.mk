@@ -1,0 +1,4 @@
+# tests/netns/units.mk: the installed systemd units' command lines, run in the netns topology with
+# the units' capability bounding sets (make install DESTDIR into the test's directory).
+NETNS_TESTS += tests/netns/test_units_run.sh
+EXTRA_DIST += tests/netns/test_units_run.sh
