@@ -3,10 +3,13 @@
 # xipsec.env (the interfaces and options the systemd units pass), iked/swanctl.conf and
 # iked/strongswan.conf (xipsec-iked(8)'s --conf-dir). `make install` never overwrites a file already
 # there (an administrator's configuration); `make uninstall` removes only files still as shipped.
-# The files with secrets are installed mode 0600.
+# The files with secrets are installed mode 0600. iked/ gets swanctl's directories for certificates
+# and keys (those for private keys mode 0700), which swanctl --load-all reads.
 xipsecconfdir = $(sysconfdir)/xipsec
 XIPSEC_CONF_PUBLIC = etc/xipsec.env etc/iked/strongswan.conf
 XIPSEC_CONF_SECRET = etc/ipsec.conf etc/iked/swanctl.conf
+XIPSEC_SWANCTL_DIRS = x509 x509ca x509ocsp x509aa x509ac x509crl pubkey
+XIPSEC_SWANCTL_KEYDIRS = private rsa ecdsa bliss pkcs8 pkcs12
 EXTRA_DIST += $(XIPSEC_CONF_PUBLIC) $(XIPSEC_CONF_SECRET)
 
 # install_conf MODE FILES: each etc/F to $(xipsecconfdir)/F unless that exists.
@@ -22,6 +25,10 @@ install-xipsec-conf:
 	$(MKDIR_P) '$(DESTDIR)$(xipsecconfdir)/iked'
 	chmod 0755 '$(DESTDIR)$(xipsecconfdir)'
 	chmod 0700 '$(DESTDIR)$(xipsecconfdir)/iked'
+	@for d in $(XIPSEC_SWANCTL_DIRS) $(XIPSEC_SWANCTL_KEYDIRS); do \
+		$(MKDIR_P) '$(DESTDIR)$(xipsecconfdir)/iked/'$$d || exit 1; \
+	done
+	@for d in $(XIPSEC_SWANCTL_KEYDIRS); do chmod 0700 '$(DESTDIR)$(xipsecconfdir)/iked/'$$d; done
 	@mode=0644; files='$(XIPSEC_CONF_PUBLIC)'; $(XIPSEC_INSTALL_CONF)
 	@mode=0600; files='$(XIPSEC_CONF_SECRET)'; $(XIPSEC_INSTALL_CONF)
 
@@ -32,5 +39,7 @@ uninstall-xipsec-conf:
 		if test -f "$$d" && cmp -s '$(srcdir)'/$$f "$$d"; then echo " rm -f $$d"; rm -f "$$d"; \
 		elif test -e "$$d"; then echo "keeping $$d (changed since it was installed)"; fi; \
 	done
-	-rmdir '$(DESTDIR)$(xipsecconfdir)/iked' '$(DESTDIR)$(xipsecconfdir)' 2>/dev/null
+	-@for d in $(XIPSEC_SWANCTL_DIRS) $(XIPSEC_SWANCTL_KEYDIRS); do \
+		rmdir '$(DESTDIR)$(xipsecconfdir)/iked/'$$d 2>/dev/null; \
+	done; rmdir '$(DESTDIR)$(xipsecconfdir)/iked' '$(DESTDIR)$(xipsecconfdir)' 2>/dev/null; true
 .PHONY: install-xipsec-conf uninstall-xipsec-conf

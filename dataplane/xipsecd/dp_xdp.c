@@ -41,14 +41,16 @@ struct dp_xdp {
  * must not pick up a build tree that happens to still exist. */
 static bool in_build_tree(void)
 {
-	char exe[PATH_MAX];
-	size_t n = strlen(XIPSEC_BUILDDIR);
+	char exe[PATH_MAX], real[PATH_MAX];
+	/* /proc/self/exe has no symbolic links: nor may the build directory's name */
+	const char *b = realpath(XIPSEC_BUILDDIR, real) ? real : XIPSEC_BUILDDIR;
+	size_t n = strlen(b);
 	ssize_t r = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (r <= 0)
 		return false;
 	exe[r] = 0;
-	return !strncmp(exe, XIPSEC_BUILDDIR, n) && exe[n] == '/';
+	return !strncmp(exe, b, n) && exe[n] == '/';
 }
 
 const char *dp_xdp_installed_obj(void)

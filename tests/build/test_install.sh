@@ -37,6 +37,11 @@ for f in ipsec.conf iked/swanctl.conf; do
 done
 m=$(stat -c %a "$D$sysconfdir/xipsec/iked" 2>/dev/null)
 [ "$m" = 700 ] && echo "ok: iked/ mode 700" || bad "iked/ has mode $m, want 700"
+for d in x509 x509ca pubkey private rsa pkcs12; do
+	[ -d "$D$sysconfdir/xipsec/iked/$d" ] || bad "no directory iked/$d for swanctl"
+done
+m=$(stat -c %a "$D$sysconfdir/xipsec/iked/private" 2>/dev/null)
+[ "$m" = 700 ] && echo "ok: iked/private mode 700" || bad "iked/private has mode $m, want 700"
 for p in ipsecctl xipsecd; do
 	[ -x "$D$sbindir/$p" ] || bad "$sbindir/$p is not executable"
 done

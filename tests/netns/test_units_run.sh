@@ -13,74 +13,7 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ping setpriv prlimit
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-. "$top_srcdir/tests/build/install_common.sh"
-
-# unit_lines ROOT UNIT KEY: the KEY= lines of the installed unit, one per line
-unit_lines() { sed -n "s/^$3=//p" "$1$systemdsystemunitdir/$2"; }
-
-# unit_env ROOT: the environment file's assignments as KEY=value words (systemd's syntax: comments,
-# blank lines, double quotes around a value)
-unit_env() {
-	local line k v
-	while IFS= read -r line; do
-		case $line in ''|'#'*) continue ;; esac
-		k=${line%%=*} v=${line#*=}
-		v=${v#\"} v=${v%\"}
-		printf '%s=%s\n' "$k" "$v"
-	done < "$1$sysconfdir/xipsec/xipsec.env"
-}
-
-# unit_argv ROOT CMDLINE: the command's arguments as systemd makes them, NUL-separated; an installed
-# path becomes the ROOT's copy
-unit_argv() {
-	local root=$1 w k v
-	local -A env=()
-	while IFS= read -r w; do env[${w%%=*}]=${w#*=}; done < <(unit_env "$root")
-	for w in $2; do
-		case $w in
-		'${'*'}') k=${w#\$\{} k=${k%\}}; printf '%s\0' "${env[$k]-}" ;;
-		'$'*) k=${w#\$}; for v in ${env[$k]-}; do printf '%s\0' "$v"; done ;;
-		/*) if [ -e "$root$w" ]; then printf '%s\0' "$root$w"; else printf '%s\0' "$w"; fi ;;
-		*) printf '%s\0' "$w" ;;
-		esac
-	done
-}
-
-# unit_wrap ROOT UNIT: the sandbox of the unit that setpriv/prlimit can give, as a command prefix
-unit_wrap() {
-	local caps bound=-all c
-	caps=$(unit_lines "$1" "$2" CapabilityBoundingSet)
-	for c in $caps; do c=${c#CAP_}; bound="$bound,+${c,,}"; done
-	WRAP=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ASAN_OPTIONS="$ASAN_OPTIONS")
-	while IFS= read -r c; do WRAP+=("$c"); done < <(unit_env "$1")
-	# (a machine that denies raising the limit, as doc/platform.md's, runs under its own: stricter)
-	[ "$(unit_lines "$1" "$2" LimitMEMLOCK)" = infinity ] && prlimit --memlock=unlimited:unlimited true 2>/dev/null &&
-		WRAP+=(prlimit --memlock=unlimited:unlimited --)
-	WRAP+=(setpriv --inh-caps=-all --bounding-set="$bound")
-	[ "$(unit_lines "$1" "$2" NoNewPrivileges)" = yes ] && WRAP+=(--no-new-privs)
-	WRAP+=(--)
-}
-
-# unit_run GW UNIT KEY [N]: run the unit's N-th (default first) KEY= command on gateway GW, in the
-# foreground; its output goes to $XT_DIR/GW-UNIT-KEY.log
-unit_run() {
-	local gw=$1 root=$XT_DIR/root-$1 line argv=()
-	line=$(unit_lines "$root" "$2" "$3" | sed -n "${4:-1}p")
-	[ -n "$line" ] || xt_fail "$2 has no $3"
-	mapfile -d '' argv < <(unit_argv "$root" "$line")
-	unit_wrap "$root" "$2"
-	xt_exec "$gw" "${WRAP[@]}" "${argv[@]}" > "$XT_DIR/$gw-$2-$3.log" 2>&1
-}
-
-# unit_start_xipsecd GW: xipsecd.service's ExecStart in the background, as xt_bg's xipsecd-GW
-unit_start_xipsecd() {
-	local gw=$1 root=$XT_DIR/root-$1 argv=()
-	mapfile -d '' argv < <(unit_argv "$root" "$(unit_lines "$root" xipsecd.service ExecStart)")
-	unit_wrap "$root" xipsecd.service
-	xt_bg "$gw" "xipsecd-$gw" "${WRAP[@]}" "${argv[@]}"
-	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$gw.sock" ||
-		{ cat "$XT_DIR/xipsecd-$gw.log" >&2; xt_fail "xipsecd.service's ExecStart on $gw did not start"; }
-}
+. "$top_srcdir/tests/netns/units_common.sh"
 
 K1=0x0102030405060708090a0b0c0d0e0f1011121314
 K2=0x2122232425262728292a2b2c2d2e2f3031323334
@@ -97,18 +30,8 @@ tun6() {
 
 dp_topo 1
 for gw in gw1 gw2; do
-	n=${gw#gw} root=$XT_DIR/root-$gw
-	inst_dest "$root"
-	cat > "$root$sysconfdir/xipsec/xipsec.env" <<ENV
-# $gw's environment file (the test's sockets, SADB and state directory; the root's XDP program)
-XIPSECD_INSIDE=in$n
-XIPSECD_OUTSIDE=out$n
-XIPSECD_OPTIONS="--ctl $XT_DIR/$gw.sock --workers 1"
-XIPSEC_SADB=$(dp_sadb_of "$gw")
-XIPSEC_STATE_DIR=$XT_DIR/state-$gw
-XIPSEC_XDP_OBJ=$root$pkglibdir/xipsec_xdp.o
-ENV
-	tun4 "$gw" > "$root$sysconfdir/xipsec/ipsec.conf"
+	unit_root "$gw"
+	tun4 "$gw" > "$XT_DIR/root-$gw$sysconfdir/xipsec/ipsec.conf"
 done
 
 # Without XIPSEC_XDP_OBJ the installed xipsecd loads $pkglibdir/xipsec_xdp.o, never the build tree's.
@@ -166,4 +89,10 @@ grep -q "xipsecd: --inside: no interface name given" "$XT_DIR/noif.log" ||
 	{ cat "$XT_DIR/noif.log" >&2; xt_fail "no message about the empty XIPSECD_INSIDE"; }
 
 dp_finish
-xt_log "ok: units' commands ran with their capability bounding sets"
+# no log line of any of the programs shows a key
+for k in $K1 $K2 $K3 $K4; do
+	if grep -rqiF "${k#0x}" "$XT_DIR"/*.log; then
+		grep -rliF "${k#0x}" "$XT_DIR"/*.log >&2; xt_fail "a key appears in a log"
+	fi
+done
+xt_log "ok: units' commands ran with their capability bounding sets; no key in any log"
