@@ -101,6 +101,7 @@ for f in /usr/sbin/xipsecd /usr/sbin/ipsecctl /usr/sbin/xipsec-iked; do want_fil
 want_file /etc/xipsec/ipsec.conf 600
 want_file /etc/xipsec/iked/swanctl.conf 600
 want_file /etc/xipsec/iked 700
+want_file /etc/xipsec/iked/private 700
 want_file /etc/xipsec/xipsec.env 644
 for u in xipsecd.service xipsec-load.service xipsec-iked.service; do
 	want_file "/lib/systemd/system/$u" 644
