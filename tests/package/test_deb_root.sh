@@ -19,7 +19,8 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 MIRROR=${DEB_MIRROR:-http://deb.debian.org/debian}
 arch=$(dpkg --print-architecture)
 ver=$(cd "$top_srcdir" && dpkg-parsechangelog -S Version)
-debs=("$DEB_DIR/xipsec_${ver}_$arch.deb" "$DEB_DIR/xipsec-iked_${ver}_$arch.deb")
+debs=("$DEB_DIR/xipsec_${ver}_$arch.deb" "$DEB_DIR/xipsec-iked_${ver}_$arch.deb"
+      "$DEB_DIR/xipsec-snmp_${ver}_$arch.deb")
 for d in "${debs[@]}"; do [ -f "$d" ] || xt_fail "$d missing: run scripts/package first"; done
 t0=$(date +%s)
 lap() { xt_log "$1 ($(( $(date +%s) - t0 )) s)"; }
@@ -97,7 +98,8 @@ want_file() { # want_file PATH MODE
 	[ -e "$R$1" ] || xt_fail "$1 not installed"
 	[ "$(stat -c %a "$R$1")" = "$2" ] || xt_fail "$1: mode $(stat -c %a "$R$1"), expected $2"
 }
-for f in /usr/sbin/xipsecd /usr/sbin/ipsecctl /usr/sbin/xipsec-iked; do want_file "$f" 755; done
+for f in /usr/sbin/xipsecd /usr/sbin/ipsecctl /usr/sbin/xipsec-iked /usr/sbin/xipsec-snmpd; do want_file "$f" 755; done
+want_file /usr/share/snmp/mibs/XIPSEC-MIB.txt 644
 want_file /etc/xipsec/ipsec.conf 600
 want_file /etc/xipsec/iked/swanctl.conf 600
 want_file /etc/xipsec/iked 700
@@ -115,6 +117,7 @@ for f in /etc/xipsec/ipsec.conf /etc/xipsec/xipsec.env /etc/xipsec/iked/swanctl.
 done
 chroot "$R" ipsecctl -n load /etc/xipsec/ipsec.conf >/dev/null || xt_fail "the shipped ipsec.conf does not parse"
 chroot "$R" xipsec-iked --help >/dev/null 2>&1 || xt_fail "xipsec-iked does not run in the root (libraries?)"
+chroot "$R" xipsec-snmpd --help >/dev/null 2>&1 || xt_fail "xipsec-snmpd does not run in the root (libraries?)"
 umount "$R/proc" "$R/var/cache/apt/archives" "$R" || xt_fail "cannot unmount the install root"
 rm -rf "$roots/inst/upper/tmp/debs" "$roots/inst/upper/var/lib/apt/lists"
 
