@@ -1,0 +1,408 @@
+/* bench/scale.c: how the per-packet path scales with threads, in memory: N threads (one per CPU) on one
+ * SA and on one SA each, outbound (SPD lookup, sequence number, encrypt) and inbound (decrypt, replay
+ * window, the inner packet's policy lookup), AES-GCM-128 at 64 and 1400 bytes.
+ *
+ * It runs what xipsecd's workers run, set up as xipsecd sets it up (dataplane/xipsecd/dp_sa.c): one
+ * engine object per thread sharing the SA's runtime area; outbound sequence numbers reserved 1024 at
+ * a time by a single worker and one at a time by several on one SA; inbound objects on one SA share
+ * the replay window and take the SA's replay lock for the window updates of a burst, after its
+ * crypto. The SPD is a real SADB segment with 1,000 site-to-site policies each way (five prefix
+ * pairs). The pools are larger than the caches, as frames come from a NIC;
+ * inbound, one SA's stream is dealt to the threads a burst at a time (as a peer's packets would be
+ * spread over workers), so each thread's numbers run ahead of and behind the others'. Packets sit in
+ * 512-byte (64-byte packets) or 2 KB frames.
+ *
+ * Each measurement: every thread processes its pool (131,072 packets, bursts of 32) from a common
+ * start, threads on one SA at most 4 of their bursts apart (as interleaved arrival keeps workers);
+ * packets/s = all packets / the slowest thread's time. Medians of REPS interleaved rounds,
+ * and the ratios 2 threads / 1 thread measured in the same rounds. Drops are counted and printed
+ * (inbound replay drops would mean the window lost numbers to the interleaving).
+ * Usage: scale [-r REPS] [-t THREADS]   (THREADS default: the CPUs, at most 8) */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dataplane/engine/esp.h"
+#include "dataplane/engine/esp_ip.h"
+#include "sadb/sadb.h"
+
+#define POOL     131072u
+#define BURST    32u
+#define OFF      256u
+#define MAXT     8u
+#define NPOL     1000u
+
+static struct sadb *db;
+static char seg[128];
+static unsigned reps = 5;
+static uint32_t frame = 2048;     /* frame stride: 512 for small packets, 2048 for 1400 bytes */
+#define SKEW     4u             /* own bursts a thread may run ahead of another on one SA: with N threads N * SKEW bursts of numbers, well inside the window */
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "scale: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	if (seg[0])
+		unlink(seg);
+	exit(1);
+}
+
+/* ---- the SPD ---- */
+
+static void add_policies(uint8_t dir)
+{
+	for (uint32_t i = 0; i < NPOL; i++) {
+		struct sadb_policy p;
+		memset(&p, 0, sizeof(p));
+		p.dir = dir;
+		p.action = SADB_ACT_PROTECT;
+		p.proto = SADB_PROTO_ESP;
+		p.mode = SADB_MODE_TUNNEL;
+		p.priority = 1000;
+		p.reqid = i + 1;
+		p.sel.sport_hi = p.sel.dport_hi = 65535;
+		/* the same traffic both ways of the benchmark: what leaves encrypted on one side
+		 * arrives decrypted, with the same inner addresses, on the other */
+		sadb_addr_parse("10.0.0.0", &p.sel.src);
+		sadb_addr_parse("172.16.0.0", &p.sel.dst);
+		p.sel.src.a.b[2] = (uint8_t)i;
+		p.sel.dst.a.b[2] = (uint8_t)i;
+		p.sel.src.a.b[1] = (uint8_t)(i >> 8);
+		p.sel.dst.a.b[1] = (uint8_t)(16 + (i >> 8));
+		p.sel.src_plen = p.sel.dst_plen = 24;
+		switch (i % 10) {
+		case 0: p.sel.src_plen = p.sel.dst_plen = 32; p.sel.src.a.b[3] = 5; p.priority = 500; break;
+		case 1: p.sel.proto = 6; p.sel.dport_lo = p.sel.dport_hi = 443; p.priority = 800; break;
+		case 2: p.sel.src_plen = 16; p.sel.src.a.b[2] = 0; p.priority = 2000; break;
+		default: break;
+		}
+		sadb_addr_parse("192.0.2.1", &p.tun_src);
+		sadb_addr_parse("192.0.2.2", &p.tun_dst);
+		int r = sadb_policy_add(db, &p, NULL);
+		if (r && r != -EEXIST)
+			die("policy add", r);
+	}
+}
+
+/* ---- SAs and packets ---- */
+
+static struct sadb_sa mk_sa(uint8_t dir, uint32_t spi)
+{
+	struct sadb_sa s;
+	memset(&s, 0, sizeof(s));
+	s.spi = spi;
+	s.proto = SADB_PROTO_ESP;
+	s.mode = SADB_MODE_TUNNEL;
+	s.dir = dir;
+	sadb_addr_parse("192.0.2.1", &s.src);
+	sadb_addr_parse("192.0.2.2", &s.dst);
+	s.enc_alg = SADB_ENC_AES_GCM16;
+	s.enc_key_len = 16;
+	for (int i = 0; i < 16; i++)
+		s.enc_key[i] = (uint8_t)(i * 7 + spi);
+	s.salt_len = 4;
+	s.replay_window = 1024;
+	s.dscp = 0xff;
+	s.instance = 1;
+	return s;
+}
+
+/* An inner IPv4/UDP packet from 10.0.3.7 to 172.16.3.9 (a /24 -> /24 policy), len bytes. */
+static void mk_inner(uint8_t *o, uint32_t len)
+{
+	memset(o, 0, 28);
+	o[0] = 0x45;
+	o[2] = (uint8_t)(len >> 8);
+	o[3] = (uint8_t)len;
+	o[6] = 0x40;
+	o[8] = 64;
+	o[9] = 17;
+	o[12] = 10; o[13] = 0; o[14] = 3; o[15] = 7;
+	o[16] = 172; o[17] = 16; o[18] = 3; o[19] = 9;
+	esp_ip4_set_csum(o);
+	o[20] = 0x30; o[21] = 0x39; o[22] = 0x01; o[23] = 0xbb;
+	for (uint32_t i = 28; i < len; i++)
+		o[i] = (uint8_t)i;
+}
+
+struct sa_set {                  /* one SA as the dataplane holds it: runtime + per-thread objects */
+	struct sadb_runtime *rt;
+	pthread_spinlock_t lock;
+	struct esp_sa *obj[MAXT];
+};
+
+struct job {
+	pthread_t th;
+	unsigned id, cpu;
+	bool out;
+	struct esp_sa *sa;           /* this thread's object */
+	uint8_t *pool;               /* POOL frames */
+	struct esp_pkt pk[POOL];
+	uint32_t npk;
+	double t;                    /* seconds for its pool */
+	_Atomic uint32_t done;       /* bursts finished, for the lockstep of threads on one SA */
+	struct job **peers;          /* the threads of its SA (NULL: none to keep pace with) */
+	unsigned npeers;
+	uint64_t good, drops;
+};
+
+static pthread_barrier_t start;
+
+static void *run(void *arg)
+{
+	struct job *j = arg;
+	cpu_set_t set;
+	struct esp_pkt *pp[BURST];
+
+	CPU_ZERO(&set);
+	CPU_SET((int)j->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	pthread_barrier_wait(&start);
+	double t0 = now_s();
+	for (uint32_t b = 0; b < j->npk; b += BURST) {
+		uint32_t n = j->npk - b < BURST ? j->npk - b : BURST;
+		/* Threads on one SA keep pace: one SA's packets arrive interleaved in time, so no
+		 * worker gets more than a queue's depth ahead of another; without this a thread the
+		 * scheduler delays would find its numbers behind the replay window. */
+		for (unsigned q = 0; q < j->npeers; q++)
+			while (atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) + SKEW < b / BURST &&
+			       atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) * BURST < j->peers[q]->npk)
+				sched_yield();
+		for (uint32_t i = 0; i < n; i++)
+			pp[i] = &j->pk[b + i];
+		if (j->out) {
+			/* the SPD lookup the outbound path makes per packet */
+			for (uint32_t i = 0; i < n; i++) {
+				struct sadb_pkt_sel sel;
+				struct sadb_policy pol;
+				if (esp_pkt_sel(pp[i]->buf + pp[i]->off, pp[i]->len, &sel) != SADB_DROP_NONE ||
+				    sadb_policy_lookup(db, SADB_DIR_OUT, &sel, &pol) != 0)
+					j->drops++;
+			}
+			j->good += esp_outbound_burst(j->sa, pp, n);
+		} else {
+			unsigned k = esp_inbound_burst(j->sa, pp, n);
+			/* the inner packet against the inbound policies */
+			for (unsigned i = 0; i < k; i++) {
+				struct sadb_pkt_sel sel;
+				struct sadb_policy pol;
+				if (esp_pkt_sel(pp[i]->buf + pp[i]->off, pp[i]->len, &sel) != SADB_DROP_NONE ||
+				    sadb_policy_lookup(db, SADB_DIR_IN, &sel, &pol) != 0)
+					j->drops++;
+			}
+			j->good += k;
+			j->drops += n - k;
+		}
+		atomic_store_explicit(&j->done, b / BURST + 1, memory_order_release);
+	}
+	j->t = now_s() - t0;
+	atomic_store_explicit(&j->done, UINT32_MAX / 2, memory_order_release);
+	return NULL;
+}
+
+static struct job *jobs[MAXT];
+
+/* Fill the pools for one measurement: nt threads, shared = one SA for all, size bytes. */
+static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa_set *sets)
+{
+	uint8_t inner[1500];
+	mk_inner(inner, size);
+	frame = size <= 256 ? 512 : 2048;
+	for (unsigned t = 0; t < nt; t++) {
+		struct job *j = jobs[t];
+		struct sa_set *s = &sets[shared ? 0 : t];
+		j->out = out;
+		j->sa = s->obj[shared ? t : 0];
+		j->npk = POOL;
+		j->good = j->drops = 0;
+		atomic_store(&j->done, 0);
+		j->peers = shared && nt > 1 ? jobs : NULL;
+		j->npeers = shared && nt > 1 ? nt : 0;
+		if (out)
+			for (uint32_t i = 0; i < POOL; i++) {
+				uint8_t *f = j->pool + (size_t)i * frame;
+				memcpy(f + OFF, inner, size);
+				j->pk[i] = (struct esp_pkt){ .buf = f, .buf_len = frame, .off = OFF, .len = size };
+			}
+	}
+	if (out)
+		return;
+	/* Inbound: encrypt the streams the threads will receive with an outbound twin of each SA
+	 * (same key): one SA's numbers dealt to the threads a burst at a time. */
+	for (unsigned s = 0; s < (shared ? 1u : nt); s++) {
+		struct sadb_sa rec = mk_sa(SADB_DIR_OUT, 0x1000 + s);
+		struct sadb_runtime *rt = calloc(1, sizeof(*rt));
+		struct esp_sa *gen;
+		struct esp_sa_opts o = { .backend = ESP_BACKEND_AUTO };
+		struct esp_pkt *gp[BURST];
+		if (!rt)
+			die("calloc", ENOMEM);
+		rt->instance = 1;
+		int r = esp_sa_create(&rec, rt, &o, &gen);
+		if (r)
+			die("esp_sa_create (generator)", r);
+		unsigned users = shared ? nt : 1;
+		for (uint32_t b = 0; b < POOL * users; b += BURST) {
+			unsigned t = shared ? (b / BURST) % nt : s;
+			struct job *j = jobs[t];
+			uint32_t base = shared ? (b / (BURST * nt)) * BURST : b;
+			for (uint32_t i = 0; i < BURST; i++) {
+				uint8_t *f = j->pool + (size_t)(base + i) * frame;
+				memcpy(f + OFF, inner, size);
+				j->pk[base + i] = (struct esp_pkt){ .buf = f, .buf_len = frame, .off = OFF, .len = size };
+				gp[i] = &j->pk[base + i];
+			}
+			if (esp_outbound_burst(gen, gp, BURST) != BURST)
+				die("encrypting the inbound stream", EIO);
+		}
+		esp_sa_destroy(gen);
+		free(rt);
+	}
+}
+
+/* One measurement: packets per second of all threads together. */
+static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_t *drops)
+{
+	struct sa_set sets[MAXT];
+	unsigned nsa = shared ? 1 : nt;
+	memset(sets, 0, sizeof(sets));
+	for (unsigned s = 0; s < nsa; s++) {
+		struct sadb_sa rec = mk_sa(out ? SADB_DIR_OUT : SADB_DIR_IN, 0x1000 + s);
+		sets[s].rt = calloc(1, sizeof(struct sadb_runtime));
+		if (!sets[s].rt)
+			die("calloc", ENOMEM);
+		sets[s].rt->instance = 1;
+		pthread_spin_init(&sets[s].lock, PTHREAD_PROCESS_PRIVATE);
+		unsigned objs = shared ? nt : 1;
+		for (unsigned t = 0; t < objs; t++) {
+			/* as dp_sa.c: several workers on one SA reserve numbers one at a time and
+			 * share the replay window under the SA's lock */
+			struct esp_sa_opts o = { .backend = ESP_BACKEND_AUTO,
+						 .seq_block = objs > 1 ? 1 : 0,
+						 .id_part = (uint16_t)t, .id_parts = (uint16_t)objs,
+						 .replay_lock = objs > 1 && !out ? &sets[s].lock : NULL };
+			int r = esp_sa_create(&rec, sets[s].rt, &o, &sets[s].obj[t]);
+			if (r)
+				die("esp_sa_create", r);
+		}
+	}
+	prepare(nt, shared, out, size, sets);
+	pthread_barrier_init(&start, NULL, nt);
+	for (unsigned t = 0; t < nt; t++)
+		if (pthread_create(&jobs[t]->th, NULL, run, jobs[t]))
+			die("pthread_create", errno);
+	double slowest = 0;
+	uint64_t good = 0;
+	*drops = 0;
+	for (unsigned t = 0; t < nt; t++) {
+		pthread_join(jobs[t]->th, NULL);
+		if (jobs[t]->t > slowest)
+			slowest = jobs[t]->t;
+		good += jobs[t]->good;
+		*drops += jobs[t]->drops;
+	}
+	pthread_barrier_destroy(&start);
+	for (unsigned s = 0; s < nsa; s++) {
+		for (unsigned t = 0; t < MAXT; t++)
+			esp_sa_destroy(sets[s].obj[t]);
+		pthread_spin_destroy(&sets[s].lock);
+		free(sets[s].rt);
+	}
+	return (double)good / slowest;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), dcmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned nt = ncpu > 1 ? (unsigned)(ncpu > MAXT ? MAXT : ncpu) : 2;
+	int c;
+
+	while ((c = getopt(argc, argv, "r:t:")) != -1) {
+		switch (c) {
+		case 'r': reps = (unsigned)atoi(optarg); break;
+		case 't': nt = (unsigned)atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: scale [-r REPS] [-t THREADS]\n");
+			return 2;
+		}
+	}
+	if (reps < 1 || reps > 100 || nt < 2 || nt > MAXT) {
+		fprintf(stderr, "scale: -r 1-100, -t 2-%u\n", MAXT);
+		return 2;
+	}
+	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	snprintf(seg, sizeof(seg), "%s/xipsec-scale-%d", dir, (int)getpid());
+	struct sadb_params prm = { 64, 4 * NPOL };
+	char msg[256];
+	if (sadb_open(seg, SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg))) {
+		fprintf(stderr, "scale: %s\n", msg);
+		return 1;
+	}
+	add_policies(SADB_DIR_OUT);
+	add_policies(SADB_DIR_IN);
+	for (unsigned t = 0; t < nt; t++) {
+		jobs[t] = calloc(1, sizeof(*jobs[t]));
+		if (!jobs[t] || !(jobs[t]->pool = aligned_alloc(4096, (size_t)POOL * 2048)))
+			die("allocating the packet pools", ENOMEM);
+		memset(jobs[t]->pool, 0, (size_t)POOL * 2048);
+		jobs[t]->id = t;
+		jobs[t]->cpu = t % (unsigned)(ncpu > 0 ? ncpu : 1);
+	}
+	printf("per-packet path in memory (SPD lookup + engine + replay), AES-GCM-128, %u rounds, %ld CPUs\n",
+	       reps, ncpu);
+	printf("%-9s %5s %-12s %13s %13s %8s %8s\n", "direction", "bytes", "SAs", "1 thread pps",
+	       "N threads pps", "N/1", "drops");
+	static const uint32_t sizes[] = { 64, 1400 };
+	for (int out = 1; out >= 0; out--)
+		for (unsigned si = 0; si < 2; si++)
+			for (int shared = 1; shared >= 0; shared--) {
+				double one[100], many[100], ratio[100];
+				uint64_t drops = 0, d;
+				for (unsigned r = 0; r < reps; r++) {
+					/* interleaved: one thread, then all, in every round */
+					one[r] = measure(1, true, out, sizes[si], &d);
+					drops += d;
+					many[r] = measure(nt, shared, out, sizes[si], &d);
+					drops += d;
+					ratio[r] = many[r] / one[r];
+				}
+				char sas[32];
+				snprintf(sas, sizeof(sas), shared ? "1 shared" : "%u (1 each)", nt);
+				printf("%-9s %5u %-12s %13.0f %13.0f %7.2fx %8llu\n", out ? "outbound" : "inbound",
+				       sizes[si], sas, median(one, reps), median(many, reps), median(ratio, reps),
+				       (unsigned long long)drops);
+				fflush(stdout);
+			}
+	printf("N = %u threads, one per CPU; ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
+	sadb_close(db);
+	unlink(seg);
+	return 0;
+}
