@@ -232,8 +232,9 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 		j->npk = POOL;
 		j->good = j->drops = 0;
 		atomic_store(&j->done, 0);
-		j->peers = shared && nt > 1 ? jobs : NULL;
-		j->npeers = shared && nt > 1 ? nt : 0;
+		/* inbound only: outbound numbers are taken, not received, and cannot fall behind */
+		j->peers = shared && nt > 1 && !out ? jobs : NULL;
+		j->npeers = shared && nt > 1 && !out ? nt : 0;
 		if (out)
 			for (uint32_t i = 0; i < POOL; i++) {
 				uint8_t *f = j->pool + (size_t)i * frame;
