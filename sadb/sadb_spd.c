@@ -83,13 +83,14 @@ static size_t off_tuples(void)
 #define HS_MIN 16
 
 /* A power of two of at least 2n slots: room for n chains at load 1/2 at most. */
-static uint32_t hs_slots(uint32_t n)
+static inline uint32_t hs_slots(uint32_t n)
 {
-	uint32_t s = HS_MIN;
-
-	while (s < 2ull * n && s < (1u << 31))
-		s <<= 1;
-	return s;
+	/* Without a loop: every lookup works out the buffer's layout. */
+	if (n <= HS_MIN / 2)
+		return HS_MIN;
+	if (n > (1u << 30))
+		return 1u << 31;
+	return 1u << (32 - __builtin_clz(2 * n - 1));
 }
 
 static uint32_t delta_cap(uint32_t cap)
@@ -97,15 +98,17 @@ static uint32_t delta_cap(uint32_t cap)
 	return cap / 8 + 64;
 }
 
-/* Readers use the first four regions only. */
-static size_t idx_layout(uint32_t cap, size_t off[6])
+/* Readers use the first three regions only (and the header and tuples before them). */
+static inline size_t idx_layout(uint32_t cap, size_t off[6])
 {
 	size_t o = off_tuples();
 
 	o += (size_t)cap * sizeof(struct sadb_idx_tuple);
+	o = (o + 63) & ~(size_t)63;
 	off[0] = o; /* hash slots */
 	o += (size_t)hs_slots(cap) * sizeof(uint64_t);
-	o = (o + 63) & ~(size_t)63;
+	/* Entries on pairs of cache lines the adjacent-line prefetcher fetches together. */
+	o = (o + 127) & ~(size_t)127;
 	off[1] = o; /* entries */
 	o += (size_t)cap * sizeof(struct sadb_idx_entry);
 	off[2] = o; /* treap nodes */
@@ -117,7 +120,7 @@ static size_t idx_layout(uint32_t cap, size_t off[6])
 	return o;
 }
 
-static void idx_view(const uint8_t *buf, uint32_t cap, struct idx_view *v)
+static inline void idx_view(const uint8_t *buf, uint32_t cap, struct idx_view *v)
 {
 	size_t off[6];
 
