@@ -850,6 +850,7 @@ int sadb__idx_build(struct sadb *db, int b, uint64_t n, uint64_t prev_tag)
 		nd = ov.ih->ndelta;
 		for (uint32_t k = 0; k < nd && !r; k++)
 			r = sync_slot(db, &v, ov.delta[k]);
+		sadb__test_stop(db, SADB_STOP_INDEX);
 		for (uint32_t k = 0; k < nlog && !r; k++)
 			if (db->log[k] & SADB_LOG_POLICY)
 				r = sync_slot(db, &v, db->log[k] & ~SADB_LOG_POLICY);
