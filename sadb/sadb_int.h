@@ -31,9 +31,11 @@
  *    without harm. An entry moving between its two buckets (to make room) is inserted first and
  *    removed second, and the writer bumps hash_moves before; a reader that found nothing re-checks
  *    hash_moves, so a move racing with its scan of the two buckets never makes it miss an SA.
- *  - The SPD index is compiled by the writer into the inactive one of two buffers and tagged with
- *    the generation it describes before that generation is published; readers use the newest buffer
- *    whose tag is <= G and re-check the tag after the lookup.
+ *  - The SPD index has two buffers. The writer brings the inactive one up to date (in place, from
+ *    the previous commit's policy changes and its own, or rebuilt from the table: sadb_spd.c) and
+ *    tags it with the generation it describes before that generation is published; it tags the
+ *    buffer WRITING before changing a byte of it. Readers use the newest buffer whose tag is <= G
+ *    and re-check the tag after the lookup; recovery tags 0 a buffer a dead writer left WRITING.
  */
 #ifndef XIPSEC_SADB_INT_H
 #define XIPSEC_SADB_INT_H
