@@ -3,13 +3,16 @@
  * policies (IPv4, IPv6 and family-any selectors, overlapping prefixes of every length, protocols,
  * port/ICMP/MH ranges, priority ties) and >= 100k random packets, before and after deletions; and
  * after every commit of thousands of random transactions of adds, deletes and flushes, which the
- * index follows in place. */
+ * index follows in place; and with a reader racing such commits. */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "sadb/sadb.h"
@@ -449,6 +452,118 @@ static void test_spd_incremental_random(void **state)
 	sadb_close(db);
 }
 
+/* Readers racing the writer while it changes the inactive buffer in place: a reader may still be in
+ * that buffer (it started before the previous commit) and must notice and retry, never answer from
+ * a half-changed index. A stable set of policies gives the probe packets fixed answers; the writer
+ * churns policies in the same tuples that never match the probes but have better priorities (so
+ * tuples move in the order, their best changes, chains and hash slots come and go, the hash table
+ * grows and shrinks), one commit each and in small transactions. Every answer must be the fixed one. */
+#define RACE_STABLE 6
+#define RACE_SECONDS 2
+
+struct race {
+	struct sadb *db;
+	struct sadb_pkt_sel k[RACE_STABLE];
+	uint32_t want[RACE_STABLE];
+	_Atomic int stop;
+	_Atomic unsigned long lookups, wrong;
+	char first[200];
+};
+
+static const uint8_t race_plen[RACE_STABLE][2] = { { 8, 16 }, { 16, 16 }, { 24, 16 }, { 24, 24 }, { 32, 32 }, { 0, 24 } };
+
+static void *race_reader(void *arg)
+{
+	struct race *ra = arg;
+
+	for (unsigned i = 0; !atomic_load(&ra->stop); i++) {
+		struct sadb_policy out;
+		unsigned j = i % RACE_STABLE;
+		int r = sadb_policy_lookup(ra->db, SADB_DIR_OUT, &ra->k[j], &out);
+
+		atomic_fetch_add(&ra->lookups, 1);
+		if (r != 0 || out.id != ra->want[j]) {
+			if (atomic_fetch_add(&ra->wrong, 1) == 0)
+				snprintf(ra->first, sizeof(ra->first), "probe %u: %d id %u, expected id %u", j, r,
+					 r ? 0 : out.id, ra->want[j]);
+		}
+	}
+	return NULL;
+}
+
+static void test_spd_incremental_race(void **state)
+{
+	const char *path = t_path("spdrace");
+	struct sadb *w = t_open(path, 4, 1024), *rd = NULL;
+	static struct race ra;
+	uint32_t live[512], nlive = 0;
+	pthread_t th;
+	struct timespec t0, now;
+	char msg[256];
+	unsigned long commits = 0;
+
+	(void)state;
+	for (unsigned j = 0; j < RACE_STABLE; j++) {
+		struct sadb_policy p = t_pol(SADB_DIR_OUT, "10.1.2.3", race_plen[j][0], "10.7.8.9", race_plen[j][1],
+					     5000 + j);
+		if (race_plen[j][0] == 0)
+			memset(&p.sel.src, 0, sizeof(p.sel.src));
+		p.sel.proto = 17;
+		p.sel.dport_lo = p.sel.dport_hi = (uint16_t)(100 + j);
+		assert_int_equal(sadb_policy_add(w, &p, &ra.want[j]), 0);
+		ra.k[j] = t_pkt("10.1.2.3", "10.7.8.9", 17, 1, (uint16_t)(100 + j));
+	}
+	assert_int_equal(sadb_open(path, SADB_RDONLY, NULL, &rd, msg, sizeof(msg)), 0);
+	ra.db = rd;
+	assert_int_equal(pthread_create(&th, NULL, race_reader, &ra), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		bool txn = rnd_below(4) == 0;
+		unsigned len = txn ? 1 + rnd_below(5) : 1;
+
+		if (txn)
+			assert_int_equal(sadb_txn_begin(w), 0);
+		for (unsigned k = 0; k < len; k++) {
+			/* Up to 500 policies, then down to none again: the hash table doubles and halves. */
+			bool grow = (commits / 2000) % 2 == 0;
+			if (nlive && (rnd_below(100) < (grow ? 30u : 70u) || nlive == 512)) {
+				uint32_t i = rnd_below(nlive);
+				assert_int_equal(sadb_policy_delete(w, live[i]), 0);
+				live[i] = live[--nlive];
+			} else {
+				unsigned j = rnd_below(RACE_STABLE);
+				char src[32], dst[32];
+				struct sadb_policy p;
+				int r;
+				/* Same prefix lengths as a stable policy, never the probes' addresses. */
+				snprintf(src, sizeof(src), "10.%u.%u.%u", 100 + rnd_below(100), rnd_below(256), rnd_below(256));
+				snprintf(dst, sizeof(dst), "10.%u.%u.%u", 100 + rnd_below(100), rnd_below(256), rnd_below(256));
+				p = t_pol(SADB_DIR_OUT, src, race_plen[j][0], dst, race_plen[j][1], rnd_below(6000));
+				if (race_plen[j][0] == 0)
+					memset(&p.sel.src, 0, sizeof(p.sel.src));
+				r = sadb_policy_add(w, &p, &live[nlive]);
+				if (r == -EEXIST)
+					continue;
+				assert_int_equal(r, 0);
+				nlive++;
+			}
+		}
+		if (txn)
+			assert_int_equal(sadb_txn_commit(w), 0);
+		commits++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < RACE_SECONDS && !atomic_load(&ra.wrong));
+	atomic_store(&ra.stop, 1);
+	pthread_join(th, NULL);
+	print_message("%lu commits, %lu lookups racing them, %lu wrong\n", commits, atomic_load(&ra.lookups),
+		      atomic_load(&ra.wrong));
+	if (atomic_load(&ra.wrong))
+		fail_msg("a reader answered from a half-changed index: %s", ra.first);
+	assert_true(commits > 1000 && atomic_load(&ra.lookups) > 1000);
+	sadb_close(rd);
+	sadb_close(w);
+}
+
 /* Hand-picked cases a random test could miss. */
 static void test_spd_edges(void **state)
 {
@@ -489,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_spd_differential_small),
 		cmocka_unit_test(test_spd_differential_large),
 		cmocka_unit_test(test_spd_incremental_random),
+		cmocka_unit_test(test_spd_incremental_race),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
