@@ -98,7 +98,7 @@ static uint32_t delta_cap(uint32_t cap)
 	return cap / 8 + 64;
 }
 
-/* Readers use the first three regions only (and the header and tuples before them). */
+/* Readers use the header, the tuples, the hash slots and the entries; the rest is the writer's. */
 static inline size_t idx_layout(uint32_t cap, size_t off[6])
 {
 	size_t o = off_tuples();
@@ -241,12 +241,14 @@ static int tuple_put(struct idx_view *v, const struct sadb_idx_tuple *t)
 	return 0;
 }
 
+/* Take tuple i (found by tuple_find) out of the array. */
 static void tuple_take(struct idx_view *v, uint32_t i)
 {
 	struct sadb_idx_hdr *ih = v->ih;
 
-	/* The caller lowers its direction's count. */
+	ih->dir_n[k1_dir(v->tup[i].k1) & 3]--;
 	memmove(&v->tup[i], &v->tup[i + 1], (size_t)(ih->ntuples - i - 1) * sizeof(v->tup[0]));
+	dir_starts(ih);
 }
 
 static inline int node_cmp(const struct idx_node *a, uint32_t k1, uint32_t prio, uint32_t id)
@@ -493,8 +495,6 @@ static int entry_insert(struct idx_view *v, const struct sadb_policy *p, uint32_
 		t.min_id = p->id;
 		t.n++;
 		tuple_take(v, (uint32_t)ti);
-		ih->dir_n[k1_dir(k1) & 3]--;
-		dir_starts(ih);
 		r = tuple_put(v, &t);
 		if (r)
 			return r;
@@ -582,8 +582,6 @@ static int entry_remove(struct idx_view *v, uint32_t e, uint32_t slot)
 		return -EIO;
 	if (v->tup[ti].n <= 1) {
 		tuple_take(v, (uint32_t)ti);
-		ih->dir_n[k1_dir(k1) & 3]--;
-		dir_starts(ih);
 	} else if (v->tup[ti].min_prio == p->priority && v->tup[ti].min_id == p->id) {
 		/* The tuple's best went: the next one from the treap, and the tuple to its new place. */
 		struct sadb_idx_tuple t = v->tup[ti];
@@ -594,8 +592,6 @@ static int entry_remove(struct idx_view *v, uint32_t e, uint32_t slot)
 		t.min_prio = v->node[b].prio;
 		t.min_id = v->node[b].id;
 		tuple_take(v, (uint32_t)ti);
-		ih->dir_n[k1_dir(k1) & 3]--;
-		dir_starts(ih);
 		r = tuple_put(v, &t);
 		if (r)
 			return r;
