@@ -422,14 +422,20 @@ static int hs_resize(struct idx_view *v, uint32_t size)
 	uint32_t old = hs_mask(v) + 1, n = 0, mask = size - 1;
 	uint64_t *heads;
 
-	if (size > v->hs_max + 1 || size < HS_MIN || size < 2 * v->ih->ngroups)
+	if (size > v->hs_max + 1 || size < HS_MIN || size < 2ull * v->ih->ngroups)
 		return -EIO;
 	heads = malloc((size_t)v->ih->ngroups * sizeof(*heads) + 1);
 	if (!heads)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < old; i++)
-		if (v->hs[i] && n < v->ih->ngroups)
-			heads[n++] = v->hs[i];
+	for (uint32_t i = 0; i < old; i++) {
+		if (!v->hs[i])
+			continue;
+		if (n == v->ih->ngroups) {
+			free(heads);
+			return -EIO; /* more chains than counted: rebuilt whole */
+		}
+		heads[n++] = v->hs[i];
+	}
 	memset(v->hs, 0, (size_t)(old > size ? old : size) * sizeof(uint64_t));
 	v->ih->hs_mask = mask;
 	for (uint32_t k = 0; k < n; k++) {
@@ -459,7 +465,7 @@ static int entry_insert(struct idx_view *v, const struct sadb_policy *p, uint32_
 
 	if (ih->free_head) {
 		e = ih->free_head - 1;
-		if (e >= ih->nentries || v->ent[e].k1)
+		if (e >= ih->nentries || e >= v->cap || v->ent[e].k1)
 			return -EIO;
 		ih->free_head = v->ent[e].next;
 	} else if (ih->nentries < v->cap) {
@@ -1056,8 +1062,12 @@ int sadb_policy_lookup_linear(const struct sadb *db, uint8_t dir, const struct s
 		struct idx_view v;
 		uint32_t best = UINT32_MAX, n;
 
-		if (!v0 && !v1)
+		if (!v0 && !v1) {
+			/* As in sadb_policy_lookup: tags of different commits if the generation moved. */
+			if (atomic_load_explicit(&db->h->gen, memory_order_acquire) != g)
+				continue;
 			return -ENOENT;
+		}
 		b = v0 && (!v1 || i0 > i1) ? 0 : 1;
 		ib = b ? i1 : i0;
 		idx_view(db->idx[b], db->h->max_policy, &v);

@@ -454,7 +454,8 @@ static void test_spd_incremental_random(void **state)
 
 /* Readers racing the writer while it changes the inactive buffer in place: a reader may still be in
  * that buffer (it started before the previous commit) and must notice and retry, never answer from
- * a half-changed index. A stable set of policies gives the probe packets fixed answers; the writer
+ * a half-changed index; and one that loads the two buffers' tags across two commits (one WRITING for
+ * each) must try again, not conclude that there is no index. A stable set of policies gives the probe packets fixed answers; the writer
  * churns policies in the same tuples that never match the probes but have better priorities (so
  * tuples move in the order, their best changes, chains and hash slots come and go, the hash table
  * grows and shrinks), one commit each and in small transactions. Every answer must be the fixed one. */
@@ -558,7 +559,7 @@ static void test_spd_incremental_race(void **state)
 	print_message("%lu commits, %lu lookups racing them, %lu wrong\n", commits, atomic_load(&ra.lookups),
 		      atomic_load(&ra.wrong));
 	if (atomic_load(&ra.wrong))
-		fail_msg("a reader answered from a half-changed index: %s", ra.first);
+		fail_msg("a reader racing the commits got a wrong answer: %s", ra.first);
 	assert_true(commits > 1000 && atomic_load(&ra.lookups) > 1000);
 	sadb_close(rd);
 	sadb_close(w);
