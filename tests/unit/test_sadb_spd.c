@@ -454,11 +454,12 @@ static void test_spd_incremental_random(void **state)
 
 /* Readers racing the writer while it changes the inactive buffer in place: a reader may still be in
  * that buffer (it started before the previous commit) and must notice and retry, never answer from
- * a half-changed index; and one that loads the two buffers' tags across two commits (one WRITING for
- * each) must try again, not conclude that there is no index. A stable set of policies gives the probe packets fixed answers; the writer
- * churns policies in the same tuples that never match the probes but have better priorities (so
- * tuples move in the order, their best changes, chains and hash slots come and go, the hash table
- * grows and shrinks), one commit each and in small transactions. Every answer must be the fixed one. */
+ * a half-changed index; and one that loads the two buffers' tags across two commits (one WRITING
+ * for each) must try again, not conclude that there is no index. A stable set of policies gives the
+ * probe packets fixed answers; the writer churns policies in the same tuples that never match the
+ * probes but have better priorities (so tuples move in the order, their best changes, chains and
+ * hash slots come and go, the hash table grows and shrinks), one commit each and in small
+ * transactions. Every answer must be the fixed one. */
 #define RACE_STABLE 6
 #define RACE_SECONDS 2
 
