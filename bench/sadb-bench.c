@@ -1,8 +1,9 @@
 /* bench/sadb-bench.c: libsadb benchmark. Prints, as medians of several runs:
  * SPI lookups (ns/lookup and lookups/s) at 1k, 100k and 1M SAs, both over a hot set of 512 SAs
  * spread across the table (the lookup algorithm's cost) and uniformly over all SAs (adds the cache
- * and TLB misses of a table larger than the caches; keys are precomputed); SPD lookups at 1k and 10k policies with the
- * compiled index and the linear reference side by side; and writes/s (SA add/update/delete, policy
+ * and TLB misses of a table larger than the caches; keys are precomputed); SPD lookups at 1k, 10k and
+ * 100k policies with the compiled index and the linear reference side by side, and the cost of one
+ * policy add and one delete (one transaction each) at each of those sizes with their ratio; and writes/s (SA add/update/delete, policy
  * add/delete, bulk policy load in one transaction). Built with -O2 and without sanitizers.
  * Usage: sadb-bench [--quick] [--max-sa N] [--only spi|spd|writes] [--dir DIR]
  * Segments go to DIR (default /dev/shm) and are removed at exit. A tmpfs mounted with huge=always or
@@ -239,50 +240,58 @@ static void bench_spi(const uint32_t *sizes, int ns, bool quick, struct spi_set 
 }
 
 /* SPD: site-to-site policies /24 -> /24 in both directions, a few /32 host exceptions, per-port
- * policies and a low-priority catch-all: five prefix-length pairs, as a real gateway has. */
+ * policies and a low-priority catch-all: five prefix-length pairs, as a real gateway has. Policy i
+ * is distinct from every other for i below 2^19. */
+static struct sadb_policy make_policy(uint32_t i)
+{
+	struct sadb_policy p;
+
+	memset(&p, 0, sizeof(p));
+	p.dir = SADB_DIR_OUT;
+	p.action = SADB_ACT_PROTECT;
+	p.proto = SADB_PROTO_ESP;
+	p.mode = SADB_MODE_TUNNEL;
+	p.priority = 1000;
+	p.reqid = i + 1;
+	p.sel.sport_hi = p.sel.dport_hi = 65535;
+	sadb_addr_parse("10.0.0.0", &p.sel.src);
+	sadb_addr_parse("172.16.0.0", &p.sel.dst);
+	p.sel.src.a.b[1] = (uint8_t)(i >> 8);
+	p.sel.src.a.b[2] = (uint8_t)i;
+	p.sel.dst.a.b[1] = (uint8_t)(16 + (i >> 8) % 16 + 32 * (i >> 16));
+	p.sel.dst.a.b[2] = (uint8_t)i;
+	p.sel.src_plen = 24;
+	p.sel.dst_plen = 24;
+	switch (i % 10) {
+	case 0: /* host exception */
+		p.sel.src_plen = p.sel.dst_plen = 32;
+		p.sel.src.a.b[3] = 5;
+		p.sel.dst.a.b[3] = 9;
+		p.priority = 500;
+		p.action = SADB_ACT_BYPASS;
+		break;
+	case 1: /* one service of a site */
+		p.sel.proto = 6;
+		p.sel.dport_lo = p.sel.dport_hi = 443;
+		p.priority = 800;
+		break;
+	case 2: /* a whole /16 to a /24 */
+		p.sel.src_plen = 16;
+		p.sel.src.a.b[2] = 0;
+		p.priority = 2000;
+		break;
+	default:
+		break;
+	}
+	sadb_addr_parse("192.0.2.1", &p.tun_src);
+	sadb_addr_parse("192.0.2.2", &p.tun_dst);
+	return p;
+}
+
 static void add_policies(struct sadb *db, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		struct sadb_policy p;
-		memset(&p, 0, sizeof(p));
-		p.dir = SADB_DIR_OUT;
-		p.action = SADB_ACT_PROTECT;
-		p.proto = SADB_PROTO_ESP;
-		p.mode = SADB_MODE_TUNNEL;
-		p.priority = 1000;
-		p.reqid = i + 1;
-		p.sel.sport_hi = p.sel.dport_hi = 65535;
-		sadb_addr_parse("10.0.0.0", &p.sel.src);
-		sadb_addr_parse("172.16.0.0", &p.sel.dst);
-		p.sel.src.a.b[1] = (uint8_t)(i >> 8);
-		p.sel.src.a.b[2] = (uint8_t)i;
-		p.sel.dst.a.b[1] = (uint8_t)(16 + (i >> 8) % 16);
-		p.sel.dst.a.b[2] = (uint8_t)i;
-		p.sel.src_plen = 24;
-		p.sel.dst_plen = 24;
-		switch (i % 10) {
-		case 0: /* host exception */
-			p.sel.src_plen = p.sel.dst_plen = 32;
-			p.sel.src.a.b[3] = 5;
-			p.sel.dst.a.b[3] = 9;
-			p.priority = 500;
-			p.action = SADB_ACT_BYPASS;
-			break;
-		case 1: /* one service of a site */
-			p.sel.proto = 6;
-			p.sel.dport_lo = p.sel.dport_hi = 443;
-			p.priority = 800;
-			break;
-		case 2: /* a whole /16 to a /24 */
-			p.sel.src_plen = 16;
-			p.sel.src.a.b[2] = 0;
-			p.priority = 2000;
-			break;
-		default:
-			break;
-		}
-		sadb_addr_parse("192.0.2.1", &p.tun_src);
-		sadb_addr_parse("192.0.2.2", &p.tun_dst);
+		struct sadb_policy p = make_policy(i);
 		int r = sadb_policy_add(db, &p, NULL);
 		if (r && r != -EEXIST) {
 			fprintf(stderr, "sadb-bench: policy %u: %s\n", i, sadb_errmsg(db));
@@ -308,7 +317,7 @@ static struct sadb_pkt_sel make_pkt(uint32_t i)
 	k.src.a.b[1] = (uint8_t)(i >> 8);
 	k.src.a.b[2] = (uint8_t)i;
 	k.src.a.b[3] = (uint8_t)(i * 13);
-	k.dst.a.b[1] = (uint8_t)(16 + (i >> 8) % 16);
+	k.dst.a.b[1] = (uint8_t)(16 + (i >> 8) % 16 + 32 * (i >> 16));
 	k.dst.a.b[2] = (uint8_t)i;
 	k.dst.a.b[3] = (uint8_t)(i * 7);
 	k.proto = (i & 1) ? 6 : 17;
@@ -336,12 +345,41 @@ static double spd_run(struct sadb *db, const struct sadb_pkt_sel *pk, uint32_t n
 	return (double)(now_ns() - t0) / iters;
 }
 
+/* Policies added and deleted per run when the cost of one change at n installed policies is
+ * measured: each is its own transaction, as xipsec-iked installs and removes a CHILD SA's. */
+#define CHURN 64
+
 struct spd_set {
 	struct sadb *db;
 	uint32_t n;
 	struct sadb_pkt_sel *pk;
-	double idx_v[RUNS], lin_v[RUNS], add_us, del_us, bulk_ms;
+	double idx_v[RUNS], lin_v[RUNS], add_v[RUNS * CHURN], del_v[RUNS * CHURN], bulk_ms;
 };
+
+/* One run of churn at the installed size: CHURN policies not installed yet are added one by one,
+ * then deleted one by one, each call timed on its own (its median is the figure). */
+static void spd_churn(struct spd_set *st, int r)
+{
+	uint32_t ids[CHURN];
+
+	for (uint32_t j = 0; j < CHURN; j++) {
+		struct sadb_policy p = make_policy(st->n + (uint32_t)r * CHURN + j);
+		uint64_t t0 = now_ns();
+		if (sadb_policy_add(st->db, &p, &ids[j])) {
+			fprintf(stderr, "sadb-bench: churn add: %s\n", sadb_errmsg(st->db));
+			exit(1);
+		}
+		st->add_v[r * CHURN + j] = (double)(now_ns() - t0) / 1000.0;
+	}
+	for (uint32_t j = 0; j < CHURN; j++) {
+		uint64_t t0 = now_ns();
+		if (sadb_policy_delete(st->db, ids[j])) {
+			fprintf(stderr, "sadb-bench: churn delete: %s\n", sadb_errmsg(st->db));
+			exit(1);
+		}
+		st->del_v[r * CHURN + j] = (double)(now_ns() - t0) / 1000.0;
+	}
+}
 
 static void bench_spd(const uint32_t *sizes, int ns, bool quick, struct spd_set *st)
 {
@@ -350,14 +388,19 @@ static void bench_spd(const uint32_t *sizes, int ns, bool quick, struct spd_set 
 
 	for (int k = 0; k < ns; k++) {
 		uint32_t n = st[k].n = sizes[k];
-		st[k].db = open_fresh(k, 16, n + 16);
+		st[k].db = open_fresh(k, 16, n + 16 + RUNS * CHURN + 16);
 		st[k].pk = malloc(sizeof(*st[k].pk) * npk);
 		for (uint32_t i = 0; i < npk; i++)
 			st[k].pk[i] = make_pkt(rnd() % n);
-		/* One policy per call: each commit publishes a new index. */
+		/* The installed set is loaded in one transaction (as ipsecctl load does). */
 		t0 = now_ns();
+		sadb_txn_begin(st[k].db);
 		add_policies(st[k].db, n);
-		st[k].add_us = (double)(now_ns() - t0) / n / 1000.0;
+		if (sadb_txn_commit(st[k].db)) {
+			fprintf(stderr, "sadb-bench: bulk load: %s\n", sadb_errmsg(st[k].db));
+			exit(1);
+		}
+		st[k].bulk_ms = (double)(now_ns() - t0) / 1e6;
 		spd_run(st[k].db, st[k].pk, npk, iters / 4, false);
 	}
 	for (int r = 0; r < RUNS; r++) {
@@ -367,27 +410,12 @@ static void bench_spd(const uint32_t *sizes, int ns, bool quick, struct spd_set 
 		}
 		for (int k = 0; k < ns; k++)
 			st[k].lin_v[r] = spd_run(st[k].db, st[k].pk, npk, iters / (st[k].n / 10 + 1) + 1, true);
+		for (int k = 0; k < ns; k++)
+			spd_churn(&st[k], r);
 	}
 	for (int k = 0; k < ns; k++) {
-		struct sadb *db = st[k].db;
-		/* Delete 100 policies one by one (each publishes), then flush and bulk-load in one
-		 * transaction. */
-		uint32_t ids[100], nid = 0, cur = 0;
-		struct sadb_policy p;
-		while (nid < 100 && sadb_policy_next(db, &cur, &p) == 0)
-			ids[nid++] = p.id;
-		t0 = now_ns();
-		for (uint32_t j = 0; j < nid; j++)
-			sadb_policy_delete(db, ids[j]);
-		st[k].del_us = (double)(now_ns() - t0) / nid / 1000.0;
-		sadb_policy_flush(db);
-		t0 = now_ns();
-		sadb_txn_begin(db);
-		add_policies(db, st[k].n);
-		sadb_txn_commit(db);
-		st[k].bulk_ms = (double)(now_ns() - t0) / 1e6;
 		free(st[k].pk);
-		close_seg(k, db);
+		close_seg(k, st[k].db);
 	}
 }
 
@@ -488,18 +516,24 @@ int main(int argc, char **argv)
 spd:
 	if (only && strcmp(only, "spd"))
 		goto writes;
-	printf("SPD lookup (sadb_policy_lookup, compiled index) vs linear reference, sizes in turns\n");
+	printf("SPD lookup (sadb_policy_lookup, compiled index) vs linear reference, and the cost of one policy\n"
+	       "add / delete (each its own transaction) at that many installed policies; sizes in turns\n");
 	printf("%10s %10s %8s %10s %12s %8s %11s %11s %13s\n", "policies", "index ns", "(best)", "Mlookup/s",
 	       "linear ns", "speedup", "add us/pol", "del us/pol", "bulk load ms");
 	{
-		static struct spd_set st[2];
-		uint32_t pol[2] = { 1000, 10000 };
-		bench_spd(pol, 2, quick, st);
-		for (int i = 0; i < 2; i++) {
+		static struct spd_set st[3];
+		uint32_t pol[3] = { 1000, 10000, 100000 };
+		double add[3], del[3];
+		bench_spd(pol, 3, quick, st);
+		for (int i = 0; i < 3; i++) {
 			double idx = median(st[i].idx_v, RUNS), lin = median(st[i].lin_v, RUNS);
-			printf("%10u %10.1f %8.1f %10.2f %12.1f %7.0fx %11.1f %11.1f %13.1f\n", pol[i], idx,
-			       st[i].idx_v[0], 1e3 / idx, lin, lin / idx, st[i].add_us, st[i].del_us, st[i].bulk_ms);
+			add[i] = median(st[i].add_v, RUNS * CHURN);
+			del[i] = median(st[i].del_v, RUNS * CHURN);
+			printf("%10u %10.1f %8.1f %10.2f %12.1f %7.0fx %11.2f %11.2f %13.1f\n", pol[i], idx,
+			       st[i].idx_v[0], 1e3 / idx, lin, lin / idx, add[i], del[i], st[i].bulk_ms);
 		}
+		printf("ratio %u/%u policies: add %.2fx, delete %.2fx (target: within 2x)\n", pol[2], pol[0],
+		       add[2] / add[0], del[2] / del[0]);
 	}
 	printf("(target: index < 100 ns at 10k policies)\n\n");
 	fflush(stdout);

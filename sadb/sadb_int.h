@@ -31,9 +31,11 @@
  *    without harm. An entry moving between its two buckets (to make room) is inserted first and
  *    removed second, and the writer bumps hash_moves before; a reader that found nothing re-checks
  *    hash_moves, so a move racing with its scan of the two buckets never makes it miss an SA.
- *  - The SPD index is compiled by the writer into the inactive one of two buffers and tagged with
- *    the generation it describes before that generation is published; readers use the newest buffer
- *    whose tag is <= G and re-check the tag after the lookup.
+ *  - The SPD index has two buffers. The writer brings the inactive one up to date (in place, from
+ *    the previous commit's policy changes and its own, or rebuilt from the table: sadb_spd.c) and
+ *    tags it with the generation it describes before that generation is published; it tags the
+ *    buffer WRITING before changing a byte of it. Readers use the newest buffer whose tag is <= G
+ *    and re-check the tag after the lookup; recovery tags 0 a buffer a dead writer left WRITING.
  */
 #ifndef XIPSEC_SADB_INT_H
 #define XIPSEC_SADB_INT_H
@@ -53,7 +55,7 @@
 #define SADB_LOCK_TIMEOUT_S 10             /* a writer waits at most this long for the lock */
 /* Bumped whenever the private layout changes (slot header, index format, checksum) without the
  * public records changing; checked at open like SADB_LAYOUT_VERSION. */
-#define SADB_INTERNAL_REV 5
+#define SADB_INTERNAL_REV 6
 
 enum { SADB_TXN_IDLE = 0, SADB_TXN_ACTIVE = 1 };
 
@@ -133,19 +135,32 @@ struct sadb_pol_meta {
 
 /* Compiled SPD index (see sadb_spd.c). */
 struct sadb_idx_tuple {
-	uint8_t fam, splen, dplen, dir;
-	uint32_t min_prio, min_id;
-	uint32_t ht_off, ht_mask;
-	uint32_t n;
+	uint32_t k1;       /* dir << 24 | family << 16 | source prefix length << 8 | destination's */
+	uint32_t min_prio, min_id; /* the best (priority, id) of the tuple's policies */
+	uint32_t n;        /* policies in the tuple */
+	uint64_t seed;     /* the tuple's hash seed: a function of the buffer's seed and k1 */
 };
 struct sadb_idx_entry {
+	uint32_t k1;       /* the policy's tuple; 0 in a free entry */
+	uint32_t next;     /* next entry (+1) with the same tuple and masked addresses, in (priority, id)
+	                    * order; in a free entry the next free one (+1) */
 	struct sadb_policy p;
-	uint32_t next;     /* next entry (+1) with the same masked addresses, in (priority, id) order */
 } __attribute__((aligned(64))); /* two whole cache lines: a hit costs one miss, not three */
 struct sadb_idx_hdr {
+	/* What readers follow. */
 	uint32_t dir_start[4], dir_n[4];
-	uint32_t ntuples, nentries;
+	uint32_t ntuples, nentries; /* entries [0, nentries) have been used; free ones have k1 0 */
+	uint32_t hs_mask;  /* hash slots in use - 1 (a power of two, grown and shrunk with the policies) */
+	uint32_t ngroups;  /* hash slots holding a chain */
 	uint64_t seed;
+	/* What only the writer uses to change the buffer in place. */
+	uint64_t gen;      /* the generation this buffer describes */
+	uint64_t base_gen; /* the other buffer's generation when this one was written */
+	uint32_t ndelta;   /* policy slots that changed from base_gen to gen, listed in the delta
+	                    * area; above its capacity: too many to list */
+	uint32_t free_head; /* first free entry below nentries (+1) */
+	uint32_t root;     /* root (+1) of the treap of entries in (k1, priority, id) order */
+	uint32_t nused;
 };
 
 #define SADB_LOG_POLICY 0x80000000u
@@ -179,7 +194,8 @@ struct sadb {
 };
 
 /* Test hook points (XIPSEC_SADB_TEST_STOP=point[:n] raises SIGSTOP at the n-th passage). */
-enum { SADB_STOP_NONE = 0, SADB_STOP_LOCKED, SADB_STOP_COPY, SADB_STOP_PRECOMMIT, SADB_STOP_POSTCOMMIT };
+enum { SADB_STOP_NONE = 0, SADB_STOP_LOCKED, SADB_STOP_COPY, SADB_STOP_PRECOMMIT, SADB_STOP_POSTCOMMIT,
+       SADB_STOP_INDEX /* half-way through changing the inactive SPD index in place */ };
 void sadb__test_stop(struct sadb *db, int point);
 
 /* sadb_util.c */
@@ -378,11 +394,16 @@ int sadb__check_fd(int fd, const char *path, bool dir, char *errmsg, size_t errl
 
 /* sadb_spd.c */
 size_t sadb__idx_size(uint32_t max_policy);
-/* Build the index into buf: from the whole policy table (old NULL), or from the published index old
- * plus this transaction's delta (ids removed, policies added). removed is sorted in place. */
-int sadb__idx_build(struct sadb *db, uint8_t *buf, uint64_t seed, const uint8_t *old, uint32_t *removed,
-		    uint32_t nremoved, const struct sadb_policy *const *added, uint32_t nadded);
+/* Write the index of the writer's view of the policy table into buffer b for generation n, in
+ * place from its previous contents when the other buffer's delta and this transaction's policy
+ * slots say how, else from the whole table. prev_tag: b's tag before the writer claimed it. */
+int sadb__idx_build(struct sadb *db, int b, uint64_t n, uint64_t prev_tag);
 int sadb__idx_lookup(const struct sadb *db, const uint8_t *buf, uint8_t dir,
 		     const struct sadb_pkt_sel *pkt, struct sadb_policy *out);
+/* The writer's duplicate search in the published index (the committed policies): the lowest slot
+ * holding a policy with this direction and normalised selector (and priority if match_prio) that
+ * the writer's view still has, -ENOENT, or -EAGAIN when there is no usable index. */
+int sadb__idx_find_sel(const struct sadb *db, uint8_t dir, const struct sadb_selector *normalized,
+		       bool match_prio, uint32_t prio);
 
 #endif

@@ -1,8 +1,8 @@
 /* sadb/sadb_policy.c: the policy writer API (add, delete by id or selector, flush). Policies are
  * records like SAs (sadb_txn.c writes them); what is particular to them is the id, which names the
  * slot and how often it was reused, and the duplicate check on (direction, selector, priority), for
- * which a bulk load inside one transaction keeps a selector map. The index readers search is
- * compiled from the table at commit (sadb_spd.c). */
+ * which the published SPD index answers (a bulk load inside one transaction keeps a selector map).
+ * The index readers search is brought up to date at commit (sadb_spd.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -86,19 +86,27 @@ static bool pol_matches(const struct sadb_policy *p, uint8_t dir, const struct s
 	return p && p->dir == dir && (!match_prio || p->priority == prio) && sadb__selector_eq(&p->sel, normalized);
 }
 
-/* The slot of the policy with this direction and selector (and priority), or -ENOENT. Inside an
- * explicit transaction the selector map answers; otherwise the compact meta array is scanned. */
+/* Transactions with more changes than this search their selector map; smaller ones search the
+ * published index and their own changes. */
+#define SELMAP_MIN_LOG 64
+
+/* The slot of the policy with this direction and selector (and priority), or -ENOENT. The committed
+ * policies are found through the published SPD index (O(1), whatever their number), this
+ * transaction's own changes in its log; a large explicit transaction (a load) uses a selector map
+ * built once for it instead, and without a usable index the compact meta array is scanned. */
 static int find_policy_sel(struct sadb *db, uint8_t dir, const struct sadb_selector *sel, bool match_prio,
 			   uint32_t prio)
 {
 	uint32_t hw = atomic_load_explicit(&db->h->pol_hwm, memory_order_relaxed);
+	uint32_t nlog = atomic_load_explicit(&db->h->txn.nlog, memory_order_relaxed);
 	struct sadb_selector n;
 	uint64_t hv;
+	int r;
 
 	memcpy(&n, sel, sizeof(n));
 	sadb__selector_normalize(&n);
 	hv = sel_hash(dir, &n);
-	if (db->txn_explicit && (db->selmap_valid || selmap_build(db))) {
+	if (db->txn_explicit && (db->selmap_valid || (nlog > SELMAP_MIN_LOG && selmap_build(db)))) {
 		uint32_t mask = db->selmap_cap - 1, pos = (uint32_t)sadb__mix64(hv) & mask;
 		for (; db->selmap_key[pos]; pos = (pos + 1) & mask) {
 			uint32_t i = db->selmap_slot[pos];
@@ -108,6 +116,21 @@ static int find_policy_sel(struct sadb *db, uint8_t dir, const struct sadb_selec
 				return (int)i;
 		}
 		return -ENOENT;
+	}
+	r = sadb__idx_find_sel(db, dir, &n, match_prio, prio);
+	if (r != -EAGAIN) {
+		uint32_t best = r >= 0 ? (uint32_t)r : UINT32_MAX;
+
+		if (nlog > db->h->log_cap)
+			nlog = db->h->log_cap;
+		for (uint32_t k = 0; k < nlog; k++) {
+			uint32_t i = db->log[k] & ~SADB_LOG_POLICY;
+			if (!(db->log[k] & SADB_LOG_POLICY) || i >= hw || i >= best || db->pol_meta[i].selhash != hv)
+				continue;
+			if (pol_matches(sadb__pol_wview(db, i), dir, &n, match_prio, prio))
+				best = i;
+		}
+		return best == UINT32_MAX ? -ENOENT : (int)best;
 	}
 	/* A scan of the compact meta array; only hash matches look at a record. */
 	for (uint32_t i = 0; i < hw; i++) {

@@ -261,14 +261,14 @@ int sadb_policy_lookup(const struct sadb *db, uint8_t dir, const struct sadb_pkt
 		uint64_t ib;
 
 		if (b < 0) {
-			/* No index yet, or both buffers moved on since g was read. */
-			if (atomic_load_explicit(&db->h->gen, memory_order_acquire) != g ||
-			    (i0 > g && i0 != SADB_TAG_WRITING) || (i1 > g && i1 != SADB_TAG_WRITING)) {
-				if ((i0 > g && i0 <= atomic_load_explicit(&db->h->gen, memory_order_acquire)) ||
-				    (i1 > g && i1 <= atomic_load_explicit(&db->h->gen, memory_order_acquire))) {
-					sadb__read_retry();
-					continue;
-				}
+			/* The two tags were loaded one after the other: if the generation moved meanwhile
+			 * they may come from different commits (one buffer WRITING for one commit, the
+			 * other for the next), and g is stale anyway. Only at an unchanged generation do
+			 * they say that no index was published (no policy ever committed); a tag above g
+			 * is then a commit that has not reached its commit point. */
+			if (atomic_load_explicit(&db->h->gen, memory_order_acquire) != g) {
+				sadb__read_retry();
+				continue;
 			}
 			sadb__set_errc(db, "no matching policy");
 			return -ENOENT;

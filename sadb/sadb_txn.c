@@ -1,7 +1,7 @@
 /* sadb/sadb_txn.c: libsadb's writer side of the multi-version slots (sadb_int.h) and the transaction
  * around them: the robust writer lock, the txn log, the commit point, the normalisation after it
  * and the crash recovery that replays it (or undoes a transaction that never reached it), and the
- * SPD index rebuilt into the inactive buffer before each commit. The SA and policy writers
+ * SPD index brought up to date in the inactive buffer before each commit (sadb_spd.c). The SA and policy writers
  * (sadb_sa.c, sadb_policy.c) only ever change records through the primitives here. */
 #include "config.h"
 
@@ -317,57 +317,6 @@ static void recover(struct sadb *db)
 	atomic_store_explicit(&h->txn.state, SADB_TXN_IDLE, memory_order_release);
 }
 
-/* Rebuild the SPD index into buffer b for generation n. A transaction that changed a few policies
- * is merged into the published index (no scan of the policy table, no sort); a large one (a load,
- * a flush) or the first one rebuilds from the table. */
-static int build_index(struct sadb *db, int b, uint64_t n)
-{
-	struct sadb_hdr *h = db->h;
-	uint64_t g = sadb__cur_gen(db), og = atomic_load_explicit(&h->idx_gen[1 - b], memory_order_relaxed);
-	uint32_t nlog = atomic_load_explicit(&h->txn.nlog, memory_order_relaxed);
-	const struct sadb_policy **added = NULL;
-	uint32_t *removed = NULL, nrem = 0, nadd = 0, npol = atomic_load_explicit(&h->n_policy, memory_order_relaxed);
-	struct sadb_tbl t = sadb__pol_tbl(db);
-	int r;
-
-	if (!og || og == SADB_TAG_WRITING || og > g || nlog > npol / 8 + 8)
-		return sadb__idx_build(db, db->idx[b], h->hash_seed ^ n, NULL, NULL, 0, NULL, 0);
-	removed = malloc(((size_t)nlog + 1) * sizeof(*removed));
-	added = malloc(((size_t)nlog + 1) * sizeof(*added));
-	if (!removed || !added) {
-		free(removed);
-		free(added);
-		return sadb__idx_build(db, db->idx[b], h->hash_seed ^ n, NULL, NULL, 0, NULL, 0);
-	}
-	for (uint32_t k = 0; k < nlog && k < h->log_cap; k++) {
-		uint32_t e = db->log[k], i = e & ~SADB_LOG_POLICY;
-		_Atomic uint64_t *tag;
-		if (!(e & SADB_LOG_POLICY) || i >= t.cap)
-			continue;
-		tag = sadb__slot_tags(&t, i);
-		for (int c = 0; c < 2; c++) {
-			uint64_t tc = atomic_load_explicit(&tag[c], memory_order_relaxed);
-			struct sadb_copy_hdr *ch = sadb__slot_copy(&t, i, c);
-			if (tc == n && ch->used)
-				added[nadd++] = sadb__copy_rec(ch);
-		}
-		/* Whatever was committed in a slot this transaction rewrote is gone from the index. */
-		if (atomic_load_explicit(&tag[0], memory_order_relaxed) == n ||
-		    atomic_load_explicit(&tag[1], memory_order_relaxed) == n) {
-			for (int c = 0; c < 2; c++) {
-				uint64_t tc = atomic_load_explicit(&tag[c], memory_order_relaxed);
-				struct sadb_copy_hdr *ch = sadb__slot_copy(&t, i, c);
-				if (tc && tc <= g && ch->used)
-					removed[nrem++] = ((const struct sadb_policy *)sadb__copy_rec(ch))->id;
-			}
-		}
-	}
-	r = sadb__idx_build(db, db->idx[b], h->hash_seed ^ n, db->idx[1 - b], removed, nrem, added, nadd);
-	free(removed);
-	free(added);
-	return r;
-}
-
 /* The transaction is over (committed or thrown away): recovery has nothing left to do. */
 static void txn_end(struct sadb *db)
 {
@@ -397,9 +346,10 @@ static int txn_commit_locked(struct sadb *db)
 		int b = (i0 != SADB_TAG_WRITING && i0 > (i1 == SADB_TAG_WRITING ? 0 : i1)) ? 1 : 0;
 		int r;
 
+		/* Readers still on buffer b see its tag move before any of its bytes change. */
 		atomic_store_explicit(&h->idx_gen[b], SADB_TAG_WRITING, memory_order_relaxed);
 		atomic_thread_fence(memory_order_release);
-		r = build_index(db, b, n);
+		r = sadb__idx_build(db, b, n, b ? i1 : i0);
 		if (r) {
 			atomic_store_explicit(&h->idx_gen[b], 0, memory_order_release);
 			txn_abort_locked(db);

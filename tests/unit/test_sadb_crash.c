@@ -166,6 +166,12 @@ static void crash_at(const char *stop, bool committed)
 	assert_int_equal(sadb_sa_add(w, &x1, NULL), 0);
 	assert_int_equal(sadb_sa_add(w, &z1, NULL), 0);
 	assert_int_equal(sadb_policy_add(w, &p1, NULL), 0);
+	/* Two more policy commits, so that both index buffers are written and the dead transaction's
+	 * commit changes its buffer in place (the "index" stop point is on that path only). */
+	struct sadb_policy p0 = t_pol(SADB_DIR_IN, "10.9.0.0", 16, NULL, 0, 100);
+	uint32_t id0;
+	assert_int_equal(sadb_policy_add(w, &p0, &id0), 0);
+	assert_int_equal(sadb_policy_delete(w, id0), 0);
 	for (uint32_t i = 0; i < 10; i++) {
 		struct sadb_sa o = t_sa_version(7000 + i, 1);
 		assert_int_equal(sadb_sa_add(w, &o, NULL), 0);
@@ -257,6 +263,19 @@ static void crash_at(const char *stop, bool committed)
 	assert_int_equal(nc, 0);
 	assert_true(since == sadb_generation(r));
 	assert_true(total > 0);
+	/* The SPD index goes on from what recovery left: the buffer the dead writer may have been
+	 * writing is rebuilt, then both buffers are changed in place again; every commit shows. */
+	struct sadb_policy p3 = t_pol(SADB_DIR_OUT, "10.1.0.0", 24, "10.2.0.0", 16, 5);
+	p3.reqid = 3;
+	for (int round = 0; round < 4; round++) {
+		uint32_t id3;
+		assert_int_equal(sadb_policy_add(w, &p3, &id3), 0);
+		assert_int_equal(sadb_policy_lookup(r, SADB_DIR_OUT, &k, &pout), 0);
+		assert_int_equal(pout.reqid, 3);
+		assert_int_equal(sadb_policy_delete(w, id3), 0);
+		assert_int_equal(sadb_policy_lookup(r, SADB_DIR_OUT, &k, &pout), 0);
+		assert_int_equal(pout.reqid, committed ? 2 : 1);
+	}
 	sadb_close(r);
 	sadb_close(w);
 }
@@ -266,6 +285,7 @@ static void test_crash_mid_copy(void **state)        { crash_at("copy", false); 
 static void test_crash_mid_policy_copy(void **state) { crash_at("copy:3", false); }
 static void test_crash_before_commit(void **state)   { crash_at("precommit", false); }
 static void test_crash_after_commit(void **state)    { crash_at("postcommit", true); }
+static void test_crash_mid_index(void **state)       { crash_at("index", false); }
 
 /* A writer that is stopped (not dead) holding the lock: other writers give up after their timeout
  * with a message naming it, readers carry on, and once it continues everybody proceeds. */
@@ -396,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_crash_holding_lock),
 		cmocka_unit_test(test_crash_mid_copy),
 		cmocka_unit_test(test_crash_mid_policy_copy),
+		cmocka_unit_test(test_crash_mid_index),
 		cmocka_unit_test(test_crash_before_commit),
 		cmocka_unit_test(test_crash_after_commit),
 		cmocka_unit_test(test_stopped_writer_times_out),

@@ -1,13 +1,18 @@
 /* tests/unit/test_sadb_spd.c: differential test of libsadb's compiled SPD index against a deliberately
  * naive linear scan written here (its own prefix and port matching, no libsadb code), on random
  * policies (IPv4, IPv6 and family-any selectors, overlapping prefixes of every length, protocols,
- * port/ICMP/MH ranges, priority ties) and >= 100k random packets, before and after deletions. */
+ * port/ICMP/MH ranges, priority ties) and >= 100k random packets, before and after deletions; and
+ * after every commit of thousands of random transactions of adds, deletes and flushes, which the
+ * index follows in place; and with a reader racing such commits. */
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "sadb/sadb.h"
@@ -293,6 +298,274 @@ static void test_spd_differential_large(void **state)
 	run_differential(2000, 100000, true);
 }
 
+/* Random changes in random transactions, checked after every commit: the index is changed in place
+ * commit by commit (the inactive buffer brought up by the previous commit's changes and this one's),
+ * and rebuilt whole after large transactions and flushes; whichever happened, every lookup must give
+ * what the reference gives. Deletes aim at the best match of a packet (a tuple's best, whose
+ * successor the index must find), priorities tie, prefix lengths make many tuples, and now and then
+ * a transaction is aborted (the index must not move) or the handle reopened (the next writer
+ * continues from what the segment says). */
+#define INC_CAP 400
+
+struct inc_state {
+	struct ref_pol v[INC_CAP];   /* the live policies */
+	size_t n;
+	unsigned lookups, hits;
+};
+
+static void inc_del_at(struct inc_state *st, size_t i)
+{
+	st->v[i] = st->v[--st->n];
+}
+
+static void inc_check(struct sadb *db, struct inc_state *st, unsigned count, unsigned round)
+{
+	for (unsigned i = 0; i < count; i++) {
+		struct sadb_pkt_sel k = rnd_packet(st->v, st->n);
+		uint8_t dir = (uint8_t)(1 + rnd_below(3));
+		struct sadb_policy out, lin;
+		int want = ref_lookup(st->v, st->n, dir, &k);
+		int r = sadb_policy_lookup(db, dir, &k, &out);
+		int rl = sadb_policy_lookup_linear(db, dir, &k, &lin);
+
+		st->lookups++;
+		if (want < 0) {
+			if (r != -ENOENT || rl != -ENOENT)
+				fail_msg("round %u lookup %u: index gave %d (id %u), linear %d (id %u), reference none",
+					 round, i, r, r ? 0 : out.id, rl, rl ? 0 : lin.id);
+			continue;
+		}
+		if (r != 0 || out.id != st->v[want].id || rl != 0 || lin.id != out.id)
+			fail_msg("round %u lookup %u dir %u: index gave %d id %u, linear %d id %u, reference id %u "
+				 "(priority %u, %zu policies)", round, i, dir, r, r ? 0 : out.id, rl, rl ? 0 : lin.id,
+				 st->v[want].id, st->v[want].p.priority, st->n);
+		if (out.reqid != st->v[want].p.reqid)
+			fail_msg("round %u lookup %u: returned record differs from what was added", round, i);
+		st->hits++;
+	}
+}
+
+/* One change: an add, a delete (of a packet's best match, of a random policy, by id or by
+ * selector) or, rarely, a flush. */
+static void inc_change(struct sadb *db, struct inc_state *st, bool big, bool in_txn)
+{
+	uint32_t c = rnd_below(100);
+
+	if (st->n > 0 && c < 2 && !big) {
+		assert_true(sadb_policy_flush(db) >= 1);
+		st->n = 0;
+		return;
+	}
+	if (st->n > 0 && (c < 45 || st->n >= INC_CAP - 8)) {
+		size_t i = rnd_below((uint32_t)st->n);
+		if (c < 25) {
+			/* The best match of a packet aimed at the policies. */
+			for (unsigned tries = 0; tries < 8; tries++) {
+				struct sadb_pkt_sel k = rnd_packet(st->v, st->n);
+				int w = ref_lookup(st->v, st->n, (uint8_t)(1 + rnd_below(3)), &k);
+				if (w >= 0) {
+					i = (size_t)w;
+					break;
+				}
+			}
+		}
+		if (c % 5 == 0 && !in_txn) {
+			struct sadb_policy p = st->v[i].p;
+			struct sadb_policy got;
+			/* By selector: one policy with that selector goes (not necessarily st->v[i], the
+			 * priority is not part of the key); find which it was. */
+			assert_int_equal(sadb_policy_delete_sel(db, p.dir, &p.sel), 0);
+			for (size_t j = 0; j < st->n; j++) {
+				if (sadb_policy_get(db, st->v[j].id, &got) == -ENOENT) {
+					inc_del_at(st, j);
+					return;
+				}
+			}
+			fail_msg("delete by selector removed nothing the reference knows");
+		}
+		assert_int_equal(sadb_policy_delete(db, st->v[i].id), 0);
+		inc_del_at(st, i);
+		return;
+	}
+	for (;;) {
+		struct sadb_policy p = rnd_policy();
+		uint32_t id;
+		int r;
+		if (rnd_below(4) == 0 && st->n) {
+			/* The same selector as a live policy with another priority: one chain, two entries. */
+			p.sel = st->v[rnd_below((uint32_t)st->n)].p.sel;
+			p.dir = st->v[rnd_below((uint32_t)st->n)].p.dir;
+		}
+		r = sadb_policy_add(db, &p, &id);
+		if (r == -EEXIST)
+			continue;
+		if (r)
+			fail_msg("add: %d %s", r, sadb_errmsg(db));
+		st->v[st->n].p = p;
+		st->v[st->n].id = id;
+		st->v[st->n].live = true;
+		st->n++;
+		return;
+	}
+}
+
+static void test_spd_incremental_random(void **state)
+{
+	const char *path = t_path("spdinc");
+	struct sadb *db = t_open(path, 4, INC_CAP + 16);
+	static struct inc_state st, saved;
+	unsigned rounds = 3000, aborts = 0, big = 0;
+
+	(void)state;
+	for (unsigned round = 0; round < rounds; round++) {
+		uint32_t kind = rnd_below(100);
+		if (kind < 60) {
+			inc_change(db, &st, false, false); /* a transaction of its own */
+		} else {
+			/* Explicit: mostly a few changes, sometimes a large one (rebuilt whole). */
+			unsigned len = kind < 95 ? 1 + rnd_below(6) : 60 + rnd_below(120);
+			bool abort_it = rnd_below(12) == 0;
+			saved = st;
+			assert_int_equal(sadb_txn_begin(db), 0);
+			for (unsigned k = 0; k < len; k++)
+				inc_change(db, &st, len > 8, true);
+			if (abort_it) {
+				sadb_txn_abort(db);
+				st = saved;
+				aborts++;
+			} else {
+				assert_int_equal(sadb_txn_commit(db), 0);
+				big += len > 8;
+			}
+		}
+		if (rnd_below(200) == 0) {
+			sadb_close(db);
+			db = t_open(path, 4, INC_CAP + 16);
+		}
+		inc_check(db, &st, 24, round);
+	}
+	print_message("%u transactions (%u aborted, %u large), %u lookups, %u matched a policy\n", rounds, aborts,
+		      big, st.lookups, st.hits);
+	assert_true(st.hits > st.lookups / 10);
+	assert_true(st.hits < st.lookups);
+	assert_true(aborts > 0 && big > 0);
+	sadb_close(db);
+}
+
+/* Readers racing the writer while it changes the inactive buffer in place: a reader may still be in
+ * that buffer (it started before the previous commit) and must notice and retry, never answer from
+ * a half-changed index; and one that loads the two buffers' tags across two commits (one WRITING
+ * for each) must try again, not conclude that there is no index. A stable set of policies gives the
+ * probe packets fixed answers; the writer churns policies in the same tuples that never match the
+ * probes but have better priorities (so tuples move in the order, their best changes, chains and
+ * hash slots come and go, the hash table grows and shrinks), one commit each and in small
+ * transactions. Every answer must be the fixed one. */
+#define RACE_STABLE 6
+#define RACE_SECONDS 2
+
+struct race {
+	struct sadb *db;
+	struct sadb_pkt_sel k[RACE_STABLE];
+	uint32_t want[RACE_STABLE];
+	_Atomic int stop;
+	_Atomic unsigned long lookups, wrong;
+	char first[200];
+};
+
+static const uint8_t race_plen[RACE_STABLE][2] = { { 8, 16 }, { 16, 16 }, { 24, 16 }, { 24, 24 }, { 32, 32 }, { 0, 24 } };
+
+static void *race_reader(void *arg)
+{
+	struct race *ra = arg;
+
+	for (unsigned i = 0; !atomic_load(&ra->stop); i++) {
+		struct sadb_policy out;
+		unsigned j = i % RACE_STABLE;
+		int r = sadb_policy_lookup(ra->db, SADB_DIR_OUT, &ra->k[j], &out);
+
+		atomic_fetch_add(&ra->lookups, 1);
+		if (r != 0 || out.id != ra->want[j]) {
+			if (atomic_fetch_add(&ra->wrong, 1) == 0)
+				snprintf(ra->first, sizeof(ra->first), "probe %u: %d id %u, expected id %u", j, r,
+					 r ? 0 : out.id, ra->want[j]);
+		}
+	}
+	return NULL;
+}
+
+static void test_spd_incremental_race(void **state)
+{
+	const char *path = t_path("spdrace");
+	struct sadb *w = t_open(path, 4, 1024), *rd = NULL;
+	static struct race ra;
+	uint32_t live[512], nlive = 0;
+	pthread_t th;
+	struct timespec t0, now;
+	char msg[256];
+	unsigned long commits = 0;
+
+	(void)state;
+	for (unsigned j = 0; j < RACE_STABLE; j++) {
+		struct sadb_policy p = t_pol(SADB_DIR_OUT, "10.1.2.3", race_plen[j][0], "10.7.8.9", race_plen[j][1],
+					     5000 + j);
+		if (race_plen[j][0] == 0)
+			memset(&p.sel.src, 0, sizeof(p.sel.src));
+		p.sel.proto = 17;
+		p.sel.dport_lo = p.sel.dport_hi = (uint16_t)(100 + j);
+		assert_int_equal(sadb_policy_add(w, &p, &ra.want[j]), 0);
+		ra.k[j] = t_pkt("10.1.2.3", "10.7.8.9", 17, 1, (uint16_t)(100 + j));
+	}
+	assert_int_equal(sadb_open(path, SADB_RDONLY, NULL, &rd, msg, sizeof(msg)), 0);
+	ra.db = rd;
+	assert_int_equal(pthread_create(&th, NULL, race_reader, &ra), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		bool txn = rnd_below(4) == 0;
+		unsigned len = txn ? 1 + rnd_below(5) : 1;
+
+		if (txn)
+			assert_int_equal(sadb_txn_begin(w), 0);
+		for (unsigned k = 0; k < len; k++) {
+			/* Up to 500 policies, then down to none again: the hash table doubles and halves. */
+			bool grow = (commits / 2000) % 2 == 0;
+			if (nlive && (rnd_below(100) < (grow ? 30u : 70u) || nlive == 512)) {
+				uint32_t i = rnd_below(nlive);
+				assert_int_equal(sadb_policy_delete(w, live[i]), 0);
+				live[i] = live[--nlive];
+			} else {
+				unsigned j = rnd_below(RACE_STABLE);
+				char src[32], dst[32];
+				struct sadb_policy p;
+				int r;
+				/* Same prefix lengths as a stable policy, never the probes' addresses. */
+				snprintf(src, sizeof(src), "10.%u.%u.%u", 100 + rnd_below(100), rnd_below(256), rnd_below(256));
+				snprintf(dst, sizeof(dst), "10.%u.%u.%u", 100 + rnd_below(100), rnd_below(256), rnd_below(256));
+				p = t_pol(SADB_DIR_OUT, src, race_plen[j][0], dst, race_plen[j][1], rnd_below(6000));
+				if (race_plen[j][0] == 0)
+					memset(&p.sel.src, 0, sizeof(p.sel.src));
+				r = sadb_policy_add(w, &p, &live[nlive]);
+				if (r == -EEXIST)
+					continue;
+				assert_int_equal(r, 0);
+				nlive++;
+			}
+		}
+		if (txn)
+			assert_int_equal(sadb_txn_commit(w), 0);
+		commits++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - t0.tv_sec < RACE_SECONDS && !atomic_load(&ra.wrong));
+	atomic_store(&ra.stop, 1);
+	pthread_join(th, NULL);
+	print_message("%lu commits, %lu lookups racing them, %lu wrong\n", commits, atomic_load(&ra.lookups),
+		      atomic_load(&ra.wrong));
+	if (atomic_load(&ra.wrong))
+		fail_msg("a reader racing the commits got a wrong answer: %s", ra.first);
+	assert_true(commits > 1000 && atomic_load(&ra.lookups) > 1000);
+	sadb_close(rd);
+	sadb_close(w);
+}
+
 /* Hand-picked cases a random test could miss. */
 static void test_spd_edges(void **state)
 {
@@ -332,6 +605,8 @@ int main(void)
 		cmocka_unit_test(test_spd_edges),
 		cmocka_unit_test(test_spd_differential_small),
 		cmocka_unit_test(test_spd_differential_large),
+		cmocka_unit_test(test_spd_incremental_random),
+		cmocka_unit_test(test_spd_incremental_race),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
