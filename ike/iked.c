@@ -44,29 +44,11 @@
 
 static level_t iked_loglevel = 1;
 
-/* Standard error is systemd's journal stream ($JOURNAL_STREAM names it as "DEVICE:INODE"). The
- * journal then takes a line's priority from a "<N>" prefix and keeps its own timestamps. */
-static bool stderr_is_journal(void)
-{
-	static int journal = -1;
-
-	if (journal < 0) {
-		const char *e = getenv("JOURNAL_STREAM");
-		unsigned long long dev, ino;
-		struct stat st;
-
-		journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 &&
-			  fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
-			  (unsigned long long)st.st_ino == ino;
-	}
-	return journal;
-}
-
 /* The prefix of our own error messages (charon's log lines keep the unit's default priority:
  * its levels are verbosity, not severity). */
 static const char *iked_err(void)
 {
-	return stderr_is_journal() ? "<3>" : "";
+	return sadb_stderr_is_journal() ? "<3>" : "";
 }
 
 /* Logging before charon's loggers exist (library and plugin initialisation). */
@@ -328,7 +310,7 @@ static void charon_defaults(char *vici)
 	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.default", lvl, lib->ns);
 	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.flush_line", "yes", lib->ns);
 	lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.ike_name", "yes", lib->ns);
-	if (!stderr_is_journal()) /* the journal has its own */
+	if (!sadb_stderr_is_journal()) /* the journal has its own */
 		lib->settings->set_default_str(lib->settings, "%s.filelog.stderr.time_format", "%T",
 					       lib->ns);
 	charon->load_loggers(charon);

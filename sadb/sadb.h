@@ -426,5 +426,10 @@ int sadb_policy_lookup_linear(const struct sadb *db, uint8_t dir, const struct s
 			      struct sadb_policy *out);
 /* How many times this thread's lookups retried because a writer changed what they were copying. */
 uint64_t sadb_read_retries(void);
+/* Whether standard error is systemd's journal stream ($JOURNAL_STREAM names it as "DEVICE:INODE"):
+ * a line written there may then start with <N>, its syslog priority, and the journal adds the
+ * program name, the pid and the time itself. Here because every program of the gateway links
+ * libsadb. Decided once per process. */
+bool sadb_stderr_is_journal(void);
 
 #endif

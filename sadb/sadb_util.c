@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sadb/sadb_int.h"
 
@@ -622,4 +624,20 @@ int sadb_policy_validate(const struct sadb_policy *p, char *msg, size_t len)
 		}
 	}
 	return sadb__selector_validate(&p->sel, msg, len);
+}
+
+bool sadb_stderr_is_journal(void)
+{
+	static int journal = -1;
+
+	if (journal < 0) {
+		const char *e = getenv("JOURNAL_STREAM");
+		unsigned long long dev, ino;
+		struct stat st;
+
+		journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 &&
+			  fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+			  (unsigned long long)st.st_ino == ino;
+	}
+	return journal;
 }

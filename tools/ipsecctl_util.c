@@ -18,7 +18,6 @@
 #include <strings.h>
 #include <syslog.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "tools/ipsecctl.h"
 
@@ -27,18 +26,7 @@
 const char *ctl_pri(int prio)
 {
 	static const char *const p[] = { "<0>", "<1>", "<2>", "<3>", "<4>", "<5>", "<6>", "<7>" };
-	static int journal = -1;
-
-	if (journal < 0) {
-		const char *e = getenv("JOURNAL_STREAM");
-		unsigned long long dev, ino;
-		struct stat st;
-
-		journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 &&
-			  fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
-			  (unsigned long long)st.st_ino == ino;
-	}
-	return journal ? p[prio & 7] : "";
+	return sadb_stderr_is_journal() ? p[prio & 7] : "";
 }
 
 void ctl_err(const char *fmt, ...)

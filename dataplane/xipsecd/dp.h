@@ -202,8 +202,6 @@ struct dp_ctx {
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Standard error is systemd's journal stream ($JOURNAL_STREAM): lines start with <priority>. */
-bool dp_stderr_is_journal(void);
 /* Messages above LOG_NOTICE + dp_verbose (--verbose) are not written. */
 extern int dp_verbose;
 

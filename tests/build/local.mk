@@ -1,7 +1,10 @@
 # tests/build/local.mk: tests of the build system itself: configure's messages, what `make install`
-# installs, and the systemd units it installs (systemd-analyze verify).
-UNIT_TESTS += tests/build/test_configure.sh tests/build/test_install.sh tests/build/test_units.sh
+# installs, the systemd units it installs (systemd-analyze verify), and the programs' log priorities
+# on the journal.
+UNIT_TESTS += tests/build/test_configure.sh tests/build/test_install.sh tests/build/test_units.sh \
+	tests/build/test_journal.sh
 EXTRA_DIST += tests/build/test_configure.sh tests/build/test_install.sh tests/build/test_units.sh \
+	tests/build/test_journal.sh \
 	tests/build/install_common.sh
 
 # The configured installation directories, for the install tests (KEY=value lines).
