@@ -1,14 +1,19 @@
 # systemd/local.mk: the systemd units, made from their .in files with the configured paths
 # (sbindir, sysconfdir) substituted at make time (so `make prefix=...` is honoured), installed in
 # $(systemdsystemunitdir) (configure --with-systemdsystemunitdir; default $(prefix)/lib/systemd/system).
-# xipsec-iked.service only where xipsec-iked is built.
+# xipsec-iked.service only where xipsec-iked is built, xipsec-snmpd.service where xipsec-snmpd is.
 XIPSEC_UNITS = systemd/xipsecd.service systemd/xipsec-load.service
 if HAVE_STRONGSWAN
 XIPSEC_UNITS += systemd/xipsec-iked.service
 endif
+if HAVE_SNMP
+XIPSEC_UNITS += systemd/xipsec-snmpd.service
+endif
 systemdsystemunit_DATA = $(XIPSEC_UNITS)
-EXTRA_DIST += systemd/xipsecd.service.in systemd/xipsec-load.service.in systemd/xipsec-iked.service.in
-CLEANFILES += systemd/xipsecd.service systemd/xipsec-load.service systemd/xipsec-iked.service
+EXTRA_DIST += systemd/xipsecd.service.in systemd/xipsec-load.service.in systemd/xipsec-iked.service.in \
+	systemd/xipsec-snmpd.service.in
+CLEANFILES += systemd/xipsecd.service systemd/xipsec-load.service systemd/xipsec-iked.service \
+	systemd/xipsec-snmpd.service
 
 XIPSEC_SUBST = $(AM_V_GEN)$(MKDIR_P) systemd && rm -f $@ $@.tmp && \
 	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
@@ -20,4 +25,6 @@ systemd/xipsecd.service: $(srcdir)/systemd/xipsecd.service.in Makefile
 systemd/xipsec-load.service: $(srcdir)/systemd/xipsec-load.service.in Makefile
 	$(XIPSEC_SUBST)
 systemd/xipsec-iked.service: $(srcdir)/systemd/xipsec-iked.service.in Makefile
+	$(XIPSEC_SUBST)
+systemd/xipsec-snmpd.service: $(srcdir)/systemd/xipsec-snmpd.service.in Makefile
 	$(XIPSEC_SUBST)

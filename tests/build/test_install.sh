@@ -25,6 +25,7 @@ want=(
 	want+=("$sbindir/xipsec-iked" "$mandir/man8/xipsec-iked.8" "$systemdsystemunitdir/xipsec-iked.service")
 [ "$have_snmp" = yes ] &&
 	want+=("$sbindir/xipsec-snmpd" "$mandir/man8/xipsec-snmpd.8" "$datadir/snmp/mibs/XIPSEC-MIB.txt"
+	       "$systemdsystemunitdir/xipsec-snmpd.service"
 	       "$pkgdatadir/mibs/ietf/SNMPv2-SMI.txt" "$pkgdatadir/mibs/ietf/SNMPv2-TC.txt"
 	       "$pkgdatadir/mibs/ietf/SNMPv2-CONF.txt" "$pkgdatadir/mibs/ietf/HCNUM-TC.txt"
 	       "$pkgdatadir/mibs/ietf/README")

@@ -105,7 +105,7 @@ want_file /etc/xipsec/iked/swanctl.conf 600
 want_file /etc/xipsec/iked 700
 want_file /etc/xipsec/iked/private 700
 want_file /etc/xipsec/xipsec.env 644
-for u in xipsecd.service xipsec-load.service xipsec-iked.service; do
+for u in xipsecd.service xipsec-load.service xipsec-iked.service xipsec-snmpd.service; do
 	want_file "/lib/systemd/system/$u" 644
 	# shipped disabled: no symlink in multi-user.target.wants
 	[ -e "$R/etc/systemd/system/multi-user.target.wants/$u" ] && xt_fail "$u is enabled at installation"
