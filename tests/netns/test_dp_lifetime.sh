@@ -140,6 +140,14 @@ conf gw1 0x2000:0x2001 "$K3:$K4" "hard bytes 20000"
 conf gw2 0x2001:0x2000 "$K4:$K3"
 load gw1 -F
 load gw2 -F
+# the dataplanes follow their SADBs every 10 ms: the count below needs the first ping to find the
+# new SAs, so wait until both have seen the last change
+for gw in gw1 gw2; do
+	gen=$(timeout 30 "$CTL" --sadb "$(dp_sadb_of $gw)" --json show info > "$XT_DIR/info.json" &&
+	      dp_json "$XT_DIR/info.json" "j['info']['generation']")
+	xt_wait 10 sh -c "'$XIPSECD' --status --ctl '$XT_DIR/$gw.sock' | grep -q '\"sadb_generation\":$gen,'" ||
+		xt_fail "(b) xipsecd on $gw did not load SADB generation $gen"
+done
 # 40 pings of 1000 bytes (IP): every request is sent whether or not its reply comes back. The
 # inbound SA of gw1 has the same limit and may expire on the replies first; that does not matter
 # here: the outbound SA is what is checked.
