@@ -38,10 +38,10 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 5u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+#define SADB_LAYOUT_VERSION 6u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
                                 * 4: fragmentation drop reasons and counters; 5: the dataplane's
                                 * hold on SA slots, stale-SA and sequence-lease drop reasons,
-                                * runtime seq_lease */
+                                * runtime seq_lease; 6: the home agent record */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -105,6 +105,11 @@ enum sadb_auth {
 #define SADB_SAF_NO_REPLAY    0x0040u /* no anti-replay check (manual keying only) */
 #define SADB_SAF_SEQ_PERSIST  0x0080u /* outbound: sequence numbers only below a mark recorded on disk
                                        * (manual keys with counter-mode ciphers; rt->seq_lease) */
+#define SADB_SAF_MOBILE       0x0100u /* an SA of a Mobile IPv6 mobile node (RFC 3776/4877): its
+                                       * selector names the home address as a /128 (the source of
+                                       * an inbound SA, the destination of an outbound one); in
+                                       * transport mode the Home Address option and the type 2
+                                       * routing header select (esp_pkt_sel_mobile) */
 
 /* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
 struct sadb_lifetime {
@@ -239,7 +244,8 @@ struct sadb_dp_stats {
 /* Change journal entry: which record changed, in publication order. */
 enum sadb_change_op {
 	SADB_CHG_SA_ADD = 1, SADB_CHG_SA_UPDATE, SADB_CHG_SA_DEL,
-	SADB_CHG_POL_ADD, SADB_CHG_POL_DEL, SADB_CHG_FLUSH_SA, SADB_CHG_FLUSH_POL
+	SADB_CHG_POL_ADD, SADB_CHG_POL_DEL, SADB_CHG_FLUSH_SA, SADB_CHG_FLUSH_POL,
+	SADB_CHG_HOME_AGENT  /* the home agent record was set or cleared (index 0) */
 };
 /* index: SA slot (SA_*), policy id (POL_*), the flushed proto (FLUSH_SA, 0 = all), 0 (FLUSH_POL).
  * A flush is one entry, not one per record. */
@@ -247,6 +253,24 @@ struct sadb_change {
 	uint64_t gen;               /* generation this change produced */
 	uint32_t op;                /* enum sadb_change_op */
 	uint32_t index;             /* SA slot or policy id */
+};
+
+/* The Mobile IPv6 home agent's configuration (RFC 6275 section 10): one record per SADB, absent when
+ * the gateway is no home agent. Its mobile nodes are the SAs flagged SADB_SAF_MOBILE; the bindings
+ * are the dataplane's state, not the SADB's. */
+#define SADB_HA_MAX_PREFIX 8
+struct sadb_home_agent {
+	struct sadb_addr addr;      /* the home agent's address: BUs' destination, BAs' source (IPv6) */
+	struct sadb_addr prefix[SADB_HA_MAX_PREFIX]; /* the home prefixes (IPv6, host bits zero) */
+	uint8_t  plen[SADB_HA_MAX_PREFIX];
+	uint32_t n_prefix;          /* 1..SADB_HA_MAX_PREFIX */
+	uint32_t max_lifetime;      /* seconds: the longest binding granted, 4..262140 (RFC 6275 6.1.7:
+	                             * 16 bits of 4-second units) */
+	uint32_t flags;             /* none defined yet: 0 */
+	char     link[16];          /* the home link's interface name, "" = xipsecd's inside interface */
+	uint64_t set_time;          /* CLOCK_REALTIME seconds, set by sadb_home_agent_set */
+	uint32_t pad;
+	uint32_t checksum;          /* set by libsadb; readers verify it */
 };
 
 struct sadb_params {
@@ -347,7 +371,16 @@ int sadb_txn_begin(struct sadb *db);
 int sadb_txn_commit(struct sadb *db);
 void sadb_txn_abort(struct sadb *db);
 
+/* Set the home agent record (ha NULL: the gateway is no home agent any more). Validated as
+ * sadb_home_agent_validate says (-EINVAL, message names the field). Atomic like every writer call,
+ * and part of the caller's transaction when one is open. */
+int sadb_home_agent_set(struct sadb *db, const struct sadb_home_agent *ha);
+int sadb_home_agent_validate(const struct sadb_home_agent *ha, char *msg, size_t len);
+
 /* ---- Reader API: lock-free, never blocks, copies a consistent record. ---- */
+
+/* The home agent record: 0, or -ENOENT when none is set. */
+int sadb_home_agent_get(const struct sadb *db, struct sadb_home_agent *out);
 
 /* O(1) lookup by identity. -ENOENT if absent. *slot may be NULL. */
 int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,

@@ -108,6 +108,12 @@ struct sadb_hdr {
 	_Atomic uint64_t jcount;   /* journal entries ever published */
 	_Atomic uint64_t jmin;     /* every change with gen >= jmin is still in the ring */
 	struct sadb_change journal[SADB_JOURNAL_LEN] __attribute__((aligned(64)));
+
+	/* The home agent record: two copies under the same multi-version rule as a record slot
+	 * (sadb_home.c). used[c]: the copy says "a home agent is configured". */
+	_Atomic uint64_t ha_tag[2] __attribute__((aligned(64)));
+	uint32_t ha_used[2];
+	struct sadb_home_agent ha[2];
 };
 
 /* A record copy: a used flag then the record. */
@@ -373,6 +379,9 @@ void sadb__write_copy(struct sadb *db, const struct sadb_tbl *t, uint32_t i, boo
 int sadb__op_begin(struct sadb *db);
 int sadb__op_end(struct sadb *db, int r);
 void sadb__txn_close(struct sadb *db);
+
+/* sadb_home.c: the home agent record's copies after commit or instead of it (idempotent). */
+void sadb__ha_normalize(struct sadb *db);
 
 /* sadb_journal.c */
 void sadb__jappend(struct sadb *db, uint32_t op, uint32_t index);

@@ -277,6 +277,7 @@ static void txn_undo(struct sadb *db)
 
 	for (uint32_t k = 0; k < n; k++)
 		normalize(db, db->log[k], false);
+	sadb__ha_normalize(db);
 	atomic_store_explicit(&h->sa_hwm, h->txn.sa_hwm0, memory_order_release);
 	atomic_store_explicit(&h->pol_hwm, h->txn.pol_hwm0, memory_order_release);
 	h->sa_free_head = h->txn.sa_free_head0;
@@ -300,6 +301,7 @@ static void txn_finish(struct sadb *db, bool release_freed)
 	atomic_store_explicit(&h->n_policy, h->txn.n_policy, memory_order_relaxed);
 	for (uint32_t k = 0; k < n; k++)
 		normalize(db, db->log[k], release_freed);
+	sadb__ha_normalize(db);
 }
 
 static void recover(struct sadb *db)

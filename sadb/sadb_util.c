@@ -334,7 +334,7 @@ const char *sadb_auth_name(uint16_t auth_alg)
  * build fail when the list and SADB_LAYOUT_VERSION disagree:
  *  - every reason's number is its position in the list: numbers start at 0, have no gaps and no
  *    repeats, and the positional tables built from SADB_DROP_LIST index by number;
- *  - layout version 5 has 32 reasons, the last one SEQ_LEASE = 31: a reason added, or one removed,
+ *  - layout versions 5 and 6 have 32 reasons, the last one SEQ_LEASE = 31: a reason added, or one removed,
  *    without a new layout version fails here;
  *  - a fingerprint of which name has which number (the sum of (number + 1) * name length) fails when
  *    reasons trade numbers, unless the two names are equally long.
@@ -351,7 +351,8 @@ SADB_DROP_REASONS(SADB_DROP_AT_POS)
 #define SADB_DROP_FP(name, num, text) + ((num) + 1) * (sizeof(#name) - 1)
 enum { SADB_DROP_FINGERPRINT = 0 SADB_DROP_REASONS(SADB_DROP_FP) };
 #undef SADB_DROP_FP
-_Static_assert(SADB_LAYOUT_VERSION == 5, "new SADB layout version: record its drop reasons here");
+/* Layout 6 (the home agent record) kept the reasons of layout 5. */
+_Static_assert(SADB_LAYOUT_VERSION == 6, "new SADB layout version: record its drop reasons here");
 _Static_assert(SADB_DROP_MAX == 32 && SADB_DROP_SEQ_LEASE == SADB_DROP_MAX - 1,
 	       "drop reasons added or removed without a new SADB_LAYOUT_VERSION");
 _Static_assert(SADB_DROP_FINGERPRINT == 4730,
@@ -572,8 +573,16 @@ int sadb_sa_validate(const struct sadb_sa *sa, char *msg, size_t len)
 		FAIL("src: family differs from dst's");
 	if (sa->src.family == 0 && sa->state != SADB_STATE_LARVAL)
 		FAIL("src: missing");
-	if (sa->flags & ~(uint32_t)0xff)
-		FAIL("flags: unknown bits 0x%x", sa->flags & ~(uint32_t)0xff);
+	if (sa->flags & ~(uint32_t)0x1ff)
+		FAIL("flags: unknown bits 0x%x", sa->flags & ~(uint32_t)0x1ff);
+	if (sa->flags & SADB_SAF_MOBILE) {
+		/* the home address is the selector's single address on the mobile node's side */
+		const struct sadb_addr *hoa = sa->dir == SADB_DIR_IN ? &sa->sel.src : &sa->sel.dst;
+		uint8_t plen = sa->dir == SADB_DIR_IN ? sa->sel.src_plen : sa->sel.dst_plen;
+		if (sa->dst.family != AF_INET6 || hoa->family != AF_INET6 || plen != 128)
+			FAIL("flags: a mobile node's SA (SADB_SAF_MOBILE) is IPv6 with the home address as the "
+			     "selector's %s (a /128)", sa->dir == SADB_DIR_IN ? "source" : "destination");
+	}
 	if (sa->state == SADB_STATE_LARVAL && sa->enc_alg == SADB_ENC_NONE && sa->auth_alg == SADB_AUTH_NONE)
 		goto skip_alg; /* a reserved SPI has no keys yet */
 	r = sa_alg_validate(sa, msg, len);

@@ -30,7 +30,10 @@ unsigned dp_in_check(struct dp_worker *w, const struct dp_sa *sa, const uint8_t 
 	struct sadb_pkt_sel sel;
 	struct sadb_policy pol;
 
-	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
+	/* A mobile node's transport-mode packet is its own: its Home Address option, authenticated
+	 * by the SA whose selector names the home address, is its source (RFC 3776 section 4.1). */
+	if ((sa->sa.mode == SADB_MODE_TRANSPORT && (sa->sa.flags & SADB_SAF_MOBILE) ?
+	     esp_pkt_sel_mobile(l3, len, &sel) : esp_pkt_sel(l3, len, &sel)) != SADB_DROP_NONE)
 		return SADB_DROP_TRUNCATED;
 	if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
 	    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||

@@ -517,6 +517,119 @@ static void test_sa_migrate(void **state)
 	sadb_close(db);
 }
 
+/* ---------------- the home agent record ---------------- */
+
+static struct sadb_home_agent t_ha(void)
+{
+	struct sadb_home_agent ha;
+
+	memset(&ha, 0, sizeof(ha));
+	ha.addr = t_addr("2001:db8:1::1");
+	ha.prefix[0] = t_addr("2001:db8:1::");
+	ha.plen[0] = 64;
+	ha.prefix[1] = t_addr("2001:db8:7::");
+	ha.plen[1] = 48;
+	ha.n_prefix = 2;
+	ha.max_lifetime = 3600;
+	strcpy(ha.link, "home0");
+	return ha;
+}
+
+static void test_home_agent(void **state)
+{
+	const char *path = t_path("homeagent");
+	struct sadb *db = t_open(path, 16, 4);
+	struct sadb_home_agent ha = t_ha(), out;
+	struct sadb_change ch[4];
+	uint64_t g0 = sadb_generation(db), since = g0;
+	char msg[200];
+
+	assert_int_equal(sadb_home_agent_get(db, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+	assert_true(sadb_generation(db) == g0 + 1);
+	assert_int_equal(sadb_changes(db, &since, ch, 4), 1);
+	assert_int_equal(ch[0].op, SADB_CHG_HOME_AGENT);
+	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_true(sadb_addr_eq(&out.addr, &ha.addr));
+	assert_int_equal(out.n_prefix, 2);
+	assert_int_equal(out.plen[1], 48);
+	assert_int_equal(out.max_lifetime, 3600);
+	assert_string_equal(out.link, "home0");
+	assert_true(out.set_time > 0);
+
+	/* Every field is checked; a refused record changes nothing. */
+	static const struct {
+		const char *what, *addr, *prefix;
+		unsigned plen, lifetime, n_prefix;
+		const char *msg;
+	} bad[] = {
+		{ "IPv4 address", "192.0.2.1", "2001:db8:1::", 64, 3600, 1, "must be an IPv6 unicast" },
+		{ "multicast", "ff02::1", "2001:db8:1::", 64, 3600, 1, "must be an IPv6 unicast" },
+		{ "outside the prefixes", "2001:db8:2::1", "2001:db8:1::", 64, 3600, 1, "not in any home prefix" },
+		{ "host bits", "2001:db8:1::1", "2001:db8:1::5", 64, 3600, 1, "host bits set" },
+		{ "prefix length", "2001:db8:1::1", "2001:db8:1::", 128, 3600, 1, "prefix length must be" },
+		{ "no prefix", "2001:db8:1::1", "2001:db8:1::", 64, 3600, 0, "home prefixes (1 to 8)" },
+		{ "lifetime 0", "2001:db8:1::1", "2001:db8:1::", 64, 0, 1, "must be 4 to 262140" },
+		{ "lifetime too long", "2001:db8:1::1", "2001:db8:1::", 64, 262144, 1, "must be 4 to 262140" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sadb_home_agent b = t_ha();
+		b.addr = t_addr(bad[i].addr);
+		b.prefix[0] = t_addr(bad[i].prefix);
+		b.plen[0] = (uint8_t)bad[i].plen;
+		b.max_lifetime = bad[i].lifetime;
+		b.n_prefix = bad[i].n_prefix;
+		uint64_t g = sadb_generation(db);
+		assert_int_equal(sadb_home_agent_set(db, &b), -EINVAL);
+		if (!strstr(sadb_errmsg(db), bad[i].msg))
+			fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].what, sadb_errmsg(db), bad[i].msg);
+		assert_true(sadb_generation(db) == g);
+	}
+	struct sadb_home_agent b = t_ha();
+	b.prefix[1] = b.prefix[0];
+	b.plen[1] = b.plen[0];
+	assert_int_equal(sadb_home_agent_validate(&b, msg, sizeof(msg)), -EINVAL);
+	assert_non_null(strstr(msg, "given twice"));
+	b = t_ha();
+	strcpy(b.link, "a b");
+	assert_int_equal(sadb_home_agent_validate(&b, msg, sizeof(msg)), -EINVAL);
+	assert_non_null(strstr(msg, "not an interface name"));
+	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(out.max_lifetime, 3600);
+
+	/* In a transaction: readers see the old record until the commit; an abort leaves it. */
+	ha.max_lifetime = 600;
+	assert_int_equal(sadb_txn_begin(db), 0);
+	assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+	ha.max_lifetime = 700;
+	assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(out.max_lifetime, 3600);
+	sadb_txn_abort(db);
+	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(out.max_lifetime, 3600);
+	for (unsigned k = 0; k < 5; k++) { /* both copies take turns */
+		ha.max_lifetime = 100 + k;
+		assert_int_equal(sadb_txn_begin(db), 0);
+		assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+		assert_int_equal(sadb_txn_commit(db), 0);
+		assert_int_equal(sadb_home_agent_get(db, &out), 0);
+		assert_int_equal(out.max_lifetime, 100 + k);
+	}
+	/* Cleared: no home agent; a second handle agrees. */
+	assert_int_equal(sadb_home_agent_set(db, NULL), 0);
+	assert_int_equal(sadb_home_agent_get(db, &out), -ENOENT);
+	struct sadb *db2 = t_open(path, 16, 4);
+	assert_int_equal(sadb_home_agent_get(db2, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_set(db2, &ha), 0);
+	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(out.max_lifetime, 104);
+	sadb_close(db2);
+	assert_int_equal(sadb_home_agent_get(NULL, &out), -EINVAL);
+	assert_int_equal(sadb_home_agent_set(NULL, &ha), -EINVAL);
+	sadb_close(db);
+}
+
 /* ---------------- keys wiped ---------------- */
 
 static bool file_contains(const char *path, const uint8_t *needle, size_t n)
@@ -1190,6 +1303,7 @@ int main(void)
 		cmocka_unit_test(test_policy_validation),
 		cmocka_unit_test(test_transactions),
 		cmocka_unit_test(test_journal),
+		cmocka_unit_test(test_home_agent),
 		cmocka_unit_test(test_addr_helpers),
 		cmocka_unit_test(test_transform_tables),
 		cmocka_unit_test(test_drop_names),
