@@ -4,3 +4,4 @@ include $(srcdir)/tests/unit/esp.mk
 include $(srcdir)/tests/unit/ipsecctl.mk
 include $(srcdir)/tests/unit/dataplane.mk
 include $(srcdir)/tests/unit/ike.mk
+include $(srcdir)/tests/unit/mobility.mk

@@ -1,0 +1,531 @@
+/* mobility/mip6_ha.c: the home agent's rules and binding cache (mip6_ha.h): the checks of RFC 6275
+ * §9.5.1 that apply to a home agent, home registration (§10.3.1) and deregistration (§10.3.2), the
+ * Binding Acknowledgement each answer carries, the binding cache (a hash table of home address ->
+ * mobile node with its binding, and a heap of expiry times), and the counters.
+ *
+ * Security argument. A binding redirects a home address's traffic to a care-of address, so the one
+ * thing to prevent is a binding nobody authorised.
+ *  - An outside attacker (no keys) can forge, replay or modify Binding Updates. Every Binding Update
+ *    must arrive under ESP (RFC 3776 §4, RFC 4877) on the very SA configured as that home address's
+ *    signalling SA; anything unprotected, or protected by some other SA, is dropped unanswered
+ *    (UNPROTECTED, WRONG_SA), so no answer leaks which home addresses exist. ESP's ICV covers the
+ *    Mobility Header including the Alternate Care-of Address option, which is why the care-of address
+ *    is taken from that option when present (the outer source is not covered). A modified Home
+ *    Address option (outside ESP) names a different home address; that address's own SA is not the
+ *    one the packet came on: WRONG_SA. A replayed packet is stopped by ESP's anti-replay window
+ *    before it gets here (doc/architecture.md rule 2), and a replayed Binding Update that got through
+ *    some other way would fail the sequence check below (135, no change).
+ *  - A mobile node (a "local user" holding one SA's keys) can register only its own home address,
+ *    and only to a unicast routable care-of address that is neither in a home prefix nor one of the
+ *    home agent's addresses (no loops through the home link, no binding of the home agent onto
+ *    itself). It can fill at most its own one binding; the cache's size bounds everything else
+ *    (status 130 beyond max_bindings).
+ *  - A restart of the home agent loses the cache: the next Binding Update is then accepted with any
+ *    sequence number (there is no previous one, §9.5.1). That does not reopen replay: the SA's replay
+ *    window lives in the SADB's runtime area, which survives a restart of the dataplane, and SAs
+ *    negotiated again have new keys. The mobile node re-registers before its lifetime ends; until
+ *    then its traffic is not tunnelled, which fails closed.
+ * The hash of home addresses is seeded, but only configured mobile nodes are ever inserted, so an
+ * outsider cannot choose the keys anyway. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mobility/mip6_ha.h"
+
+#define NONE UINT32_MAX
+#define MAX_MNS (1u << 24)
+#define MAX_LIFETIME_UNITS 65535u
+
+struct ent {
+	struct mip6_mn mn;
+	struct mip6_binding b;
+	uint32_t next;      /* hash chain, or the free list */
+	uint32_t heap_pos;  /* index in heap[] while bound */
+	bool used, bound;
+};
+
+struct mip6_ha {
+	struct mip6_ha_config cfg;
+	uint32_t max_bindings;
+	uint16_t max_units;
+	struct ent *ents;
+	uint32_t *buckets;
+	uint32_t mask;
+	uint32_t free_head;
+	uint32_t n_mns;
+	uint32_t *heap;     /* bound entries, min-heap on b.expires_ms */
+	uint32_t n_bound;
+	struct mip6_ha_stats st;
+};
+
+const char *mip6_change_name(unsigned change)
+{
+	static const char *const n[] = { "none", "new", "refresh", "move", "delete" };
+	return change <= MIP6_CHANGE_DELETE ? n[change] : "?";
+}
+
+static uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+static uint32_t hash(const struct mip6_ha *ha, const uint8_t a[16])
+{
+	uint64_t x, y;
+	memcpy(&x, a, 8);
+	memcpy(&y, a + 8, 8);
+	return (uint32_t)fmix64(fmix64(x ^ ha->cfg.hash_seed) ^ y) & ha->mask;
+}
+
+static uint32_t find(const struct mip6_ha *ha, const uint8_t a[16])
+{
+	for (uint32_t i = ha->buckets[hash(ha, a)]; i != NONE; i = ha->ents[i].next)
+		if (!memcmp(ha->ents[i].mn.hoa, a, 16))
+			return i;
+	return NONE;
+}
+
+/* ---- the expiry heap ---- */
+
+static bool earlier(const struct mip6_ha *ha, uint32_t i, uint32_t j)
+{
+	return ha->ents[ha->heap[i]].b.expires_ms < ha->ents[ha->heap[j]].b.expires_ms;
+}
+
+static void heap_swap(struct mip6_ha *ha, uint32_t i, uint32_t j)
+{
+	uint32_t t = ha->heap[i];
+	ha->heap[i] = ha->heap[j];
+	ha->heap[j] = t;
+	ha->ents[ha->heap[i]].heap_pos = i;
+	ha->ents[ha->heap[j]].heap_pos = j;
+}
+
+static void heap_fix(struct mip6_ha *ha, uint32_t i)
+{
+	while (i > 0 && earlier(ha, i, (i - 1) / 2)) {
+		heap_swap(ha, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < ha->n_bound && earlier(ha, l, m))
+			m = l;
+		if (r < ha->n_bound && earlier(ha, r, m))
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(ha, i, m);
+		i = m;
+	}
+}
+
+static void bind(struct mip6_ha *ha, uint32_t idx)
+{
+	struct ent *e = &ha->ents[idx];
+	e->bound = true;
+	e->heap_pos = ha->n_bound;
+	ha->heap[ha->n_bound++] = idx;
+	heap_fix(ha, e->heap_pos);
+}
+
+static void unbind(struct mip6_ha *ha, uint32_t idx)
+{
+	struct ent *e = &ha->ents[idx];
+	uint32_t pos = e->heap_pos, last = --ha->n_bound;
+	if (pos != last) {
+		heap_swap(ha, pos, last);
+		heap_fix(ha, pos);
+	}
+	e->bound = false;
+	memset(&e->b, 0, sizeof(e->b));
+}
+
+/* ---- configuration ---- */
+
+static bool is_zero(const uint8_t a[16])
+{
+	static const uint8_t z[16];
+	return !memcmp(a, z, 16);
+}
+
+static bool is_ha_addr(const struct mip6_ha *ha, const uint8_t a[16])
+{
+	for (unsigned i = 0; i < ha->cfg.n_ha_addrs; i++)
+		if (!memcmp(ha->cfg.ha_addrs[i], a, 16))
+			return true;
+	return false;
+}
+
+static bool prefix_match(const struct mip6_prefix *p, const uint8_t a[16])
+{
+	unsigned bytes = p->len / 8, bits = p->len % 8;
+	if (memcmp(p->addr, a, bytes))
+		return false;
+	if (!bits)
+		return true;
+	uint8_t m = (uint8_t)(0xff << (8 - bits));
+	return (p->addr[bytes] & m) == (a[bytes] & m);
+}
+
+static bool in_home_prefix(const struct mip6_ha *ha, const uint8_t a[16])
+{
+	for (unsigned i = 0; i < ha->cfg.n_prefixes; i++)
+		if (prefix_match(&ha->cfg.prefixes[i], a))
+			return true;
+	return false;
+}
+
+int mip6_ha_create(const struct mip6_ha_config *cfg, struct mip6_ha **out)
+{
+	*out = NULL;
+	if (cfg->n_ha_addrs < 1 || cfg->n_ha_addrs > MIP6_HA_MAX_ADDRS || cfg->n_prefixes < 1 ||
+	    cfg->n_prefixes > MIP6_HA_MAX_PREFIXES || cfg->max_lifetime_s < 4 ||
+	    cfg->max_lifetime_s > 4 * MAX_LIFETIME_UNITS || cfg->max_mns < 1 || cfg->max_mns > MAX_MNS ||
+	    cfg->max_bindings > cfg->max_mns)
+		return -EINVAL;
+	for (unsigned i = 0; i < cfg->n_ha_addrs; i++)
+		if (!mip6_addr_unicast_routable(cfg->ha_addrs[i]))
+			return -EINVAL;
+	for (unsigned i = 0; i < cfg->n_prefixes; i++)
+		if (cfg->prefixes[i].len < 1 || cfg->prefixes[i].len > 128)
+			return -EINVAL;
+	struct mip6_ha *ha = calloc(1, sizeof(*ha));
+	if (!ha)
+		return -ENOMEM;
+	ha->cfg = *cfg;
+	ha->max_bindings = cfg->max_bindings ? cfg->max_bindings : cfg->max_mns;
+	ha->max_units = (uint16_t)(cfg->max_lifetime_s / 4);
+	uint32_t nb = 1;
+	while (nb < cfg->max_mns)
+		nb <<= 1;
+	ha->mask = nb - 1;
+	ha->ents = calloc(cfg->max_mns, sizeof(*ha->ents));
+	ha->buckets = malloc((size_t)nb * sizeof(*ha->buckets));
+	ha->heap = malloc((size_t)cfg->max_mns * sizeof(*ha->heap));
+	if (!ha->ents || !ha->buckets || !ha->heap) {
+		mip6_ha_destroy(ha);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < nb; i++)
+		ha->buckets[i] = NONE;
+	for (uint32_t i = 0; i < cfg->max_mns; i++)
+		ha->ents[i].next = i + 1 < cfg->max_mns ? i + 1 : NONE;
+	ha->free_head = 0;
+	*out = ha;
+	return 0;
+}
+
+void mip6_ha_destroy(struct mip6_ha *ha)
+{
+	if (!ha)
+		return;
+	free(ha->ents);
+	free(ha->buckets);
+	free(ha->heap);
+	free(ha);
+}
+
+const struct mip6_ha_config *mip6_ha_config(const struct mip6_ha *ha)
+{
+	return &ha->cfg;
+}
+
+int mip6_ha_mn_add(struct mip6_ha *ha, const struct mip6_mn *mn)
+{
+	if (!mn->bu_sa || !mip6_addr_unicast_routable(mn->hoa) ||
+	    (!is_zero(mn->ha_addr) && !is_ha_addr(ha, mn->ha_addr)))
+		return -EINVAL;
+	if (find(ha, mn->hoa) != NONE)
+		return -EEXIST;
+	if (ha->free_head == NONE)
+		return -ENOSPC;
+	uint32_t idx = ha->free_head;
+	struct ent *e = &ha->ents[idx];
+	ha->free_head = e->next;
+	memset(e, 0, sizeof(*e));
+	e->mn = *mn;
+	e->used = true;
+	uint32_t h = hash(ha, mn->hoa);
+	e->next = ha->buckets[h];
+	ha->buckets[h] = idx;
+	ha->n_mns++;
+	return 0;
+}
+
+int mip6_ha_mn_remove(struct mip6_ha *ha, const uint8_t hoa[16], struct mip6_binding *was)
+{
+	uint32_t h = hash(ha, hoa), *link = &ha->buckets[h];
+	while (*link != NONE && memcmp(ha->ents[*link].mn.hoa, hoa, 16))
+		link = &ha->ents[*link].next;
+	if (*link == NONE)
+		return -ENOENT;
+	uint32_t idx = *link;
+	struct ent *e = &ha->ents[idx];
+	int had = e->bound;
+	if (had) {
+		if (was)
+			*was = e->b;
+		unbind(ha, idx);
+		ha->st.bindings_deleted++;
+	}
+	*link = e->next;
+	e->used = false;
+	e->next = ha->free_head;
+	ha->free_head = idx;
+	ha->n_mns--;
+	return had;
+}
+
+const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t hoa[16])
+{
+	uint32_t i = find(ha, hoa);
+	return i == NONE ? NULL : &ha->ents[i].mn;
+}
+
+/* ---- Binding Updates ---- */
+
+/* §9.5.1: accepted only if greater than the last one modulo 2^16. */
+static bool seq_newer(uint16_t seq, uint16_t last)
+{
+	uint16_t d = (uint16_t)(seq - last);
+	return d >= 1 && d <= 32767;
+}
+
+static void drop(struct mip6_ha *ha, struct mip6_ha_result *res, enum mip6_drop why)
+{
+	res->drop = why;
+	res->change = MIP6_CHANGE_NONE;
+	res->lifetime_s = 0;
+	ha->st.dropped++;
+	ha->st.drops[why]++;
+}
+
+static void reject(struct mip6_ha *ha, struct mip6_ha_result *res, uint8_t status)
+{
+	res->ba.status = status;
+	res->ba.lifetime = 0;
+	res->ba.refresh = 0;
+	res->change = MIP6_CHANGE_NONE;
+	res->lifetime_s = 0;
+	ha->st.bu_rejected++;
+	ha->st.rejected[status]++;
+}
+
+void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, uint64_t now_ms,
+		struct mip6_ha_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	ha->st.bu_received++;
+	if (p->mh_type != MIP6_MH_BU) {
+		drop(ha, res, MIP6_DROP_NOT_BU);
+		return;
+	}
+	const struct mip6_bu *bu = &p->m.bu;
+	const uint8_t *hoa = p->has_hao ? p->hoa : p->src;
+	const uint8_t *coa = bu->has_alt_coa ? bu->alt_coa : p->src;
+	memcpy(res->hoa, hoa, 16);
+	memcpy(res->coa, coa, 16);
+
+	/* Dropped, never answered: what cannot be attributed to this home address's own SA. */
+	if (!sa_id) {
+		drop(ha, res, MIP6_DROP_UNPROTECTED);
+		return;
+	}
+	if (!is_ha_addr(ha, p->dst)) {
+		drop(ha, res, MIP6_DROP_NOT_FOR_US);
+		return;
+	}
+	uint32_t idx = find(ha, hoa);
+	if (idx == NONE) {
+		drop(ha, res, MIP6_DROP_UNKNOWN_HOA);
+		return;
+	}
+	struct ent *e = &ha->ents[idx];
+	if (e->mn.bu_sa != sa_id) {
+		drop(ha, res, MIP6_DROP_WRONG_SA);
+		return;
+	}
+	if (!mip6_addr_unicast_routable(coa)) {
+		drop(ha, res, MIP6_DROP_COA_NOT_UNICAST);  /* §9.5.1: silently discarded */
+		return;
+	}
+
+	/* From here on the mobile node is authenticated and gets an answer, whatever the A bit says
+	 * (§10.3.1), sent back to the Binding Update's source with a type 2 routing header to the home
+	 * address when that source is not the home address (§9.5.4). */
+	res->mn = &e->mn;
+	memcpy(res->ba.src, p->dst, 16);
+	memcpy(res->ba.dst, p->src, 16);
+	memcpy(res->ba.hoa, hoa, 16);
+	res->ba.rh2 = memcmp(p->src, hoa, 16) != 0;
+	res->ba.seq = bu->seq;
+	res->ba.k = ha->cfg.key_mgmt_mobility && (bu->flags & MIP6_BU_K);
+	bool bound = e->bound;
+	/* A binding past its expiry that the caller has not reaped yet still has forwarding state, so
+	 * it is replaced or refreshed like a live one, but its sequence number no longer binds. */
+	bool live = bound && e->b.expires_ms > now_ms;
+
+	if (live && !seq_newer(bu->seq, e->b.seq)) {
+		reject(ha, res, MIP6_ST_SEQ_OUT_OF_WINDOW);
+		res->ba.seq = e->b.seq;  /* §9.5.1: the last accepted, so the mobile node can resync */
+		return;
+	}
+	if (!(bu->flags & MIP6_BU_H)) {
+		/* A correspondent registration: this node does route optimisation for nobody. */
+		reject(ha, res, bound ? MIP6_ST_REG_TYPE_CHANGE : MIP6_ST_HR_NOT_SUPPORTED);
+		return;
+	}
+	if (e->mn.disabled) {
+		reject(ha, res, MIP6_ST_PROHIBITED);
+		return;
+	}
+	if (bu->flags & MIP6_BU_R) {
+		reject(ha, res, MIP6_ST_MR_NOT_PERMITTED);  /* no mobile network prefixes (RFC 3963) */
+		return;
+	}
+	if (!in_home_prefix(ha, hoa)) {
+		reject(ha, res, MIP6_ST_NOT_HOME_SUBNET);
+		return;
+	}
+	if (!is_zero(e->mn.ha_addr) && memcmp(e->mn.ha_addr, p->dst, 16)) {
+		reject(ha, res, MIP6_ST_NOT_HA_FOR_MN);  /* another of our addresses serves it */
+		return;
+	}
+
+	if (bu->lifetime == 0 || !memcmp(coa, hoa, 16)) {
+		/* §10.3.2: deregistration. */
+		if (!bound) {
+			reject(ha, res, MIP6_ST_NOT_HA_FOR_MN);
+			return;
+		}
+		memcpy(res->old_coa, e->b.coa, 16);
+		unbind(ha, idx);
+		res->change = MIP6_CHANGE_DELETE;
+		res->ba.status = MIP6_ST_ACCEPTED;
+		res->ba.lifetime = 0;
+		ha->st.bu_accepted++;
+		ha->st.bindings_deleted++;
+		return;
+	}
+	if (in_home_prefix(ha, coa) || is_ha_addr(ha, coa)) {
+		/* A care-of address on the home link (other than the home address) or the home agent
+		 * itself would loop the tunnel back here. */
+		reject(ha, res, MIP6_ST_UNSPECIFIED);
+		return;
+	}
+	if (!bound && ha->n_bound >= ha->max_bindings) {
+		reject(ha, res, MIP6_ST_INSUFFICIENT);
+		return;
+	}
+
+	uint16_t units = bu->lifetime < ha->max_units ? bu->lifetime : ha->max_units;
+	struct mip6_binding *b = &e->b;
+	if (!bound) {
+		memset(b, 0, sizeof(*b));
+		memcpy(b->hoa, hoa, 16);
+		b->created_ms = now_ms;
+		b->mn = &e->mn;
+		res->change = MIP6_CHANGE_NEW;
+		ha->st.bindings_added++;
+	} else if (memcmp(b->coa, coa, 16)) {
+		memcpy(res->old_coa, b->coa, 16);
+		res->change = MIP6_CHANGE_MOVE;
+		ha->st.bindings_moved++;
+	} else {
+		res->change = MIP6_CHANGE_REFRESH;
+		ha->st.bindings_refreshed++;
+	}
+	memcpy(b->coa, coa, 16);
+	b->seq = bu->seq;
+	b->bu_flags = bu->flags;
+	b->k = res->ba.k;
+	b->lifetime_s = units * 4u;
+	b->updated_ms = now_ms;
+	b->expires_ms = now_ms + (uint64_t)units * 4000u;
+	if (bound)
+		heap_fix(ha, e->heap_pos);
+	else
+		bind(ha, idx);
+
+	res->lifetime_s = b->lifetime_s;
+	res->ba.status = MIP6_ST_ACCEPTED;
+	res->ba.lifetime = units;
+	uint32_t r = ha->cfg.refresh_s / 4;
+	res->ba.refresh = (uint16_t)(r < units ? r : units - 1u);  /* below the lifetime (§6.2.4) */
+	ha->st.bu_accepted++;
+}
+
+void mip6_ha_input(struct mip6_ha *ha, const uint8_t *pkt, uint32_t len, uint32_t sa_id,
+		   uint64_t now_ms, struct mip6_ha_result *res)
+{
+	struct mip6_pkt p;
+	enum mip6_drop d = mip6_parse(pkt, len, &p);
+	if (d != MIP6_DROP_NONE) {
+		memset(res, 0, sizeof(*res));
+		ha->st.bu_received++;
+		drop(ha, res, d);
+		return;
+	}
+	mip6_ha_bu(ha, &p, sa_id, now_ms, res);
+}
+
+int mip6_ha_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, uint8_t *buf, size_t cap)
+{
+	if (res->drop != MIP6_DROP_NONE)
+		return -EINVAL;
+	int n = mip6_build_ba(buf, cap, &res->ba);
+	if (n > 0)
+		ha->st.ba_sent++;
+	return n;
+}
+
+/* ---- the cache ---- */
+
+const struct mip6_binding *mip6_ha_lookup(const struct mip6_ha *ha, const uint8_t hoa[16])
+{
+	uint32_t i = find(ha, hoa);
+	return i != NONE && ha->ents[i].bound ? &ha->ents[i].b : NULL;
+}
+
+unsigned mip6_ha_expire(struct mip6_ha *ha, uint64_t now_ms, mip6_binding_fn fn, void *arg)
+{
+	unsigned n = 0;
+	while (ha->n_bound && ha->ents[ha->heap[0]].b.expires_ms <= now_ms) {
+		uint32_t idx = ha->heap[0];
+		if (fn)
+			fn(&ha->ents[idx].b, arg);
+		unbind(ha, idx);
+		ha->st.bindings_expired++;
+		n++;
+	}
+	return n;
+}
+
+unsigned mip6_ha_foreach(const struct mip6_ha *ha, mip6_binding_fn fn, void *arg)
+{
+	for (uint32_t i = 0; i < ha->n_bound; i++)
+		fn(&ha->ents[ha->heap[i]].b, arg);
+	return ha->n_bound;
+}
+
+unsigned mip6_ha_count(const struct mip6_ha *ha)
+{
+	return ha->n_bound;
+}
+
+uint64_t mip6_ha_next_expiry(const struct mip6_ha *ha)
+{
+	return ha->n_bound ? ha->ents[ha->heap[0]].b.expires_ms : UINT64_MAX;
+}
+
+const struct mip6_ha_stats *mip6_ha_stats(const struct mip6_ha *ha)
+{
+	return &ha->st;
+}

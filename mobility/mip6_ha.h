@@ -1,0 +1,156 @@
+/* mobility/mip6_ha.h: the Mobile IPv6 home agent's state and rules (RFC 6275 §9.5.1, §10.3.1,
+ * §10.3.2; RFC 3776/4877 for the protection): the configuration (home agent addresses, home
+ * prefixes, the longest lifetime granted, the mobile nodes allowed and the identifiers of their SAs),
+ * the binding cache, the decision on each Binding Update (drop it, or answer with a Binding
+ * Acknowledgement and change a binding), binding expiry, and the counters. No I/O: the caller (the
+ * dataplane) decrypts the Binding Update with the SA it arrived on, hands the packet and that SA's
+ * identifier here, then builds, encrypts and sends the Binding Acknowledgement and applies the binding
+ * change to its forwarding state (tunnel, proxy neighbour discovery, the tunnel SAs' endpoints).
+ *
+ * Threading: single-threaded by contract. One struct mip6_ha has one owner, xipsecd's control
+ * thread; nothing here locks. Workers hand Binding Updates to that thread rather than call in.
+ *
+ * SA identifiers are opaque non-zero 32-bit values the caller resolves (e.g. SADB slot or SPI);
+ * 0 means "no SA": an unprotected packet.
+ *
+ * Times are milliseconds of a monotonic clock chosen by the caller. Errors: functions that can fail
+ * return 0 or a negative errno. */
+#ifndef XIPSEC_MIP6_HA_H
+#define XIPSEC_MIP6_HA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mobility/mip6.h"
+
+#define MIP6_HA_MAX_ADDRS    8
+#define MIP6_HA_MAX_PREFIXES 16
+
+struct mip6_prefix {
+	uint8_t addr[16];
+	uint8_t len;                 /* prefix length in bits, 1..128 */
+};
+
+struct mip6_ha_config {
+	uint8_t ha_addrs[MIP6_HA_MAX_ADDRS][16];  /* the home agent's own addresses */
+	unsigned n_ha_addrs;                      /* at least one */
+	struct mip6_prefix prefixes[MIP6_HA_MAX_PREFIXES];  /* the home prefixes */
+	unsigned n_prefixes;                      /* at least one */
+	uint32_t max_lifetime_s;  /* longest binding granted, 4..262140 s (rounded down to 4 s) */
+	uint32_t refresh_s;       /* Binding Refresh Advice in accepted BAs, 0 = none; capped below the
+	                           * granted lifetime */
+	uint32_t max_mns;         /* mobile nodes the table holds (1..1<<24) */
+	uint32_t max_bindings;    /* bindings at a time, 0 = max_mns; beyond: status 130 */
+	bool key_mgmt_mobility;   /* the K bit is honoured (the IKE SA survives movement, §10.3.1) */
+	uint32_t hash_seed;       /* seed of the home-address hash (any value) */
+};
+
+/* One allowed mobile node. */
+struct mip6_mn {
+	uint8_t hoa[16];
+	uint32_t bu_sa;           /* the inbound SA its Binding Updates must arrive on (non-zero) */
+	uint32_t ba_sa;           /* the outbound SA that protects the Binding Acknowledgements */
+	uint32_t tun_out_sa, tun_in_sa;  /* its tunnel SAs (passed back, for the caller's migration) */
+	uint8_t ha_addr[16];      /* its home agent address, one of ha_addrs; all zero: any of them */
+	bool disabled;            /* configured but refused (status 129) */
+};
+
+/* A binding cache entry. */
+struct mip6_binding {
+	uint8_t hoa[16];
+	uint8_t coa[16];
+	uint16_t seq;             /* of the last Binding Update accepted */
+	uint16_t bu_flags;        /* MIP6_BU_* of that Binding Update */
+	bool k;                   /* K granted */
+	uint32_t lifetime_s;      /* granted */
+	uint64_t created_ms;      /* first accepted */
+	uint64_t updated_ms;      /* last accepted */
+	uint64_t expires_ms;
+	const struct mip6_mn *mn; /* valid until that mobile node is removed */
+};
+
+enum mip6_change {
+	MIP6_CHANGE_NONE = 0,     /* rejected: no binding changed */
+	MIP6_CHANGE_NEW,          /* a binding was created */
+	MIP6_CHANGE_REFRESH,      /* same care-of address, new lifetime */
+	MIP6_CHANGE_MOVE,         /* the care-of address changed: old_coa -> coa */
+	MIP6_CHANGE_DELETE,       /* deregistered (lifetime 0 or care-of == home address) */
+};
+const char *mip6_change_name(unsigned change);
+
+/* The decision on one Binding Update. */
+struct mip6_ha_result {
+	enum mip6_drop drop;      /* MIP6_DROP_NONE: a BA is to be sent (ba below) */
+	struct mip6_ba_params ba; /* the BA: status, sequence, lifetime, K, addresses, routing header */
+	enum mip6_change change;
+	uint8_t hoa[16];
+	uint8_t coa[16];          /* the care-of address registered (or asked for) */
+	uint8_t old_coa[16];      /* with MOVE and DELETE: the one it replaced */
+	uint32_t lifetime_s;      /* granted: min(asked, configured maximum); 0 when rejected or deleted */
+	const struct mip6_mn *mn; /* the mobile node (its SA identifiers), NULL when dropped before it
+	                           * was known */
+};
+
+struct mip6_ha_stats {
+	uint64_t bu_received;
+	uint64_t bu_accepted;
+	uint64_t bu_rejected;          /* answered with a status >= 128 */
+	uint64_t rejected[256];        /* by status */
+	uint64_t dropped;              /* not answered */
+	uint64_t drops[MIP6_DROP_MAX]; /* by reason */
+	uint64_t ba_sent;              /* BAs built by mip6_ha_build_ba */
+	uint64_t bindings_added, bindings_refreshed, bindings_moved, bindings_deleted, bindings_expired;
+};
+
+struct mip6_ha;
+
+/* Check cfg and allocate the state for cfg->max_mns mobile nodes. -EINVAL (no address, no prefix,
+ * lifetime out of range, prefix length 0 or above 128, max_mns 0 or too large), -ENOMEM. */
+int mip6_ha_create(const struct mip6_ha_config *cfg, struct mip6_ha **out);
+void mip6_ha_destroy(struct mip6_ha *ha);
+const struct mip6_ha_config *mip6_ha_config(const struct mip6_ha *ha);
+
+/* Allow a mobile node. -EINVAL (bu_sa 0, home address not unicast routable, ha_addr not one of
+ * ours), -EEXIST (that home address is configured), -ENOSPC (max_mns reached). */
+int mip6_ha_mn_add(struct mip6_ha *ha, const struct mip6_mn *mn);
+/* Remove a mobile node and its binding. Returns 1 and copies the binding to *was (if not NULL)
+ * when it had one, 0 when not, -ENOENT when that home address is not configured. */
+int mip6_ha_mn_remove(struct mip6_ha *ha, const uint8_t hoa[16], struct mip6_binding *was);
+const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t hoa[16]);
+
+/* Decide on the Binding Update p (from mip6_parse, MIP6_DROP_NONE) that arrived on SA sa_id (0:
+ * unprotected) at now_ms, and apply it to the binding cache. The home address is the Home Address
+ * option's, or the source when there is none (a mobile node at home deregistering); the care-of
+ * address is the Alternate Care-of Address option's, or the source. Counted in the statistics.
+ *  - res->drop != MIP6_DROP_NONE: send nothing; nothing changed. Unprotected Binding Updates and
+ *    those protected by an SA that is not the home address's own signalling SA are never answered.
+ *  - otherwise send the BA res->ba (build it with mip6_ha_build_ba), protected by res->mn->ba_sa,
+ *    whatever the A bit says (§10.3.1), and apply res->change. */
+void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, uint64_t now_ms,
+		struct mip6_ha_result *res);
+/* mip6_parse + mip6_ha_bu on a decrypted packet; a parse failure or a message that is not a
+ * Binding Update is a drop, counted. */
+void mip6_ha_input(struct mip6_ha *ha, const uint8_t *pkt, uint32_t len, uint32_t sa_id,
+		   uint64_t now_ms, struct mip6_ha_result *res);
+/* Build res->ba into buf (mip6_build_ba) and count it sent. Length or -ENOSPC; -EINVAL for a
+ * dropped result. */
+int mip6_ha_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, uint8_t *buf, size_t cap);
+
+/* The binding of a home address, or NULL. Valid until the next call that changes the cache. */
+const struct mip6_binding *mip6_ha_lookup(const struct mip6_ha *ha, const uint8_t hoa[16]);
+/* Remove every binding whose expiry is at or before now_ms, calling fn(b, arg) for each before it
+ * goes (the caller tears down its forwarding). Returns how many. O(log n) per binding removed; O(1)
+ * when none is due. fn must not call back into ha. */
+typedef void (*mip6_binding_fn)(const struct mip6_binding *b, void *arg);
+unsigned mip6_ha_expire(struct mip6_ha *ha, uint64_t now_ms, mip6_binding_fn fn, void *arg);
+/* Call fn for every binding, in no particular order (`ipsecctl show bindings`); fn must not call
+ * back into ha. Returns the number of bindings. */
+unsigned mip6_ha_foreach(const struct mip6_ha *ha, mip6_binding_fn fn, void *arg);
+unsigned mip6_ha_count(const struct mip6_ha *ha);
+/* The earliest expiry in the cache, or UINT64_MAX when it is empty: when to call mip6_ha_expire. */
+uint64_t mip6_ha_next_expiry(const struct mip6_ha *ha);
+
+const struct mip6_ha_stats *mip6_ha_stats(const struct mip6_ha *ha);
+
+#endif

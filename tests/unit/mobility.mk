@@ -1,0 +1,7 @@
+# tests/unit/mobility.mk: unit tests of libmip6 (mobility/): wire formats, the home agent's rules,
+# the binding cache.
+UNIT_TESTS += tests/unit/test_mip6
+check_PROGRAMS += tests/unit/test_mip6
+tests_unit_test_mip6_SOURCES = tests/unit/test_mip6.c
+tests_unit_test_mip6_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_mip6_LDADD = $(MIP6_LIBS) $(CMOCKA_LIBS)
