@@ -8,7 +8,8 @@ bench_fwd_gen_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS)
 bench_fwd_gen_LDADD = $(XDP_LIBS) $(BPF_LIBS)
 
 bench_fwd_xipsecd_SOURCES = $(dataplane_xipsecd_xipsecd_SOURCES) $(sadb_libsadb_a_SOURCES) \
-	$(dataplane_engine_libesp_a_SOURCES) $(dataplane_engine_crypto_libespcrypto_a_SOURCES)
+	$(dataplane_engine_libesp_a_SOURCES) $(dataplane_engine_crypto_libespcrypto_a_SOURCES) \
+	$(mobility_libmip6_a_SOURCES)
 bench_fwd_xipsecd_CPPFLAGS = $(dataplane_xipsecd_xipsecd_CPPFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 bench_fwd_xipsecd_CFLAGS = -std=gnu11 -pthread $(WARN_CFLAGS) -O2
 bench_fwd_xipsecd_LDFLAGS = -pthread

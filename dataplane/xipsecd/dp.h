@@ -196,7 +196,19 @@ struct dp_ctx {
 	_Atomic unsigned src_cur;
 	/* dp_expire.c (control thread): soft and hard expiries it raised since start */
 	uint64_t sa_soft_expired, sa_hard_expired;
+	struct dp_mip6 *mip6;        /* dp_mip6.c: the Mobile IPv6 home agent */
 };
+
+/* ---- dp_mip6.c: the Mobile IPv6 home agent (control thread, except where noted) ---- */
+int dp_mip6_init(struct dp_ctx *ctx);
+void dp_mip6_fini(struct dp_ctx *ctx);
+/* Readable when workers queued Binding Updates: then (and every tick) call dp_mip6_run. */
+int dp_mip6_event_fd(struct dp_ctx *ctx);
+void dp_mip6_run(struct dp_ctx *ctx);
+/* Readable when Binding Acknowledgements wait for worker 0 (dp_mip6_inject). */
+int dp_mip6_wake_fd(struct dp_ctx *ctx);
+/* The control socket's "bindings" answer (JSON, one line). */
+size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
 
 /* ---- dp_util.c ---- */
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -50,6 +50,10 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 				dp_drop_sa(w, sa, base, r);
 				continue;
 			}
+			if ((sa->sa.flags & SADB_SAF_MOBILE) && dp_mip6_take(w, sa, p->buf + p->off, p->len)) {
+				dp_frame_free(w, base);
+				continue;
+			}
 			dp_fwd(w, base + p->off, p->len, FWD_DEC_TTL | FWD_SPD_OUT);
 		}
 	}

@@ -1,6 +1,7 @@
 /* dataplane/xipsecd/dp_ctl.c: xipsecd's control socket (a unix stream socket, mode 0600). One request per
  * connection, a line: "status" (JSON: interfaces, workers, per-worker counters and drops by reason,
- * XDP program counters, SADB generation, expiries of manual SAs it raised) or "ping". Answered by
+ * XDP program counters, SADB generation, expiries of manual SAs it raised), "bindings" (JSON: the
+ * home agent, its binding cache with the traffic of each binding's tunnel, its counters) or "ping". Answered by
  * the control thread; reading the workers' relaxed counters never disturbs the packet path. Per-SA
  * counters live in the SADB runtime area and are shown by ipsecctl. */
 #include "config.h"
@@ -152,10 +153,12 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 	req[n] = 0;
 	if (!strncmp(req, "status", 6))
 		len = status(ctx, out, sizeof(out));
+	else if (!strncmp(req, "bindings", 8))
+		len = dp_mip6_ctl(ctx, out, sizeof(out));
 	else if (!strncmp(req, "ping", 4))
 		len = (size_t)snprintf(out, sizeof(out), "pong\n");
 	else
-		len = (size_t)snprintf(out, sizeof(out), "error: unknown request (status, ping)\n");
+		len = (size_t)snprintf(out, sizeof(out), "error: unknown request (status, bindings, ping)\n");
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(c, out + off, len - off);
 

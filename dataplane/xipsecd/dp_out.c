@@ -17,7 +17,8 @@ void dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 	struct dp_sa *sa;
 	uint32_t mtu;
 
-	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE) {
+	if (((flags & FWD_MOBILE) ? esp_pkt_sel_mobile(l3, len, &sel) : esp_pkt_sel(l3, len, &sel)) !=
+	    SADB_DROP_NONE) {
 		dp_drop(w, addr, SADB_DROP_TRUNCATED);
 		return;
 	}
@@ -43,6 +44,12 @@ void dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 	}
 	if (sa->unusable) {
 		dp_drop_sa(w, sa, addr, SADB_DROP_UNSUPPORTED);
+		return;
+	}
+	/* A mobile node's tunnel whose peer is its home address: it has no binding (dp_mip6.c). */
+	if ((sa->sa.flags & SADB_SAF_MOBILE) && sa->sa.mode == SADB_MODE_TUNNEL &&
+	    sadb_addr_eq(&sa->sa.dst, &sa->sa.sel.dst)) {
+		dp_drop_sa(w, sa, addr, SADB_DROP_NO_BINDING);
 		return;
 	}
 	/* Checked here rather than by the engine so the ICMP error can quote the intact packet (before

@@ -34,6 +34,9 @@
  * outbound SPD lookup first (RFC 4301 §5.1; a hub re-protects spoke-to-spoke traffic for the other
  * spoke, or bypasses or discards it as a policy says), never straight out in clear. */
 #define FWD_SPD_OUT  8u
+/* The home agent's own signalling (dp_mip6.c): the outbound SPD honours its type 2 routing header
+ * (esp_pkt_sel_mobile: the policy is the home address's, not the care-of address's). */
+#define FWD_MOBILE   16u
 
 /* Consecutive packets of one SA and direction, handed to the engine as one burst. */
 struct dp_group {
@@ -163,5 +166,12 @@ int dp_cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t src_
 /* ---- dp_tun.c ---- */
 /* Read a burst from the TUN device into the outbound path. Returns the packets read. */
 unsigned dp_tun_burst(struct dp_worker *w, struct dp_group *g);
+
+/* dp_mip6.c, workers: take a decapsulated Mobility Header packet of a mobile node's transport SA
+ * for the home agent (true: consumed, the caller frees the frame); worker 0 injects the home agent's
+ * Binding Acknowledgements into the outbound path. */
+struct dp_sa;
+bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len);
+unsigned dp_mip6_inject(struct dp_worker *w, struct dp_group *g);
 
 #endif

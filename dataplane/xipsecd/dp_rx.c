@@ -190,6 +190,8 @@ void *dp_worker_main(void *arg)
 		work = rx;
 		/* The TUN device costs a read(2) per look: a busy worker looks again only after
 		 * DP_TUN_SKIP rounds that found it empty, or when poll(2) said it is readable. */
+		if (w->id == 0)
+			work += dp_mip6_inject(w, &g);
 		if (tun && (tun_ready || tun_wait == 0)) {
 			unsigned n = dp_tun_burst(w, &g);
 
@@ -228,14 +230,15 @@ void *dp_worker_main(void *arg)
 		for (unsigned p = 0; p < DP_NPORTS; p++)
 			busy |= w->port[p].tx_pending != 0;
 		{
-			struct pollfd pf[3] = {
+			struct pollfd pf[4] = {
 				{ .fd = w->port[DP_IN].fd, .events = POLLIN },
 				{ .fd = w->port[DP_OUT].fd, .events = POLLIN },
 				{ .fd = tun ? ctx->tun_fd : -1, .events = POLLIN },
+				{ .fd = w->id == 0 ? dp_mip6_wake_fd(ctx) : -1, .events = POLLIN },
 			};
 
 			rcu_thread_offline();
-			poll(pf, 3, (busy || w->n_hold) ? 1 : 100);
+			poll(pf, 4, (busy || w->n_hold) ? 1 : 100);
 			rcu_thread_online();
 			tun_ready = tun && (pf[2].revents & POLLIN);
 		}

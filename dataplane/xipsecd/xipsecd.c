@@ -186,13 +186,14 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 	uint64_t last_sync = 0;
 
 	while (!atomic_load(&ctx->stop)) {
-		struct pollfd pf[3] = {
+		struct pollfd pf[4] = {
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = nlfd, .events = POLLIN },
 			{ .fd = ctx->ctl_fd, .events = POLLIN },
+			{ .fd = dp_mip6_event_fd(ctx), .events = POLLIN },
 		};
 		uint64_t now;
-		int r = poll(pf, 3, 10);
+		int r = poll(pf, 4, 10);
 
 		if (r < 0 && errno != EINTR)
 			break;
@@ -227,6 +228,8 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 		}
 		if (pf[2].revents & POLLIN)
 			dp_ctl_handle(ctx);
+		if (pf[3].revents & POLLIN)
+			dp_mip6_run(ctx);
 		/* the generation check is one load: poll the SADB every round */
 		now = dp_now_ns();
 		if (now - last_sync >= 5000000) {
@@ -236,6 +239,7 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 				dp_log(LOG_WARNING, "SADB sync failed: %s", strerror(-err));
 			dp_sa_tick(ctx);
 			dp_xdp_fold_drops(ctx);
+			dp_mip6_run(ctx);
 			last_sync = now;
 		}
 	}
@@ -341,6 +345,11 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
 		return err;
 	}
+	err = dp_mip6_init(ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot set up the home agent: %s", strerror(-err));
+		return err;
+	}
 	err = dp_tun_open(ctx);
 	if (err)
 		return err;
@@ -404,6 +413,7 @@ static void teardown(struct dp_ctx *ctx, int nlfd, int sfd)
 	dp_sa_fini(ctx);
 	sadb_dp_detach(ctx->db); /* no engine object is left */
 	dp_in_fini(ctx);
+	dp_mip6_fini(ctx);
 	dp_tun_close(ctx);
 	dp_ctl_close(ctx);
 	if (nlfd >= 0)
