@@ -11,3 +11,11 @@ ORACLE_TESTS += tests/oracle/test_scapy_esp.py tests/oracle/test_scapy_ah.py tes
 EXTRA_DIST += tests/oracle/oraclelib.py tests/oracle/scapyutil.py tests/oracle/test_scapy_esp.py \
 	tests/oracle/test_scapy_ah.py tests/oracle/test_gmac.py tests/oracle/test_ah_icv_pad.py \
 	tests/oracle/test_tshark.py tests/oracle/test_mtu.py
+
+# Mobile IPv6 (mobility/libmip6.a) against scapy's MIP6 layers, through mip6_drv.
+check_PROGRAMS += tests/oracle/mip6_drv
+tests_oracle_mip6_drv_SOURCES = tests/oracle/mip6_drv.c
+tests_oracle_mip6_drv_CFLAGS = $(AM_CFLAGS)
+tests_oracle_mip6_drv_LDADD = $(MIP6_LIBS)
+ORACLE_TESTS += tests/oracle/test_scapy_mip6.py
+EXTRA_DIST += tests/oracle/test_scapy_mip6.py
