@@ -1,6 +1,7 @@
 # tests/oracle/local.mk: the oracle layer: our ESP/AH engine checked against implementations nobody
-# here wrote (scapy's ESP/AH, tshark's ESP dissector, python-cryptography's AES-GCM for GMAC).
-# oracle_drv is the C driver the scripts feed packets through; the scripts are the tests.
+# here wrote (scapy's ESP/AH, tshark's ESP dissector, python-cryptography's AES-GCM for GMAC), and
+# libmip6 against scapy's Mobile IPv6 layers. oracle_drv and mip6_drv are the C drivers the scripts
+# feed packets through; the scripts are the tests.
 check_PROGRAMS += tests/oracle/oracle_drv
 tests_oracle_oracle_drv_SOURCES = tests/oracle/oracle_drv.c
 tests_oracle_oracle_drv_CFLAGS = $(AM_CFLAGS)
