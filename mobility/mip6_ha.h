@@ -92,8 +92,10 @@ struct mip6_ha_result {
 	                           * was known */
 };
 
+/* Counters of messages handed to mip6_ha_bu / mip6_ha_input: every one is accepted, rejected (answered
+ * with a status >= 128) or dropped (not answered), so received = accepted + rejected + dropped. */
 struct mip6_ha_stats {
-	uint64_t bu_received;
+	uint64_t bu_received;          /* messages handed in (a parse failure counts, as a drop) */
 	uint64_t bu_accepted;
 	uint64_t bu_rejected;          /* answered with a status >= 128 */
 	uint64_t rejected[256];        /* by status */

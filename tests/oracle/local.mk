@@ -1,6 +1,7 @@
 # tests/oracle/local.mk: the oracle layer: our ESP/AH engine checked against implementations nobody
-# here wrote (scapy's ESP/AH, tshark's ESP dissector, python-cryptography's AES-GCM for GMAC).
-# oracle_drv is the C driver the scripts feed packets through; the scripts are the tests.
+# here wrote (scapy's ESP/AH, tshark's ESP dissector, python-cryptography's AES-GCM for GMAC), and
+# libmip6 against scapy's Mobile IPv6 layers. oracle_drv and mip6_drv are the C drivers the scripts
+# feed packets through; the scripts are the tests.
 check_PROGRAMS += tests/oracle/oracle_drv
 tests_oracle_oracle_drv_SOURCES = tests/oracle/oracle_drv.c
 tests_oracle_oracle_drv_CFLAGS = $(AM_CFLAGS)
@@ -11,3 +12,11 @@ ORACLE_TESTS += tests/oracle/test_scapy_esp.py tests/oracle/test_scapy_ah.py tes
 EXTRA_DIST += tests/oracle/oraclelib.py tests/oracle/scapyutil.py tests/oracle/test_scapy_esp.py \
 	tests/oracle/test_scapy_ah.py tests/oracle/test_gmac.py tests/oracle/test_ah_icv_pad.py \
 	tests/oracle/test_tshark.py tests/oracle/test_mtu.py
+
+# Mobile IPv6 (mobility/libmip6.a) against scapy's MIP6 layers, through mip6_drv.
+check_PROGRAMS += tests/oracle/mip6_drv
+tests_oracle_mip6_drv_SOURCES = tests/oracle/mip6_drv.c
+tests_oracle_mip6_drv_CFLAGS = $(AM_CFLAGS)
+tests_oracle_mip6_drv_LDADD = $(MIP6_LIBS)
+ORACLE_TESTS += tests/oracle/test_scapy_mip6.py
+EXTRA_DIST += tests/oracle/test_scapy_mip6.py

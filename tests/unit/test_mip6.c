@@ -522,6 +522,7 @@ static void test_parse_mutations(void **state)
 
 #define HA1 "2001:db8::1"
 #define HA2 "2001:db8::2"
+#define HA3 "2001:db8:f::1"  /* an address of the home agent outside the home prefixes */
 #define MN_A "2001:db8::100"   /* SAs 11 (BU in) 12 (BA out) */
 #define MN_B "2001:db8::101"   /* 21, 22 */
 #define MN_OFF "2001:db8::102" /* disabled, 31 */
@@ -536,7 +537,8 @@ static struct mip6_ha *mk_ha(uint32_t max_bindings, bool kmm, uint32_t refresh_s
 	memset(&c, 0, sizeof(c));
 	A(c.ha_addrs[0], HA1);
 	A(c.ha_addrs[1], HA2);
-	c.n_ha_addrs = 2;
+	A(c.ha_addrs[2], HA3);
+	c.n_ha_addrs = 3;
 	A(c.prefixes[0].addr, "2001:db8::");
 	c.prefixes[0].len = 64;
 	A(c.prefixes[1].addr, "2001:db8:2::");
@@ -832,6 +834,7 @@ static void test_ha_rejections(void **state)
 	/* 128: a care-of address in a home prefix, or one of the home agent's addresses */
 	expect_reject(ha, (struct bu_args){ .alt = "2001:db8::55", .seq = 2, .lifetime = 10 }, 128, 2);
 	expect_reject(ha, (struct bu_args){ .alt = HA2, .seq = 2, .lifetime = 10 }, 128, 2);
+	expect_reject(ha, (struct bu_args){ .alt = HA3, .seq = 2, .lifetime = 10 }, 128, 2);
 	/* 130: two bindings is the most this cache takes */
 	expect_reject(ha, (struct bu_args){ .hoa = MN_B, .sa = 21, .seq = 1, .lifetime = 10 }, 130, 1);
 	/* a binding that exists is still refreshed when the cache is full */
