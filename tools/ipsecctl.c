@@ -43,6 +43,13 @@ int ctl_show_cmd(const struct ctl_opts *o, const char *what, int argc, char **ar
 	struct sadb *db;
 	int rc;
 
+	if (what && !strcmp(what, "bindings")) {
+		if (argc) {
+			ctl_err("show bindings takes no arguments");
+			return CTL_EXIT_USAGE;
+		}
+		return ctl_show_bindings(o);
+	}
 	if ((rc = ctl_open_db(o, SADB_RDONLY, &db)))
 		return rc;
 	rc = ctl_show(db, o, what, argc, argv);
@@ -197,7 +204,8 @@ static const struct ctl_cmd {
 	{ "reload", ctl_cmd_reload, NULL,
 	  "reload FILE                        make the manual SAs and policies the file's (all or nothing)" },
 	{ "show", cmd_show, NULL,
-	  "show [sa [SPI...]|policy|stats|info|all]" },
+	  "show [sa [SPI...]|policy|stats|info|all]\n"
+	  "show bindings [--ctl PATH]          the home agent's bindings, from the running xipsecd" },
 	{ "monitor", cmd_monitor, NULL,
 	  "monitor [--interval S] [--count N] [SPI...]" },
 	{ "flush", cmd_flush, NULL,
@@ -273,7 +281,7 @@ static const struct ctl_cmd *raw_cmd(int argc, char **argv, int *at)
 }
 
 enum { OPT_SADB = 256, OPT_JSON, OPT_SHOW_KEYS, OPT_NO_TIMES, OPT_INTERVAL, OPT_COUNT, OPT_TSHARK,
-       OPT_HELP, OPT_VERSION };
+       OPT_HELP, OPT_VERSION, OPT_CTL };
 
 static const struct option lopts[] = {
 	{ "sadb", required_argument, NULL, OPT_SADB },
@@ -283,6 +291,7 @@ static const struct option lopts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "tshark", no_argument, NULL, OPT_TSHARK },
+	{ "ctl", required_argument, NULL, OPT_CTL },
 	{ "dry-run", no_argument, NULL, 'n' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -328,6 +337,7 @@ static int parse_options(int argc, char **argv, struct ctl_opts *o, const char *
 		case OPT_SHOW_KEYS: o->show_keys = true; break;
 		case OPT_NO_TIMES: o->no_times = true; break;
 		case OPT_TSHARK: o->tshark = true; break;
+		case OPT_CTL: o->ctl_path = optarg; break;
 		case 'n': o->dry_run = true; break;
 		case 'v': o->verbose = true; break;
 		case OPT_INTERVAL: case OPT_COUNT:

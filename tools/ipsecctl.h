@@ -168,7 +168,11 @@ struct ctl_opts {
 	double interval;            /* monitor */
 	long count;                 /* monitor: intervals, 0 = forever */
 	bool tshark;                /* export: tshark -o arguments */
+	const char *ctl_path;       /* show bindings: xipsecd's control socket (--ctl) */
 };
+
+/* `show bindings`: the home agent's binding cache, from the running xipsecd (ipsecctl_bindings.c). */
+int ctl_show_bindings(const struct ctl_opts *o);
 
 
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv);

@@ -15,7 +15,7 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_check.c \
 	tools/ipsecctl_print.c \
 	tools/ipsecctl_rt.h \
-	tools/ipsecctl_show.c \
+	tools/ipsecctl_show.c tools/ipsecctl_bindings.c \
 	tools/ipsecctl_stats.c \
 	tools/ipsecctl_export.c
 

@@ -207,7 +207,7 @@ int dp_mip6_event_fd(struct dp_ctx *ctx);
 void dp_mip6_run(struct dp_ctx *ctx);
 /* Readable when Binding Acknowledgements wait for worker 0 (dp_mip6_inject). */
 int dp_mip6_wake_fd(struct dp_ctx *ctx);
-/* The control socket's "bindings" answer (JSON, one line). */
+/* The control socket's "bindings" answer (tab-separated lines, ending with "end"). */
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
 
 /* ---- dp_util.c ---- */

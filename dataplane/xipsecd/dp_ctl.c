@@ -1,7 +1,7 @@
 /* dataplane/xipsecd/dp_ctl.c: xipsecd's control socket (a unix stream socket, mode 0600). One request per
  * connection, a line: "status" (JSON: interfaces, workers, per-worker counters and drops by reason,
- * XDP program counters, SADB generation, expiries of manual SAs it raised), "bindings" (JSON: the
- * home agent, its binding cache with the traffic of each binding's tunnel, its counters) or "ping". Answered by
+ * XDP program counters, SADB generation, expiries of manual SAs it raised), "bindings" (tab-separated
+ * lines, dp_mip6.c: the home agent, its binding cache with each binding's tunnel traffic, counters) or "ping". Answered by
  * the control thread; reading the workers' relaxed counters never disturbs the packet path. Per-SA
  * counters live in the SADB runtime area and are shown by ipsecctl. */
 #include "config.h"

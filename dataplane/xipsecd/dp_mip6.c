@@ -810,6 +810,11 @@ void dp_mip6_fini(struct dp_ctx *ctx)
 }
 
 /* ---- the control socket's "bindings" ---- */
+/* Tab-separated lines, for ipsecctl show bindings to render as text or JSON:
+ *   home-agent ADDR LINK MAX_LIFETIME MOBILE_NODES PREFIX[,PREFIX...]     (absent: no home agent)
+ *   binding HOA COA SEQ LIFETIME LEFT AGE TO_MN_PACKETS TO_MN_BYTES FROM_MN_PACKETS FROM_MN_BYTES
+ *   counter NAME VALUE        rejected STATUS COUNT        dropped REASON COUNT
+ *   end */
 
 struct ctl_buf {
 	char *p;
@@ -835,14 +840,13 @@ struct bind_walk {
 	struct dp_ctx *ctx;
 	struct ctl_buf *b;
 	uint64_t now;
-	bool first;
 };
 
-static void rt_put(struct bind_walk *k, const char *name, uint32_t id)
+static void rt_put(struct bind_walk *k, uint32_t id)
 {
 	struct sadb_runtime *rt = id ? sadb_runtime(k->ctx->db, id - 1) : NULL;
 
-	put(k->b, ",\"%s\":{\"packets\":%llu,\"bytes\":%llu}", name,
+	put(k->b, "\t%llu\t%llu",
 	    rt ? (unsigned long long)__atomic_load_n(&rt->packets, __ATOMIC_RELAXED) : 0ull,
 	    rt ? (unsigned long long)__atomic_load_n(&rt->bytes, __ATOMIC_RELAXED) : 0ull);
 }
@@ -853,14 +857,11 @@ static void bind_cb(const struct mip6_binding *bd, void *arg)
 	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
 	uint64_t left = bd->expires_ms > k->now ? (bd->expires_ms - k->now + 999) / 1000 : 0;
 
-	put(k->b, "%s{\"home_address\":\"%s\",\"care_of_address\":\"%s\",\"sequence\":%u,"
-	    "\"lifetime\":%u,\"lifetime_left\":%llu,\"age\":%llu", k->first ? "" : ",",
-	    a6(bd->hoa, h), a6(bd->coa, c), bd->seq, bd->lifetime_s, (unsigned long long)left,
-	    (unsigned long long)((k->now - bd->created_ms) / 1000));
-	rt_put(k, "to_mobile_node", bd->mn ? bd->mn->tun_out_sa : 0);
-	rt_put(k, "from_mobile_node", bd->mn ? bd->mn->tun_in_sa : 0);
-	put(k->b, "}");
-	k->first = false;
+	put(k->b, "binding\t%s\t%s\t%u\t%u\t%llu\t%llu", a6(bd->hoa, h), a6(bd->coa, c), bd->seq,
+	    bd->lifetime_s, (unsigned long long)left, (unsigned long long)((k->now - bd->created_ms) / 1000));
+	rt_put(k, bd->mn ? bd->mn->tun_out_sa : 0);
+	rt_put(k, bd->mn ? bd->mn->tun_in_sa : 0);
+	put(k->b, "\n");
 }
 
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
@@ -870,48 +871,36 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 	char a[INET6_ADDRSTRLEN];
 
 	if (!m || !m->ha) {
-		put(&b, "{\"home_agent\":null,\"bindings\":[]}\n");
+		put(&b, "end\n");
 		return (size_t)(b.p - buf);
 	}
 	const struct mip6_ha_stats *st = mip6_ha_stats(m->ha);
-	put(&b, "{\"home_agent\":{\"address\":\"%s\",\"link\":\"%s\",\"max_lifetime\":%u,"
-	    "\"mobile_nodes\":%zu,\"prefixes\":[", a6(m->rec.addr.a.b, a), ctx->ifc[DP_IN].name,
+	put(&b, "home-agent\t%s\t%s\t%u\t%zu\t", a6(m->rec.addr.a.b, a), ctx->ifc[DP_IN].name,
 	    m->rec.max_lifetime, m->n_mns);
 	for (unsigned i = 0; i < m->rec.n_prefix; i++)
-		put(&b, "%s\"%s/%u\"", i ? "," : "", a6(m->rec.prefix[i].a.b, a), m->rec.plen[i]);
-	put(&b, "]},\"bindings\":[");
-	struct bind_walk k = { ctx, &b, now_ms(), true };
+		put(&b, "%s%s/%u", i ? "," : "", a6(m->rec.prefix[i].a.b, a), m->rec.plen[i]);
+	put(&b, "\n");
+	struct bind_walk k = { ctx, &b, now_ms() };
 	mip6_ha_foreach(m->ha, bind_cb, &k);
-	put(&b, "],\"counters\":{\"bu_received\":%llu,\"bu_accepted\":%llu,\"bu_rejected\":%llu,"
-	    "\"bu_dropped\":%llu,\"ba_sent\":%llu,\"bindings_added\":%llu,\"bindings_refreshed\":%llu,"
-	    "\"bindings_moved\":%llu,\"bindings_deleted\":%llu,\"bindings_expired\":%llu,"
-	    "\"proxy_na_sent\":%llu,\"nd_errors\":%llu,\"migrations\":%llu,\"migrate_errors\":%llu,"
-	    "\"mobile_nodes_refused\":%llu,\"queue_taken\":%llu,\"queue_full_in\":%llu,"
-	    "\"queue_full_out\":%llu,\"rejected\":{",
-	    (unsigned long long)st->bu_received, (unsigned long long)st->bu_accepted,
-	    (unsigned long long)st->bu_rejected, (unsigned long long)st->dropped,
-	    (unsigned long long)st->ba_sent, (unsigned long long)st->bindings_added,
-	    (unsigned long long)st->bindings_refreshed, (unsigned long long)st->bindings_moved,
-	    (unsigned long long)st->bindings_deleted, (unsigned long long)st->bindings_expired,
-	    (unsigned long long)m->na_sent, (unsigned long long)m->nd_errors,
-	    (unsigned long long)m->migrations, (unsigned long long)m->migrate_errors,
-	    (unsigned long long)m->refused_mns,
-	    (unsigned long long)atomic_load(&m->taken), (unsigned long long)atomic_load(&m->in_full),
-	    (unsigned long long)atomic_load(&m->out_full));
-	bool first = true;
+	const struct { const char *name; uint64_t v; } c[] = {
+		{ "bu_received", st->bu_received }, { "bu_accepted", st->bu_accepted },
+		{ "bu_rejected", st->bu_rejected }, { "bu_dropped", st->dropped }, { "ba_sent", st->ba_sent },
+		{ "bindings_added", st->bindings_added }, { "bindings_refreshed", st->bindings_refreshed },
+		{ "bindings_moved", st->bindings_moved }, { "bindings_deleted", st->bindings_deleted },
+		{ "bindings_expired", st->bindings_expired }, { "proxy_na_sent", m->na_sent },
+		{ "nd_errors", m->nd_errors }, { "migrations", m->migrations },
+		{ "migrate_errors", m->migrate_errors }, { "mobile_nodes_refused", m->refused_mns },
+		{ "queue_taken", atomic_load(&m->taken) }, { "queue_full_in", atomic_load(&m->in_full) },
+		{ "queue_full_out", atomic_load(&m->out_full) },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);
 	for (unsigned s = 128; s < 256; s++)
-		if (st->rejected[s]) {
-			put(&b, "%s\"%u\":%llu", first ? "" : ",", s, (unsigned long long)st->rejected[s]);
-			first = false;
-		}
-	put(&b, "},\"drops\":{");
-	first = true;
+		if (st->rejected[s])
+			put(&b, "rejected\t%u\t%llu\n", s, (unsigned long long)st->rejected[s]);
 	for (unsigned d = 1; d < MIP6_DROP_MAX; d++)
-		if (st->drops[d]) {
-			put(&b, "%s\"%s\":%llu", first ? "" : ",", mip6_drop_name(d),
-			    (unsigned long long)st->drops[d]);
-			first = false;
-		}
-	put(&b, "}}}\n");
+		if (st->drops[d])
+			put(&b, "dropped\t%s\t%llu\n", mip6_drop_name(d), (unsigned long long)st->drops[d]);
+	put(&b, "end\n");
 	return (size_t)(b.p - buf);
 }

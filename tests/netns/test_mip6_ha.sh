@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# tests/netns/test_mip6_ha.sh: xipsecd as the IPsec end of a Mobile IPv6 home agent, end to end,
+# against a mobile node played by scapy's Mobile IPv6 layers and SecurityAssociation
+# (tests/netns/test_mip6_mn.py):
+#
+#   cn (2001:db8:1::10) -- [in0 | out0] ha -- rt -- eth1 mn (care-of 2001:db8:a::100)
+#   home link 2001:db8:1::/64  HA 2001:db8:1::1       \- eth2 mn (care-of 2001:db8:b::100)
+#                              (2001:db8:f::1 outside)    home address 2001:db8:1::100 on mn's tun0
+#
+# Configuration: ipsecctl's home-agent and mobile-node statements (manual keys, RFC 3776). Checked:
+#  1. registration: the BU from the first care-of address is answered with BA status 0, field by
+#     field (addresses, type 2 routing header, sequence, lifetime, checksum), ESP-protected;
+#     `ipsecctl show bindings --json` lists the binding; the home agent proxies ND for the home address
+#  2. a ping and a TCP transfer cn <-> mn through the tunnel; between the home agent and the router
+#     only ESP, and tshark decrypts it with the keys ipsecctl exports (the inner packets are cn's);
+#  3. the mobile node moves to the second care-of address: BA for the new sequence, traffic follows,
+#     no SA re-keyed (same SPIs, sequence numbers continue), nothing more to the old address after the BA;
+#  4. what must change nothing (each counted): an unprotected BU, a BU whose sequence is out of the
+#     window (BA 135), a protected BU whose Home Address option names another address (dropped by
+#     the SA's selector), a truncated Mobility Header;
+#  5. deregistration: BA, the binding gone, no more forwarding, no more proxy ND;
+#  6. a short lifetime expires: the binding goes by itself and the tunnel moves home.
+set -u
+. "$top_srcdir/tests/netns/lib.sh"
+. "$top_srcdir/tests/netns/test_dp_common.sh"
+xt_require ip tcpdump tshark socat nft
+CTL="$top_builddir/tools/ipsecctl"
+[ -x "$CTL" ] || xt_skip "ipsecctl not built"
+"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
+XT_BG_TIMEOUT=240
+
+HA=2001:db8:1::1 HOA=2001:db8:1::100 CN=2001:db8:1::10 COA1=2001:db8:a::100 COA2=2001:db8:b::100
+
+for ns in cn ha rt mn; do
+	xt_ns_add "$ns"
+	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+done
+xt_veth cn eth0 ha in0
+xt_veth ha out0 rt eth0
+xt_veth rt eth1 mn eth1
+xt_veth rt eth2 mn eth2
+xt_exec cn ip -6 addr add $CN/64 dev eth0 nodad
+xt_exec ha ip -6 addr add $HA/64 dev in0 nodad
+xt_exec ha ip -6 addr add 2001:db8:f::1/64 dev out0 nodad
+xt_exec ha ip -6 route add default via 2001:db8:f::2
+# only xipsecd forwards on the home agent
+xt_exec ha sysctl -qw net.ipv6.conf.all.forwarding=0
+xt_exec rt ip -6 addr add 2001:db8:f::2/64 dev eth0 nodad
+xt_exec rt ip -6 addr add 2001:db8:a::1/64 dev eth1 nodad
+xt_exec rt ip -6 addr add 2001:db8:b::1/64 dev eth2 nodad
+xt_exec rt ip -6 route add 2001:db8:1::/64 via 2001:db8:f::1
+xt_exec rt sysctl -qw net.ipv6.conf.all.forwarding=1
+xt_exec mn ip -6 addr add $COA1/64 dev eth1 nodad
+xt_exec mn ip -6 addr add $COA2/64 dev eth2 nodad
+for ns in cn mn; do xt_exec "$ns" ethtool -K eth1 tx off >/dev/null 2>&1; done
+xt_exec cn ethtool -K eth0 tx off >/dev/null
+dp_sadb ha
+SADB=$(dp_sadb_of ha)
+ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
+
+key() { head -c 20 /dev/urandom | xxd -p -c 40; }
+K_BA=$(key) K_BU=$(key) K_TO=$(key) K_TI=$(key)
+cat > "$XT_DIR/ha.conf" <<EOF
+home-agent $HA prefix 2001:db8:1::/64 lifetime 600
+mobile-node $HOA \\
+	signalling spi 0x2000:0x2001 enc aes128gcm16 key 0x$K_BA:0x$K_BU \\
+	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI
+EOF
+ctl load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
+dp_start_ha() {
+	xt_bg ha xipsecd-ha "$XIPSECD" --inside in0 --outside out0 --sadb "$SADB" --ctl "$XT_DIR/ha.sock" "$@"
+	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" ||
+		{ cat "$XT_DIR/xipsecd-ha.log" >&2; xt_fail "xipsecd on ha did not start"; }
+}
+dp_start_ha
+bindings() { ctl --ctl "$XT_DIR/ha.sock" --json show bindings; }
+b_json() { bindings > "$XT_DIR/b.json" || xt_fail "ipsecctl show bindings"; dp_json "$XT_DIR/b.json" "$1"; }
+
+# the mobile node: its kernel holds the home address on tun0 and routes cn's prefix into it
+rt1=$(xt_exec rt cat /sys/class/net/eth1/address) rt2=$(xt_exec rt cat /sys/class/net/eth2/address)
+cat > "$XT_DIR/mn.json" <<EOF
+{"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
+ "links": {"eth1": {"coa": "$COA1", "gw_mac": "$rt1"}, "eth2": {"coa": "$COA2", "gw_mac": "$rt2"}},
+ "sa": {"bu": {"spi": 8193, "key": "$K_BU"}, "ba": {"spi": 8192, "key": "$K_BA"},
+        "tun_out": {"spi": 12289, "key": "$K_TI"}, "tun_in": {"spi": 12288, "key": "$K_TO"}}}
+EOF
+mkfifo "$XT_DIR/mn.fifo"
+exec 7<>"$XT_DIR/mn.fifo"
+xt_on_cleanup 'exec 7>&-'
+xt_bg mn mn "$PYTHON" -u "$top_srcdir/tests/netns/test_mip6_mn.py" "$XT_DIR/mn.json" < "$XT_DIR/mn.fifo"
+xt_wait 20 grep -q '"ev": "ready"' "$XT_DIR/mn.log" || { cat "$XT_DIR/mn.log" >&2; xt_fail "mobile node did not start"; }
+xt_exec mn ip link set tun0 up
+xt_exec mn ip -6 addr add $HOA/128 dev tun0 nodad
+xt_exec mn ip -6 route add 2001:db8:1::/64 dev tun0
+xt_exec mn ip -6 route add default via 2001:db8:a::1 dev eth1
+
+mn() { echo "$*" >&7; }
+nba() { grep -c '"ev": "ba"' "$XT_DIR/mn.log"; }
+ba() { grep '"ev": "ba"' "$XT_DIR/mn.log" | sed -n "${1}p"; }
+wait_ba() { # N: the N-th BA arrives within 5 s
+	xt_wait 5 test "$(nba)" -ge "$1" || { tail -5 "$XT_DIR/mn.log" >&2; tail -20 "$XT_DIR/xipsecd-ha.log" >&2; xt_fail "no Binding Acknowledgement #$1"; }
+}
+ba_is() { # N EXPR: a python expression over the N-th BA (bound to b)
+	ba "$1" > "$XT_DIR/ba.json"
+	[ "$(dp_json "$XT_DIR/ba.json" "$2")" = True ] || xt_fail "BA #$1: not $2: $(cat "$XT_DIR/ba.json")"
+}
+cnt() { b_json "j['counters']['$1']"; }
+
+# ---- 1. registration
+[ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "a binding before any BU"
+mn bu eth1 1 120
+wait_ba 1
+ba_is 1 "b['status'] == 0 and b['seq'] == 1 and b['lifetime'] == 120 and b['src'] == '$HA' and \
+b['dst'] == '$COA1' and b['rh_type'] == 2 and b['rh_segleft'] == 1 and b['rh_addr'] == '$HOA' and \
+b['esp_spi'] == 0x2000 and b['cksum_ok'] and b['flags'] == 0 and b['iface'] == 'eth1'"
+[ "$(b_json "[(x['home_address'], x['care_of_address'], x['sequence'], x['lifetime']) for x in j['bindings']]")" = \
+  "[('$HOA', '$COA1', 1, 120)]" ] || xt_fail "binding after registration: $(cat "$XT_DIR/b.json")"
+xt_exec ha ip -6 neigh show proxy | grep -q "$HOA" || xt_fail "no proxy ND entry for the home address"
+ctl show | grep -A1 "spi 0x00003000" | grep -q "to $COA1" || xt_fail "tunnel SA not moved to $COA1: $(ctl show)"
+
+# ---- 2. traffic through the tunnel, only ESP between home agent and router
+dp_capture_start ha-rt rt eth0
+xt_exec cn ping -6 -c 3 -i 0.2 -W 2 $HOA >/dev/null || { cat "$XT_DIR/mn.log" | tail -3 >&2; xt_fail "ping cn -> mn (home address)"; }
+dp_tcp cn mn $HOA 200000
+dp_capture_stop ha-rt
+n=$(dp_only_ipsec "$XT_DIR/ha-rt.pcap") || xt_fail "plaintext between the home agent and the router"
+[ "$n" -ge 20 ] || xt_fail "only $n ESP packets between the home agent and the router"
+dp_tshark_args ha > "$XT_DIR/tshark.args"
+# tshark, with the exported keys, finds cn's ICMPv6 echoes inside the tunnel
+dp_inner "$XT_DIR/ha-rt.pcap" "$(cat "$XT_DIR/tshark.args")" | awk -F'\t' -v cn=$CN '$1 == "0x00003000" && $8 == cn { n++ } END { exit !(n >= 3) }' ||
+	xt_fail "tshark does not decrypt cn's packets in the tunnel SA 0x3000"
+
+# ---- 3. movement: BU from the second care-of address
+out_seq_before=$(ctl --json show | "$PYTHON" -c "import json,sys; print([s for s in json.load(sys.stdin)['sas'] if s['spi'] == 0x3000][0]['packets'])")
+dp_capture_start old rt eth1
+mn bu eth2 2 120
+wait_ba 2
+ba_is 2 "b['status'] == 0 and b['seq'] == 2 and b['dst'] == '$COA2' and b['iface'] == 'eth2' and b['rh_addr'] == '$HOA'"
+xt_exec mn ip -6 route replace default via 2001:db8:b::1 dev eth2
+ba_t=$(date +%s.%N)
+xt_exec cn ping -6 -c 3 -i 0.2 -W 2 $HOA >/dev/null || xt_fail "ping cn -> mn after the move"
+dp_tcp cn mn $HOA 100000
+dp_capture_stop old
+# after the BA nothing reached the old care-of address (the BA itself went to the new one)
+late=$(timeout 60 tshark -r "$XT_DIR/old.pcap" -Y "ipv6.dst == $COA1 && esp" -T fields -e frame.time_epoch 2>/dev/null |
+	awk -v t="$ba_t" '$1 > t' | wc -l)
+[ "$late" = 0 ] || xt_fail "$late ESP packets to the old care-of address after the move"
+[ "$(b_json "[(x['care_of_address'], x['sequence']) for x in j['bindings']]")" = "[('$COA2', 2)]" ] ||
+	xt_fail "binding after the move: $(cat "$XT_DIR/b.json")"
+# same SA (no rekey): its packet count went on growing from where it was
+ctl --json show > "$XT_DIR/sas.json"
+dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] in (0x3000, 0x3001)]" | grep -q "(12288, '$COA2')" ||
+	xt_fail "tunnel SA 0x3000 not at $COA2: $(cat "$XT_DIR/sas.json")"
+[ "$(dp_json "$XT_DIR/sas.json" "[s['packets'] for s in j['sas'] if s['spi'] == 0x3000][0] > $out_seq_before")" = True ] ||
+	xt_fail "tunnel SA 0x3000 counters restarted"
+
+# ---- 4. what must change nothing
+snap() { b_json "[(x['care_of_address'], x['sequence']) for x in j['bindings']]"; }
+before=$(snap)
+rej0=$(cnt bu_rejected) drop0=$(cnt bu_dropped) acc0=$(cnt bu_accepted)
+n0=$(nba)
+mn bu-plain eth2 3 120
+sleep 1
+[ "$(nba)" = "$n0" ] || xt_fail "an unprotected BU was answered"
+mn bu eth2 1 120         # sequence 1 after 2: out of the window
+wait_ba $((n0 + 1))
+ba_is $((n0 + 1)) "b['status'] == 135 and b['seq'] == 2"
+mn bu-hoa eth2 4 120 2001:db8:1::200
+mn bu-trunc eth2 5
+sleep 1
+[ "$(nba)" = $((n0 + 1)) ] || xt_fail "a BU for another home address or a truncated one was answered"
+[ "$(snap)" = "$before" ] || xt_fail "the binding cache changed: $(snap) (was $before)"
+[ "$(cnt bu_accepted)" = "$acc0" ] || xt_fail "accepted count changed"
+[ "$(cnt bu_rejected)" = $((rej0 + 1)) ] || xt_fail "the 135 rejection not counted"
+[ "$(cnt bu_dropped)" -ge $((drop0 + 1)) ] || xt_fail "the truncated BU not counted as dropped"
+[ "$(b_json "j['counters']['rejected'].get('135', 0)")" -ge 1 ] || xt_fail "no 135 in the rejected counters"
+# the other home address never reached the home agent: the BU SA's selector dropped it
+ctl --json show > "$XT_DIR/sas.json"
+[ "$(dp_json "$XT_DIR/sas.json" "[s['drops']['policy_mismatch'] for s in j['sas'] if s['spi'] == 0x2001][0] >= 1")" = True ] ||
+	xt_fail "the BU for another home address is not counted as a selector mismatch on SA 0x2001"
+xt_exec ha nft list tables >/dev/null 2>&1 || true
+
+# ---- 5. deregistration
+mn bu eth2 6 0
+wait_ba $((n0 + 2))
+ba_is $((n0 + 2)) "b['status'] == 0 and b['seq'] == 6 and b['lifetime'] == 0"
+[ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "binding left after deregistration"
+xt_exec ha ip -6 neigh show proxy | grep -q "$HOA" && xt_fail "proxy ND entry left after deregistration"
+xt_exec cn ip -6 neigh flush dev eth0
+xt_exec cn ping -6 -c 2 -i 0.3 -W 1 $HOA >/dev/null && xt_fail "cn still reaches the home address after deregistration"
+xt_exec cn ip -6 neigh show $HOA dev eth0 | grep -q lladdr && xt_fail "the home agent still answers ND for the home address"
+ctl --json show > "$XT_DIR/sas.json"
+dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] == 0x3000]" | grep -q "'$HOA'" ||
+	xt_fail "tunnel SA not moved home after deregistration"
+
+# ---- 6. expiry of a short lifetime
+mn bu eth2 7 8
+wait_ba $((n0 + 3))
+ba_is $((n0 + 3)) "b['status'] == 0 and b['lifetime'] == 8"
+[ "$(b_json "len(j['bindings'])")" = 1 ] || xt_fail "no binding for the short lifetime"
+xt_wait 15 test "$(b_json "len(j['bindings'])")" = 0 || xt_fail "the binding did not expire"
+[ "$(cnt bindings_expired)" -ge 1 ] || xt_fail "expiry not counted"
+xt_exec ha ip -6 neigh show proxy | grep -q "$HOA" && xt_fail "proxy ND entry left after expiry"
+ctl --json show > "$XT_DIR/sas.json"
+dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] == 0x3000]" | grep -q "'$HOA'" ||
+	xt_fail "tunnel SA not moved home after expiry"
+mn counts
+sleep 0.3
+grep -q '"bad": 0' "$XT_DIR/mn.log" || xt_fail "the mobile node could not decrypt something: $(grep '"ev": "bad"' "$XT_DIR/mn.log" | head -3)"
+xt_log "registration, traffic, move, negatives, deregistration and expiry as RFC 6275 says"
+exit 0

@@ -1,0 +1,153 @@
+# tests/netns/test_mip6_mn.py: a Mobile IPv6 mobile node for test_mip6_ha.sh, built on scapy's Mobile
+# IPv6 layers and its SecurityAssociation (nobody here wrote them). It registers with the home agent
+# (Binding Updates with a Home Address option, ESP transport mode), reports every Binding
+# Acknowledgement it receives, and terminates its end of the ESP tunnel to the home agent: packets
+# the local kernel sends from the home address (a TUN device holds it) are tunnelled from the current
+# care-of address; tunnelled packets from the home agent are decrypted into the TUN device.
+#
+#   usage: test_mip6_mn.py CONFIG.json      commands on stdin, one per line; events on stdout (JSON)
+# CONFIG: {"hoa", "ha", "tun", "links": {IFACE: {"coa", "gw_mac"}}, "sa": {"bu": {spi, key},
+#          "ba": {...}, "tun_out": {...}, "tun_in": {...}}, "crypt_algo"}   (keys hex, AES-GCM: key+salt)
+# Commands:
+#   bu IFACE SEQ LIFETIME [FLAGS]   a Binding Update from IFACE's care-of address (FLAGS: scapy's, "AH")
+#                                   ESP-protected; the tunnel follows to IFACE
+#   bu-plain IFACE SEQ LIFETIME     the same without ESP (an unprotected one: must go unanswered)
+#   bu-hoa IFACE SEQ LIFETIME HOA   protected, but its Home Address option names another address
+#   bu-trunc IFACE SEQ              protected, with a Mobility Header whose length field lies
+#   counts                          print the counters
+# Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "sent", ...} per command.
+import fcntl, json, logging, os, select, socket, struct, sys, time
+
+logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
+from scapy.all import Ether, IPv6, ESP, Raw
+from scapy.layers.inet6 import (HAO, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BU)
+from scapy.layers.ipsec import SecurityAssociation
+
+TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
+ETH_P_IPV6 = 0x86dd
+
+
+def out(**kw):
+    print(json.dumps(kw), flush=True)
+
+
+def main():
+    cfg = json.load(open(sys.argv[1]))
+    hoa, ha = cfg['hoa'], cfg['ha']
+    algo = cfg.get('crypt_algo', 'AES-GCM')
+
+    def sa(name, hdr=None):
+        c = cfg['sa'][name]
+        return SecurityAssociation(ESP, spi=c['spi'], crypt_algo=algo, crypt_key=bytes.fromhex(c['key']),
+                                   tunnel_header=hdr)
+    bu_sa, ba_sa = sa('bu'), sa('ba')
+    tun_in = sa('tun_in', IPv6(src=ha, dst=hoa))
+    links = cfg['links']
+    cur = next(iter(links))
+    tun_out = sa('tun_out', IPv6(src=links[cur]['coa'], dst=ha))
+
+    tun = os.open('/dev/net/tun', os.O_RDWR)
+    fcntl.ioctl(tun, TUNSETIFF, struct.pack('16sH', cfg['tun'].encode(), IFF_TUN | IFF_NO_PI))
+    socks = {}
+    for ifc in links:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
+        s.bind((ifc, 0))
+        socks[s] = ifc
+        links[ifc]['mac'] = open('/sys/class/net/%s/address' % ifc).read().strip()
+    # The kernel has no ESP: a raw ESP socket takes what reaches it, so it answers no ESP packet
+    # with an ICMPv6 error (what this process decrypts comes from the packet sockets above).
+    absorb = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ESP)
+    n = {'ba': 0, 'tun_rx': 0, 'tun_tx': 0, 'bad': 0, 'seen_esp': {}}
+
+    def send(ifc, pkt):
+        links_ifc = links[ifc]
+        frame = Ether(src=links_ifc['mac'], dst=links_ifc['gw_mac']) / pkt
+        for s, i in socks.items():
+            if i == ifc:
+                s.send(bytes(frame))
+
+    def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False):
+        coa = links[ifc]['coa']
+        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4)
+        p = IPv6(src=coa, dst=ha) / IPv6ExtHdrDestOpt(options=[HAO(hoa=hoa_opt or hoa)]) / mh
+        p = IPv6(bytes(p))  # scapy computes the checksum (with the home address, RFC 6275 6.1.1)
+        if trunc:
+            raw = bytearray(bytes(p))
+            # the Mobility Header's length field (after IPv6 40 + DestOpt 24) says 3 units more
+            raw[40 + 24 + 1] += 3
+            p = IPv6(bytes(raw))
+        if protect:
+            p = bu_sa.encrypt(p)
+        send(ifc, p)
+        return coa
+
+    tun_ifc = cur
+    out(ev='ready')
+    while True:
+        r, _, _ = select.select([tun, sys.stdin, absorb] + list(socks), [], [], 1.0)
+        if absorb in r:
+            absorb.recv(65535)
+        if sys.stdin in r:
+            line = sys.stdin.readline()
+            if not line:
+                return
+            a = line.split()
+            if not a:
+                continue
+            if a[0] in ('bu', 'bu-plain', 'bu-hoa', 'bu-trunc'):
+                ifc, seq = a[1], int(a[2])
+                life = int(a[3]) if len(a) > 3 else 60
+                if a[0] == 'bu':
+                    coa = bu(ifc, seq, life, flags=a[4] if len(a) > 4 else 'AH')
+                    tun_ifc = ifc
+                    tun_out.tunnel_header = IPv6(src=coa, dst=ha)
+                elif a[0] == 'bu-plain':
+                    coa = bu(ifc, seq, life, protect=False)
+                elif a[0] == 'bu-hoa':
+                    coa = bu(ifc, seq, life, hoa_opt=a[4])
+                else:
+                    coa = bu(ifc, seq, 60, trunc=True)
+                out(ev='sent', cmd=a[0], iface=ifc, coa=coa, seq=seq, esp_seq=bu_sa.seq_num)
+            elif a[0] == 'counts':
+                out(ev='counts', **n)
+        if tun in r:
+            pkt = os.read(tun, 65535)
+            if pkt[0] >> 4 == 6:
+                send(tun_ifc, tun_out.encrypt(IPv6(pkt)))
+                n['tun_tx'] += 1
+        for s in [x for x in r if x in socks]:
+            data = s.recv(65535)
+            try:
+                p = Ether(data)
+            except Exception:
+                continue
+            if IPv6 not in p or ESP not in p or p[IPv6].dst not in [l['coa'] for l in links.values()]:
+                continue
+            spi = p[ESP].spi
+            n['seen_esp'][socks[s]] = n['seen_esp'].get(socks[s], 0) + 1
+            try:
+                if spi == cfg['sa']['ba']['spi']:
+                    ip = p[IPv6]
+                    dec = ba_sa.decrypt(IPv6(bytes(ip)))
+                    ba = dec[MIP6MH_BA]
+                    rh = dec[IPv6ExtHdrRouting] if IPv6ExtHdrRouting in dec else None
+                    chk = ba.cksum
+                    ba2 = IPv6(bytes(dec))
+                    del ba2[MIP6MH_BA].cksum
+                    out(ev='ba', iface=socks[s], src=ip.src, dst=ip.dst, esp_spi=spi, esp_seq=p[ESP].seq,
+                        status=ba.status, seq=ba.seq, lifetime=ba.mhtime * 4, flags=int(ba.flags),
+                        rh_type=rh.type if rh else None, rh_segleft=rh.segleft if rh else None,
+                        rh_addr=rh.addresses[0] if rh and rh.addresses else None,
+                        cksum_ok=IPv6(bytes(ba2))[MIP6MH_BA].cksum == chk)
+                    n['ba'] += 1
+                elif spi == cfg['sa']['tun_in']['spi']:
+                    inner = tun_in.decrypt(IPv6(bytes(p[IPv6])))
+                    os.write(tun, bytes(inner))
+                    n['tun_rx'] += 1
+            except Exception as ex:  # a bad packet is counted, never fatal
+                n['bad'] += 1
+                out(ev='bad', spi=spi, error=repr(ex))
+
+
+if __name__ == '__main__':
+    main()
