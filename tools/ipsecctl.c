@@ -141,6 +141,13 @@ static int cmd_flush(const struct ctl_opts *o, int argc, char **argv)
 		rc = sadb_policy_flush(db);
 	if (rc >= 0 && sa)
 		rc = sadb_sa_flush(db, SADB_PROTO_ANY);
+	/* everything: the home agent record too (it is part of the configuration) */
+	if (rc >= 0 && sa && pol) {
+		struct sadb_home_agent ha;
+
+		if (sadb_home_agent_get(db, &ha) == 0)
+			rc = sadb_home_agent_set(db, NULL);
+	}
 	if (rc >= 0)
 		rc = sadb_txn_commit(db);
 	else
@@ -204,8 +211,8 @@ static const struct ctl_cmd {
 	{ "reload", ctl_cmd_reload, NULL,
 	  "reload FILE                        make the manual SAs and policies the file's (all or nothing)" },
 	{ "show", cmd_show, NULL,
-	  "show [sa [SPI...]|policy|stats|info|all]\n"
-	  "show bindings [--ctl PATH]          the home agent's bindings, from the running xipsecd" },
+	  "show [sa [SPI...]|policy|home-agent|stats|info|all]\n"
+	  "show bindings [--ctl PATH]         the home agent's bindings, from the running xipsecd" },
 	{ "monitor", cmd_monitor, NULL,
 	  "monitor [--interval S] [--count N] [SPI...]" },
 	{ "flush", cmd_flush, NULL,

@@ -110,7 +110,30 @@ struct ctl_conf {
 	bool manual;                /* reload: the items replace every manually keyed SA (ike_id 0,
 	                             * not larval) and policy of the SADB; IKE's stay */
 	FILE *err;                  /* where errors go (stderr; tests may redirect) */
+	/* the home-agent statement (at most one): the SADB's home agent record */
+	bool have_ha;
+	struct sadb_home_agent ha;
+	struct ctl_pos ha_pos;
+	/* the mobile-node statements' home addresses, for the one-per-address check */
+	struct ctl_mobile_node *mn;
+	size_t nmn, capmn;
 };
+
+struct ctl_json;
+
+struct ctl_mobile_node {
+	struct sadb_addr hoa;
+	struct ctl_pos pos;         /* of the home address */
+	struct ctl_pos stmt;        /* of the statement: its items' pos */
+};
+
+/* The home-agent statement of ha, normalised (no newline). */
+void ctl_home_agent_print(const struct sadb_home_agent *ha, FILE *out);
+/* Whether two home agent records say the same (libsadb's own fields aside). */
+bool ctl_home_agent_same(const struct sadb_home_agent *a, const struct sadb_home_agent *b);
+/* ha as `show --json` lists it; NULL: null. */
+void ctl_home_agent_json(struct ctl_json *j, const char *key, const struct sadb_home_agent *ha,
+			 bool times);
 
 void ctl_conf_init(struct ctl_conf *c, const char *src, FILE *err);
 /* Wipes keys and frees everything. */

@@ -1,8 +1,9 @@
 /* tools/ipsecctl_check.c: the validation of a parsed configuration as a whole, before anything is
- * applied: duplicate SAs and policies within the file and against the SADB, policies whose reqid
- * no SA of the right protocol and mode carries, keys shared between SAs, then libsadb's own checks
- * of each SA and policy. It runs only on a file that parsed cleanly, reports every problem it
- * finds, and keeps to sorted arrays so that large files against large SADBs stay O(n log n). */
+ * applied: duplicate SAs and policies within the file and against the SADB, duplicate mobile
+ * nodes, policies whose reqid no SA of the right protocol and mode carries, keys shared between
+ * SAs, then libsadb's own checks of each SA and policy. It runs only on a file that parsed
+ * cleanly, reports every problem it finds, and keeps to sorted arrays so that large files against
+ * large SADBs stay O(n log n). */
 #include "config.h"
 
 #include <errno.h>
@@ -450,6 +451,64 @@ static void key_report(struct ctl_conf *c, size_t i, uint8_t what, const struct 
 		       salted ? ", not even with different salts" : "");
 }
 
+static int mn_cmp(const void *x, const void *y)
+{
+	const struct ctl_mobile_node *a = x, *b = y;
+	int r = memcmp(a->hoa.a.b, b->hoa.a.b, 16);
+
+	if (r)
+		return r;
+	if (a->pos.line != b->pos.line)
+		return a->pos.line < b->pos.line ? -1 : 1;
+	return a->pos.col < b->pos.col ? -1 : a->pos.col > b->pos.col;
+}
+
+/* The statements of the mobile nodes that mn_dups refused: their SAs and policies are of course
+ * duplicates too, which would only repeat the message. */
+struct mn_dup_list {
+	struct ctl_pos *v;
+	size_t n;
+};
+
+static bool mn_dup_stmt(const struct mn_dup_list *d, struct ctl_pos pos)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->v[i].line == pos.line && d->v[i].col == pos.col)
+			return true;
+	return false;
+}
+
+/* One mobile-node statement per home address: the home agent keeps one binding per home address,
+ * and two statements would give it two sets of SAs to move. Sorted, so that a home agent with
+ * thousands of mobile nodes validates in O(n log n). */
+static int mn_dups(struct ctl_conf *c, struct mn_dup_list *d)
+{
+	struct ctl_mobile_node *v;
+	char buf[INET6_ADDRSTRLEN];
+
+	d->v = NULL;
+	d->n = 0;
+	if (c->nmn < 2)
+		return 0;
+	if (!(d->v = calloc(c->nmn, sizeof(*d->v))))
+		return -ENOMEM;
+	if (!(v = malloc(c->nmn * sizeof(*v))))
+		return -ENOMEM;
+	memcpy(v, c->mn, c->nmn * sizeof(*v));
+	qsort(v, c->nmn, sizeof(*v), mn_cmp);
+	for (size_t i = 1, first = 0; i < c->nmn; i++) {
+		if (memcmp(v[i].hoa.a.b, v[first].hoa.a.b, 16)) {
+			first = i;
+			continue;
+		}
+		ctl_conf_error(c, v[i].pos, "duplicate mobile-node: home address %s already has one at "
+			       "line %u", ctl_addr_str(&v[i].hoa, buf, sizeof(buf)), v[first].pos.line);
+		d->v[d->n++] = v[i].stmt;
+	}
+	free(v);
+	return 0;
+}
+
 int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 {
 	unsigned flush = 0;
@@ -457,6 +516,7 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 	struct vstate v;
 	struct key_ref *refs = NULL;
 	const struct sadb *keydb = db;
+	struct mn_dup_list mnd = { NULL, 0 };
 	int rc;
 
 	for (size_t i = 0; i < c->n; i++)
@@ -468,12 +528,16 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 		db = NULL;
 	if (flush & CTL_FLUSH_SA)
 		keydb = NULL;
-	rc = vstate_build(&v, c, db, flush);
+	memset(&v, 0, sizeof(v));
+	rc = mn_dups(c, &mnd);
+	if (rc == 0)
+		rc = vstate_build(&v, c, db, flush);
 	if (rc == 0)
 		rc = key_refs_build(c, keydb, &refs);
 	if (rc) {
 		vstate_free(&v);
 		free(refs);
+		free(mnd.v);
 		ctl_conf_error(c, (struct ctl_pos){ 0, 0 }, "out of memory while validating");
 		return -ENOMEM;
 	}
@@ -484,11 +548,12 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 			const struct sadb_sa *sa = &it->sa;
 
 			if (v.dup_of[i] != i) {
-				ctl_conf_error(c, it->spi_pos, "duplicate SA: spi 0x%08x %s to %s is "
-					       "already defined at line %u", sa->spi,
-					       ctl_proto_name(sa->proto),
-					       ctl_addr_str(&sa->dst, buf, sizeof(buf)),
-					       c->items[v.dup_of[i]].pos.line);
+				if (!mn_dup_stmt(&mnd, it->pos))
+					ctl_conf_error(c, it->spi_pos, "duplicate SA: spi 0x%08x %s to %s is "
+						       "already defined at line %u", sa->spi,
+						       ctl_proto_name(sa->proto),
+						       ctl_addr_str(&sa->dst, buf, sizeof(buf)),
+						       c->items[v.dup_of[i]].pos.line);
 			} else if (db && !(flush & CTL_FLUSH_SA)) {
 				struct sadb_sa cur;
 
@@ -514,9 +579,10 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 
 			pol_key_make(&k, pol, (uint32_t)i);
 			if (v.dup_of[i] != i) {
-				ctl_conf_error(c, it->pos, "duplicate policy: the same direction, "
-					       "selector and priority as line %u",
-					       c->items[v.dup_of[i]].pos.line);
+				if (!mn_dup_stmt(&mnd, it->pos))
+					ctl_conf_error(c, it->pos, "duplicate policy: the same direction, "
+						       "selector and priority as line %u",
+						       c->items[v.dup_of[i]].pos.line);
 			} else if (v.ndbp && (hit = bsearch(&k, v.dbp, v.ndbp, sizeof(k),
 							    pol_key_cmp_noidx))) {
 				ctl_conf_error(c, it->pos, "duplicate policy: the SADB has one with the "
@@ -545,6 +611,7 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 		}
 	}
 	vstate_free(&v);
+	free(mnd.v);
 	explicit_bzero(refs, (2 * c->n + 1) * sizeof(*refs));
 	free(refs);
 	return c->nerr ? -EINVAL : 0;

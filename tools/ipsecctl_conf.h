@@ -1,8 +1,8 @@
 /* tools/ipsecctl_conf.h: what the files of ipsecctl's configuration language share and nothing
  * outside them uses: the tokens the lexer (ipsecctl_lex.c) hands to the parser, the parser's cursor
  * over one statement and its error helper (ipsecctl_parse.c), the selector and policy option sets
- * that `policy` and the pair statements both read, and the SA statements' entry points
- * (ipsecctl_parse_sa.c). The public side of the language is in tools/ipsecctl.h. */
+ * that `policy` and the pair statements both read, the SA statements' entry points
+ * (ipsecctl_parse_sa.c) and the Mobile IPv6 statements' (ipsecctl_parse_mip6.c). The public side of the language is in tools/ipsecctl.h. */
 #ifndef XIPSEC_IPSECCTL_CONF_H
 #define XIPSEC_IPSECCTL_CONF_H
 
@@ -130,6 +130,10 @@ struct saopt {
 	bool sel_set;
 };
 
+/* The SA options' keywords, for "expected ..." messages. */
+#define SA_OPTS "enc, auth, key, authkey, reqid, replay, esn, legacy, encap, state, icv, tfc, " \
+	"ttl, dscp, df, noecn, decap-dscp, mtu, ikeid, soft, hard"
+
 /* key|authkey [file PATH [part out|in]] | HEX: the key text into *key (owned), the file name into
  * *file; *pos is the key's position and *in_pos that of the IN half of "OUT:IN". 0 or -1. */
 int conf_parse_key(struct ps *p, char **key, char **file, unsigned *part, struct ctl_pos *pos,
@@ -142,9 +146,47 @@ int conf_split_pair(struct ps *p, const char *text, struct ctl_pos pos, bool pai
 int conf_sa_crypto(struct ps *p, struct saopt *o, struct sadb_sa *sa, const char *key,
 		   const char *akey);
 
+void conf_saopt_init(struct saopt *o);
+/* Wipes the keys and frees what o owns. */
+void conf_saopt_free(struct saopt *o);
+/* SA options shared by `sa` and the pair statements (`selector` only with allow_selector):
+ * 1 consumed, 0 not an SA option, -1 error. */
+int conf_sa_option(struct ps *p, struct saopt *o, bool allow_selector);
+
 /* sa PROTO MODE from ADDR to ADDR spi SPI in|out [options] */
 int conf_parse_sa(struct ps *p);
 /* esp|ah tunnel|transport ... spi OUT:IN ...: two SAs and the two policies binding them. */
 int conf_parse_pair(struct ps *p);
+
+/* A pair statement as it is read: the SA options (o), the selector and priority (po), and the two
+ * directions' endpoints, SPIs and keys. */
+struct pair {
+	struct saopt o;
+	struct polopt po;
+	struct sadb_sa sa[2];       /* [0] out: local->peer, [1] in: peer->local */
+	struct sadb_addr local, peer;
+	struct ctl_pos spi_pos, local_pos, peer_pos;
+	bool have_local, have_peer, have_spi;
+	uint64_t spi[2];
+	char *k[2], *a[2];          /* each direction's key text */
+};
+
+void conf_pair_init(struct pair *pr);
+void conf_pair_free(struct pair *pr);
+/* spi OUT:IN */
+int conf_pair_spi(struct ps *p, struct pair *pr);
+/* The statement as a whole: endpoints, SPIs, selector, keys; then both SAs built. 0 or -1. */
+int conf_pair_check(struct ps *p, struct pair *pr);
+/* The two SAs, then the two policies that bind them by reqid. 0 or -1. */
+int conf_pair_items(struct ps *p, const struct pair *pr);
+
+/* ---- Mobile IPv6 home agent statements (ipsecctl_parse_mip6.c) ---- */
+
+/* home-agent ADDR prefix P/LEN [prefix P/LEN ...] [lifetime SECONDS] [link IFNAME] */
+int conf_parse_home_agent(struct ps *p);
+/* mobile-node HOA signalling spi OUT:IN [SA options] tunnel spi OUT:IN [SA options] [priority N]:
+ * the two transport SAs and policies of the Mobility Header, the two tunnel SAs and policies of
+ * the mobile node's traffic. */
+int conf_parse_mobile_node(struct ps *p);
 
 #endif

@@ -4,7 +4,8 @@
  * libsadb's writer API, so a bad file changes nothing; -n prints what would be applied instead.
  * reload makes the SADB's manually keyed entries exactly the file's, leaving alone what IKE
  * negotiated, and keeps the runtime state (sequence numbers, replay window, counters) of every SA
- * the file still has with the same keys. */
+ * the file still has with the same keys, and the care-of address of every mobile node's tunnel SA
+ * that the home agent moved. The home agent record is applied in the same transaction. */
 #include "config.h"
 
 #include <errno.h>
@@ -106,11 +107,51 @@ static int seq_persist(struct ctl_conf *c)
 	return CTL_EXIT_OK;
 }
 
+/* Whether the configuration flushes everything (`flush`, `flush all`, -F): the home agent record
+ * too, as it is part of the configuration. */
+static bool flushes_all(const struct ctl_conf *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->items[i].kind == CTL_IT_FLUSH &&
+		    c->items[i].flush == (CTL_FLUSH_SA | CTL_FLUSH_POL))
+			return true;
+	return false;
+}
+
+/* The home agent record the configuration leaves, in the caller's transaction: the file's
+ * home-agent statement; none when clear (a flush of everything, a reload of a file without one);
+ * else the SADB's stays. An unchanged record is not written again (its readers would reload it).
+ * *what: "set", "cleared" or NULL. 0 or -1 (reported). */
+static int apply_home_agent(struct ctl_conf *c, struct sadb *db, bool clear, const char **what)
+{
+	struct sadb_home_agent cur;
+	bool have = sadb_home_agent_get(db, &cur) == 0;
+	int rc = 0;
+
+	*what = NULL;
+	if (c->have_ha) {
+		if (have && ctl_home_agent_same(&cur, &c->ha))
+			return 0;
+		rc = sadb_home_agent_set(db, &c->ha);
+		*what = "set";
+	} else if (clear && have) {
+		rc = sadb_home_agent_set(db, NULL);
+		*what = "cleared";
+	}
+	if (rc) {
+		ctl_conf_error(c, c->ha_pos, "cannot %s the home agent record: %s",
+			       c->have_ha ? "set" : "clear", ctl_db_err(db, rc));
+		return -1;
+	}
+	return 0;
+}
+
 /* Apply the parsed and validated items in one transaction. */
 static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, bool update)
 {
 	char buf[INET6_ADDRSTRLEN];
 	unsigned nsa = 0, npol = 0;
+	const char *ha_what;
 	int rc;
 
 	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
@@ -160,14 +201,17 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 			break;
 		}
 	}
+	if (apply_home_agent(c, db, flushes_all(c), &ha_what))
+		goto fail;
 	if ((rc = sadb_txn_commit(db))) {
 		ctl_err("cannot commit: %s", sadb_errmsg(db));
 		sadb_txn_abort(db);
 		return CTL_EXIT_ERR;
 	}
 	if (o->verbose)
-		fprintf(stderr, "%sipsecctl: applied %u SA(s) and %u policy(ies), generation %" PRIu64
-			"\n", ctl_pri(LOG_INFO), nsa, npol, sadb_generation(db));
+		fprintf(stderr, "%sipsecctl: applied %u SA(s) and %u policy(ies)%s%s, generation %"
+			PRIu64 "\n", ctl_pri(LOG_INFO), nsa, npol, ha_what ? ", home agent " : "",
+			ha_what ? ha_what : "", sadb_generation(db));
 	return CTL_EXIT_OK;
 fail:
 	sadb_txn_abort(db);
@@ -210,6 +254,44 @@ static bool pol_same(const struct sadb_policy *a, const struct sadb_policy *b)
 	       sadb_addr_eq(&a->tun_src, &b->tun_src) && sadb_addr_eq(&a->tun_dst, &b->tun_dst);
 }
 
+/* A mobile node's tunnel SA: the home agent moves its outer endpoint on the mobile node's side to
+ * the care-of address (and back home), so the SADB's copy may have one the file cannot know. */
+static bool rl_mobile_tunnel(const struct sadb_sa *sa)
+{
+	return (sa->flags & SADB_SAF_MOBILE) && sa->mode == SADB_MODE_TUNNEL;
+}
+
+/* The item that is the SADB's SA sa: the one of the same identity; else, for an outbound mobile
+ * tunnel SA that the home agent moved (its destination is the care-of address, not the file's
+ * home address), the one with its SPI, protocol, home agent address and selector (which names
+ * the home address) whose own identity the SADB does not hold. c->n when there is none. */
+static size_t rl_find(const struct ctl_conf *c, const struct sadb *db, const struct sadb_sa *sa)
+{
+	size_t i, moved = c->n;
+
+	for (i = 0; i < c->n; i++) {
+		const struct sadb_sa *f = &c->items[i].sa;
+
+		if (c->items[i].kind != CTL_IT_SA || f->spi != sa->spi || f->proto != sa->proto)
+			continue;
+		if (sadb_addr_eq(&f->dst, &sa->dst))
+			return i;
+		if (moved == c->n && sa->dir == SADB_DIR_OUT && f->dir == SADB_DIR_OUT &&
+		    rl_mobile_tunnel(sa) && rl_mobile_tunnel(f) && sadb_addr_eq(&f->src, &sa->src) &&
+		    !memcmp(&f->sel, &sa->sel, sizeof(f->sel)))
+			moved = i;
+	}
+	if (moved < c->n) {
+		const struct sadb_sa *f = &c->items[moved].sa;
+		struct sadb_sa other;
+
+		if (sadb_sa_lookup(db, f->spi, f->proto, &f->dst, &other, NULL) == 0)
+			moved = c->n;
+		explicit_bzero(&other, sizeof(other));
+	}
+	return moved;
+}
+
 enum { RL_ADD = 0, RL_KEEP, RL_UPDATE };
 
 struct rl_sa_id {
@@ -246,12 +328,20 @@ static int rl_plan(struct ctl_conf *c, struct sadb *db, struct rl_plan *pl)
 
 		if (!ctl_reload_replaces_sa(c, &sa))
 			continue;
-		for (i = 0; i < c->n; i++) {
-			const struct sadb_sa *f = &c->items[i].sa;
+		i = rl_find(c, db, &sa);
+		/* A live binding survives the reload: the mobile node's side of a mobile tunnel SA stays
+		 * where the home agent put it (its care-of address, and NAT-T ports), even with a new key;
+		 * the home agent's side is the file's. */
+		if (i < c->n && rl_mobile_tunnel(&sa) && rl_mobile_tunnel(&c->items[i].sa) &&
+		    c->items[i].sa.dir == sa.dir) {
+			struct sadb_sa *f = &c->items[i].sa;
 
-			if (c->items[i].kind == CTL_IT_SA && f->spi == sa.spi && f->proto == sa.proto &&
-			    sadb_addr_eq(&f->dst, &sa.dst))
-				break;
+			if (sa.dir == SADB_DIR_OUT)
+				f->dst = sa.dst;
+			else
+				f->src = sa.src;
+			f->encap_sport = sa.encap_sport;
+			f->encap_dport = sa.encap_dport;
 		}
 		if (i < c->n && sa_same_keys(&sa, &c->items[i].sa)) {
 			pl->what[i] = sa_unchanged(&sa, &c->items[i].sa) ? RL_KEEP : RL_UPDATE;
@@ -317,6 +407,7 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 {
 	char buf[INET6_ADDRSTRLEN];
 	unsigned n[3][2] = { { 0 } }; /* [RL_*][0 SA, 1 policy] */
+	const char *ha_what;
 	struct rl_plan pl;
 	int rc;
 
@@ -375,6 +466,9 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 			}
 		}
 	}
+	/* the record becomes the file's: none when the file has no home-agent statement */
+	if (apply_home_agent(c, db, true, &ha_what))
+		goto fail;
 	if ((rc = sadb_txn_commit(db))) {
 		ctl_err("cannot commit: %s", sadb_errmsg(db));
 		sadb_txn_abort(db);
@@ -383,9 +477,10 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 	}
 	if (o->verbose)
 		fprintf(stderr, "%sipsecctl: reload %s: SAs: %u kept, %u updated, %u added (%zu with a "
-			"new key), %zu removed; policies: %u kept, %u added, %zu removed; generation %"
-			PRIu64 "\n", ctl_pri(LOG_NOTICE), c->src, n[RL_KEEP][0], n[RL_UPDATE][0], n[RL_ADD][0], pl.nrekey,
-			pl.ndel_sa - pl.nrekey, n[RL_KEEP][1], n[RL_ADD][1], pl.ndel_pol,
+			"new key), %zu removed; policies: %u kept, %u added, %zu removed%s%s; generation %"
+			PRIu64 "\n", ctl_pri(LOG_NOTICE), c->src, n[RL_KEEP][0], n[RL_UPDATE][0],
+			n[RL_ADD][0], pl.nrekey, pl.ndel_sa - pl.nrekey, n[RL_KEEP][1], n[RL_ADD][1],
+			pl.ndel_pol, ha_what ? "; home agent " : "", ha_what ? ha_what : "",
 			sadb_generation(db));
 	rl_plan_free(&pl);
 	return CTL_EXIT_OK;
@@ -414,6 +509,7 @@ static void conf_json(const struct ctl_conf *c, const struct ctl_opts *o)
 	ctl_json_bool(&j, "sa", flush & CTL_FLUSH_SA);
 	ctl_json_bool(&j, "policy", flush & CTL_FLUSH_POL);
 	ctl_json_end_obj(&j);
+	ctl_home_agent_json(&j, "home_agent", c->have_ha ? &c->ha : NULL, false);
 	ctl_json_arr(&j, "sas");
 	for (size_t i = 0; i < c->n; i++)
 		if (c->items[i].kind == CTL_IT_SA)

@@ -2,7 +2,7 @@
  * over one statement's tokens with its "expected X after Y, got Z" messages, numbers, ranges and
  * addresses, traffic selectors, `policy` and `flush` statements, and the driver that cuts the
  * token stream into statements, expands macros in each and hands it to its parser (the SA
- * statements are in ipsecctl_parse_sa.c). The same driver reads `sa add ...`/`policy add ...` from
+ * statements are in ipsecctl_parse_sa.c, the Mobile IPv6 ones in ipsecctl_parse_mip6.c). The same driver reads `sa add ...`/`policy add ...` from
  * the command line, so a statement means the same thing wherever it is written.
  *
  * Errors carry the position of the token they are about; parsing goes on at the next statement so
@@ -504,8 +504,12 @@ static int parse_stmt(struct ps *p)
 	}
 	if ((!strcasecmp(t->s, "esp") || !strcasecmp(t->s, "ah")) && !t->quoted)
 		return conf_parse_pair(p);
-	return ps_err(p, t->pos, "expected a statement ('sa', 'policy', 'esp', 'ah' or 'flush'), "
-		      "got '%.60s'", t->s);
+	if (!strcasecmp(t->s, "home-agent") && !t->quoted)
+		return conf_parse_home_agent(p);
+	if (!strcasecmp(t->s, "mobile-node") && !t->quoted)
+		return conf_parse_mobile_node(p);
+	return ps_err(p, t->pos, "expected a statement ('sa', 'policy', 'esp', 'ah', 'flush', "
+		      "'home-agent' or 'mobile-node'), got '%.60s'", t->s);
 }
 
 /* Cuts the tokens into statements (a statement ends at a line end that no '\\' continues) and
@@ -559,6 +563,10 @@ void ctl_conf_free(struct ctl_conf *c)
 	free(c->items);
 	c->items = NULL;
 	c->n = c->cap = 0;
+	free(c->mn);
+	c->mn = NULL;
+	c->nmn = c->capmn = 0;
+	c->have_ha = false;
 }
 
 int ctl_conf_parse(struct ctl_conf *c, const char *text, size_t len)

@@ -12,7 +12,7 @@
 
 #include "tools/ipsecctl_conf.h"
 
-static void saopt_init(struct saopt *o)
+void conf_saopt_init(struct saopt *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->t.state = SADB_STATE_MATURE;
@@ -22,7 +22,7 @@ static void saopt_init(struct saopt *o)
 	conf_selopt_init(&o->sel);
 }
 
-static void saopt_free(struct saopt *o)
+void conf_saopt_free(struct saopt *o)
 {
 	conf_wipe_free(o->key);
 	conf_wipe_free(o->akey);
@@ -330,6 +330,8 @@ static const struct sa_optdef {
 	FN("soft", opt_soft),
 	FN("hard", opt_hard),
 	{ "selector", opt_selector, 0, NULL, 0, 0, 0, true },
+	/* a mobile-node statement's SAs carry it without the word */
+	{ "mobile", NULL, SADB_SAF_MOBILE, NULL, 0, 0, 0, true },
 #undef FN
 #undef FLAG
 #undef NUM
@@ -352,8 +354,7 @@ static int sa_num(struct ps *p, struct saopt *o, const struct sa_optdef *d)
 	return 0;
 }
 
-/* SA options shared by `sa` and the pair statements: 1 consumed, 0 not an SA option, -1 error. */
-static int sa_option(struct ps *p, struct saopt *o, bool allow_selector)
+int conf_sa_option(struct ps *p, struct saopt *o, bool allow_selector)
 {
 	struct ctl_pos pos = ps_here(p);
 
@@ -380,9 +381,6 @@ static int check_spi(struct ps *p, uint64_t spi, struct ctl_pos pos)
 	return 0;
 }
 
-#define SA_OPTS "enc, auth, key, authkey, reqid, replay, esn, legacy, encap, state, icv, tfc, " \
-	"ttl, dscp, df, noecn, decap-dscp, mtu, ikeid, soft, hard"
-
 /* sa PROTO MODE from ADDR to ADDR spi SPI in|out [options] */
 int conf_parse_sa(struct ps *p)
 {
@@ -394,7 +392,7 @@ int conf_parse_sa(struct ps *p)
 	uint64_t spi = 0;
 	int rc = -1, r;
 
-	saopt_init(&o);
+	conf_saopt_init(&o);
 	if (ps_proto_mode(p, &t->proto, &t->mode, true))
 		goto out;
 	while (ps_peek(p)) {
@@ -415,11 +413,11 @@ int conf_parse_sa(struct ps *p)
 			t->dir = SADB_DIR_IN;
 		} else if (ps_acc(p, "out")) {
 			t->dir = SADB_DIR_OUT;
-		} else if ((r = sa_option(p, &o, true)) != 0) {
+		} else if ((r = conf_sa_option(p, &o, true)) != 0) {
 			if (r < 0)
 				goto out;
 		} else {
-			ps_unknown(p, "SA", "from, to, spi, in, out, selector, " SA_OPTS);
+			ps_unknown(p, "SA", "from, to, spi, in, out, selector, mobile, " SA_OPTS);
 			goto out;
 		}
 	}
@@ -468,25 +466,12 @@ int conf_parse_sa(struct ps *p)
 	o.key_file = o.akey_file = NULL;
 	rc = 0;
 out:
-	saopt_free(&o);
+	conf_saopt_free(&o);
 	return rc;
 }
 
-/* A pair statement as it is read: the SA options (o), the selector and priority (po), and the two
- * directions' endpoints, SPIs and keys. */
-struct pair {
-	struct saopt o;
-	struct polopt po;
-	struct sadb_sa sa[2];       /* [0] out: local->peer, [1] in: peer->local */
-	struct sadb_addr local, peer;
-	struct ctl_pos spi_pos, local_pos, peer_pos;
-	bool have_local, have_peer, have_spi;
-	uint64_t spi[2];
-	char *k[2], *a[2];          /* each direction's key text */
-};
-
 /* spi OUT:IN */
-static int pair_spi(struct ps *p, struct pair *pr)
+int conf_pair_spi(struct ps *p, struct pair *pr)
 {
 	const char *s;
 	char buf[64], *colon;
@@ -522,11 +507,11 @@ static int pair_words(struct ps *p, struct pair *pr)
 				return -1;
 			pr->have_peer = true;
 		} else if (ps_acc(p, "spi")) {
-			if (pair_spi(p, pr))
+			if (conf_pair_spi(p, pr))
 				return -1;
 		} else if ((r = conf_sel_option(p, &pr->po.sel)) != 0 ||
 			   (r = conf_pol_option(p, &pr->po, true)) != 0 ||
-			   (r = sa_option(p, &pr->o, false)) != 0) {
+			   (r = conf_sa_option(p, &pr->o, false)) != 0) {
 			if (r < 0)
 				return -1;
 		} else {
@@ -567,8 +552,7 @@ static int pair_endpoints(struct ps *p, struct pair *pr)
 	return 0;
 }
 
-/* The statement as a whole: endpoints, SPIs, selector, keys; then both SAs built. */
-static int pair_check(struct ps *p, struct pair *pr)
+int conf_pair_check(struct ps *p, struct pair *pr)
 {
 	struct saopt *o = &pr->o;
 
@@ -608,8 +592,7 @@ static int pair_check(struct ps *p, struct pair *pr)
 	return 0;
 }
 
-/* The two SAs, then the two policies that bind them by reqid. */
-static int pair_items(struct ps *p, const struct pair *pr)
+int conf_pair_items(struct ps *p, const struct pair *pr)
 {
 	const struct saopt *o = &pr->o;
 
@@ -656,6 +639,23 @@ static int pair_items(struct ps *p, const struct pair *pr)
 	return 0;
 }
 
+void conf_pair_init(struct pair *pr)
+{
+	memset(pr, 0, sizeof(*pr));
+	conf_saopt_init(&pr->o);
+	conf_selopt_init(&pr->po.sel);
+}
+
+void conf_pair_free(struct pair *pr)
+{
+	for (int d = 0; d < 2; d++) {
+		conf_wipe_free(pr->k[d]);
+		conf_wipe_free(pr->a[d]);
+	}
+	conf_saopt_free(&pr->o);
+	explicit_bzero(pr, sizeof(*pr));
+}
+
 /* esp|ah tunnel [selector] local A peer B spi OUT:IN [SA options] [priority N]
  * esp|ah transport from A to B spi OUT:IN [SA options] [priority N] */
 int conf_parse_pair(struct ps *p)
@@ -663,18 +663,11 @@ int conf_parse_pair(struct ps *p)
 	struct pair pr;
 	int rc = -1;
 
-	memset(&pr, 0, sizeof(pr));
-	saopt_init(&pr.o);
-	conf_selopt_init(&pr.po.sel);
+	conf_pair_init(&pr);
 	p->i = 0;
 	if (ps_proto_mode(p, &pr.o.t.proto, &pr.o.t.mode, true) == 0 && pair_words(p, &pr) == 0 &&
-	    pair_check(p, &pr) == 0)
-		rc = pair_items(p, &pr);
-	for (int d = 0; d < 2; d++) {
-		conf_wipe_free(pr.k[d]);
-		conf_wipe_free(pr.a[d]);
-	}
-	saopt_free(&pr.o);
-	explicit_bzero(&pr, sizeof(pr));
+	    conf_pair_check(p, &pr) == 0)
+		rc = conf_pair_items(p, &pr);
+	conf_pair_free(&pr);
 	return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "tools/ipsecctl_conf.h"
 
@@ -152,6 +153,8 @@ static void sa_options_print(FILE *f, const struct sadb_sa *sa)
 		opt_print(f, &opts, "mtu %u", sa->mtu);
 	if (sa->ike_id)
 		opt_print(f, &opts, "ikeid %u", sa->ike_id);
+	if (sa->flags & SADB_SAF_MOBILE)
+		opt_print(f, &opts, "mobile");
 }
 
 void ctl_sa_print(const struct sadb_sa *sa, FILE *f, bool keys, const struct ctl_item *it)
@@ -215,23 +218,60 @@ void ctl_policy_print(const struct sadb_policy *p, FILE *f)
 	fprintf(f, " priority %u\n", p->priority);
 }
 
-void ctl_conf_print(const struct ctl_conf *c, FILE *out)
+void ctl_home_agent_print(const struct sadb_home_agent *ha, FILE *f)
 {
-	for (size_t i = 0; i < c->n; i++) {
-		const struct ctl_item *it = &c->items[i];
+	char b[INET6_ADDRSTRLEN];
 
-		switch (it->kind) {
-		case CTL_IT_FLUSH:
-			fprintf(out, "flush %s\n", it->flush == CTL_FLUSH_SA ? "sa" :
-				it->flush == CTL_FLUSH_POL ? "policy" : "all");
-			break;
-		case CTL_IT_SA:
-			ctl_sa_print(&it->sa, out, true, it);
-			break;
-		case CTL_IT_POLICY:
-			ctl_policy_print(&it->pol, out);
-			break;
-		}
+	fprintf(f, "home-agent %s", ctl_addr_str(&ha->addr, b, sizeof(b)));
+	for (unsigned i = 0; i < ha->n_prefix && i < SADB_HA_MAX_PREFIX; i++)
+		fprintf(f, " prefix %s/%u", ctl_addr_str(&ha->prefix[i], b, sizeof(b)), ha->plen[i]);
+	if (ha->max_lifetime != 3600)
+		fprintf(f, " lifetime %u", ha->max_lifetime);
+	if (ha->link[0] && memchr(ha->link, 0, sizeof(ha->link))) {
+		fputs(" link ", f);
+		ctl_json_escape(f, ha->link);
 	}
 }
 
+bool ctl_home_agent_same(const struct sadb_home_agent *a, const struct sadb_home_agent *b)
+{
+	if (!sadb_addr_eq(&a->addr, &b->addr) || a->n_prefix != b->n_prefix ||
+	    a->max_lifetime != b->max_lifetime || a->flags != b->flags ||
+	    memcmp(a->link, b->link, sizeof(a->link)) || a->n_prefix > SADB_HA_MAX_PREFIX)
+		return false;
+	for (unsigned i = 0; i < a->n_prefix; i++)
+		if (a->plen[i] != b->plen[i] || !sadb_addr_eq(&a->prefix[i], &b->prefix[i]))
+			return false;
+	return true;
+}
+
+static void item_print(const struct ctl_item *it, FILE *out)
+{
+	switch (it->kind) {
+	case CTL_IT_FLUSH:
+		fprintf(out, "flush %s\n", it->flush == CTL_FLUSH_SA ? "sa" :
+			it->flush == CTL_FLUSH_POL ? "policy" : "all");
+		break;
+	case CTL_IT_SA:
+		ctl_sa_print(&it->sa, out, true, it);
+		break;
+	case CTL_IT_POLICY:
+		ctl_policy_print(&it->pol, out);
+		break;
+	}
+}
+
+void ctl_conf_print(const struct ctl_conf *c, FILE *out)
+{
+	size_t i = 0;
+
+	/* the home agent after the flushes, which come first and would clear it */
+	for (; i < c->n && c->items[i].kind == CTL_IT_FLUSH; i++)
+		item_print(&c->items[i], out);
+	if (c->have_ha) {
+		ctl_home_agent_print(&c->ha, out);
+		fputc('\n', out);
+	}
+	for (; i < c->n; i++)
+		item_print(&c->items[i], out);
+}

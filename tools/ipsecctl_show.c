@@ -1,5 +1,5 @@
 /* tools/ipsecctl_show.c: `show`, what ipsecctl reads back from the SADB: SAs with their live runtime
- * counters, policies and segment info, as text or JSON (the statistics and `monitor` are in
+ * counters, policies, the home agent record and segment info, as text or JSON (the statistics and `monitor` are in
  * ipsecctl_stats.c). Readers only: nothing here writes to the SADB, and keys appear only with
  * --show-keys. */
 #include "config.h"
@@ -439,9 +439,39 @@ static void info_json(struct ctl_json *j, const char *key, struct sadb *db)
 	ctl_json_end_obj(j);
 }
 
+void ctl_home_agent_json(struct ctl_json *j, const char *key, const struct sadb_home_agent *ha,
+			 bool times)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+
+	if (!ha) {
+		ctl_json_null(j, key);
+		return;
+	}
+	ctl_json_obj(j, key);
+	ctl_json_str(j, "address", ctl_addr_str(&ha->addr, buf, sizeof(buf)));
+	ctl_json_arr(j, "prefixes");
+	for (unsigned i = 0; i < ha->n_prefix && i < SADB_HA_MAX_PREFIX; i++) {
+		size_t l;
+
+		ctl_addr_str(&ha->prefix[i], buf, sizeof(buf));
+		l = strlen(buf);
+		snprintf(buf + l, sizeof(buf) - l, "/%u", ha->plen[i]);
+		ctl_json_str(j, NULL, buf);
+	}
+	ctl_json_end_arr(j);
+	ctl_json_u64(j, "lifetime", ha->max_lifetime);
+	ctl_json_str(j, "link", memchr(ha->link, 0, sizeof(ha->link)) ? ha->link : "");
+	if (times)
+		ctl_json_u64(j, "set_time", ha->set_time);
+	ctl_json_end_obj(j);
+}
+
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv)
 {
-	bool sa = false, pol = false, stats = false, info = false;
+	bool sa = false, pol = false, stats = false, info = false, home = false;
+	struct sadb_home_agent ha;
+	bool have_ha;
 	struct spi_filter flt;
 	struct ctl_json j;
 	uint64_t now = now_realtime();
@@ -450,7 +480,9 @@ int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int ar
 	struct sadb_policy p;
 
 	if (!what || !strcmp(what, "all")) {
-		sa = pol = stats = info = true;
+		sa = pol = stats = info = home = true;
+	} else if (!strcmp(what, "home-agent")) {
+		home = true;
 	} else if (!strcmp(what, "sa") || !strcmp(what, "sas")) {
 		sa = true;
 	} else if (!strcmp(what, "policy") || !strcmp(what, "policies")) {
@@ -460,17 +492,21 @@ int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int ar
 	} else if (!strcmp(what, "info")) {
 		info = true;
 	} else {
-		ctl_err("show: unknown object '%s' (expected sa, policy, stats, info or all)", what);
+		ctl_err("show: unknown object '%s' (expected sa, policy, home-agent, stats, info or all)",
+			what);
 		return CTL_EXIT_USAGE;
 	}
 	if ((!sa && argc > 0) || ctl_filter_parse(argc, argv, &flt))
 		return argc > 0 && !sa ? (ctl_err("show %s takes no arguments", what), CTL_EXIT_USAGE)
 				       : CTL_EXIT_USAGE;
+	have_ha = home && sadb_home_agent_get(db, &ha) == 0;
 	if (o->json) {
 		ctl_json_init(&j, stdout);
 		ctl_json_obj(&j, NULL);
 		if (info)
 			info_json(&j, "info", db);
+		if (home)
+			ctl_home_agent_json(&j, "home_agent", have_ha ? &ha : NULL, !o->no_times);
 		if (sa) {
 			ctl_json_arr(&j, "sas");
 			cur = 0;
@@ -499,6 +535,15 @@ int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int ar
 			printf("# SADB %s: layout %u, %u/%u SAs, %u/%u policies, generation %" PRIu64
 			       ", %zu bytes\n", o->sadb_path, in.layout_version, in.n_sa, in.max_sa,
 			       in.n_policy, in.max_policy, in.generation, in.size);
+		}
+		if (have_ha) {
+			ctl_home_agent_print(&ha, stdout);
+			putchar('\n');
+			if (!o->no_times)
+				printf("\t# set %" PRIu64 " s ago\n",
+				       now > ha.set_time ? now - ha.set_time : 0);
+		} else if (home && what) {
+			printf("# no home agent\n");
 		}
 		if (sa) {
 			cur = 0;

@@ -11,6 +11,7 @@ tools_libipsecctl_a_SOURCES = \
 	tools/ipsecctl_lex.c \
 	tools/ipsecctl_parse.c \
 	tools/ipsecctl_parse_sa.c \
+	tools/ipsecctl_parse_mip6.c \
 	tools/ipsecctl_parse_key.c \
 	tools/ipsecctl_check.c \
 	tools/ipsecctl_print.c \
