@@ -582,6 +582,10 @@ static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
 		sysctl_set(p, "1");
 		snprintf(p, sizeof(p), "/proc/sys/net/ipv6/neigh/%s/proxy_delay", ctx->ifc[DP_IN].name);
 		sysctl_set(p, "0");
+		/* the kernel answers for proxied addresses only on a router's interface; the
+		 * gateway's forwarding stays xipsecd's (all.forwarding is untouched) */
+		snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/%s/forwarding", ctx->ifc[DP_IN].name);
+		sysctl_set(p, "1");
 	}
 	m->rec = *rec;
 	m->warned_link = false;

@@ -3,7 +3,8 @@
  *  - both interfaces: ARP, ND/other ICMPv6 control, IPv6 hop-by-hop (MLD), multicast/broadcast and
  *    anything addressed to the gateway itself go to the kernel (XDP_PASS), so neighbour resolution,
  *    IKE and management keep working;
- *  - outside: ESP and AH, and ESP-in-UDP on port 4500 with a non-zero marker, go to the dataplane
+ *  - outside: ESP and AH (also behind a Destination Options header: a Mobile IPv6 Binding Update's
+ *    Home Address option), and ESP-in-UDP on port 4500 with a non-zero marker, go to the dataplane
  *    even when addressed to the gateway; IKE (UDP 500, 4500 with a zero marker) and keepalives stay
  *    with the kernel;
  *  - outside, fragments: ESP and AH fragments (IPv4, and IPv6 with a Fragment header right after
@@ -273,6 +274,25 @@ int xipsec_xdp(struct xdp_md *ctx)
 							 l4 + 8))
 					return XDP_DROP;
 				return to_dataplane(ctx, ifc);
+			}
+			/* Mobile IPv6 (RFC 6275 6.3): a Binding Update carries its Home Address option in
+			 * a Destination Options header in front of ESP */
+			if (ip6->nexthdr == 60) {
+				__u8 *dh = l4;
+				__u32 hl;
+				__u32 *spi;
+
+				if ((void *)(dh + 8) > end)
+					return to_kernel();
+				hl = ((__u32)dh[1] + 1) * 8;
+				if (dh[0] == IPPROTO_ESP || dh[0] == IPPROTO_AH) {
+					spi = (void *)(dh + hl + (dh[0] == IPPROTO_AH ? 4 : 0));
+					if ((void *)(spi + 1) > end)
+						return to_kernel();
+					if (whole && spi_unknown(ctx, ifc, dh[0], DP_AF_INET6, &ip6->daddr, spi))
+						return XDP_DROP;
+					return to_dataplane(ctx, ifc);
+				}
 			}
 			if (ip6->nexthdr == 44) {           /* Fragment header (RFC 8200 4.5) */
 				__u8 *fh = l4;

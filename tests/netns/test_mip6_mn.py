@@ -5,7 +5,7 @@
 # the local kernel sends from the home address (a TUN device holds it) are tunnelled from the current
 # care-of address; tunnelled packets from the home agent are decrypted into the TUN device.
 #
-#   usage: test_mip6_mn.py CONFIG.json      commands on stdin, one per line; events on stdout (JSON)
+#   usage: test_mip6_mn.py CONFIG.json FIFO   commands from FIFO, one per line; events on stdout (JSON)
 # CONFIG: {"hoa", "ha", "tun", "links": {IFACE: {"coa", "gw_mac"}}, "sa": {"bu": {spi, key},
 #          "ba": {...}, "tun_out": {...}, "tun_in": {...}}, "crypt_algo"}   (keys hex, AES-GCM: key+salt)
 # Commands:
@@ -53,7 +53,7 @@ def main():
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IPV6))
         s.bind((ifc, 0))
         socks[s] = ifc
-        links[ifc]['mac'] = open('/sys/class/net/%s/address' % ifc).read().strip()
+        links[ifc]['mac'] = ':'.join('%02x' % b for b in s.getsockname()[4][:6])
     # The kernel has no ESP: a raw ESP socket takes what reaches it, so it answers no ESP packet
     # with an ICMPv6 error (what this process decrypts comes from the packet sockets above).
     absorb = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ESP)
@@ -82,15 +82,19 @@ def main():
         return coa
 
     tun_ifc = cur
+    # read-write, so that the FIFO never reports end-of-file between the test's commands
+    cmd = os.fdopen(os.open(sys.argv[2], os.O_RDWR | os.O_NONBLOCK), 'r')
+    pending = ''
     out(ev='ready')
     while True:
-        r, _, _ = select.select([tun, sys.stdin, absorb] + list(socks), [], [], 1.0)
+        r, _, _ = select.select([tun, cmd, absorb] + list(socks), [], [], 1.0)
         if absorb in r:
             absorb.recv(65535)
-        if sys.stdin in r:
-            line = sys.stdin.readline()
-            if not line:
-                return
+        lines = []
+        if cmd in r:
+            pending += cmd.read() or ''
+            *lines, pending = pending.split('\n')
+        for line in lines:
             a = line.split()
             if not a:
                 continue
@@ -128,9 +132,15 @@ def main():
             try:
                 if spi == cfg['sa']['ba']['spi']:
                     ip = p[IPv6]
-                    dec = ba_sa.decrypt(IPv6(bytes(ip)))
+                    rh = ip[IPv6ExtHdrRouting] if IPv6ExtHdrRouting in ip else None
+                    # scapy's transport-mode decryption mistakes what follows ESP for the header
+                    # in front of it when that is an extension header: decrypt the ESP alone (its
+                    # ICV covers nothing before it), then put the routing header back
+                    flat = ba_sa.decrypt(IPv6(bytes(IPv6(src=ip.src, dst=ip.dst, nh=50) / Raw(bytes(ip[ESP])))))
+                    dec = IPv6(src=ip.src, dst=ip.dst) / (
+                        IPv6ExtHdrRouting(type=rh.type, segleft=rh.segleft, addresses=rh.addresses) if rh else Raw(b''))
+                    dec = IPv6(bytes(dec / MIP6MH_BA(bytes(flat.payload))))
                     ba = dec[MIP6MH_BA]
-                    rh = dec[IPv6ExtHdrRouting] if IPv6ExtHdrRouting in dec else None
                     chk = ba.cksum
                     ba2 = IPv6(bytes(dec))
                     del ba2[MIP6MH_BA].cksum
