@@ -196,6 +196,18 @@ xt_exec cn ip -6 neigh show $HOA dev eth0 | grep -q lladdr && xt_fail "the home 
 ctl --json show > "$XT_DIR/sas.json"
 dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] == 0x3000]" | grep -q "'$HOA'" ||
 	xt_fail "tunnel SA not moved home after deregistration"
+# a correspondent with a stale neighbour entry still sends to the home agent: nothing is tunnelled
+# (the SA has no care-of address), each packet counted
+xt_exec cn ip -6 neigh replace $HOA lladdr "$(mac ha in0)" dev eth0 nud permanent
+dp_capture_start late rt eth0
+xt_exec cn ping -6 -c 3 -i 0.2 -W 1 $HOA >/dev/null && xt_fail "cn reaches the home address through a stale entry"
+dp_capture_stop late
+n=$(timeout 60 tshark -r "$XT_DIR/late.pcap" -Y esp 2>/dev/null | wc -l)
+[ "$n" = 0 ] || xt_fail "$n ESP packets left the home agent for a mobile node without a binding"
+ctl --json show > "$XT_DIR/sas.json"
+[ "$(dp_json "$XT_DIR/sas.json" "[s['counters']['drops']['no_binding'] for s in j['sas'] if s['spi'] == 0x3000][0] >= 3")" = True ] ||
+	xt_fail "packets for a mobile node without a binding not counted as no_binding"
+xt_exec cn ip -6 neigh del $HOA dev eth0
 
 # ---- 6. expiry of a short lifetime
 mn bu eth2 7 8
