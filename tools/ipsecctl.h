@@ -77,7 +77,8 @@ const char *ctl_state_name(uint8_t state);
 const char *ctl_action_name(uint8_t action);
 
 /* ---- Configuration language (ipsecctl_lex.c, ipsecctl_parse.c, ipsecctl_parse_sa.c,
- * ipsecctl_check.c, ipsecctl_print.c; their shared internals: ipsecctl_conf.h) ---- */
+ * ipsecctl_parse_mip6.c, ipsecctl_check.c, ipsecctl_print.c; their shared internals:
+ * ipsecctl_conf.h) ---- */
 
 /* Where a token came from, for "file:line:column:" (or "argument N:" on the command line). */
 struct ctl_pos {

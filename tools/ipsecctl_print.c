@@ -1,6 +1,7 @@
 /* tools/ipsecctl_print.c: the normalised text of ipsecctl's configuration language, behind `-n`
- * and the text listings of `show`: every SA and policy as the one statement that parses back to
- * it, with defaults left out and keys printed only where asked (or as the file they came from). */
+ * and the text listings of `show`: every SA and policy, and the home agent record, as the one
+ * statement that parses back to it, with defaults left out and keys printed only where asked (or
+ * as the file they came from). */
 #include "config.h"
 
 #include <inttypes.h>

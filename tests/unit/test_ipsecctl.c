@@ -1,8 +1,9 @@
 /* tests/unit/test_ipsecctl.c: unit tests of ipsecctl's parsers (tools/libipsecctl.a): hex keys,
  * prefixes, numbers and durations, the algorithm table checked against libsadb's own transform
  * table, JSON escaping (RFC 8259 §7), statement parsing into SADB records, keys shared between
- * many SAs, a randomised parse -> print -> parse round trip, and random mutations of a valid file
- * (no crash, and an error is reported exactly when parsing fails). */
+ * many SAs, the Mobile IPv6 statements' expansion, a randomised parse -> print -> parse round
+ * trip, and random mutations of a valid file (no crash, and an error is reported exactly when
+ * parsing fails). */
 #include "config.h"
 
 #include <errno.h>
@@ -497,6 +498,103 @@ static char *print_conf(const struct ctl_conf *c)
 	return buf;
 }
 
+/* Mobile IPv6: the home-agent record, and a mobile-node's expansion into a signalling transport
+ * pair (Mobility Header only, the stronger priority) and a tunnel pair whose peer is the home
+ * address, every SA flagged mobile; its -n text parses back to the same records. */
+#define MN_KEY(b) "0x" b b b b b b b b b b b b b b b b b b b b
+static const char mn_text[] =
+	"home-agent 2001:db8:1::1 prefix 2001:db8:1::/64 prefix 2001:db8:2::/48 lifetime 10m\n"
+	"mobile-node 2001:db8:2::9 signalling spi 0x6000:0x6001 enc aes128gcm16 key "
+	MN_KEY("11") ":" MN_KEY("22") " tunnel spi 0x6100:0x6101 enc aes128gcm16 key "
+	MN_KEY("33") ":" MN_KEY("44") " replay 32 priority 7\n";
+
+static void test_parse_mobile_node(void **state)
+{
+	struct ctl_conf c, c2;
+	char *errs = NULL, *p1, *p2;
+	const struct sadb_addr *ha, *hoa;
+
+	(void)state;
+	assert_int_equal(parse(&c, mn_text, &errs), 0);
+	assert_string_equal(errs, "");
+	assert_true(c.have_ha);
+	assert_int_equal(c.ha.n_prefix, 2);
+	assert_int_equal(c.ha.plen[1], 48);
+	assert_int_equal(c.ha.max_lifetime, 600);
+	assert_int_equal(c.n, 8);
+	ha = &c.ha.addr;
+	hoa = &c.items[0].sa.dst;
+	assert_int_equal(hoa->a.b[15], 9);
+	for (size_t i = 0; i < 8; i++) {
+		const struct ctl_item *it = &c.items[i];
+		bool sig = i < 4;
+
+		assert_int_equal(it->kind, i % 4 < 2 ? CTL_IT_SA : CTL_IT_POLICY);
+		if (it->kind == CTL_IT_SA) {
+			bool out = it->sa.dir == SADB_DIR_OUT;
+
+			assert_true(it->sa.flags & SADB_SAF_MOBILE);
+			assert_int_equal(it->sa.mode, sig ? SADB_MODE_TRANSPORT : SADB_MODE_TUNNEL);
+			assert_int_equal(it->sa.sel.proto, sig ? 135 : 0);
+			assert_int_equal(it->sa.replay_window, sig ? SADB_REPLAY_DEFAULT : 32);
+			/* outer endpoints: the home agent and, at home, the home address */
+			assert_true(sadb_addr_eq(out ? &it->sa.src : &it->sa.dst, ha));
+			assert_true(sadb_addr_eq(out ? &it->sa.dst : &it->sa.src, hoa));
+			/* the home address is the selector's /128 on the mobile node's side */
+			assert_true(sadb_addr_eq(out ? &it->sa.sel.dst : &it->sa.sel.src, hoa));
+			assert_int_equal(out ? it->sa.sel.dst_plen : it->sa.sel.src_plen, 128);
+			/* the tunnel carries anything to and from the home address; IPv6 only */
+			assert_int_equal(out ? it->sa.sel.src_plen : it->sa.sel.dst_plen, sig ? 128 : 0);
+			assert_int_equal(out ? it->sa.sel.src.family : it->sa.sel.dst.family, AF_INET6);
+			assert_int_equal(it->sa.reqid, sig ? 0x6000 : 0x6100);
+		} else {
+			assert_int_equal(it->pol.action, SADB_ACT_PROTECT);
+			assert_int_equal(it->pol.priority, sig ? 7 : 8);
+			assert_int_equal(it->pol.reqid, sig ? 0x6000 : 0x6100);
+			assert_int_equal(it->pol.mode, sig ? SADB_MODE_TRANSPORT : SADB_MODE_TUNNEL);
+		}
+	}
+	assert_int_equal(c.items[4].sa.enc_key[0], 0x33);
+	assert_int_equal(c.items[5].sa.enc_key[0], 0x44);
+	/* the -n text parses back to the same records */
+	p1 = print_conf(&c);
+	free(errs);
+	assert_int_equal(parse(&c2, p1, &errs), 0);
+	assert_int_equal(c2.n, c.n);
+	assert_true(c2.have_ha);
+	assert_true(ctl_home_agent_same(&c.ha, &c2.ha));
+	for (size_t i = 0; i < c.n; i++) {
+		assert_int_equal(c2.items[i].kind, c.items[i].kind);
+		if (c.items[i].kind == CTL_IT_SA)
+			assert_memory_equal(&c2.items[i].sa, &c.items[i].sa, sizeof(c.items[i].sa));
+		else
+			assert_memory_equal(&c2.items[i].pol, &c.items[i].pol, sizeof(c.items[i].pol));
+	}
+	p2 = print_conf(&c2);
+	assert_string_equal(p1, p2);
+	free(p1);
+	free(p2);
+	free(errs);
+	ctl_conf_free(&c);
+	ctl_conf_free(&c2);
+
+	/* the home agent must come first; a home address outside the prefixes is refused */
+	assert_int_not_equal(parse(&c, strchr(mn_text, '\n') + 1, &errs), 0);
+	assert_non_null(strstr(errs, "t:1:1: mobile-node needs a 'home-agent' statement before it"));
+	ctl_conf_free(&c);
+	free(errs);
+	assert_int_not_equal(parse(&c, "home-agent 2001:db8:1::1 prefix 2001:db8:1::/64\n"
+				   "mobile-node 2001:db8:2::9 signalling spi 0x6000:0x6001 enc "
+				   "aes128gcm16 key " MN_KEY("11") ":" MN_KEY("22") " tunnel spi "
+				   "0x6100:0x6101 enc aes128gcm16 key " MN_KEY("33") ":" MN_KEY("44")
+				   "\n", &errs), 0);
+	assert_non_null(strstr(errs, "t:2:13: home address 2001:db8:2::9 is in none of the home "
+			       "agent's prefixes"));
+	assert_int_equal(c.n, 0);
+	ctl_conf_free(&c);
+	free(errs);
+}
+
 static void test_roundtrip_random(void **state)
 {
 	unsigned seed = 12345;
@@ -601,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_parse_sa_fields),
 		cmocka_unit_test(test_parse_sa_options),
 		cmocka_unit_test(test_parse_pair),
+		cmocka_unit_test(test_parse_mobile_node),
 		cmocka_unit_test(test_shared_key_many),
 		cmocka_unit_test(test_roundtrip_random),
 		cmocka_unit_test(test_mutations),
