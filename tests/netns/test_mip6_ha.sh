@@ -128,7 +128,8 @@ xt_exec cn ping -6 -c 3 -i 0.2 -W 2 $HOA >/dev/null || { cat "$XT_DIR/mn.log" | 
 dp_tcp cn mn $HOA 200000
 dp_capture_stop ha-rt
 n=$(dp_only_ipsec "$XT_DIR/ha-rt.pcap") || xt_fail "plaintext between the home agent and the router"
-[ "$n" -ge 20 ] || xt_fail "only $n ESP packets between the home agent and the router"
+[ "$n" -ge 20 ] || { timeout 30 tshark -r "$XT_DIR/ha-rt.pcap" 2>&1 | head -20 >&2; cat "$XT_DIR/cap-ha-rt.log" >&2
+	xt_fail "only $n ESP packets between the home agent and the router"; }
 # tshark, with the keys ipsecctl exports, finds cn's packets inside the tunnel SA 0x3000
 dp_inner "$XT_DIR/ha-rt.pcap" "$(dp_tshark_args ha | tr '\n' ' ')" > "$XT_DIR/inner.txt"
 awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } END { exit !(n >= 10) }' "$XT_DIR/inner.txt" ||
