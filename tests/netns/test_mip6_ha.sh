@@ -13,6 +13,7 @@
 #     `ipsecctl show bindings --json` lists the binding; the home agent proxies ND for the home address
 #  2. a ping and a TCP transfer cn <-> mn through the tunnel; between the home agent and the router
 #     only ESP, and tshark decrypts it with the keys ipsecctl exports (the inner packets are cn's);
+#     a Home Test Init from the home address reaches cn through the reverse tunnel;
 #  3. the mobile node moves to the second care-of address: BA for the new sequence, traffic follows,
 #     no SA re-keyed (same SPIs, sequence numbers continue), nothing more to the old address after the BA;
 #  4. what must change nothing (each counted): an unprotected BU, a BU whose sequence is out of the
@@ -134,6 +135,17 @@ n=$(dp_only_ipsec "$XT_DIR/ha-rt.pcap") || xt_fail "plaintext between the home a
 dp_inner "$XT_DIR/ha-rt.pcap" "$(dp_tshark_args ha | tr '\n' ' ')" > "$XT_DIR/inner.txt"
 awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } END { exit !(n >= 10) }' "$XT_DIR/inner.txt" ||
 	xt_fail "tshark does not decrypt cn's packets in the tunnel SA 0x3000: $(head -5 "$XT_DIR/inner.txt")"
+
+# the return routability test's Home Test Init travels through the reverse tunnel to cn (RFC 6275 5.2.5)
+# (cn's kernel has no Mobile IPv6: it answers with a Parameter Problem quoting it)
+dp_capture_start cn-hoti cn eth0
+mn hoti $CN
+xt_wait 5 grep -q '"cmd": "hoti"' "$XT_DIR/mn.log"
+sleep 1
+dp_capture_stop cn-hoti
+[ "$(timeout 60 tshark -r "$XT_DIR/cn-hoti.pcap" -Y "mip6.mhtype == 1 && ipv6.src == $HOA && ipv6.dst == $CN && !icmpv6" 2>/dev/null | wc -l)" = 1 ] ||
+	{ timeout 30 tshark -r "$XT_DIR/cn-hoti.pcap" 2>&1 | head >&2; tail -3 "$XT_DIR/mn.log" >&2
+	  xt_fail "the Home Test Init did not reach cn from the home address"; }
 
 # ---- 3. movement: BU from the second care-of address
 out_seq_before=$(ctl --json show | "$PYTHON" -c "import json,sys; print([s for s in json.load(sys.stdin)['sas'] if s['spi'] == 0x3000][0]['counters']['packets'])")

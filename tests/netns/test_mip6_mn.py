@@ -14,13 +14,16 @@
 #   bu-plain IFACE SEQ LIFETIME     the same without ESP (an unprotected one: must go unanswered)
 #   bu-hoa IFACE SEQ LIFETIME HOA   protected, but its Home Address option names another address
 #   bu-trunc IFACE SEQ              protected, with a Mobility Header whose length field lies
+#   hoti CN                         a Home Test Init to CN through the tunnel (RFC 6275 5.2.5: reverse
+#                                   tunnelled from the home address)
 #   counts                          print the counters
 # Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "sent", ...} per command.
 import fcntl, json, logging, os, select, socket, struct, sys, time
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
-from scapy.layers.inet6 import (HAO, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BU)
+from scapy.layers.inet6 import (HAO, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BU,
+                                MIP6MH_HoTI)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -112,6 +115,10 @@ def main():
                 else:
                     coa = bu(ifc, seq, 60, trunc=True)
                 out(ev='sent', cmd=a[0], iface=ifc, coa=coa, seq=seq, esp_seq=bu_sa.seq_num)
+            elif a[0] == 'hoti':
+                p = IPv6(bytes(IPv6(src=hoa, dst=a[1]) / MIP6MH_HoTI(cookie=bytes.fromhex('1122334455667788'))))
+                send(tun_ifc, tun_out.encrypt(p))
+                out(ev='sent', cmd='hoti', iface=tun_ifc)
             elif a[0] == 'counts':
                 out(ev='counts', **n)
         if tun in r:
