@@ -208,9 +208,12 @@ dp_tunnel() {
 	}
 }
 
-# dp_capture_start NAME GW IF / dp_capture_stop NAME: a pcap of an interface in $XT_DIR/NAME.pcap
+# dp_capture_start NAME GW IF / dp_capture_stop NAME: a pcap of an interface in $XT_DIR/NAME.pcap.
+# --immediate-mode: without it libpcap hands tcpdump whole ring blocks (when full or after its
+# timeout), and a capture stopped within that time writes only what it was handed ("247 received
+# by filter", 4 captured).
 dp_capture_start() {
-	xt_bg "$2" "cap-$1" tcpdump -n -U -s 0 -i "$3" -w "$XT_DIR/$1.pcap"
+	xt_bg "$2" "cap-$1" tcpdump -n -U --immediate-mode -s 0 -i "$3" -w "$XT_DIR/$1.pcap"
 	xt_wait 10 test -s "$XT_DIR/cap-$1.log" || true
 	sleep 0.5
 }
