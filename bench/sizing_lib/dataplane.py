@@ -73,11 +73,12 @@ def points(ctx):
 
 # ---- derived figures (shared with check(), which recomputes them from the raw tables)
 def _med(xs):
-    return statistics.median(xs) if xs else 0.0
+    xs = [x for x in xs if x == x]      # without NaN: a service demand of nothing carried
+    return statistics.median(xs) if xs else float("nan")
 
 
 def _sd(cpu_us, nbytes):
-    return cpu_us / (nbytes / 1024.0) if nbytes > 0 else 0.0
+    return cpu_us / (nbytes / 1024.0) if nbytes > 0 else float("nan")
 
 
 def derive_stream(raw, ncpus):
@@ -364,6 +365,10 @@ def _series(rows, **kw):
     return sorted([r for r in rows if all(r[k] == v for k, v in kw.items())], key=lambda r: r["send_size"])
 
 
+def _size_label(n):
+    return "%dK" % (n // 1024) if n >= 1024 and n % 1024 == 0 else str(n)
+
+
 def _plots(ctx):
     import matplotlib
     matplotlib.use("Agg")
@@ -388,6 +393,9 @@ def _plots(ctx):
                         ax.plot([r["send_size"] for r in s], [r[col] for r in s], marker="o", label=xf,
                                 linestyle="--" if xf == "bypass" else "-")
                 ax.set_xscale("log", base=2)
+                sz = sorted({r["send_size"] for r in st})
+                ax.set_xticks(sz)
+                ax.set_xticklabels([_size_label(x) for x in sz], fontsize=8)
                 ax.set_xlabel("send size (bytes)")
                 ax.set_ylabel(lab)
                 ax.set_title("%s, %s" % (test, lab.split(" (")[0]), fontsize=9)
