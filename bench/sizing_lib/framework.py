@@ -119,7 +119,7 @@ class Context:
 
 def write_csv(path, columns, rows):
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(columns)
         for r in rows:
             w.writerow(["" if v is None else v for v in r])
