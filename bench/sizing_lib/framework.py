@@ -248,16 +248,30 @@ PNG_SIG = b"\x89PNG\r\n\x1a\n"
 
 
 def check_png(path):
+    """None if path is a whole PNG: signature, IHDR first with a non-empty size, every chunk's CRC
+    right, IEND last."""
+    import zlib
     try:
-        b = open(path, "rb").read(64)
+        b = open(path, "rb").read()
     except OSError as e:
         return "plot %s: %s" % (path, e.strerror)
-    if len(b) < 24 or b[:8] != PNG_SIG or b[12:16] != b"IHDR":
+    if len(b) < 33 or b[:8] != PNG_SIG or b[12:16] != b"IHDR":
         return "plot %s: not a PNG (no signature or IHDR chunk)" % path
     w, h = int.from_bytes(b[16:20], "big"), int.from_bytes(b[20:24], "big")
     if w == 0 or h == 0:
         return "plot %s: PNG of %dx%d pixels" % (path, w, h)
-    return None
+    i = 8
+    while i + 12 <= len(b):
+        n = int.from_bytes(b[i:i + 4], "big")
+        kind = b[i + 4:i + 8]
+        if i + 12 + n > len(b):
+            break
+        if zlib.crc32(b[i + 4:i + 8 + n]) != int.from_bytes(b[i + 8 + n:i + 12 + n], "big"):
+            return "plot %s: chunk %r at byte %d has a bad CRC" % (path, kind, i)
+        if kind == b"IEND":
+            return None
+        i += 12 + n
+    return "plot %s: PNG truncated (no IEND chunk)" % path
 
 
 def check_svg(path, labels):
