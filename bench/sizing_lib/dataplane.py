@@ -71,6 +71,17 @@ def points(ctx):
     return _count(p, p["transforms"])
 
 
+def seconds(ctx):
+    """A rough duration (the framework prints the total before it starts): ~0.2 s of set-up per point."""
+    p = plan(ctx.quick)
+    xs = p["transforms"]
+    n_stream = p["reps"] * len(p["workers"]) * len(xs) * len(p["sizes"]) * len(p["tests"])
+    n_tw = p["tw_reps"] * len(p["tw_workers"]) * len(p["tw_transforms"]) * 2
+    n_b = p["batch_reps"] * len(p["batch"]) * len(p["batch_transforms"]) * len(p["batch_tests"])
+    return (n_stream + n_tw + n_b) * (p["secs"] + 0.2) + p["rr_reps"] * len(xs) * (p["rr_secs"] + 0.3) + \
+        p["batch_reps"] * len(p["batch"]) * 1.5 + 8
+
+
 # ---- derived figures (shared with check(), which recomputes them from the raw tables)
 def _med(xs):
     xs = [x for x in xs if x == x]      # without NaN: a service demand of nothing carried

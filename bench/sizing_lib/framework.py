@@ -215,6 +215,11 @@ def cmd_run(args, srcdir):
         counts[m.NAME] = int(m.points(ctx))
     ctx.total = sum(counts.values())
     ctx.log("run directory %s; %d points in sections %s" % (out, ctx.total, ", ".join(counts)))
+    est = {m.NAME: m.seconds(ctx) for m in mods if hasattr(m, "seconds")}
+    if est:
+        ctx.log("estimated duration: %s (%s)" % (ctx._fmt(sum(est.values())), ", ".join(
+            "%s %s" % (k, ctx._fmt(v)) for k, v in est.items())))
+        ctx.meta["estimate_s"] = {k: round(v) for k, v in est.items()}
     rc = 0
     for m in mods:
         ctx.section = m.NAME

@@ -47,6 +47,12 @@ def points(ctx):
     return _count(p, p["transforms"])
 
 
+def seconds(ctx):
+    p = plan(ctx.quick)
+    cap = len(p["transforms"]) * (len(p["payloads"]) * (p["messages"] * 0.004 + 0.4) + 1.5)
+    return cap + p["loss_reps"] * len(p["loss"]) * len(p["loss_transforms"]) * (p["loss_secs"] + 0.4) + 4
+
+
 def expected_overhead(xf, payload):
     """Bytes a tunnel-mode SA adds to an IPv4/UDP message of this payload that fits one packet."""
     if xf == "bypass":
