@@ -173,7 +173,10 @@ def run(ctx):
                 try:
                     for xf in lx:
                         b.use(xf)
-                        j = b.rr_point(p["loss_secs"])
+                        j = b.rr_safe(p["loss_secs"])
+                        if j is None:
+                            ctx.tick("%s TCP RR with %d %% loss: failed" % (xf, loss))
+                            continue
                         raw.append([xf, loss, rep, j["secs"], j["transactions"], j["mean_us"], j["p50_us"],
                                     j["p90_us"], j["p99_us"], j["max_us"]])
                         ctx.tick("%s TCP RR with %d %% loss: p99 %.0f µs" % (xf, loss, j["p99_us"]))
