@@ -163,6 +163,14 @@ def machine_meta():
             m["mhz"] = sum(mhz) / len(mhz)
     except OSError:
         pass
+    try:
+        src = pathlib.Path(__file__).resolve().parent.parent.parent
+        r = subprocess.run(["git", "-C", str(src), "describe", "--always", "--dirty"], capture_output=True,
+                           text=True, timeout=10)
+        if r.returncode == 0:
+            m["xipsec_commit"] = r.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
     for tool, args in (("iperf3", ["--version"]), ("tcpdump", ["--version"])):
         try:
             out = subprocess.run([tool] + args, capture_output=True, text=True, timeout=10)
@@ -362,7 +370,8 @@ transform, TCP and UDP streams, 1 and 2 workers; request/response rate and laten
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
 random loss), ike (SA negotiation), model (a cost model fitted to the measurements).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
---quick is a reduced matrix (about 2 minutes); the full run takes about 25 minutes on 2 cores.
+--quick is a reduced matrix (dataplane and wire: about 1 minute); the full run of those two sections
+takes about 15 minutes on 2 cores. The estimated duration is printed before the run starts.
 Service demand is netperf's: microseconds of a gateway's CPU per KB (1024 bytes) of application data.
 BUILDDIR defaults to $top_builddir or ./build/release; use a build without sanitizers.
 """

@@ -85,7 +85,9 @@ class Topo:
         self.builddir = str(builddir)
         self.tmp = str(tmpdir)
         self.queues = queues
-        self.id = "sz%d-%04x%s" % (os.getpid(), int.from_bytes(os.urandom(2), "big"), tag)
+        # $SIZING_RUN_ID (a caller's name for the run, e.g. a test that cleans up after a killed run)
+        base = os.environ.get("SIZING_RUN_ID") or "sz%d" % os.getpid()
+        self.id = "%s-%04x%s" % (base, int.from_bytes(os.urandom(2), "big"), tag)
         self.namespaces = []
         self.procs = {}          # name -> (Popen, logfile)
         self.files = []

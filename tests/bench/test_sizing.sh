@@ -20,15 +20,27 @@ for p in bench/sizing-rr bench/fwd-xipsecd tests/tools/dp_testctl; do
 done
 
 tmp=$(mktemp -d /tmp/test-sizing.XXXXXX)
+# every name the run makes (namespaces, SADB files) starts with this id
+export SIZING_RUN_ID="szt$$"
 pid=
+# processes of the run: xipsecd names its SADB file (the bracket keeps grep from matching itself)
+run_pids() {
+	local p
+	for p in /proc/[0-9]*; do
+		tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q "xipsec-[s]${SIZING_RUN_ID#s}-" && echo "${p#/proc/}"
+	done
+}
+leftovers() {
+	ip netns list | awk '{print $1}' | grep "^$SIZING_RUN_ID-"
+	ls /dev/shm | grep "^xipsec-$SIZING_RUN_ID-"
+	run_pids
+}
 cleanup() {
-	local ns
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 2 && kill -KILL "$pid" 2>/dev/null
-	if [ -n "$pid" ]; then
-		for ns in $(ip netns list | awk '{print $1}' | grep "^sz$pid-"); do ip netns del "$ns"; done
-		rm -f /dev/shm/xipsec-sz"$pid"-*
-		pkill -KILL -f "xipsec-sz$pid-" 2>/dev/null
-	fi
+	local ns p
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 3 && kill -KILL "$pid" 2>/dev/null
+	for p in $(run_pids); do kill -KILL "$p" 2>/dev/null; done
+	for ns in $(ip netns list | awk '{print $1}' | grep "^$SIZING_RUN_ID-"); do ip netns del "$ns"; done
+	rm -f /dev/shm/xipsec-"$SIZING_RUN_ID"-*
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -42,10 +54,9 @@ pid=$!
 wait "$pid"; rc=$?
 cat "$tmp/sizing.err" >&2
 [ "$rc" -eq 0 ] || fail "bench/sizing --quick exited $rc"
-# nothing of the run is left behind (it cleans up after itself)
-[ -z "$(ip netns list | grep "^sz$pid-")" ] || fail "namespaces left: $(ip netns list | grep "^sz$pid-")"
-ls /dev/shm/xipsec-sz"$pid"-* >/dev/null 2>&1 && fail "SADB files left"
 pid=
+# nothing of the run is left behind (it cleans up after itself)
+[ -z "$(leftovers)" ] || fail "left behind by bench/sizing: $(leftovers | tr '\n' ' ')"
 
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
