@@ -122,7 +122,9 @@ class Topo:
         return r
 
     def run(self, n, cmd, timeout=60, check=True):
-        return self.sh(["nsenter", "--net=/run/netns/" + self.ns(n)] + list(cmd), timeout=timeout, check=check)
+        # timeout(1) as well: the command ends even if this process is killed while it runs
+        return self.sh(["nsenter", "--net=/run/netns/" + self.ns(n), "timeout", "--kill-after=2", str(timeout + 1)] +
+                       list(cmd), timeout=timeout + 5, check=check)
 
     def bg(self, n, name, cmd, env=None):
         log = os.path.join(self.tmp, "%s-%s.log" % (self.id, name))

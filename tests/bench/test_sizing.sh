@@ -23,11 +23,16 @@ tmp=$(mktemp -d /tmp/test-sizing.XXXXXX)
 # every name the run makes (namespaces, SADB files) starts with this id
 export SIZING_RUN_ID="szt$$"
 pid=
-# processes of the run: xipsecd names its SADB file (the bracket keeps grep from matching itself)
+# processes of the run: everything it starts inherits $SIZING_RUN_ID (only the study's own programs
+# are looked at, so this script's pipelines never match themselves)
 run_pids() {
 	local p
 	for p in /proc/[0-9]*; do
-		tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q "xipsec-[s]${SIZING_RUN_ID#s}-" && echo "${p#/proc/}"
+		case $(cat "$p/comm" 2>/dev/null) in
+		timeout|iperf3|sizing-rr|xipsecd|fwd-xipsecd|tcpdump|python3|nsenter) ;;
+		*) continue;;
+		esac
+		{ tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "SIZING_RUN_ID=$SIZING_RUN_ID" && echo "${p#/proc/}"
 	done
 }
 leftovers() {
@@ -36,9 +41,17 @@ leftovers() {
 	run_pids
 }
 cleanup() {
-	local ns p
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 3 && kill -KILL "$pid" 2>/dev/null
-	for p in $(run_pids); do kill -KILL "$p" 2>/dev/null; done
+	local ns p i
+	# the run first (it cleans up itself on SIGTERM), then whatever is left of it
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+	for i in 1 2 3 4 5 6; do
+		p=$(run_pids)
+		[ -n "$p" ] || break
+		# shellcheck disable=SC2086
+		kill -TERM $p 2>/dev/null
+		sleep 1
+		[ "$i" -ge 4 ] && kill -KILL $p 2>/dev/null
+	done
 	for ns in $(ip netns list | awk '{print $1}' | grep "^$SIZING_RUN_ID-"); do ip netns del "$ns"; done
 	rm -f /dev/shm/xipsec-"$SIZING_RUN_ID"-*
 	rm -rf "$tmp"
