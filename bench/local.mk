@@ -4,3 +4,4 @@ include $(srcdir)/bench/esp.mk
 include $(srcdir)/bench/fwd.mk
 include $(srcdir)/bench/ike.mk
 include $(srcdir)/bench/mip6.mk
+include $(srcdir)/bench/sizing.mk
