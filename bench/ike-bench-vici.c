@@ -6,6 +6,13 @@
  *   ike-bench-vici URI child IKE C...    initiate CHILD SAs C... of IKE (on the established IKE SA),
  *                                        prints "child <µs>" per CHILD SA
  *   ike-bench-vici URI terminate IKE     terminate IKE SA IKE
+ *   ike-bench-vici URI bringup STATUS IKE C...
+ *                                        bring up CHILD SAs C... of IKE one after the other the way an
+ *                                        operator's script would under maxqm: before each one (and after
+ *                                        the last) wait until xipsec-iked's status file STATUS shows no
+ *                                        IKE SA renewing, so that every CHILD SA goes on the IKE SA that
+ *                                        maxqm leaves; prints "child <µs>" per CHILD SA and one line
+ *                                        "bringup <µs> <count>" for the whole series, waits included
  * Process start-up and terminations are outside the timed spans. */
 #include "config.h"
 
@@ -14,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libvici.h>
 
@@ -53,13 +61,39 @@ static int call(vici_conn_t *c, const char *cmd, const char *ike, const char *ch
 	return rc;
 }
 
+/* 0 once STATUS names no IKE SA " renewing" (a maxqm renewal under way), -1 after 30 s. A missing
+ * file counts as renewing: the daemon rewrites it by rename, so it is absent only for a moment. */
+static int settled(const char *status)
+{
+	double end = now_us() + 30e6;
+	char line[512];
+
+	while (now_us() < end) {
+		FILE *f = fopen(status, "r");
+		int busy = 1;
+
+		if (f) {
+			busy = 0;
+			while (fgets(line, sizeof(line), f))
+				if (strstr(line, " renewing"))
+					busy = 1;
+			fclose(f);
+		}
+		if (!busy)
+			return 0;
+		usleep(1000);
+	}
+	fprintf(stderr, "ike-bench-vici: %s still shows a renewal after 30 s\n", status);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	vici_conn_t *c;
 	int rc = 0, i;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | terminate IKE\n", argv[0]);
+		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | bringup STATUS IKE CHILD... | terminate IKE\n", argv[0]);
 		return 2;
 	}
 	vici_init();
@@ -89,6 +123,23 @@ int main(int argc, char **argv)
 			if (rc == 0)
 				printf("child %.0f\n", now_us() - t0);
 		}
+	} else if (strcmp(argv[2], "bringup") == 0 && argc >= 6) {
+		double t0 = now_us();
+
+		for (i = 5; i < argc && rc == 0; i++) {
+			double t1;
+
+			rc = settled(argv[3]);
+			t1 = now_us();
+			if (rc == 0)
+				rc = call(c, "initiate", argv[4], argv[i]);
+			if (rc == 0)
+				printf("child %.0f\n", now_us() - t1);
+		}
+		if (rc == 0)
+			rc = settled(argv[3]);
+		if (rc == 0)
+			printf("bringup %.0f %d\n", now_us() - t0, argc - 5);
 	} else if (strcmp(argv[2], "terminate") == 0) {
 		rc = call(c, "terminate", argv[3], NULL);
 	} else {
