@@ -9,9 +9,9 @@
  *   ike-bench-vici URI bringup STATUS IKE C...
  *                                        bring up CHILD SAs C... of IKE one after the other the way an
  *                                        operator's script would under maxqm: before each one (and after
- *                                        the last) wait until xipsec-iked's status file STATUS shows no
- *                                        IKE SA renewing, so that every CHILD SA goes on the IKE SA that
- *                                        maxqm leaves; prints "child <µs>" per CHILD SA and one line
+ *                                        the last) wait until xipsec-iked's status file STATUS counts the
+ *                                        CHILD SAs so far and shows no IKE SA renewing, so that every
+ *                                        CHILD SA goes on the IKE SA that maxqm leaves; prints "child <µs>" per CHILD SA and one line
  *                                        "bringup <µs> <count>" for the whole series, waits included
  * Process start-up and terminations are outside the timed spans. */
 #include "config.h"
@@ -61,29 +61,43 @@ static int call(vici_conn_t *c, const char *cmd, const char *ike, const char *ch
 	return rc;
 }
 
-/* 0 once STATUS names no IKE SA " renewing" (a maxqm renewal under way), -1 after 30 s. A missing
- * file counts as renewing: the daemon rewrites it by rename, so it is absent only for a moment. */
-static int settled(const char *status)
+/* The counter KEY of xipsec-iked's status file STATUS, -1 if the file cannot be read (the daemon
+ * rewrites it by rename: it is absent only for a moment); *renewing: a maxqm renewal is under way. */
+static long status_get(const char *status, const char *key, int *renewing)
+{
+	char line[512], k[64];
+	long v, found = -1;
+	FILE *f = fopen(status, "r");
+
+	if (!f)
+		return -1;
+	*renewing = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, " renewing"))
+			*renewing = 1;
+		if (sscanf(line, "%63s %ld", k, &v) == 2 && strcmp(k, key) == 0)
+			found = v;
+	}
+	fclose(f);
+	return found;
+}
+
+/* 0 once the daemon has counted at least `want` CHILD SAs (its maxqm listener has seen the last one,
+ * which may have started a renewal: charon answers the initiate before every listener has run) and no
+ * IKE SA is renewing; -1 after 30 s. */
+static int settled(const char *status, long want)
 {
 	double end = now_us() + 30e6;
-	char line[512];
+	int renewing = 1;
 
 	while (now_us() < end) {
-		FILE *f = fopen(status, "r");
-		int busy = 1;
+		long n = status_get(status, "child_sa_established", &renewing);
 
-		if (f) {
-			busy = 0;
-			while (fgets(line, sizeof(line), f))
-				if (strstr(line, " renewing"))
-					busy = 1;
-			fclose(f);
-		}
-		if (!busy)
+		if (n >= want && !renewing)
 			return 0;
-		usleep(1000);
+		usleep(500);
 	}
-	fprintf(stderr, "ike-bench-vici: %s still shows a renewal after 30 s\n", status);
+	fprintf(stderr, "ike-bench-vici: %s: the CHILD SAs are not all counted or a renewal is still under way after 30 s\n", status);
 	return -1;
 }
 
@@ -125,11 +139,17 @@ int main(int argc, char **argv)
 		}
 	} else if (strcmp(argv[2], "bringup") == 0 && argc >= 6) {
 		double t0 = now_us();
+		int renewing;
+		long base = status_get(argv[3], "child_sa_established", &renewing);
 
+		if (base < 0) {
+			fprintf(stderr, "ike-bench-vici: cannot read child_sa_established from %s\n", argv[3]);
+			rc = -1;
+		}
 		for (i = 5; i < argc && rc == 0; i++) {
 			double t1;
 
-			rc = settled(argv[3]);
+			rc = settled(argv[3], base + (i - 5));
 			t1 = now_us();
 			if (rc == 0)
 				rc = call(c, "initiate", argv[4], argv[i]);
@@ -137,7 +157,7 @@ int main(int argc, char **argv)
 				printf("child %.0f\n", now_us() - t1);
 		}
 		if (rc == 0)
-			rc = settled(argv[3]);
+			rc = settled(argv[3], base + (argc - 5));
 		if (rc == 0)
 			printf("bringup %.0f %d\n", now_us() - t0, argc - 5);
 	} else if (strcmp(argv[2], "terminate") == 0) {
