@@ -26,7 +26,10 @@ top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 top_builddir=$(cd "$1" && pwd) || { echo "ike_peers: no build directory $1" >&2; exit 2; }
 AUTH=$2 GROUPS_=$3 NCHILD=$4 MAXQM=$5 CAP=$6
 export top_srcdir top_builddir
+# lib.sh's time limits: every background process (the daemons, the capture) and every command
+# shellcheck disable=SC2034
 XT_BG_TIMEOUT=3600
+# shellcheck disable=SC2034
 XT_TIMEOUT=60
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
