@@ -3,3 +3,4 @@ include $(srcdir)/bench/sadb.mk
 include $(srcdir)/bench/esp.mk
 include $(srcdir)/bench/fwd.mk
 include $(srcdir)/bench/ike.mk
+include $(srcdir)/bench/sizing.mk

@@ -20,7 +20,7 @@
 #define DP_FRAME_SIZE    XSK_UMEM__DEFAULT_FRAME_SIZE
 #define DP_NUM_FRAMES    16384u     /* per worker: 2 fill rings + 2 RX + 2 TX rings + hold queue */
 #define DP_RING_SIZE     4096u      /* doc/platform.md: RX rings below 4096 drop above ~450 kpps */
-#define DP_BATCH         64u        /* constant burst cap: no VLAs sized by a burst */
+#define DP_BATCH         64u        /* burst cap (array bound; --batch lowers the burst below it) */
 #define DP_TUN_SKIP      16u        /* busy rounds between looks at an idle TUN device */
 #define DP_COALESCE_RATE 200u       /* packets per ms above which small rounds wait ... */
 #define DP_COALESCE_BELOW 32u       /* (a round of fewer packets than this) ... */
@@ -52,6 +52,7 @@ struct dp_config {
 	bool skb_mode;               /* force generic XDP */
 	bool copy_mode;              /* never try zero-copy */
 	bool no_pin;                 /* do not pin workers to CPUs */
+	unsigned batch;              /* burst size 1..DP_BATCH; 0 = DP_BATCH */
 	int verbose;
 };
 
@@ -176,6 +177,7 @@ struct dp_ctx {
 	struct sadb *db;
 	struct dp_iface ifc[DP_NPORTS];
 	unsigned n_workers;
+	unsigned batch;              /* packets per RX burst and per engine call, 1..DP_BATCH */
 	struct dp_worker *w;
 	_Atomic uint64_t route_gen;
 	_Atomic bool stop;

@@ -76,6 +76,6 @@ void dp_group_add(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, boo
 	p->user = base;
 	g->flags[g->n] = flags;
 	g->pp[g->n] = p;
-	if (++g->n == DP_BATCH)
+	if (++g->n >= w->ctx->batch)
 		dp_group_flush(w, g);
 }

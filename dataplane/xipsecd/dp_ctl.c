@@ -73,12 +73,12 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 	uint64_t pass = 0, redir = 0;
 
 	dp_xdp_stats(ctx, &pass, &redir);
-	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,"
+	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,\"batch\":%u,"
 	    "\"sadb_generation\":%llu,\"sas\":%u,\"sa_soft_expired\":%llu,"
 	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,"
 	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu,\"bad_spi\":%llu},\"tun\":\"%s\","
 	    "\"worker\":[",
-	    (int)getpid(), ctx->ifc[DP_IN].name, ctx->ifc[DP_OUT].name, ctx->n_workers,
+	    (int)getpid(), ctx->ifc[DP_IN].name, ctx->ifc[DP_OUT].name, ctx->n_workers, ctx->batch,
 	    (unsigned long long)ctx->sadb_gen, dp_sa_count(ctx),
 	    (unsigned long long)ctx->sa_soft_expired, (unsigned long long)ctx->sa_hard_expired,
 	    (unsigned long long)((dp_now_ns() - ctx->start_ns) / 1000000),

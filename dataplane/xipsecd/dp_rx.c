@@ -29,7 +29,7 @@ static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
 	struct dp_port *pt = &w->port[p];
 	uint32_t idx, n;
 
-	n = xsk_ring_cons__peek(&pt->rx, DP_BATCH, &idx);
+	n = xsk_ring_cons__peek(&pt->rx, w->ctx->batch, &idx);
 	if (!n)
 		return 0;
 	dp_count_rx(w, p, n);
@@ -169,6 +169,8 @@ void *dp_worker_main(void *arg)
 	bool tun = w->id == 0 && ctx->tun_fd >= 0, tun_ready = true;
 	unsigned tun_wait = 0;
 	struct rate_window rate = { 0 };
+	/* a round cannot bring more than a burst per port: with a small --batch, a smaller one counts as full */
+	unsigned below = ctx->batch < DP_COALESCE_BELOW ? ctx->batch : DP_COALESCE_BELOW;
 
 	w->regroup = &rg;
 	pin(w);
@@ -216,7 +218,7 @@ void *dp_worker_main(void *arg)
 			 * millisecond, so a quiet link's latency is not touched; never while a full burst
 			 * is waiting. A round that found nothing waits the same way rather than in poll(2),
 			 * whose wake-up would come with the next packet alone. */
-			if (wait_ns && rx < DP_COALESCE_BELOW) {
+			if (wait_ns && rx < below) {
 				struct timespec ts = { 0, (long)wait_ns };
 
 				rcu_thread_offline();

@@ -155,6 +155,14 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 			s->e[i] = NULL;
 		}
 		s->unusable = true;
+	} else {
+		char a[64];
+
+		/* which implementation runs it: chosen by measurement (esp_sa.c), so worth saying */
+		dp_log(LOG_INFO, "SA spi 0x%08x dst %s (%s, %s/%s): crypto backend %s", rec->spi,
+		       sadb_addr_str(&rec->dst, a, sizeof(a)), rec->dir == SADB_DIR_OUT ? "out" : "in",
+		       sadb_enc_name(rec->enc_alg), sadb_auth_name(rec->auth_alg),
+		       esp_backend_name(esp_sa_backend(s->e[0])));
 	}
 	return s;
 }

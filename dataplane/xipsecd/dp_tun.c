@@ -80,7 +80,7 @@ unsigned dp_tun_burst(struct dp_worker *w, struct dp_group *g)
 {
 	unsigned n = 0;
 
-	while (n < DP_BATCH && w->n_free > DP_BATCH) {
+	while (n < w->ctx->batch && w->n_free > DP_BATCH) {
 		uint64_t base, addr;
 		ssize_t r;
 		uint32_t len;

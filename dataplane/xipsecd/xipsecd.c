@@ -44,8 +44,9 @@ static void usage(FILE *f)
 		"      --skb-mode      attach the XDP program in generic mode\n"
 		"      --copy          never try zero-copy AF_XDP\n"
 		"      --no-pin        do not pin workers to CPUs\n"
+		"      --batch N       packets per burst, 1..%u (default %u)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
-		"  -v, --verbose       more log messages\n", dp_xdp_installed_obj());
+		"  -v, --verbose       more log messages\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH);
 }
 
 static int client(const char *path, const char *req)
@@ -86,7 +87,7 @@ static int client(const char *path, const char *req)
 
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS };
+	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -98,6 +99,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "skb-mode", no_argument, NULL, O_SKB },
 		{ "copy", no_argument, NULL, O_COPY },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
+		{ "batch", required_argument, NULL, O_BATCH },
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -141,6 +143,15 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_SKB: cfg->skb_mode = true; break;
 		case O_COPY: cfg->copy_mode = true; break;
 		case O_NOPIN: cfg->no_pin = true; break;
+		case O_BATCH:
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || v < 1 || v > DP_BATCH) {
+				fprintf(stderr, "xipsecd: --batch takes 1..%u, not '%s'\n", DP_BATCH, optarg);
+				return 2;
+			}
+			cfg->batch = (unsigned)v;
+			break;
 		case O_STATUS: *status = true; break;
 		case 'v': cfg->verbose++; break;
 		case 'h': usage(stdout); exit(0);
@@ -285,6 +296,7 @@ static int open_ctx(struct dp_ctx *ctx)
 	q_in = dp_if_queues(ctx->cfg.inside);
 	q_out = dp_if_queues(ctx->cfg.outside);
 	ctx->n_workers = ctx->cfg.workers ? ctx->cfg.workers : (q_in < q_out ? q_in : q_out);
+	ctx->batch = ctx->cfg.batch ? ctx->cfg.batch : DP_BATCH;
 	if (ctx->n_workers > q_in || ctx->n_workers > q_out || ctx->n_workers > DP_MAX_WORKERS) {
 		dp_log(LOG_ERR, "%u workers need %u queues; %s has %u, %s has %u", ctx->n_workers,
 		       ctx->n_workers, ctx->cfg.inside, q_in, ctx->cfg.outside, q_out);

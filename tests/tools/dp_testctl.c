@@ -10,7 +10,8 @@
  *   dp_testctl SADB del SPI esp|ah DST
  *   dp_testctl SADB rt SPI esp|ah DST        (runtime counters as key=value lines)
  *   dp_testctl SADB flush                    (every SA and policy)
- * ALG: aes-gcm-16 (key includes the 4-byte salt), aes-cbc, hmac-sha256-128, hmac-sha1-96, null. */
+ * ALG: aes-gcm-16 (key includes the 4-byte salt), aes-cbc, hmac-sha256-128, hmac-sha1-96, null; the
+ * legacy 3des-cbc and hmac-md5-96 also mark the SA as explicitly allowing legacy transforms. */
 #include "config.h"
 
 #include <errno.h>
@@ -147,6 +148,7 @@ static uint16_t enc_alg(const char *s)
 	return !strcmp(s, "aes-gcm-16") ? SADB_ENC_AES_GCM16 : !strcmp(s, "aes-cbc") ? SADB_ENC_AES_CBC :
 	       !strcmp(s, "null") ? SADB_ENC_NULL : !strcmp(s, "aes-ctr") ? SADB_ENC_AES_CTR :
 	       !strcmp(s, "chacha20-poly1305") ? SADB_ENC_CHACHA20_POLY1305 :
+	       !strcmp(s, "3des-cbc") ? SADB_ENC_3DES_CBC :
 	       (uint16_t)die("bad encryption algorithm", s);
 }
 
@@ -154,6 +156,7 @@ static uint16_t auth_alg(const char *s)
 {
 	return !strcmp(s, "hmac-sha256-128") ? SADB_AUTH_HMAC_SHA256_128 :
 	       !strcmp(s, "hmac-sha1-96") ? SADB_AUTH_HMAC_SHA1_96 :
+	       !strcmp(s, "hmac-md5-96") ? SADB_AUTH_HMAC_MD5_96 :
 	       !strcmp(s, "hmac-sha512-256") ? SADB_AUTH_HMAC_SHA512_256 :
 	       !strcmp(s, "none") ? SADB_AUTH_NONE : (uint16_t)die("bad auth algorithm", s);
 }
@@ -218,6 +221,8 @@ static int sa(struct sadb *db, int argc, char **argv)
 			die("bad sa argument", k);
 		}
 	}
+	if (s.enc_alg == SADB_ENC_3DES_CBC || s.auth_alg == SADB_AUTH_HMAC_MD5_96)
+		s.flags |= SADB_SAF_LEGACY_OK;
 	if (sadb_sa_validate(&s, msg, sizeof(msg)))
 		die("invalid SA", msg);
 	err = sadb_sa_add(db, &s, NULL);
