@@ -44,7 +44,8 @@ def fit_dataplane(raw):
         for gw in ("gw1", "gw2"):
             cyc = _f(r.get("cpu_us_" + gw)) * mhz
             x = (_f(r.get("secs")), _f(r.get("packets")), _f(r.get("bytes")))
-            if all(math.isfinite(v) for v in x + (cyc,)):
+            # a repetition that delivered nothing measured no transfer (its CPU went to lost packets)
+            if all(math.isfinite(v) for v in x + (cyc,)) and x[2] > 0:
                 by.setdefault((r["transform"], gw), []).append((x, cyc))
     out = []
     for (tr, gw) in sorted(by):
@@ -131,11 +132,13 @@ def run(ctx):
     flags = ctx.meta.get("cpu_flags", [])
     ctx.meta["model"] = {"aes_ni": "aes" in flags, "dataplane_rows": len(raw_d), "ike_rows": len(neg)}
     ctx.table("model_dataplane_fit", FIT_COLS, fit,
-              "Least squares per transform and gateway (gw1 encrypts, gw2 decrypts) over dataplane_stream_raw: "
+              "Least squares per transform and gateway (gw1 encrypts, gw2 decrypts) over dataplane_stream_raw "
+              "(repetitions that delivered no bytes left out): "
               "cycles = c_sec x secs + c_packet x packets + c_byte x application bytes (fewer terms where the "
               "points do not separate them); cycles_1400B = c_packet + 1400 c_byte.")
     ctx.table("model_ike", IKE_COLS, ike_costs(neg),
-              "CPU cycles per IKE SA and per CHILD SA (from ike_negotiation; an IKE SA's include its deletion).")
+              "CPU cycles per IKE SA and per CHILD SA, the MoonSec form's per-connection term (means over the "
+              "exchanges of ike_negotiation; an IKE SA's include its deletion).")
     ctx.table("model_ratios", RATIO_COLS, ratios(fit, neg, flags),
               "The model's ratios next to the published ones (reference column: MoonSec or HP-UX).")
     if fit:

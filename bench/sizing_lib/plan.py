@@ -230,9 +230,14 @@ def plan(args, out):
     p("Step 2. Service demand at each size (%s, %d worker(s); microseconds of CPU per KB = 1024 bytes)" %
       (test, args.workers))
     gws = [("gw1", "encrypting")] + ([("gw2", "decrypting")] if args.direction == "both" else [])
-    meas = {gw: [(int(r["send_size"]), float(r["sd_" + gw])) for r in sel if r.get("sd_" + gw) not in (None, "")]
-            for gw, _ in gws}
+    meas = {gw: [(int(r["send_size"]), float(r["sd_" + gw])) for r in sel
+                 if r.get("sd_" + gw) not in (None, "") and float(r["sd_" + gw]) > 0] for gw, _ in gws}
+    empty = sorted({int(r["send_size"]) for r in sel} - {s for s, _ in meas["gw1"]})
+    if not meas["gw1"]:
+        raise PlanError("%s: no %s measurement of %s delivered any data" % (args.run_dir, test, args.transform))
     p("  measured sizes: %s" % ", ".join(str(s) for s, _ in sorted(meas["gw1"])))
+    if empty:
+        p("  left out (no data delivered, no service demand): %s" % ", ".join(str(s) for s in empty))
     sd = {}
     for size, share in mix:
         for gw, role in gws:
