@@ -100,6 +100,11 @@ def ratios(fit, neg, flags):
             rows.append(["handshake/packet (%s, %s)" % (g, pkt_tr), hs / pc, MOONSEC["conn"] / MOONSEC["packet"],
                          "IKEv2 IKE_SA (responder, PSK) %.0f cycles / %.0f cycles per packet (encrypting gateway); "
                          "MoonSec: %d / %d" % (hs, pc, MOONSEC["conn"], MOONSEC["packet"])])
+        child = negd.get(("psk", g, "v2_child"))
+        if child and pkt_tr:
+            cc = _f(child["mcycles_resp"]) * 1e6
+            rows.append(["CHILD SA/packet (%s, %s)" % (g, pkt_tr), cc / pc, None,
+                         "IKEv2 CREATE_CHILD_SA without PFS (responder) %.0f cycles / %.0f cycles per packet" % (cc, pc)])
     for g in ("modp2048", "ecp256", "curve25519"):
         mm, qm = negd.get(("psk", g, "v1_mm")), negd.get(("psk", g, "v1_qm"))
         if mm and qm and _f(qm["ms_median"]) > 0:
@@ -116,7 +121,7 @@ def ratios(fit, neg, flags):
     base = fitd.get(("esp-aes-gcm-128", "gw1"))
     for tr, label in CIPHERS:
         r = fitd.get((tr, "gw1"))
-        if r and base and base[8] > 0:
+        if r and base and base[8] > 0 and tr != "esp-aes-gcm-128":
             rows.append(["%s/AES-GCM-128 cycles per 1400-byte packet" % label, r[8] / base[8], None,
                          "%.0f / %.0f cycles (fit: c_packet + 1400 c_byte, encrypting gateway); AES instructions %s" %
                          (r[8], base[8], "present" if aes else "absent")])
