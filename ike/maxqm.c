@@ -304,6 +304,41 @@ METHOD(listener_t, child_rekey, bool, private_maxqm_t *this, ike_sa_t *ike_sa, c
 	return TRUE;
 }
 
+/* The IKE_SA that renews (reauthenticates or re-establishes) another sends its first message before
+ * charon registers it: strongSwan 5.9 (doc/platform.md) makes it with create_new(), which does not
+ * enter it in the IKE_SA manager, and checks it in only once that message is out. A reply that comes
+ * back sooner finds no IKE_SA, is dropped ("IKE_SA checkout not successful") and costs a retransmission
+ * timeout (4 s): under maxqm, in several percent of the IKEv1 renewals. Entering it now, as checked out
+ * by this thread (the one that initiates and then checks it in), makes such a reply wait for the
+ * check-in instead. Two places make such an IKE_SA: IKEv1 reauthentication (the task manager's
+ * queue_ike_reauth, which moves the CHILD_SAs over first: the second children_migrate event, with no
+ * id, comes for the new IKE_SA) and re-establishment (ike_reestablish_pre). The other
+ * children_migrate events (adopting CHILD_SAs at check-in) come for registered, established IKE_SAs;
+ * only a fresh one (IKE_CREATED) is entered. */
+static void register_new(ike_sa_t *new)
+{
+	if (new && new->get_state(new) == IKE_CREATED)
+		charon->ike_sa_manager->checkout_new(charon->ike_sa_manager, new);
+}
+
+METHOD(listener_t, children_migrate, bool, private_maxqm_t *this, ike_sa_t *ike_sa, ike_sa_id_t *new,
+       uint32_t unique)
+{
+	(void)this;
+	(void)unique;
+	if (!new)
+		register_new(ike_sa);
+	return TRUE;
+}
+
+METHOD(listener_t, ike_reestablish_pre, bool, private_maxqm_t *this, ike_sa_t *old, ike_sa_t *new)
+{
+	(void)this;
+	(void)old;
+	register_new(new);
+	return TRUE;
+}
+
 METHOD(maxqm_t, write_status, void, private_maxqm_t *this)
 {
 	struct qm_entry *q;
@@ -348,6 +383,8 @@ maxqm_t *maxqm_create(const char *run_dir)
 				.ike_rekey = _ike_rekey,
 				.child_updown = _child_updown,
 				.child_rekey = _child_rekey,
+				.ike_reestablish_pre = _ike_reestablish_pre,
+				.children_migrate = _children_migrate,
 			},
 			.write_status = _write_status,
 			.destroy = _destroy,
