@@ -148,7 +148,11 @@ static void entry_destroy(struct qm_entry *q)
 
 /* IKEv1 reauthentication leaves the old ISAKMP SA (now without CHILD_SAs, which moved to the new one on
  * both ends) to live until its lifetime ends; with maxqm the old one has done its job: delete it once
- * its successor is up, so that one Main Mode SA per peer and connection remains. */
+ * its successor is up, so that one Main Mode SA per peer and connection remains. Not at once: the
+ * responder moves the CHILD_SAs over in a job of its own after its last Main Mode message, and a
+ * DELETE of the old ISAKMP SA that it handles first takes them down with it (seen as CHILD SAs missing
+ * from the responder's SADB after back-to-back renewals). */
+#define RETIRE_DELAY_MS 2000
 static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 {
 	enumerator_t *e = this->entries->create_enumerator(this->entries);
@@ -160,7 +164,8 @@ static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 			continue;
 		DBG1(DBG_IKE, "xipsec: deleting ISAKMP SA %s[%u] replaced by [%u] after maxqm", q->conn,
 		     q->ike_id, new->get_unique_id(new));
-		lib->processor->queue_job(lib->processor, (job_t *)delete_ike_sa_job_create(q->id, TRUE));
+		lib->scheduler->schedule_job_ms(lib->scheduler, (job_t *)delete_ike_sa_job_create(q->id, TRUE),
+						RETIRE_DELAY_MS);
 		this->entries->remove_at(this->entries, e);
 		entry_destroy(q);
 	}
