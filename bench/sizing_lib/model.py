@@ -191,6 +191,10 @@ def report(ctx, rep):
              "connections and p packets: a handshake costs 368 packets. The same form here: per transform "
              "and gateway a fit over the dataplane's repetitions, and the cycles per IKE SA and CHILD SA of "
              "the negotiation section. AES instructions on this CPU: **%s**." % ("yes" if m.get("aes_ni") else "no"))
+    rep.para("c_sec is what a gateway spends per second of the run whatever it carries (waiting for "
+             "packets, timers); c_packet and c_byte are the MoonSec form's per-packet term, split into a part "
+             "per packet and a part per byte. The bypass rows are the forwarding path without cryptography: "
+             "a transform's cost above them is its cryptography's.")
     if not m.get("dataplane_rows"):
         rep.para("No dataplane measurements in this run: the per-packet and per-byte terms are absent.")
     rep.table("model_dataplane_fit")
