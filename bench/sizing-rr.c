@@ -139,6 +139,8 @@ static int client(const char *host, const char *port, unsigned req, unsigned res
 	printf("{\"transactions\":%zu,\"secs\":%.6f,\"rate\":%.3f,\"mean_us\":%.3f,\"p50_us\":%.3f,"
 	       "\"p90_us\":%.3f,\"p99_us\":%.3f,\"max_us\":%.3f}\n", n, t1 - t0, (double)n / (t1 - t0),
 	       n ? sum / (double)n : 0, PCT(0.5), PCT(0.9), PCT(0.99), n ? lat[n - 1] : 0);
+	free(lat);
+	free(buf);
 	return n ? 0 : 1;
 }
 

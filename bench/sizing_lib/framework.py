@@ -119,7 +119,7 @@ class Context:
 
 def write_csv(path, columns, rows):
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(columns)
         for r in rows:
             w.writerow(["" if v is None else v for v in r])
@@ -162,6 +162,14 @@ def machine_meta():
         if mhz:
             m["mhz"] = sum(mhz) / len(mhz)
     except OSError:
+        pass
+    try:
+        src = pathlib.Path(__file__).resolve().parent.parent.parent
+        r = subprocess.run(["git", "-C", str(src), "describe", "--always", "--dirty"], capture_output=True,
+                           text=True, timeout=10)
+        if r.returncode == 0:
+            m["xipsec_commit"] = r.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
         pass
     for tool, args in (("iperf3", ["--version"]), ("tcpdump", ["--version"])):
         try:
@@ -215,11 +223,15 @@ def cmd_run(args, srcdir):
         counts[m.NAME] = int(m.points(ctx))
     ctx.total = sum(counts.values())
     ctx.log("run directory %s; %d points in sections %s" % (out, ctx.total, ", ".join(counts)))
+    est = {m.NAME: m.seconds(ctx) for m in mods if hasattr(m, "seconds")}
+    if est:
+        ctx.log("estimated duration: %s (%s)" % (ctx._fmt(sum(est.values())), ", ".join(
+            "%s %s" % (k, ctx._fmt(v)) for k, v in est.items())))
+        ctx.meta["estimate_s"] = {k: round(v) for k, v in est.items()}
     rc = 0
     for m in mods:
         ctx.section = m.NAME
         t0 = time.monotonic()
-        want = ctx.done + counts[m.NAME]
         try:
             m.run(ctx)
             status = "ok"
@@ -229,8 +241,9 @@ def cmd_run(args, srcdir):
             status = "failed: %s" % e
             ctx.log("section %s failed: %s\n%s" % (m.NAME, e, traceback.format_exc()))
             rc = 1
-        if ctx.done < want:   # a section that ended early: the estimate stays honest
-            ctx.total -= want - ctx.done
+        # a section that ended early or left points out: the estimate stays honest
+        later = mods[mods.index(m) + 1:]
+        ctx.total = ctx.done + sum(counts[x.NAME] for x in later)
         ctx.meta["sections"][m.NAME] = {"status": status, "secs": round(time.monotonic() - t0, 1),
                                         "points": counts[m.NAME]}
         ctx.save_results()
@@ -248,16 +261,30 @@ PNG_SIG = b"\x89PNG\r\n\x1a\n"
 
 
 def check_png(path):
+    """None if path is a whole PNG: signature, IHDR first with a non-empty size, every chunk's CRC
+    right, IEND last."""
+    import zlib
     try:
-        b = open(path, "rb").read(64)
+        b = open(path, "rb").read()
     except OSError as e:
         return "plot %s: %s" % (path, e.strerror)
-    if len(b) < 24 or b[:8] != PNG_SIG or b[12:16] != b"IHDR":
+    if len(b) < 33 or b[:8] != PNG_SIG or b[12:16] != b"IHDR":
         return "plot %s: not a PNG (no signature or IHDR chunk)" % path
     w, h = int.from_bytes(b[16:20], "big"), int.from_bytes(b[20:24], "big")
     if w == 0 or h == 0:
         return "plot %s: PNG of %dx%d pixels" % (path, w, h)
-    return None
+    i = 8
+    while i + 12 <= len(b):
+        n = int.from_bytes(b[i:i + 4], "big")
+        kind = b[i + 4:i + 8]
+        if i + 12 + n > len(b):
+            break
+        if zlib.crc32(b[i + 4:i + 8 + n]) != int.from_bytes(b[i + 8 + n:i + 12 + n], "big"):
+            return "plot %s: chunk %r at byte %d has a bad CRC" % (path, kind, i)
+        if kind == b"IEND":
+            return None
+        i += 12 + n
+    return "plot %s: PNG truncated (no IEND chunk)" % path
 
 
 def check_svg(path, labels):
@@ -343,7 +370,8 @@ transform, TCP and UDP streams, 1 and 2 workers; request/response rate and laten
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
 random loss), ike (SA negotiation), model (a cost model fitted to the measurements).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
---quick is a reduced matrix (about 2 minutes); the full run takes about 25 minutes on 2 cores.
+--quick is a reduced matrix (dataplane and wire: about 1 minute); the full run of those two sections
+takes about 15 minutes on 2 cores. The estimated duration is printed before the run starts.
 Service demand is netperf's: microseconds of a gateway's CPU per KB (1024 bytes) of application data.
 BUILDDIR defaults to $top_builddir or ./build/release; use a build without sanitizers.
 """

@@ -85,7 +85,9 @@ class Topo:
         self.builddir = str(builddir)
         self.tmp = str(tmpdir)
         self.queues = queues
-        self.id = "sz%d%04x%s" % (os.getpid(), int.from_bytes(os.urandom(2), "big"), tag)
+        # $SIZING_RUN_ID (a caller's name for the run, e.g. a test that cleans up after a killed run)
+        base = os.environ.get("SIZING_RUN_ID") or "sz%d" % os.getpid()
+        self.id = "%s-%04x%s" % (base, int.from_bytes(os.urandom(2), "big"), tag)
         self.namespaces = []
         self.procs = {}          # name -> (Popen, logfile)
         self.files = []
@@ -99,6 +101,7 @@ class Topo:
         self.sadb = {gw: "/dev/shm/xipsec-%s-%s.sadb" % (self.id, gw) for gw in ("gw1", "gw2")}
         self.files += list(self.sadb.values())
         self.transform = None
+        self._gwpid = {}
         _live.append(self)
 
     def asan(self):
@@ -126,7 +129,9 @@ class Topo:
         f = open(log, "w")
         e = dict(os.environ)
         e.update(env or {})
-        p = subprocess.Popen(["nsenter", "--net=/run/netns/" + self.ns(n)] + list(cmd), stdout=f,
+        # the timeout outlives any run, and ends the process should this one be killed outright
+        p = subprocess.Popen(["nsenter", "--net=/run/netns/" + self.ns(n), "timeout", "--kill-after=5",
+                              "3600"] + list(cmd), stdout=f,
                              stderr=subprocess.STDOUT, env=e, start_new_session=True)
         f.close()
         self.procs[name] = (p, log)
@@ -236,7 +241,14 @@ class Topo:
             self.start_gw(gw, workers, batch)
 
     def gw_pid(self, gw):
-        return self.procs["xipsecd-" + gw][0].pid   # nsenter executes xipsecd in its own process
+        # nsenter and timeout execute in place; timeout forks the command: xipsecd is its only child
+        ppid = self.procs["xipsecd-" + gw][0].pid
+        if gw not in self._gwpid or self._gwpid[gw][0] != ppid:
+            kids = open("/proc/%d/task/%d/children" % (ppid, ppid)).read().split()
+            if len(kids) != 1:
+                raise NetnsError("xipsecd on %s: %d processes under its timeout" % (gw, len(kids)))
+            self._gwpid[gw] = (ppid, int(kids[0]))
+        return self._gwpid[gw][1]
 
     def gw_cpu_us(self, gw):
         return proc_cpu_us(self.gw_pid(gw))

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tests/bench/test_sizing.sh: the sizing study end to end in its reduced form. `bench/sizing --quick`
+# runs between two xipsecd gateways in namespaces (with a timeout), then `bench/sizing check`
+# re-verifies the run directory: every table in results.json has its CSV, every plot is a valid PNG
+# and an SVG carrying its series labels, service demand recomputed from dataplane_stream_raw equals
+# dataplane_stream's, the bytes on the wire match the ESP/AH formats. The contract's tables and the
+# report's figures must be there. The run directory, and any namespace, SADB file or process the run
+# left (it cleans up itself; a killed run cannot), are removed on every exit.
+set -u
+[ "$(id -u)" -eq 0 ] || { echo "test_sizing: needs root" >&2; exit 77; }
+for c in iperf3 tcpdump nft ethtool nsenter ip; do
+	command -v "$c" >/dev/null 2>&1 || { echo "test_sizing: needs $c" >&2; exit 77; }
+done
+PY=/usr/bin/python3
+"$PY" -c "import matplotlib" 2>/dev/null || { echo "test_sizing: needs python3-matplotlib" >&2; exit 77; }
+top_srcdir=${top_srcdir:?}
+top_builddir=${top_builddir:?}
+for p in bench/sizing-rr bench/fwd-xipsecd tests/tools/dp_testctl; do
+	[ -x "$top_builddir/$p" ] || { echo "test_sizing: $p not built" >&2; exit 77; }
+done
+
+tmp=$(mktemp -d /tmp/test-sizing.XXXXXX)
+# every name the run makes (namespaces, SADB files) starts with this id
+export SIZING_RUN_ID="szt$$"
+pid=
+# processes of the run: xipsecd names its SADB file (the bracket keeps grep from matching itself)
+run_pids() {
+	local p
+	for p in /proc/[0-9]*; do
+		tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q "xipsec-[s]${SIZING_RUN_ID#s}-" && echo "${p#/proc/}"
+	done
+}
+leftovers() {
+	ip netns list | awk '{print $1}' | grep "^$SIZING_RUN_ID-"
+	ls /dev/shm | grep "^xipsec-$SIZING_RUN_ID-"
+	run_pids
+}
+cleanup() {
+	local ns p
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 3 && kill -KILL "$pid" 2>/dev/null
+	for p in $(run_pids); do kill -KILL "$p" 2>/dev/null; done
+	for ns in $(ip netns list | awk '{print $1}' | grep "^$SIZING_RUN_ID-"); do ip netns del "$ns"; done
+	rm -f /dev/shm/xipsec-"$SIZING_RUN_ID"-*
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+fail() { echo "test_sizing: FAIL: $*" >&2; exit 1; }
+
+run="$tmp/run"
+timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick --out "$run" --build "$top_builddir" \
+	2> "$tmp/sizing.err" &
+pid=$!
+wait "$pid"; rc=$?
+cat "$tmp/sizing.err" >&2
+[ "$rc" -eq 0 ] || fail "bench/sizing --quick exited $rc"
+pid=
+# nothing of the run is left behind (it cleans up after itself)
+[ -z "$(leftovers)" ] || fail "left behind by bench/sizing: $(leftovers | tr '\n' ' ')"
+
+"$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
+for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
+	wire_rr_loss; do
+	[ -s "$run/$t.csv" ] || fail "table $t missing"
+	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
+done
+for p in dataplane_family_aead dataplane_family_esp-cbc-hmac dataplane_family_ah dataplane_compare_32k \
+	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss; do
+	[ -s "$run/plots/$p.png" ] && [ -s "$run/plots/$p.svg" ] || fail "plot $p missing"
+	grep -q "plots/$p.svg" "$run/report.html" || fail "report.html does not show $p"
+done
+# the contract's columns, in order
+[ "$(head -1 "$run/dataplane_stream_raw.csv")" = "transform,test,send_size,workers,rep,secs,bytes,packets,cpu_us_gw1,cpu_us_gw2,softirq_us,mhz" ] ||
+	fail "dataplane_stream_raw columns: $(head -1 "$run/dataplane_stream_raw.csv")"
+[ "$(head -1 "$run/dataplane_stream.csv")" = "transform,test,send_size,workers,n,mbps,mbps_min,mbps_max,pps,cpu_pct_gw1,cpu_pct_gw2,softirq_pct,sd_gw1,sd_gw2" ] ||
+	fail "dataplane_stream columns: $(head -1 "$run/dataplane_stream.csv")"
+# every transform of the reduced matrix carried TCP traffic and has its backend recorded
+for x in bypass esp-aes-gcm-128 esp-aes-cbc-128-sha256 ah-sha1; do
+	grep -q "^$x,tcp_stream,32768,1," "$run/dataplane_stream.csv" || fail "no TCP stream figure for $x"
+done
+"$PY" -c "
+import json, sys
+m = json.load(open(sys.argv[1]))['meta']
+for x in ('esp-aes-gcm-128', 'esp-aes-cbc-128-sha256', 'ah-sha1'):
+    b = m['crypto_backend'][x]
+    assert b['gw1'].get('out') and b['gw2'].get('in'), (x, b)
+" "$run/results.json" || fail "crypto backends not recorded"
+echo "test_sizing: ok ($(grep -c . "$run/dataplane_stream_raw.csv") stream rows)"
+exit 0
