@@ -72,6 +72,18 @@ def points(ctx):
     return n
 
 
+def seconds(ctx):
+    """Estimated duration, from runs on the 2-core development VM: a session's start (certificates,
+    daemons), about 1.6 s per repetition of one group (both IKE versions, deletions and SADB clean-up
+    included), the maxqm bring-ups (a Main Mode about 18 ms, a Quick Mode 5 ms), and a loss round
+    about 0.45 s plus the retransmission timeouts it hits (about 0.2 s per round on average)."""
+    p = plan(ctx.quick)
+    t = 5.0 * len(p["auths"]) + 1.6 * len(p["auths"]) * p["reps"] * len(p["groups"])
+    t += p["maxqm_reps"] * sum(n / m * 0.018 + n * 0.005 + 1.0 for m, n in maxqm_points(p))
+    t += p["loss_n"] * 0.65
+    return t
+
+
 # ---- statistics shared by run() and check()
 def quantile(v, q):
     """Linear interpolation between order statistics (numpy's default), q in [0, 1]."""

@@ -28,6 +28,10 @@ def points(ctx):
     return 1
 
 
+def seconds(ctx):
+    return 1.0
+
+
 def _f(x):
     try:
         return float(x)
