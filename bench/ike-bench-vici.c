@@ -6,6 +6,13 @@
  *   ike-bench-vici URI child IKE C...    initiate CHILD SAs C... of IKE (on the established IKE SA),
  *                                        prints "child <µs>" per CHILD SA
  *   ike-bench-vici URI terminate IKE     terminate IKE SA IKE
+ *   ike-bench-vici URI bringup STATUS IKE C...
+ *                                        bring up CHILD SAs C... of IKE one after the other the way an
+ *                                        operator's script would under maxqm: before each one (and after
+ *                                        the last) wait until xipsec-iked's status file STATUS counts the
+ *                                        CHILD SAs so far and shows no IKE SA renewing, so that every
+ *                                        CHILD SA goes on the IKE SA that maxqm leaves; prints "child <µs>" per CHILD SA and one line
+ *                                        "bringup <µs> <count>" for the whole series, waits included
  * Process start-up and terminations are outside the timed spans. */
 #include "config.h"
 
@@ -14,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libvici.h>
 
@@ -53,13 +61,53 @@ static int call(vici_conn_t *c, const char *cmd, const char *ike, const char *ch
 	return rc;
 }
 
+/* The counter KEY of xipsec-iked's status file STATUS, -1 if the file cannot be read (the daemon
+ * rewrites it by rename: it is absent only for a moment); *renewing: a maxqm renewal is under way. */
+static long status_get(const char *status, const char *key, int *renewing)
+{
+	char line[512], k[64];
+	long v, found = -1;
+	FILE *f = fopen(status, "r");
+
+	if (!f)
+		return -1;
+	*renewing = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, " renewing"))
+			*renewing = 1;
+		if (sscanf(line, "%63s %ld", k, &v) == 2 && strcmp(k, key) == 0)
+			found = v;
+	}
+	fclose(f);
+	return found;
+}
+
+/* 0 once the daemon has counted at least `want` CHILD SAs (its maxqm listener has seen the last one,
+ * which may have started a renewal: charon answers the initiate before every listener has run) and no
+ * IKE SA is renewing; -1 after 30 s. */
+static int settled(const char *status, long want)
+{
+	double end = now_us() + 30e6;
+	int renewing = 1;
+
+	while (now_us() < end) {
+		long n = status_get(status, "child_sa_established", &renewing);
+
+		if (n >= want && !renewing)
+			return 0;
+		usleep(500);
+	}
+	fprintf(stderr, "ike-bench-vici: %s: the CHILD SAs are not all counted or a renewal is still under way after 30 s\n", status);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	vici_conn_t *c;
 	int rc = 0, i;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | terminate IKE\n", argv[0]);
+		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | bringup STATUS IKE CHILD... | terminate IKE\n", argv[0]);
 		return 2;
 	}
 	vici_init();
@@ -89,6 +137,29 @@ int main(int argc, char **argv)
 			if (rc == 0)
 				printf("child %.0f\n", now_us() - t0);
 		}
+	} else if (strcmp(argv[2], "bringup") == 0 && argc >= 6) {
+		double t0 = now_us();
+		int renewing;
+		long base = status_get(argv[3], "child_sa_established", &renewing);
+
+		if (base < 0) {
+			fprintf(stderr, "ike-bench-vici: cannot read child_sa_established from %s\n", argv[3]);
+			rc = -1;
+		}
+		for (i = 5; i < argc && rc == 0; i++) {
+			double t1;
+
+			rc = settled(argv[3], base + (i - 5));
+			t1 = now_us();
+			if (rc == 0)
+				rc = call(c, "initiate", argv[4], argv[i]);
+			if (rc == 0)
+				printf("child %.0f\n", now_us() - t1);
+		}
+		if (rc == 0)
+			rc = settled(argv[3], base + (argc - 5));
+		if (rc == 0)
+			printf("bringup %.0f %d\n", now_us() - t0, argc - 5);
 	} else if (strcmp(argv[2], "terminate") == 0) {
 		rc = call(c, "terminate", argv[3], NULL);
 	} else {

@@ -148,7 +148,11 @@ static void entry_destroy(struct qm_entry *q)
 
 /* IKEv1 reauthentication leaves the old ISAKMP SA (now without CHILD_SAs, which moved to the new one on
  * both ends) to live until its lifetime ends; with maxqm the old one has done its job: delete it once
- * its successor is up, so that one Main Mode SA per peer and connection remains. */
+ * its successor is up, so that one Main Mode SA per peer and connection remains. Not at once: the
+ * responder moves the CHILD_SAs over in a job of its own after its last Main Mode message, and a
+ * DELETE of the old ISAKMP SA that it handles first takes them down with it (seen as CHILD SAs missing
+ * from the responder's SADB after back-to-back renewals). */
+#define RETIRE_DELAY_MS 2000
 static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 {
 	enumerator_t *e = this->entries->create_enumerator(this->entries);
@@ -160,7 +164,8 @@ static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 			continue;
 		DBG1(DBG_IKE, "xipsec: deleting ISAKMP SA %s[%u] replaced by [%u] after maxqm", q->conn,
 		     q->ike_id, new->get_unique_id(new));
-		lib->processor->queue_job(lib->processor, (job_t *)delete_ike_sa_job_create(q->id, TRUE));
+		lib->scheduler->schedule_job_ms(lib->scheduler, (job_t *)delete_ike_sa_job_create(q->id, TRUE),
+						RETIRE_DELAY_MS);
 		this->entries->remove_at(this->entries, e);
 		entry_destroy(q);
 	}
@@ -304,6 +309,41 @@ METHOD(listener_t, child_rekey, bool, private_maxqm_t *this, ike_sa_t *ike_sa, c
 	return TRUE;
 }
 
+/* The IKE_SA that renews (reauthenticates or re-establishes) another sends its first message before
+ * charon registers it: strongSwan 5.9 (doc/platform.md) makes it with create_new(), which does not
+ * enter it in the IKE_SA manager, and checks it in only once that message is out. A reply that comes
+ * back sooner finds no IKE_SA, is dropped ("IKE_SA checkout not successful") and costs a retransmission
+ * timeout (4 s): under maxqm, in several percent of the IKEv1 renewals. Entering it now, as checked out
+ * by this thread (the one that initiates and then checks it in), makes such a reply wait for the
+ * check-in instead. Two places make such an IKE_SA: IKEv1 reauthentication (the task manager's
+ * queue_ike_reauth, which moves the CHILD_SAs over first: the second children_migrate event, with no
+ * id, comes for the new IKE_SA) and re-establishment (ike_reestablish_pre). The other
+ * children_migrate events (adopting CHILD_SAs at check-in) come for registered, established IKE_SAs;
+ * only a fresh one (IKE_CREATED) is entered. */
+static void register_new(ike_sa_t *new)
+{
+	if (new && new->get_state(new) == IKE_CREATED)
+		charon->ike_sa_manager->checkout_new(charon->ike_sa_manager, new);
+}
+
+METHOD(listener_t, children_migrate, bool, private_maxqm_t *this, ike_sa_t *ike_sa, ike_sa_id_t *new,
+       uint32_t unique)
+{
+	(void)this;
+	(void)unique;
+	if (!new)
+		register_new(ike_sa);
+	return TRUE;
+}
+
+METHOD(listener_t, ike_reestablish_pre, bool, private_maxqm_t *this, ike_sa_t *old, ike_sa_t *new)
+{
+	(void)this;
+	(void)old;
+	register_new(new);
+	return TRUE;
+}
+
 METHOD(maxqm_t, write_status, void, private_maxqm_t *this)
 {
 	struct qm_entry *q;
@@ -348,6 +388,8 @@ maxqm_t *maxqm_create(const char *run_dir)
 				.ike_rekey = _ike_rekey,
 				.child_updown = _child_updown,
 				.child_rekey = _child_rekey,
+				.ike_reestablish_pre = _ike_reestablish_pre,
+				.children_migrate = _children_migrate,
 			},
 			.write_status = _write_status,
 			.destroy = _destroy,

@@ -1,0 +1,320 @@
+# bench/sizing_lib/plan.py: `bench/sizing plan`, the sizing calculator. From a measured run directory
+# (results.json: the dataplane section's service demand per transform and send size, the negotiation
+# section's cycles per IKE SA and CHILD SA) it follows the HP-UX IPSec sizing paper's "Applying
+# Performance Data" steps for a forecast environment: the throughput to carry, its packet-size mix,
+# the number of tunnels and the set-up rate give the CPU seconds per second (service demand at each
+# size interpolated between the measured sizes, times the data rate; plus the IKE load), which the
+# headroom turns into cores, and the ESP overhead per packet turns into the NIC bandwidth needed. It
+# prints its arithmetic step by step, so that an operator can check (and redo) every figure; errors
+# name what is wrong with the input.
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+# ESP/AH overhead per packet, tunnel mode (RFC 4303 / RFC 4302): IV, cipher block for the padding,
+# ICV; outer IPv4 header 20, ESP header 8 (SPI, sequence number), trailer 2 (pad length, next header).
+TRANSFORM_OVERHEAD = {   # id: (protocol, IV, block, ICV)
+    "bypass": (None, 0, 1, 0),
+    "esp-aes-cbc-128-sha1": ("esp", 16, 16, 12),
+    "esp-aes-cbc-128-sha256": ("esp", 16, 16, 16),
+    "esp-3des-sha1": ("esp", 8, 8, 12),
+    "esp-aes-gcm-128": ("esp", 8, 4, 16),
+    "esp-aes-gcm-256": ("esp", 8, 4, 16),
+    "esp-chacha20-poly1305": ("esp", 8, 4, 16),
+    "esp-null-sha1": ("esp", 0, 4, 12),
+    "esp-aes-cbc-128": ("esp", 16, 16, 0),
+    "ah-md5": ("ah", 0, 1, 12),
+    "ah-sha1": ("ah", 0, 1, 12),
+}
+INNER_HDR = 28     # IPv4 + UDP header of the inner packet around one send's application bytes
+L2 = 38            # Ethernet header + FCS (18) + preamble and inter-frame gap (20): what the link carries
+DEFAULT_MIX = "1400:100"
+
+
+class PlanError(Exception):
+    pass
+
+
+def parse_rate(s, what):
+    """bits per second from '2G', '500M', '1.5Gbit/s', '100000' (bit/s)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(?:bit/s|bit|bps|b)?\s*", s)
+    if not m:
+        raise PlanError("%s '%s': not a rate (examples: 2G, 500M, 1.5Gbit/s, 100000 for bit/s)" % (what, s))
+    v = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2).lower()]
+    if v <= 0:
+        raise PlanError("%s '%s': must be more than 0" % (what, s))
+    return v
+
+
+def parse_mix(s):
+    """[(size bytes, share of packets %)] from 'SIZE:SHARE,...'; the shares must sum to 100."""
+    out = []
+    for item in s.split(","):
+        m = re.fullmatch(r"\s*([0-9]+)\s*:\s*([0-9]*\.?[0-9]+)\s*%?\s*", item)
+        if not m:
+            raise PlanError("--mix: '%s' is not SIZE:SHARE (bytes of application data per packet : %% of the "
+                            "packets), e.g. 64:40,576:20,1400:40" % item)
+        size, share = int(m.group(1)), float(m.group(2))
+        if size <= 0:
+            raise PlanError("--mix: size %d must be at least 1 byte" % size)
+        out.append((size, share))
+    total = sum(s for _, s in out)
+    if abs(total - 100) > 1e-6:
+        raise PlanError("--mix: the shares sum to %g %%, not 100 %% (%s)" % (total, s))
+    return out
+
+
+def load(run_dir):
+    p = os.path.join(run_dir, "results.json")
+    if not os.path.isdir(run_dir):
+        raise PlanError("%s: no such run directory" % run_dir)
+    try:
+        with open(p, encoding="utf-8") as f:
+            j = json.load(f)
+    except FileNotFoundError:
+        raise PlanError("%s: no results.json (not a bench/sizing run directory)" % run_dir)
+    except ValueError as e:
+        raise PlanError("%s: not valid JSON: %s" % (p, e))
+    tables = j.get("tables", {})
+    if "dataplane_stream" not in tables:
+        raise PlanError("%s: no dataplane_stream table (the run did not measure the dataplane: run bench/sizing "
+                        "without --only, or with --only dataplane)" % p)
+    return j.get("meta", {}), tables
+
+
+def rows(tables, name):
+    t = tables.get(name)
+    return [dict(zip(t["columns"], r)) for r in t["rows"]] if t else []
+
+
+def interp(points, x):
+    """Linear interpolation in log(size) between measured (size, value) points; (value, note)."""
+    pts = sorted(points)
+    if x <= pts[0][0]:
+        return pts[0][1], ("below the smallest measured size %d: its value" % pts[0][0]) if x < pts[0][0] else "measured"
+    if x >= pts[-1][0]:
+        return pts[-1][1], ("above the largest measured size %d: its value" % pts[-1][0]) if x > pts[-1][0] else "measured"
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            if x == x0:
+                return y0, "measured"
+            if x == x1:
+                return y1, "measured"
+            t = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return y0 + t * (y1 - y0), "between %d (%.3f) and %d (%.3f)" % (x0, y0, x1, y1)
+    raise AssertionError("unreachable")
+
+
+def wire_bytes(transform, size, mtu):
+    """(packets, bytes on the link) of one send of SIZE application bytes through TRANSFORM."""
+    proto, iv, block, icv = TRANSFORM_OVERHEAD.get(transform, ("esp", 16, 16, 16))
+
+    def outer(inner):
+        if proto is None:
+            return inner
+        if proto == "ah":
+            return 20 + 12 + icv + inner
+        body = inner + 2
+        body += (-body) % block
+        return 20 + 8 + iv + body + icv
+    # the largest inner packet whose encapsulation fits the MTU; larger sends leave as several
+    inner_max = mtu
+    while inner_max > INNER_HDR + 1 and outer(inner_max) > mtu:
+        inner_max -= 1
+    per = inner_max - INNER_HDR
+    n = max(1, math.ceil(size / per))
+    total, left = 0, size
+    for _ in range(n):
+        chunk = min(left, per)
+        left -= chunk
+        total += outer(chunk + INNER_HDR) + L2
+    return n, total
+
+
+def fmt_rate(bps):
+    for unit, f in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bps >= f:
+            return "%.3f %s" % (bps / f, unit)
+    return "%.0f bit/s" % bps
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="bench/sizing plan", description=(
+        "The sizing calculator: from a bench/sizing run's measured service demand and cost model, the "
+        "cores and NIC bandwidth a gateway needs (the HP-UX IPSec sizing paper's 'Applying Performance "
+        "Data' steps), with the arithmetic printed step by step."))
+    ap.add_argument("run_dir", metavar="RUN_DIR", help="a bench/sizing run directory (results.json)")
+    ap.add_argument("--throughput", required=True, metavar="RATE",
+                    help="application data per second to encrypt (e.g. 2G, 500M, 1.5Gbit/s)")
+    ap.add_argument("--transform", required=True, metavar="ID", help="transform id, e.g. esp-aes-gcm-128")
+    ap.add_argument("--mix", default=DEFAULT_MIX, metavar="SIZE:SHARE,...",
+                    help="application bytes per packet and %% of the packets (default %s)" % DEFAULT_MIX)
+    ap.add_argument("--tunnels", type=int, default=0, metavar="N",
+                    help="tunnels (one IKE SA and one CHILD SA each), rekeyed every --child-rekey / --ike-rekey s")
+    ap.add_argument("--setups-per-s", type=float, default=0.0, metavar="R", help="new IKE SAs per second")
+    ap.add_argument("--headroom", type=float, default=0.7, metavar="U",
+                    help="highest CPU utilisation to plan for, 0 < U <= 1 (default 0.7)")
+    ap.add_argument("--nic", metavar="RATE", help="line rate of one NIC (e.g. 10G)")
+    ap.add_argument("--direction", choices=("encrypt", "both"), default="encrypt",
+                    help="encrypt: RATE leaves encrypted; both: RATE also arrives encrypted (default encrypt)")
+    ap.add_argument("--test", choices=("udp_stream", "tcp_stream"), default=None,
+                    help="which measurement's service demand (default udp_stream if measured, else tcp_stream)")
+    ap.add_argument("--workers", type=int, default=1, help="measured with this many xipsecd workers (default 1)")
+    ap.add_argument("--group", default=None, help="DH group of the IKE costs (default ecp256 if measured)")
+    ap.add_argument("--child-rekey", type=float, default=3600, metavar="S", help="CHILD SA rekey interval (3600)")
+    ap.add_argument("--ike-rekey", type=float, default=14400, metavar="S", help="IKE SA rekey interval (14400)")
+    ap.add_argument("--mtu", type=int, default=1500, help="link MTU (default 1500)")
+    ap.add_argument("--mhz", type=float, default=None, help="clock of the target CPU (default: the measured one)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        plan(args, sys.stdout)
+    except PlanError as e:
+        sys.stderr.write("sizing plan: %s\n" % e)
+        return 2
+    return 0
+
+
+def plan(args, out):
+    def p(s=""):
+        out.write(s + "\n")
+    if not 0 < args.headroom <= 1:
+        raise PlanError("--headroom %g: must be more than 0 and at most 1 (a utilisation, e.g. 0.7)" % args.headroom)
+    if args.tunnels < 0 or args.setups_per_s < 0:
+        raise PlanError("--tunnels and --setups-per-s must not be negative")
+    rate = parse_rate(args.throughput, "--throughput")
+    mix = parse_mix(args.mix)
+    nic = parse_rate(args.nic, "--nic") if args.nic else None
+    meta, tables = load(args.run_dir)
+    stream = rows(tables, "dataplane_stream")
+    known = sorted({r["transform"] for r in stream})
+    if args.transform not in known:
+        raise PlanError("transform '%s' was not measured in %s; measured: %s" %
+                        (args.transform, args.run_dir, ", ".join(known)))
+    tests = sorted({r["test"] for r in stream if r["transform"] == args.transform})
+    test = args.test or ("udp_stream" if "udp_stream" in tests else tests[0])
+    sel = [r for r in stream if r["transform"] == args.transform and r["test"] == test
+           and int(r["workers"]) == args.workers and r.get("sd_gw1") not in (None, "")]
+    if not sel:
+        raise PlanError("no %s measurement of %s with %d worker(s) in %s (measured: %s)" % (
+            test, args.transform, args.workers, args.run_dir,
+            ", ".join(sorted({"%s/%s workers" % (r["test"], r["workers"]) for r in stream
+                              if r["transform"] == args.transform}))))
+    mhz_meas = float(meta.get("mhz") or meta.get("ike", {}).get("mhz") or 0)
+    scale = 1.0
+    p("Sizing plan from %s" % args.run_dir)
+    p("  measured on: %s, %s MHz, %s CPUs" % (meta.get("cpu_model", "?"), "%.0f" % mhz_meas if mhz_meas else "?",
+                                             meta.get("ncpus", "?")))
+    if args.mhz:
+        if not mhz_meas:
+            raise PlanError("--mhz: the run does not record its CPU clock (meta mhz)")
+        scale = mhz_meas / args.mhz
+        p("  target CPU at %.0f MHz: service demand and cycles scaled by %.0f/%.0f = %.3f" %
+          (args.mhz, mhz_meas, args.mhz, scale))
+    p("")
+    p("Step 1. The environment to size for")
+    p("  throughput: %s of application data, %s" % (fmt_rate(rate),
+                                                   "encrypted" if args.direction == "encrypt" else "encrypted and as much decrypted"))
+    p("  transform: %s; packet mix (application bytes per packet : share of packets): %s" %
+      (args.transform, ", ".join("%d:%g%%" % m for m in mix)))
+    p("  tunnels: %d; new IKE SAs per second: %g; headroom: plan for at most %.0f %% CPU" %
+      (args.tunnels, args.setups_per_s, args.headroom * 100))
+    avg = sum(s * sh / 100 for s, sh in mix)
+    p("  mean packet: %s = %.1f bytes" % (" + ".join("%d x %g%%" % (s, sh) for s, sh in mix), avg))
+    p("")
+    p("Step 2. Service demand at each size (%s, %d worker(s); microseconds of CPU per KB = 1024 bytes)" %
+      (test, args.workers))
+    gws = [("gw1", "encrypting")] + ([("gw2", "decrypting")] if args.direction == "both" else [])
+    meas = {gw: [(int(r["send_size"]), float(r["sd_" + gw])) for r in sel
+                 if r.get("sd_" + gw) not in (None, "") and float(r["sd_" + gw]) > 0] for gw, _ in gws}
+    empty = sorted({int(r["send_size"]) for r in sel} - {s for s, _ in meas["gw1"]})
+    if not meas["gw1"]:
+        raise PlanError("%s: no %s measurement of %s delivered any data" % (args.run_dir, test, args.transform))
+    p("  measured sizes: %s" % ", ".join(str(s) for s, _ in sorted(meas["gw1"])))
+    if empty:
+        p("  left out (no data delivered, no service demand): %s" % ", ".join(str(s) for s in empty))
+    sd = {}
+    for size, share in mix:
+        for gw, role in gws:
+            v, note = interp(meas[gw], size)
+            sd[(size, gw)] = v * scale
+            p("  %5d bytes, %s gateway: %.3f us/KB (%s)%s" % (size, role, v, note,
+                                                             "" if scale == 1 else " -> %.3f scaled" % (v * scale)))
+    p("")
+    p("Step 3. CPU seconds per second for the data")
+    Bps = rate / 8
+    p("  %s = %.0f bytes/s = %.1f KB/s" % (fmt_rate(rate), Bps, Bps / 1024))
+    cpu_data = 0.0
+    for size, share in mix:
+        frac = size * share / 100 / avg
+        for gw, role in gws:
+            c = Bps * frac / 1024 * sd[(size, gw)] / 1e6
+            cpu_data += c
+            p("  %5d bytes (%.1f %% of the bytes), %s: %.1f KB/s x %.3f us/KB = %.4f CPU s/s" %
+              (size, frac * 100, role, Bps * frac / 1024, sd[(size, gw)], c))
+    p("  data: %.4f CPU seconds per second" % cpu_data)
+    p("")
+    p("Step 4. IKE load")
+    neg = rows(tables, "ike_negotiation")
+    groups = sorted({r["group"] for r in neg if r["auth"] == "psk"})
+    group = args.group or ("ecp256" if "ecp256" in groups else (groups[0] if groups else None))
+    cpu_ike = 0.0
+    if args.tunnels or args.setups_per_s:
+        if not neg:
+            raise PlanError("%s: no ike_negotiation table, needed for --tunnels/--setups-per-s (run the ike section)"
+                            % args.run_dir)
+        if group not in groups:
+            raise PlanError("--group %s: not measured with PSK in %s; measured: %s" % (group, args.run_dir, ", ".join(groups)))
+
+        def cyc(exch):
+            r = [x for x in neg if (x["auth"], x["group"], x["exchange"]) == ("psk", group, exch)]
+            if not r:
+                raise PlanError("%s: no PSK %s %s row in ike_negotiation" % (args.run_dir, group, exch))
+            return max(float(r[0]["mcycles_resp"]), float(r[0]["mcycles_init"])) * 1e6 * scale
+        mhz = (args.mhz or mhz_meas)
+        ike_c, child_c = cyc("v2_ike"), cyc("v2_child")
+        p("  per IKEv2 IKE_SA (PSK, %s, the busier of initiator and responder): %.0f cycles; per CHILD SA "
+          "rekey: %.0f cycles" % (group, ike_c, child_c))
+        per_s_ike = args.setups_per_s + (args.tunnels / args.ike_rekey if args.tunnels else 0)
+        per_s_child = args.tunnels / args.child_rekey if args.tunnels else 0
+        p("  IKE SAs per second: %g new + %d tunnels / %g s rekey = %.4f/s; CHILD SA rekeys: %d / %g s = %.4f/s" %
+          (args.setups_per_s, args.tunnels, args.ike_rekey, per_s_ike, args.tunnels, args.child_rekey, per_s_child))
+        cpu_ike = (per_s_ike * ike_c + per_s_child * child_c) / (mhz * 1e6)
+        p("  (%.4f x %.0f + %.4f x %.0f) cycles/s / %.0f MHz = %.4f CPU s/s" %
+          (per_s_ike, ike_c, per_s_child, child_c, mhz, cpu_ike))
+    else:
+        p("  none given (--tunnels, --setups-per-s)")
+    p("")
+    p("Step 5. Headroom and result")
+    total = cpu_data + cpu_ike
+    cores = total / args.headroom
+    need = max(1, math.ceil(cores - 1e-9))
+    p("  %.4f + %.4f = %.4f CPU s/s; / %.2f headroom = %.4f cores -> %d core(s)" %
+      (cpu_data, cpu_ike, total, args.headroom, cores, need))
+    ncpu = meta.get("ncpus")
+    if ncpu:
+        p("  (the measured machine has %s CPUs; one xipsecd worker per core)" % ncpu)
+    p("")
+    p("Step 6. NIC bandwidth (tunnel mode, IPv4, %d-byte MTU, Ethernet framing %d bytes)" % (args.mtu, L2))
+    pps, wire = 0.0, 0.0
+    for size, share in mix:
+        n, b = wire_bytes(args.transform, size, args.mtu)
+        sends = Bps * (size * share / 100 / avg) / size
+        pps += sends * n
+        wire += sends * b * 8
+        p("  %5d bytes: %d packet(s), %d bytes on the link per send (%.1f %% overhead); %.0f sends/s" %
+          (size, n, b, (b - size) / size * 100, sends))
+    p("  packets per second: %.0f; on the link: %s (%.1f %% more than the data)" %
+      (pps, fmt_rate(wire), (wire / rate - 1) * 100))
+    if nic:
+        util = wire / nic
+        p("  one %s NIC: %.1f %% utilised -> %d NIC(s) at %.0f %% headroom" %
+          (fmt_rate(nic), util * 100, max(1, math.ceil(util / args.headroom - 1e-9)), args.headroom * 100))
+    p("")
+    p("Result: %d core(s) (%.2f at %.0f %% utilisation) and %s of link bandwidth per direction." %
+      (need, cores, args.headroom * 100, fmt_rate(wire)))
