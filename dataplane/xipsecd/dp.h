@@ -211,6 +211,8 @@ void dp_mip6_run(struct dp_ctx *ctx);
 int dp_mip6_wake_fd(struct dp_ctx *ctx);
 /* The control socket's "bindings" answer (tab-separated lines, ending with "end"). */
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
+/* A buffer that holds the whole "bindings" answer. */
+size_t dp_mip6_ctl_cap(struct dp_ctx *ctx);
 
 /* ---- dp_util.c ---- */
 /* CLOCK_MONOTONIC in nanoseconds. */

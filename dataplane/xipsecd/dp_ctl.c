@@ -134,8 +134,8 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 
 void dp_ctl_handle(struct dp_ctx *ctx)
 {
-	static char out[65536];
-	char req[128];
+	static char buf[65536];
+	char req[128], *out = buf;
 	int c = accept4(ctx->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
 	struct pollfd pf;
 	ssize_t n;
@@ -151,14 +151,29 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 		return;
 	}
 	req[n] = 0;
-	if (!strncmp(req, "status", 6))
-		len = status(ctx, out, sizeof(out));
-	else if (!strncmp(req, "bindings", 8))
-		len = dp_mip6_ctl(ctx, out, sizeof(out));
+	{
+		/* a client that stops reading must not hold the control thread either */
+		struct timeval tv = { .tv_sec = 2 };
+
+		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	if (!strncmp(req, "bindings", 8)) {
+		/* one line per binding: as large as the binding cache */
+		size_t cap = dp_mip6_ctl_cap(ctx);
+
+		out = cap > sizeof(buf) ? malloc(cap) : buf;
+		if (!out) {
+			out = buf;
+			len = (size_t)snprintf(out, sizeof(buf), "error: out of memory\n");
+		} else {
+			len = dp_mip6_ctl(ctx, out, cap > sizeof(buf) ? cap : sizeof(buf));
+		}
+	} else if (!strncmp(req, "status", 6))
+		len = status(ctx, out, sizeof(buf));
 	else if (!strncmp(req, "ping", 4))
-		len = (size_t)snprintf(out, sizeof(out), "pong\n");
+		len = (size_t)snprintf(out, sizeof(buf), "pong\n");
 	else
-		len = (size_t)snprintf(out, sizeof(out), "error: unknown request (status, bindings, ping)\n");
+		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, ping)\n");
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(c, out + off, len - off);
 
@@ -166,6 +181,8 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 			break;
 		off += (size_t)w;
 	}
+	if (out != buf)
+		free(out);
 	close(c);
 }
 

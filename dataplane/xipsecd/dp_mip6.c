@@ -868,6 +868,15 @@ static void bind_cb(const struct mip6_binding *bd, void *arg)
 	put(k->b, "\n");
 }
 
+size_t dp_mip6_ctl_cap(struct dp_ctx *ctx)
+{
+	struct dp_mip6 *m = M(ctx);
+
+	/* a binding line is at most two addresses and eight numbers (under 220 bytes); the home
+	 * agent, counter and drop lines fit in the rest */
+	return 16384 + (m && m->ha ? (size_t)mip6_ha_count(m->ha) * 256 : 0);
+}
+
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 {
 	struct dp_mip6 *m = M(ctx);
