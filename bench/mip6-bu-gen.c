@@ -11,7 +11,8 @@
  *                                              sequence 1: a new binding, the home agent migrates its
  *                                              tunnel SAs), then ROUNDS refreshes of each from the
  *                                              same care-of address; prints one line per phase:
- *                                              "PHASE answered lost seconds per_second" and the BA
+ *                                              "PHASE answered lost seconds per_second cpu%" (cpu%:
+ *                                              the generator's own CPU time over the phase) and the BA
  *                                              statuses other than 0; each phase stops after
  *                                              SECONDS whatever is left
  * Every Binding Update (Home Address and Alternate Care-of Address options, mip6_build_bu) is built
@@ -35,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +55,15 @@ static void die(const char *what, int r)
 {
 	fprintf(stderr, "mip6-bu-gen: %s: %d (%s)\n", what, r, strerror(r < 0 ? -r : r));
 	exit(1);
+}
+
+static double cpu_s(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+	       (double)u.ru_stime.tv_usec / 1e6;
 }
 
 static uint64_t now_ns(void)
@@ -251,6 +262,7 @@ static void phase(struct gen *g, const char *name, size_t first, size_t end, uns
 	unsigned long answered = 0, lost = 0;
 	unsigned inflight = 0;
 	uint64_t t0 = now_ns(), last = t0, heard = t0, deadline = t0 + (uint64_t)(secs_max * 1e9);
+	double c0 = cpu_s();
 
 	while (next < end || inflight) {
 		while (inflight < window && next < end) {
@@ -290,9 +302,10 @@ static void phase(struct gen *g, const char *name, size_t first, size_t end, uns
 		if (t > deadline)
 			break;
 	}
-	double secs = (double)(last - t0) / 1e9;
+	double secs = (double)(last - t0) / 1e9, busy = (cpu_s() - c0) / ((double)(now_ns() - t0) / 1e9);
 
-	printf("%s %lu %lu %.3f %.0f\n", name, answered, lost + inflight, secs, secs > 0 ? answered / secs : 0);
+	printf("%s %lu %lu %.3f %.0f %.0f\n", name, answered, lost + inflight, secs, secs > 0 ? answered / secs : 0,
+	       100 * busy);
 	fflush(stdout);
 }
 
