@@ -13,7 +13,9 @@
  *                                                    generator's own CPU time follows its rate)
  *   fwd-gen rx IF OBJ WARMUP SECONDS                 attach OBJ (fwd_sink.bpf.o) to IF, wait WARMUP,
  *                                                    count for SECONDS; prints "pkts bytes seconds"
- * IPv4 only: the benchmark measures the gateway, not the generator. */
+ * SRC and DST are both IPv4 or both IPv6 addresses: the packets are of that family (IPv6: no extension
+ * headers, a UDP checksum computed per flow since IPv6 requires one). The generator does nothing per
+ * packet beyond the ring work: the benchmark measures the gateway, not the generator. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -41,6 +43,7 @@
 
 struct txq {
 	const char *ifname;
+	unsigned l3len;          /* IP header length: 20 (IPv4) or 40 (IPv6) */
 	uint32_t esp_spi;        /* 0: UDP */
 	uint32_t seq_base;       /* first ESP sequence number */
 	unsigned queue;
@@ -72,6 +75,65 @@ static uint16_t csum(const uint8_t *p, size_t n)
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
+}
+
+/* The UDP checksum of an IPv6 frame built by build6 (RFC 8200 section 8.1 pseudo-header). */
+static void udp6_csum(uint8_t *f)
+{
+	uint8_t *ip = f + 14, *udp = ip + 40, buf[40 + FSIZE];
+	unsigned ulen = (unsigned)(ip[4] << 8 | ip[5]);
+	uint16_t c;
+
+	memset(buf, 0, 40);
+	memcpy(buf, ip + 8, 32);
+	buf[34] = (uint8_t)(ulen >> 8);
+	buf[35] = (uint8_t)ulen;
+	buf[39] = 17;
+	udp[6] = udp[7] = 0;
+	memcpy(buf + 40, udp, ulen);
+	c = csum(buf, 40 + ulen);
+	if (!c)
+		c = 0xffff;
+	c = htons(c);
+	memcpy(udp + 6, &c, 2);
+}
+
+static int build6(struct txq *q, const uint8_t *dmac, const uint8_t *smac, const struct in6_addr *src,
+		  const struct in6_addr *dst, unsigned size)
+{
+	uint8_t *f = q->frame, *ip = f + 14, *udp = ip + 40;
+
+	if (size < 48 || size > 1500)
+		return -EINVAL;
+	memset(f, 0, sizeof(q->frame));
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[4] = (uint8_t)((size - 40) >> 8);
+	ip[5] = (uint8_t)(size - 40);
+	ip[6] = q->esp_spi ? 50 : 17;
+	ip[7] = 64;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	if (q->esp_spi) {
+		uint32_t spi = htonl(q->esp_spi);
+
+		memcpy(udp, &spi, 4);
+		for (unsigned i = 8; i < size - 40; i++)
+			udp[i] = (uint8_t)(i * 37 + 11); /* IV, ciphertext and ICV: garbage */
+	} else {
+		udp[0] = 0x13;
+		udp[2] = 0x13;
+		udp[3] = 0x89; /* port 5001 */
+		udp[4] = (uint8_t)((size - 40) >> 8);
+		udp[5] = (uint8_t)(size - 40);
+		udp6_csum(f);
+	}
+	q->l3len = 40;
+	q->flen = 14 + size;
+	return 0;
 }
 
 static int build(struct txq *q, const uint8_t *dmac, const uint8_t *smac, struct in_addr src,
@@ -110,6 +172,7 @@ static int build(struct txq *q, const uint8_t *dmac, const uint8_t *smac, struct
 		udp[5] = (uint8_t)(size - 20);
 		/* UDP checksum 0: none (IPv4) */
 	}
+	q->l3len = 20;
 	q->flen = 14 + size;
 	return 0;
 }
@@ -146,10 +209,12 @@ static void *tx_main(void *arg)
 			 * reach the ICV check, which fails, so the window never moves */
 			uint32_t seq = htonl(q->seq_base + i + q->queue * NFRAMES);
 
-			memcpy(f + 14 + 20 + 4, &seq, 4);
+			memcpy(f + 14 + q->l3len + 4, &seq, 4);
 		} else {
 			/* 64 flows: the source port, so hashing spreads them */
-			f[14 + 20 + 1] = (uint8_t)(0x40 + (i % 64) + q->queue * 64);
+			f[14 + q->l3len + 1] = (uint8_t)(0x40 + (i % 64) + q->queue * 64);
+			if (q->l3len == 40)
+				udp6_csum(f);
 		}
 		pool[i] = (uint64_t)i * FSIZE;
 	}
@@ -267,6 +332,8 @@ static int cmd_tx(int argc, char **argv)
 {
 	uint8_t dmac[6], smac[6];
 	struct in_addr src, dst;
+	struct in6_addr src6, dst6;
+	bool v6 = false;
 	unsigned size, queues;
 	double secs;
 	struct txq *q;
@@ -293,7 +360,11 @@ static int cmd_tx(int argc, char **argv)
 		else
 			bad = true;
 	}
-	if (bad || mac_parse(argv[3], dmac) || !inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)) {
+	if (!bad && !inet_aton(argv[4], &src) && inet_pton(AF_INET6, argv[4], &src6) == 1 &&
+	    inet_pton(AF_INET6, argv[5], &dst6) == 1)
+		v6 = true;
+	if (bad || mac_parse(argv[3], dmac) ||
+	    (!v6 && (!inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)))) {
 		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI [seq BASE]] "
 			"[rate PPS]\n");
 		return 2;
@@ -315,8 +386,8 @@ static int cmd_tx(int argc, char **argv)
 		q[i].esp_spi = spi;
 		q[i].seq_base = seq_base;
 		q[i].pps = pps / queues;
-		if (build(&q[i], dmac, smac, src, dst, size)) {
-			fprintf(stderr, "fwd-gen: size must be 28..1500\n");
+		if (v6 ? build6(&q[i], dmac, smac, &src6, &dst6, size) : build(&q[i], dmac, smac, src, dst, size)) {
+			fprintf(stderr, "fwd-gen: size must be %s..1500\n", v6 ? "48" : "28");
 			return 2;
 		}
 		pthread_create(&q[i].th, NULL, tx_main, &q[i]);

@@ -1,4 +1,4 @@
-/* bench/mip6-bench.c: Binding Update / Binding Acknowledgement exchanges per second through ESP, in
+/* bench/mip6-bench-mem.c: Binding Update / Binding Acknowledgement exchanges per second through ESP, in
  * memory on one core, for 1 and for 10,000 registered mobile nodes, each with its own pair of
  * transport-mode SAs (BU: mobile node -> home agent, BA: home agent -> mobile node; RFC 3776).
  *
@@ -20,7 +20,7 @@
  * share alone, and ns per exchange split into the home agent's ESP work (decrypt BU + encrypt BA),
  * its MIP6 work (parse, rules, binding cache, BA build) and the mobile node's (build, encrypt, HAO
  * move, decrypt, parse). Medians over REPS runs of EXCH exchanges.
- * Build without --enable-asan for meaningful figures. Usage: mip6-bench [-r REPS] [-n EXCH] [-m MNS]
+ * Build without --enable-asan for meaningful figures. Usage: mip6-bench-mem [-r REPS] [-n EXCH] [-m MNS]
  * [-t gcm|cbc] */
 #include "config.h"
 
@@ -58,7 +58,7 @@ struct node {
 
 static void die(const char *what, int r)
 {
-	fprintf(stderr, "mip6-bench: %s: %d\n", what, r);
+	fprintf(stderr, "mip6-bench-mem: %s: %d\n", what, r);
 	exit(1);
 }
 
@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 		case 'm': only_mns = (uint32_t)atoi(optarg); break;
 		case 't': only_t = optarg; break;
 		default:
-			fprintf(stderr, "usage: mip6-bench [-r REPS] [-n EXCH] [-m MNS] [-t gcm|cbc]\n");
+			fprintf(stderr, "usage: mip6-bench-mem [-r REPS] [-n EXCH] [-m MNS] [-t gcm|cbc]\n");
 			return 2;
 		}
 	}
