@@ -20,7 +20,7 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["dataplane", "wire", "ike", "model"]
+SECTIONS = ["dataplane", "wire", "ike", "model", "mip6"]
 
 
 def _round(v):

@@ -73,12 +73,12 @@ pid=
 
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
-	wire_rr_loss; do
+	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd; do
 	[ -s "$run/$t.csv" ] || fail "table $t missing"
 	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
 done
 for p in dataplane_family_aead dataplane_family_esp-cbc-hmac dataplane_family_ah dataplane_compare_32k \
-	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss; do
+	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd; do
 	[ -s "$run/plots/$p.png" ] && [ -s "$run/plots/$p.svg" ] || fail "plot $p missing"
 	grep -q "plots/$p.svg" "$run/report.html" || fail "report.html does not show $p"
 done
@@ -98,5 +98,10 @@ for x in ('esp-aes-gcm-128', 'esp-aes-cbc-128-sha256', 'ah-sha1'):
     b = m['crypto_backend'][x]
     assert b['gw1'].get('out') and b['gw2'].get('in'), (x, b)
 " "$run/results.json" || fail "crypto backends not recorded"
+# the home agent's tunnel carried traffic in both sizes (a dead tunnel is a failure, not a figure)
+for s in 64 1400; do
+	grep -q "^home-agent,$s,1,[1-9]" "$run/mip6_fwd.csv" || fail "no forwarding through the home agent's tunnel at $s B: $(cat "$run/mip6_fwd.csv")"
+done
+grep -qi "^aes-gcm.*,10000," "$run/mip6_bu_mem.csv" || fail "no in-memory BU/BA figure for 10,000 mobile nodes"
 echo "test_sizing: ok ($(grep -c . "$run/dataplane_stream_raw.csv") stream rows)"
 exit 0
