@@ -151,7 +151,7 @@ def main(argv):
                     help="application data per second to encrypt (e.g. 2G, 500M, 1.5Gbit/s)")
     ap.add_argument("--transform", required=True, metavar="ID", help="transform id, e.g. esp-aes-gcm-128")
     ap.add_argument("--mix", default=DEFAULT_MIX, metavar="SIZE:SHARE,...",
-                    help="application bytes per packet and %% of the packets (default %s)" % DEFAULT_MIX)
+                    help="application bytes per packet and %% of the packets (default " + DEFAULT_MIX + ")")
     ap.add_argument("--tunnels", type=int, default=0, metavar="N",
                     help="tunnels (one IKE SA and one CHILD SA each), rekeyed every --child-rekey / --ike-rekey s")
     ap.add_argument("--setups-per-s", type=float, default=0.0, metavar="R", help="new IKE SAs per second")
