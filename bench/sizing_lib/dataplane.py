@@ -50,11 +50,19 @@ def plan(quick):
                 "secs": 1, "rr_reps": 1, "rr_secs": 1, "tw_transforms": ["bypass", "esp-aes-gcm-128"],
                 "tw_workers": [1], "tw_reps": 1, "batch": [1, 64], "batch_transforms": ["esp-aes-gcm-128"],
                 "batch_tests": [("udp_stream", 64)], "batch_reps": 1}
-    return {"transforms": list(netns.TRANSFORM_IDS), "sizes": [64, 256, 1024, 4096, 16384, 32768],
+    return {"transforms": list(netns.TRANSFORM_IDS), "sizes": [64, 256, 1024, 1400, 4096, 16384, 32768],
             "tests": ["tcp_stream", "udp_stream"], "workers": [1, 2], "reps": 2, "secs": 1,
             "rr_reps": 3, "rr_secs": 1, "tw_transforms": list(netns.TRANSFORM_IDS), "tw_workers": [1, 2],
             "tw_reps": 2, "batch": [1, 2, 4, 8, 16, 32, 64], "batch_transforms": ["bypass", "esp-aes-gcm-128"],
             "batch_tests": [("tcp_stream", 32768), ("udp_stream", 64)], "batch_reps": 2}
+
+
+def _plan(ctx):
+    """The plan, with the send sizes of --sizes when given."""
+    p = plan(ctx.quick)
+    if getattr(ctx, "sizes", None):
+        p["sizes"] = list(ctx.sizes)
+    return p
 
 
 def _count(p, xs):
@@ -67,13 +75,13 @@ def _count(p, xs):
 
 
 def points(ctx):
-    p = plan(ctx.quick)
+    p = _plan(ctx)
     return _count(p, p["transforms"])
 
 
 def seconds(ctx):
     """A rough duration (the framework prints the total before it starts): ~0.2 s of set-up per point."""
-    p = plan(ctx.quick)
+    p = _plan(ctx)
     xs = p["transforms"]
     n_stream = p["reps"] * len(p["workers"]) * len(xs) * len(p["sizes"]) * len(p["tests"])
     n_tw = p["tw_reps"] * len(p["tw_workers"]) * len(p["tw_transforms"]) * 2
@@ -297,7 +305,7 @@ def _backends(ctx, b, xf):
 
 
 def run(ctx):
-    p = plan(ctx.quick)
+    p = _plan(ctx)
     ncpus = os.cpu_count() or 1
     ctx.meta["dataplane_plan"] = {k: v for k, v in p.items()}
     refused = ctx.meta.setdefault("refused_transforms", {})

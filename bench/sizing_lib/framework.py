@@ -200,6 +200,15 @@ def cmd_run(args, srcdir):
     out.mkdir(parents=True, exist_ok=True)
     builddir = pathlib.Path(args.build) if args.build else default_builddir(srcdir)
     ctx = Context(out.resolve(), srcdir, builddir.resolve(), quick=args.quick)
+    if args.sizes:
+        try:
+            ctx.sizes = sorted({int(x) for x in args.sizes.split(",") if x})
+        except ValueError:
+            ctx.sizes = []
+        if not ctx.sizes or min(ctx.sizes) < 1 or max(ctx.sizes) > 65507:
+            sys.stderr.write("sizing: --sizes: expected send sizes in bytes (1-65507), e.g. 1400,32768; got '%s'\n"
+                             % args.sizes)
+            return 2
     only = [s for s in (args.only or "").split(",") if s]
     for s in only:
         if s not in SECTIONS:
@@ -400,6 +409,7 @@ def main(argv):
     ap.add_argument("--out", help="run directory (default ./sizing-YYYYmmdd-HHMMSS)")
     ap.add_argument("--build", help="build directory (default $top_builddir or ./build/release)")
     ap.add_argument("--only", help="comma-separated sections: " + ",".join(SECTIONS))
+    ap.add_argument("--sizes", help="the dataplane section's send sizes, e.g. 1400,32768 (default: its matrix)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         sys.stderr.write("sizing: needs root (network namespaces, AF_XDP)\n")
