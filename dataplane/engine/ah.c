@@ -594,6 +594,7 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 {
 	/* The outer family is fixed too: one copy per transform variant and family. */
 	const bool v6 = sa->dst.family == AF_INET6;
+	esp_seq_burst(sa, n);
 	switch (fast_variant(sa, true)) {
 	case 1: v6 ? out_fast(sa, pkts, n, 8, 16, AF_INET6) : out_fast(sa, pkts, n, 8, 16, AF_INET); break;
 	case 2: v6 ? out_fast(sa, pkts, n, 0, 12, AF_INET6) : out_fast(sa, pkts, n, 0, 12, AF_INET); break;

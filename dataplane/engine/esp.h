@@ -25,8 +25,14 @@
  *
  * Threading: an esp_sa is used by one thread at a time (the worker that owns the SA direction,
  * doc/architecture.md rule 5). Several esp_sa objects of one outbound SA (one per worker) may share one
- * sadb_runtime: sequence numbers are reserved from it in blocks with one atomic add, so they never
- * collide. An inbound SA's replay window must have a single owner.
+ * sadb_runtime: sequence numbers are reserved from it in blocks with one atomic step, so they never
+ * collide. With esp_sa_opts.seq_share > 1 each burst reserves what it needs, in steps of at most
+ * ESP_SEQ_SHARED_SPAN / seq_share numbers, and never uses a number reserved for an earlier burst
+ * (the rest of a step is abandoned: gaps are legal, RFC 4303 §3.3.3). So the workers take one
+ * contended atomic step per burst rather than per packet, and a number is always sent within the
+ * burst that reserved it: the disorder the receiver sees is what the workers send while one burst is
+ * on its way, as with numbers taken one at a time, plus less than ESP_SEQ_SHARED_SPAN. Inbound
+ * objects share the window under the SA's lock (esp_sa_opts.replay_lock).
  *
  * Errors: functions that can fail return 0 or a negative errno; per-packet failures are reported in
  * esp_pkt.drop as an enum sadb_drop (sadb/sadb_drops.h) and counted in the runtime's drops[].
@@ -47,6 +53,8 @@
 #define ESP_TAILROOM   64   /* bytes after the packet an outbound ESP call may need, besides TFC
                              * padding (cipher padding <= 15, pad length, next header, ICV <= 32) */
 #define ESP_SEQ_BLOCK_DEFAULT 1024 /* outbound sequence numbers reserved per atomic step */
+#define ESP_SEQ_SHARED_SPAN   32   /* shared outbound SA: numbers all objects together reserve ahead of
+                                    * what they send, at most (RFC 4303 §3.4.3's smallest window) */
 
 /* One packet in a burst. The caller fills buf, buf_len, off, len (and user); the engine moves off and
  * changes len, and sets drop (and mtu, seq). */
@@ -87,7 +95,10 @@ typedef void (*esp_iv_fn)(void *arg, uint64_t seq, uint8_t *iv, unsigned len);
 
 struct esp_sa_opts {
 	enum esp_backend backend; /* ESP_BACKEND_AUTO: $XIPSEC_CRYPTO, else the fastest */
-	uint32_t seq_block;       /* outbound sequence numbers reserved at a time, 0 = default */
+	uint32_t seq_block;       /* outbound sequence numbers reserved at a time, 0 = default (with
+	                           * seq_share > 1: ESP_SEQ_SHARED_SPAN / seq_share) */
+	uint16_t seq_share;       /* outbound: objects of this SA that send in parallel on one runtime
+	                           * area (one per worker); > 1 = per-burst reservation, see below */
 	uint32_t mtu;             /* outer MTU when sa->mtu is 0 (the interface's); 0 = no MTU check */
 	esp_iv_fn iv_fn;          /* tests only: NULL = the default IVs described above */
 	void *iv_arg;

@@ -322,6 +322,7 @@ void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	unsigned nl;
 
 	plan_init(sa, &pl);
+	esp_seq_burst(sa, n);
 	if (pl.fast) {
 		nl = prepare_all(sa, &pl, pkts, n, cops, live, true);
 		if (!nl)

@@ -491,7 +491,13 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	sa->iv_fn = opts->iv_fn;
 	sa->iv_arg = opts->iv_arg;
 	sa->replay_lock = opts->replay_lock;
-	sa->seq_block = opts->seq_block ? opts->seq_block : ESP_SEQ_BLOCK_DEFAULT;
+	sa->seq_shared = opts->seq_share > 1;
+	if (opts->seq_block)
+		sa->seq_block = opts->seq_block;
+	else if (sa->seq_shared)
+		sa->seq_block = ESP_SEQ_SHARED_SPAN / opts->seq_share ? ESP_SEQ_SHARED_SPAN / opts->seq_share : 1;
+	else
+		sa->seq_block = ESP_SEQ_BLOCK_DEFAULT;
 	sa->seq_max = (s->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
 	sa->seq_why = SADB_DROP_SEQ_OVERFLOW;
 	sa->instance = s->instance;
@@ -571,6 +577,9 @@ bool esp_seq_refill(struct esp_sa *sa)
 		if (lease < cap)
 			cap = lease;
 	}
+	uint64_t blk = sa->seq_block;
+	if (sa->seq_shared && sa->seq_want < blk)
+		blk = sa->seq_want ? sa->seq_want : 1; /* only what the burst still needs */
 	uint64_t old = atomic_load_explicit(res, memory_order_acquire), want;
 	do {
 		if (old >= sa->seq_max) {
@@ -582,7 +591,7 @@ bool esp_seq_refill(struct esp_sa *sa)
 			sa->seq_why = SADB_DROP_SEQ_LEASE; /* the control thread extends the lease */
 			return false;
 		}
-		want = cap - old < sa->seq_block ? cap : old + sa->seq_block;
+		want = cap - old < blk ? cap : old + blk;
 	} while (!atomic_compare_exchange_weak_explicit(res, &old, want, memory_order_acq_rel,
 						       memory_order_acquire));
 	/* Checked after the CAS, not before: if the counter we just advanced was reset for another SA
@@ -596,6 +605,8 @@ bool esp_seq_refill(struct esp_sa *sa)
 	}
 	sa->seq_next = old + 1;
 	sa->seq_limit = want;
+	if (sa->seq_shared)
+		sa->seq_want -= (uint32_t)(want - old) < sa->seq_want ? (uint32_t)(want - old) : sa->seq_want;
 	return true;
 }
 

@@ -46,6 +46,8 @@ struct esp_sa {
 	uint8_t  salt[4];
 	bool     seq_done;       /* outbound: the sequence space is used up */
 	uint32_t seq_block;
+	uint32_t seq_want;       /* outbound, shared (seq_share > 1): numbers the rest of the burst needs */
+	bool     seq_shared;
 	enum esp_backend backend;
 	esp_iv_fn iv_fn;
 	void *iv_arg;
@@ -69,6 +71,16 @@ uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t 
  * sa->seq_why says why (the space is used up, the runtime area belongs to another SA instance, or
  * the numbers above rt->seq_lease are not yet recorded on disk). */
 bool esp_seq_refill(struct esp_sa *sa);
+/* Start of an outbound burst of n packets. A shared SA (esp_sa_opts.seq_share > 1) abandons the
+ * numbers left from an earlier burst, which another worker has long since overtaken, and reserves
+ * for this one no more than it needs. */
+static inline void esp_seq_burst(struct esp_sa *sa, unsigned n)
+{
+	if (sa->seq_shared) {
+		sa->seq_limit = sa->seq_next - 1; /* seq_next >= 1: no wrap */
+		sa->seq_want = n;
+	}
+}
 /* Take one outbound sequence number; false (drop with sa->seq_why) when none can be had. */
 static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
 {

@@ -9,9 +9,11 @@
  *    are reserved from it with one atomic compare-and-swap (rule 1 holds across restarts because
  *    the reservation is recorded in the SADB before use). No hand-off, no lock: workers protect
  *    the same SA in parallel. With one worker the engine reserves blocks of 1024; with several,
- *    one number at a time: a block a worker holds while another worker sends faster falls behind
- *    the receiver's replay window (measured: REPLAY_OLD drops at the peer with two workers and
- *    1024-blocks), whereas single reservations only reorder packets in flight, a burst at most.
+ *    each burst reserves what it needs, in steps of at most 32 / workers, and abandons the rest
+ *    (esp_sa_opts.seq_share): a block a worker holds while another worker sends faster falls
+ *    behind the receiver's replay window (measured: REPLAY_OLD drops at the peer with two workers
+ *    and 1024-blocks), whereas numbers sent with the burst that reserved them only reorder packets
+ *    in flight, about a burst. bench/scale prints the gain over one reservation per packet.
  *  - inbound: one engine object per worker too, all sharing the SA's runtime area (the replay
  *    window). Each checks its burst against the window unlocked (read only), decrypts and verifies
  *    it on its own crypto context in parallel with the others, and only then takes the per-slot
@@ -127,7 +129,7 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		return NULL;
 	}
 	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
-	o.seq_block = ctx->n_workers > 1 ? 1 : 0;
+	o.seq_share = (uint16_t)ctx->n_workers; /* per-burst reservation with several (esp.h) */
 	if (dp_seqmark_needed(rec))
 		seq_lease(ctx, st, s); /* before any object can reserve a number */
 	if (rec->dir == SADB_DIR_OUT) {

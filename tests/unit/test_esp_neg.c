@@ -497,6 +497,70 @@ static void test_seq(void **state)
 	free(rt);
 }
 
+/* One outbound SA on two workers (esp_sa_opts.seq_share = 2): each burst reserves only what it needs
+ * (in steps of at most ESP_SEQ_SHARED_SPAN / 2), numbers never collide, and a number reserved for one
+ * burst is never sent in a later one (it would arrive behind what the other worker sent meanwhile). */
+static void test_seq_shared(void **state)
+{
+	(void)state;
+	const char *names[] = { "esp aes-gcm-16-128", "ah hmac-sha256-128" };
+	for (size_t n = 0; n < 2; n++) {
+		const struct xf *x = xf_by_name(names[n]);
+		struct sadb_sa s;
+		mk_sa(&s, x, SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 1);
+		struct sadb_runtime *rt = rt_new();
+		struct esp_sa *a, *b;
+		struct esp_sa_opts o = { .seq_share = 2, .id_parts = 2 };
+		assert_int_equal(esp_sa_create(&s, rt, &o, &a), 0);
+		o.id_part = 1;
+		assert_int_equal(esp_sa_create(&s, rt, &o, &b), 0);
+		static struct frame f[40];
+		struct esp_pkt *pk[40];
+		uint8_t pkt[200];
+		uint32_t len = mk_udp(pkt, AF_INET, 10, 0, 1);
+		for (int i = 0; i < 40; i++) {
+			frame_set(&f[i], pkt, len);
+			pk[i] = &f[i].p;
+		}
+		assert_int_equal(esp_outbound_burst(a, pk, 5), 5);
+		for (int i = 0; i < 5; i++)
+			assert_int_equal(f[i].p.seq, (uint64_t)i + 1);
+		assert_int_equal(rt->seq_reserved, 5); /* no more than the burst needs */
+		for (int i = 0; i < 40; i++) {
+			frame_set(&f[i], pkt, len);
+			pk[i] = &f[i].p; /* a burst call compacts pk[] */
+		}
+		assert_int_equal(esp_outbound_burst(b, pk, 40), 40); /* three steps: 16 + 16 + 8 */
+		for (int i = 0; i < 40; i++)
+			assert_int_equal(f[i].p.seq, (uint64_t)i + 6);
+		assert_int_equal(rt->seq_reserved, 45);
+		/* Two of four dropped before they take a number: the burst used 46 and 47 ... */
+		for (int i = 0; i < 4; i++) {
+			frame_set(&f[i], pkt, i == 1 || i == 2 ? 10 : len);
+			pk[i] = &f[i].p;
+		}
+		assert_int_equal(esp_outbound_burst(a, pk, 4), 2);
+		assert_int_equal(f[0].p.seq, 46);
+		assert_int_equal(f[3].p.seq, 47);
+		assert_int_equal(rt->seq_reserved, 49);
+		/* ... and the next burst does not send 48 and 49, reserved for the earlier one. */
+		for (int i = 0; i < 2; i++) {
+			frame_set(&f[i], pkt, len);
+			pk[i] = &f[i].p;
+		}
+		assert_int_equal(esp_outbound_burst(a, pk, 2), 2);
+		assert_int_equal(f[0].p.seq, 50);
+		assert_int_equal(f[1].p.seq, 51);
+		frame_set(&f[0], pkt, len);
+		pk[0] = &f[0].p;
+		assert_int_equal(esp_outbound_burst(b, pk, 1), 1);
+		assert_int_equal(f[0].p.seq, 52);
+		esp_sa_destroy(a);
+		esp_sa_destroy(b);
+		free(rt);
+	}
+}
+
 /* MTU: what esp_pkt.mtu reports fits, one byte more does not, for ESP and AH, tunnel and transport,
  * both families, with and without NAT-T. */
 static void test_mtu(void **state)
@@ -1523,6 +1587,7 @@ int main(void)
 		cmocka_unit_test(test_replay_window_reference),
 		cmocka_unit_test(test_esn_infer),
 		cmocka_unit_test(test_seq),
+		cmocka_unit_test(test_seq_shared),
 		cmocka_unit_test(test_mtu),
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_create_refuses),
