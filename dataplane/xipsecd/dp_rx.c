@@ -135,7 +135,7 @@ static void reasm_expire(struct dp_worker *w, uint64_t now)
 }
 
 /* The packet rate of the last millisecond, for interrupt coalescing: zero below DP_COALESCE_RATE
- * packets per millisecond, else how long DP_COALESCE_BELOW packets take to arrive at that rate
+ * packets per millisecond, else how long a burst (below packets) takes to arrive at that rate
  * (within DP_COALESCE_MIN_NS and DP_COALESCE_MAX_NS): the wait of a round that found fewer. */
 struct rate_window {
 	uint64_t start;
@@ -143,14 +143,14 @@ struct rate_window {
 	unsigned wait_ns;
 };
 
-static unsigned rate_wait(struct rate_window *r, unsigned rx, uint64_t now)
+static unsigned rate_wait(struct rate_window *r, unsigned rx, uint64_t now, unsigned below)
 {
 	r->pkts += rx;
 	if (now - r->start >= 1000000) {
 		unsigned ns = 0;
 
 		if (r->pkts >= DP_COALESCE_RATE) {
-			ns = (unsigned)((uint64_t)DP_COALESCE_BELOW * (now - r->start) / r->pkts);
+			ns = (unsigned)((uint64_t)below * (now - r->start) / r->pkts);
 			ns = ns < DP_COALESCE_MIN_NS ? DP_COALESCE_MIN_NS :
 			     ns > DP_COALESCE_MAX_NS ? DP_COALESCE_MAX_NS : ns;
 		}
@@ -208,7 +208,7 @@ void *dp_worker_main(void *arg)
 		now = dp_now_ns();
 		reasm_expire(w, now);
 		rcu_quiescent_state();
-		wait_ns = rate_wait(&rate, rx, now);
+		wait_ns = rate_wait(&rate, rx, now, below);
 		if (work || wait_ns) {
 			/* Interrupt coalescing, as NICs do it (adaptive interrupt moderation): at a high
 			 * packet rate a round that found only a few packets would be followed by a sleep
