@@ -8,8 +8,8 @@
 #  3. a flood of bad-ICV ESP packets injected on the link between the gateways (from the bridge): every
 #     bad packet is dropped as an ICV failure, and the throughput of a TCP transfer with the flood as a
 #     fraction of without is printed, five times, for a flood as fast as the generator goes and for
-#     one paced to 200k packets/s (several times the transfer's own packet rate), with the medians
-#     (figures, not pass criteria: they depend on the machine). The flood comes from bench/fwd-gen
+#     one paced to 200k packets/s (several times the transfer's own packet rate), with the medians,
+#     and gw2's CPU time per forged packet (figures, not pass criteria: they depend on the machine). The flood comes from bench/fwd-gen
 #     (AF_XDP) when built, else from a slower scapy loop.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool socat ping ss tcpdump tshark
@@ -100,6 +100,10 @@ timed_tcp() { # prints milliseconds for a 20 MB transfer h1 -> h2, or "failed" (
 	echo $(( (t1 - t0) / 1000000 ))
 }
 icv() { timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p'; }
+# gw2's xipsecd: CPU time (user + system, clock ticks) so far, for its cost per forged packet
+gw2_pid=$(for p in $(ip netns pids "$(xt_ns gw2)"); do [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$XIPSECD")" ] && echo "$p"; done | head -1)
+cpu2() { awk '{print $14 + $15}' "/proc/$gw2_pid/stat" 2>/dev/null || echo 0; }
+tck=$(getconf CLK_TCK)
 mac2=$(xt_exec gw2 ip -br link show out2 | awk '{print $3}')
 GEN="$top_builddir/bench/fwd-gen"
 # flooded RATE: one transfer under a flood of bad-ICV ESP (RATE packets/s, or "max") injected from
@@ -138,7 +142,9 @@ while time.time() < end:
 		sed -n 's/^drop_icv=//p')\" -gt $((before + 1000)) ]" ||
 		xt_fail "the bad-ICV flood does not reach gw2: $(cat "$XT_DIR/badicv.log")"
 	before=$(icv)
+	FL_C0=$(cpu2)
 	FL_MS=$(timed_tcp)
+	FL_C1=$(cpu2)
 	after=$(icv)
 	xt_stop badicv
 	sleep 0.5 # the last flood packets drain before the next transfer
@@ -147,9 +153,11 @@ while time.time() < end:
 }
 ratio() { [ "$2" = failed ] && echo 0.00 || awk "BEGIN{printf \"%.2f\", $1/$2}"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
-max_r=() slow_r=() max_pps=() slow_pps=()
+max_r=() slow_r=() max_pps=() slow_pps=() slow_us=()
 for i in 1 2 3 4 5; do
+	c0=$(cpu2)
 	base=$(timed_tcp)
+	c1=$(cpu2)
 	[ "$base" != failed ] || xt_fail "the TCP transfer without a flood failed"
 	flooded max
 	max_r+=("$(ratio "$base" "$FL_MS")")
@@ -159,9 +167,12 @@ for i in 1 2 3 4 5; do
 	slow_r+=("$(ratio "$base" "$FL_MS")")
 	[ "$FL_MS" = failed ] && FL_MS=8000
 	slow_pps+=("$((FL_N * 1000 / FL_MS))")
-	xt_log "bad-ICV flood round $i: 20 MB TCP ${base} ms alone; throughput fraction ${max_r[-1]} under ~${max_pps[-1]} bad packets/s (as fast as the generator goes), ${slow_r[-1]} under ~${slow_pps[-1]}/s (paced to 200k/s)"
+	# gw2's CPU during the flooded transfer less during the one alone (the same 20 MB), per
+	# forged packet: what one costs the gateway
+	slow_us+=("$(awk "BEGIN{printf \"%.2f\", (($FL_C1 - $FL_C0) - ($c1 - $c0)) * 1e6 / $tck / $FL_N}")")
+	xt_log "bad-ICV flood round $i: 20 MB TCP ${base} ms alone; throughput fraction ${max_r[-1]} under ~${max_pps[-1]} bad packets/s (as fast as the generator goes), ${slow_r[-1]} under ~${slow_pps[-1]}/s (paced to 200k/s), gw2 CPU ${slow_us[-1]} us per forged packet"
 done
-xt_log "bad-ICV flood, medians of 5: throughput fraction $(median "${max_r[@]}") under ~$(median "${max_pps[@]}") bad packets/s; $(median "${slow_r[@]}") under ~$(median "${slow_pps[@]}") bad packets/s (every one dropped as an ICV failure)"
+xt_log "bad-ICV flood, medians of 5: throughput fraction $(median "${max_r[@]}") under ~$(median "${max_pps[@]}") bad packets/s; $(median "${slow_r[@]}") under ~$(median "${slow_pps[@]}") bad packets/s (every one dropped as an ICV failure); gw2 CPU per forged packet $(median "${slow_us[@]}") us"
 dp_ping h1 10.2.0.2
 dp_finish
 exit 0
