@@ -38,6 +38,15 @@ uint64_t kernel_sadb_seq_soft_limit(bool esn, uint64_t override)
 	return esn ? UINT64_MAX - ((UINT64_C(1) << 56) - 1) : UINT32_MAX - ((UINT32_C(1) << 24) - 1);
 }
 
+uint64_t kernel_sadb_age_ms(const timeval_t *now, const timeval_t *added)
+{
+	int64_t ms = ((int64_t)now->tv_sec - added->tv_sec) * 1000 +
+		     ((int64_t)now->tv_usec - added->tv_usec) / 1000;
+
+	/* a negative age read as unsigned would be past every lifetime: the SA would die at birth */
+	return ms < 0 ? 0 : (uint64_t)ms;
+}
+
 int kernel_sadb_parse_seq_soft(const char *s, uint64_t *out)
 {
 	unsigned long long v;

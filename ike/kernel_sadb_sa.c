@@ -641,8 +641,10 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 	struct ks_sa *t;
 	timeval_t now;
 
-	time_monotonic(&now);
 	this->mutex->lock(this->mutex);
+	/* the clock is read under the lock: an SA add_sa records while this job waits for the lock is
+	 * younger than a time read before it (its age would come out negative) */
+	time_monotonic(&now);
 	if (this->stopping) {
 		this->mutex->unlock(this->mutex);
 		return JOB_REQUEUE_NONE;
@@ -661,8 +663,7 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 			if (t->seq_soft)
 				seq = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
 		}
-		age_ms = (uint64_t)(now.tv_sec - t->added.tv_sec) * 1000 +
-			 (now.tv_usec - t->added.tv_usec) / 1000;
+		age_ms = kernel_sadb_age_ms(&now, &t->added);
 		/* the limit is reached when the full second has passed, not when it started */
 		hard = !t->hard_raised && limit_hit(&t->hard, age_ms / 1000, bytes, packets);
 		seq_hit = t->seq_soft && seq >= t->seq_soft;

@@ -303,6 +303,22 @@ static void test_seq_soft_limit(void **state)
 	assert_int_equal(kernel_sadb_parse_seq_soft("", &v), -EINVAL);
 }
 
+/* An SA installed after the expiry check read the clock is 0 ms old, not 2^64 - 1 ms (past every
+ * lifetime: it would be hard-expired at once). */
+static void test_age(void **state)
+{
+	timeval_t now = { .tv_sec = 100, .tv_usec = 500000 };
+	timeval_t t1 = { .tv_sec = 99, .tv_usec = 900000 };
+	timeval_t t2 = { .tv_sec = 100, .tv_usec = 600000 };
+	timeval_t t3 = { .tv_sec = 101, .tv_usec = 0 };
+
+	assert_int_equal(kernel_sadb_age_ms(&now, &now), 0);
+	assert_int_equal(kernel_sadb_age_ms(&now, &t1), 600);
+	assert_int_equal(kernel_sadb_age_ms(&t3, &t1), 1100);
+	assert_int_equal(kernel_sadb_age_ms(&now, &t2), 0);
+	assert_int_equal(kernel_sadb_age_ms(&now, &t3), 0);
+}
+
 /* In place of charon's kernel interface (the backend's only use of it is expire): counts expiries. */
 struct expiry_catcher {
 	kernel_interface_t kernel;    /* first member */
@@ -509,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_selectors),
 		cmocka_unit_test(test_orphans),
 		cmocka_unit_test(test_seq_soft_limit),
+		cmocka_unit_test(test_age),
 		cmocka_unit_test(test_seq_soft_default),
 		cmocka_unit_test(test_seq_soft_override),
 	};
