@@ -283,7 +283,7 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 	 * before it destroys the backend; anything left is ours and is removed. */
 	this->public.flush_sas(&this->public);
 	this->public.flush_policies(&this->public);
-	this->sas->destroy(this->sas);
+	ks_sa_tables_destroy(this);
 	this->pols->destroy(this->pols);
 	this->promotes->destroy(this->promotes);
 	this->lingers->destroy(this->lingers);
@@ -352,8 +352,7 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		},
 		.db = ks_pending_db,
 		.mutex = mutex_create(MUTEX_TYPE_RECURSIVE),
-		.sas = linked_list_create(),
-		.pols = linked_list_create(),
+		.pols = ks_pol_table_create(),
 		.promotes = linked_list_create(),
 		.lingers = linked_list_create(),
 		.spi_min = lib->settings->get_int(lib->settings, "%s.spi_min", KERNEL_SPI_MIN, lib->ns),
@@ -362,6 +361,7 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		.linger_ms = lib->settings->get_int(lib->settings, "%s.inbound_delete_delay_ms", 1000,
 						    lib->ns),
 	);
+	ks_sa_tables_create(this);
 	ks_sa_methods(&this->public);
 	ks_policy_methods(&this->public);
 	ks_pending_db = NULL;
