@@ -30,7 +30,7 @@
 #include <pthread.h>
 
 #include <daemon.h>
-#include <collections/linked_list.h>
+#include <collections/hashtable.h>
 #include <threading/condvar.h>
 #include <threading/mutex.h>
 #include <threading/thread.h>
@@ -55,7 +55,7 @@ typedef struct private_maxqm_t private_maxqm_t;
 struct private_maxqm_t {
 	maxqm_t public;
 	mutex_t *mutex;
-	linked_list_t *entries;
+	hashtable_t *entries;       /* struct qm_entry by IKE_SA unique id: one lookup per CHILD SA */
 	char *status_path, *override_path;
 	uint64_t ike_up, ike_up_v1, ike_up_v2, child_up, child_rekeyed, renewals;
 	/* the status file, under mutex: changes made (st_gen) and written (st_written) */
@@ -122,21 +122,19 @@ unsigned maxqm_limit(const char *conn)
 	return v < 0 ? 0 : (unsigned)v;
 }
 
+static u_int entry_hash(const void *key)
+{
+	return chunk_hash(chunk_create((u_char *)key, sizeof(uint32_t)));
+}
+
+static bool entry_equals(const void *a, const void *b)
+{
+	return *(const uint32_t *)a == *(const uint32_t *)b;
+}
+
 static struct qm_entry *find(private_maxqm_t *this, uint32_t id, bool remove)
 {
-	enumerator_t *e = this->entries->create_enumerator(this->entries);
-	struct qm_entry *q, *found = NULL;
-
-	while (e->enumerate(e, &q)) {
-		if (q->ike_id == id) {
-			found = q;
-			if (remove)
-				this->entries->remove_at(this->entries, e);
-			break;
-		}
-	}
-	e->destroy(e);
-	return found;
+	return remove ? this->entries->remove(this->entries, &id) : this->entries->get(this->entries, &id);
 }
 
 static struct qm_entry *get(private_maxqm_t *this, ike_sa_t *ike_sa)
@@ -149,7 +147,7 @@ static struct qm_entry *get(private_maxqm_t *this, ike_sa_t *ike_sa)
 		     .initiator = ike_sa->has_condition(ike_sa, COND_ORIGINAL_INITIATOR));
 		snprintf(q->conn, sizeof(q->conn), "%s", ike_sa->get_name(ike_sa));
 		q->id = ike_sa->get_id(ike_sa)->clone(ike_sa->get_id(ike_sa));
-		this->entries->insert_last(this->entries, q);
+		this->entries->put(this->entries, &q->ike_id, q);
 	}
 	q->limit = maxqm_limit(q->conn);
 	return q;
@@ -175,7 +173,7 @@ static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 	enumerator_t *e = this->entries->create_enumerator(this->entries);
 	struct qm_entry *q;
 
-	while (e->enumerate(e, &q)) {
+	while (e->enumerate(e, NULL, &q)) {
 		if (!q->renewing || q->version != 1 || q->ike_id == new->get_unique_id(new) ||
 		    !streq(q->conn, new->get_name(new)))
 			continue;
@@ -217,7 +215,7 @@ static char *status_text(private_maxqm_t *this, size_t *len)
 	fprintf(f, "sadb_hard_expired %llu\n", (unsigned long long)ks.hard_expired);
 	fprintf(f, "sadb_seq_soft_expired %llu\n", (unsigned long long)ks.seq_soft_expired);
 	e = this->entries->create_enumerator(this->entries);
-	while (e->enumerate(e, &q))
+	while (e->enumerate(e, NULL, &q))
 		fprintf(f, "ike %u %s v%d %s qm %u limit %u%s\n", q->ike_id, q->conn, q->version,
 			q->initiator ? "initiator" : "responder", q->count, q->limit,
 			q->renewing ? " renewing" : "");
@@ -459,7 +457,7 @@ METHOD(maxqm_t, write_status, void, private_maxqm_t *this)
 	override_load(this->override_path);
 	this->mutex->lock(this->mutex);
 	e = this->entries->create_enumerator(this->entries);
-	while (e->enumerate(e, &q))
+	while (e->enumerate(e, NULL, &q))
 		q->limit = maxqm_limit(q->conn);
 	e->destroy(e);
 	write_status_locked(this);
@@ -511,7 +509,7 @@ maxqm_t *maxqm_create(const char *run_dir)
 		},
 		.mutex = mutex_create(MUTEX_TYPE_DEFAULT),
 		.st_cond = condvar_create(CONDVAR_TYPE_DEFAULT),
-		.entries = linked_list_create(),
+		.entries = hashtable_create(entry_hash, entry_equals, 64),
 		.status_path = status_path,
 		.override_path = override_path,
 	);
