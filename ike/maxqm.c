@@ -61,6 +61,7 @@ struct private_maxqm_t {
 	/* the status file, under mutex: changes made (st_gen) and written (st_written) */
 	uint64_t st_gen, st_written;
 	bool st_busy;               /* a thread is writing the file (without the mutex) */
+	bool st_idle;               /* the writer thread waits for work, not for a rewrite's time */
 	bool st_stop;
 	timeval_t st_last;          /* when the last write began (monotonic) */
 	condvar_t *st_cond;         /* wakes the status writer thread */
@@ -270,10 +271,12 @@ static void status_write(private_maxqm_t *this)
 	this->st_busy = FALSE;
 	this->st_written = gen;
 	if (this->st_gen != gen) {
-		if (this->st_thread)
-			this->st_cond->signal(this->st_cond);
-		else
+		if (this->st_thread) {
+			if (this->st_idle)
+				this->st_cond->signal(this->st_cond);
+		} else {
 			status_write(this);
+		}
 	}
 }
 
@@ -293,8 +296,8 @@ static void write_status_locked(private_maxqm_t *this)
 	this->st_gen++;
 	if (!this->st_busy && (!this->st_thread || ms_since(&this->st_last) >= STATUS_MIN_MS))
 		status_write(this);
-	else
-		this->st_cond->signal(this->st_cond);
+	else if (this->st_idle)
+		this->st_cond->signal(this->st_cond);   /* else it wakes for the rewrite it waits for */
 }
 
 /* The status writer thread: the rewrites that were due while events came faster than STATUS_MIN_MS. */
@@ -309,9 +312,11 @@ static void *status_thread(private_maxqm_t *this)
 	while (!this->st_stop) {
 		unsigned since = ms_since(&this->st_last);
 
-		if (this->st_gen == this->st_written || this->st_busy)
+		if (this->st_gen == this->st_written || this->st_busy) {
+			this->st_idle = TRUE;
 			this->st_cond->wait(this->st_cond, this->mutex);
-		else if (since < STATUS_MIN_MS)
+			this->st_idle = FALSE;
+		} else if (since < STATUS_MIN_MS)
 			this->st_cond->timed_wait(this->st_cond, this->mutex, STATUS_MIN_MS - since);
 		else
 			status_write(this);
