@@ -354,7 +354,7 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		.mutex = mutex_create(MUTEX_TYPE_RECURSIVE),
 		.pols = ks_pol_table_create(),
 		.promotes = linked_list_create(),
-		.lingers = linked_list_create(),
+		.lingers = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 1024),
 		.spi_min = lib->settings->get_int(lib->settings, "%s.spi_min", KERNEL_SPI_MIN, lib->ns),
 		.spi_max = lib->settings->get_int(lib->settings, "%s.spi_max", KERNEL_SPI_MAX, lib->ns),
 		.sync_ms = lib->settings->get_int(lib->settings, "%s.dataplane_sync_ms", 30, lib->ns),

@@ -47,7 +47,8 @@ struct private_kernel_sadb_t {
 	hashtable_t *reqids;        /* struct ks_reqid by reqid */
 	hashtable_t *pols;          /* struct ks_pol (kernel_sadb_policy.c) by (dir, selector) */
 	linked_list_t *promotes;    /* struct ks_promote (kernel_sadb_sa.c), pending outbound switches */
-	linked_list_t *lingers;     /* struct ks_linger (kernel_sadb_sa.c), deleted inbound SAs kept */
+	hashtable_t *lingers;       /* struct ks_linger (kernel_sadb_sa.c) by address, deleted inbound SAs
+				     * kept: each one's job takes it out again */
 	uint32_t spi_min, spi_max;
 	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
 	unsigned linger_ms;         /* how long a deleted inbound SA still takes the peer's packets */

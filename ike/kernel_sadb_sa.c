@@ -252,7 +252,7 @@ static job_requeue_t linger_end(struct ks_linger *l)
 		this->mutex->lock(this->mutex);
 		linger_do(l);
 		l->this = NULL;
-		this->lingers->remove(this->lingers, l, NULL);
+		this->lingers->remove(this->lingers, l);
 		this->mutex->unlock(this->mutex);
 	}
 	return JOB_REQUEUE_NONE;
@@ -267,7 +267,7 @@ static void linger_free(struct ks_linger *l)
 	if (this) {
 		this->mutex->lock(this->mutex);
 		linger_do(l);
-		this->lingers->remove(this->lingers, l, NULL);
+		this->lingers->remove(this->lingers, l);
 		this->mutex->unlock(this->mutex);
 	}
 	free(l);
@@ -276,12 +276,15 @@ static void linger_free(struct ks_linger *l)
 /* Deletions still waiting when the backend goes: done now. */
 void ks_lingers_finish(private_kernel_sadb_t *this)
 {
+	enumerator_t *e = this->lingers->create_enumerator(this->lingers);
 	struct ks_linger *l;
 
-	while (this->lingers->remove_first(this->lingers, (void **)&l) == SUCCESS) {
+	while (e->enumerate(e, NULL, &l)) {
+		this->lingers->remove_at(this->lingers, e);
 		linger_do(l);
 		l->this = NULL;
 	}
+	e->destroy(e);
 }
 
 /* An inbound SA charon deletes that another CHILD SA may replace or whose peer may still be sending:
@@ -302,7 +305,7 @@ static bool linger(private_kernel_sadb_t *this, struct ks_sa *t)
 	if (!found)
 		return false;
 	INIT(l, .this = this, .spi = t->spi, .proto = t->proto, .dst = t->dst);
-	this->lingers->insert_last(this->lingers, l);
+	this->lingers->put(this->lingers, l, l);
 	sa_untrack(this, t);
 	free(t);
 	lib->scheduler->schedule_job_ms(lib->scheduler,
