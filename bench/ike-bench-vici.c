@@ -13,10 +13,25 @@
  *                                        CHILD SAs so far and shows no IKE SA renewing, so that every
  *                                        CHILD SA goes on the IKE SA that maxqm leaves; prints "child <µs>" per CHILD SA and one line
  *                                        "bringup <µs> <count>" for the whole series, waits included
+ *   ike-bench-vici URI rate P K SADB...  the installation rate over P IKE SAs in parallel, the way a
+ *                                        remote-access gateway sees CHILD SAs arrive: P threads, one
+ *                                        VICI connection each; thread p brings up IKE SA r<p> with its
+ *                                        CHILD SA c1 (untimed), then, once all P are up, initiates
+ *                                        c2..c<K+1> of r<p> back to back. The span ends when every SADB
+ *                                        named holds the 2*P*K new mature SAs of the IKE daemons (SAs
+ *                                        read from the SADB, not VICI's answers). Prints "child <µs>" per
+ *                                        CHILD SA and "rate <CHILD SAs> <µs>"
+ *   ike-bench-vici URI rate-queue P K SADB...
+ *                                        the same, but each thread hands its K initiations to charon
+ *                                        without waiting for them (VICI timeout -1): they queue on the
+ *                                        IKE SA, which runs them back to back; only the SADBs tell when
+ *                                        they are in. Prints "rate <CHILD SAs> <µs>"
  * Process start-up and terminations are outside the timed spans. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +39,8 @@
 #include <unistd.h>
 
 #include <libvici.h>
+
+#include "sadb/sadb.h"
 
 static double now_us(void)
 {
@@ -33,8 +50,16 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+static int call_t(vici_conn_t *c, const char *cmd, const char *ike, const char *child, int timeout);
+
 /* 0 on success; prints charon's error otherwise. */
 static int call(vici_conn_t *c, const char *cmd, const char *ike, const char *child)
+{
+	return call_t(c, cmd, ike, child, 20000);
+}
+
+/* call with charon's wait: timeout ms, or -1 to return once the exchange is queued on its IKE SA. */
+static int call_t(vici_conn_t *c, const char *cmd, const char *ike, const char *child, int timeout)
 {
 	vici_req_t *req = vici_begin((char *)cmd);
 	vici_res_t *res;
@@ -44,7 +69,7 @@ static int call(vici_conn_t *c, const char *cmd, const char *ike, const char *ch
 		vici_add_key_valuef(req, "ike", "%s", ike);
 	if (child)
 		vici_add_key_valuef(req, "child", "%s", child);
-	vici_add_key_valuef(req, "timeout", "%d", 20000);
+	vici_add_key_valuef(req, "timeout", "%d", timeout);
 	if (strcmp(cmd, "initiate") == 0)
 		vici_add_key_valuef(req, "init-limits", "no");
 	res = vici_submit(req, c);
@@ -101,13 +126,136 @@ static int settled(const char *status, long want)
 	return -1;
 }
 
+/* Mature SAs an IKE daemon installed (ike_id set): manual SAs and reserved SPIs are not counted. */
+static long sadb_count(struct sadb *db)
+{
+	struct sadb_sa sa;
+	uint32_t cur = 0, slot;
+	long n = 0;
+
+	while (sadb_sa_next(db, &cur, &sa, &slot) == 0)
+		if (sa.state == SADB_STATE_MATURE && sa.ike_id)
+			n++;
+	return n;
+}
+
+struct rate_arg {
+	const char *uri;
+	int p, k;
+	bool queue;                 /* initiate without waiting: all K queue on the IKE SA at once */
+	pthread_barrier_t *bar;
+	double *us;                 /* k latencies */
+	int rc;
+};
+
+static void *rate_thread(void *v)
+{
+	struct rate_arg *a = v;
+	char ike[32], child[32];
+	vici_conn_t *c = vici_connect((char *)a->uri);
+	int i, rc = 0;
+
+	snprintf(ike, sizeof(ike), "r%d", a->p);
+	if (!c) {
+		fprintf(stderr, "ike-bench-vici: cannot connect to %s: %s\n", a->uri, strerror(errno));
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = call(c, "initiate", ike, "c1");
+	/* everybody waits here, failed or not, so that no thread stays blocked */
+	pthread_barrier_wait(a->bar);
+	pthread_barrier_wait(a->bar);
+	for (i = 0; i < a->k && rc == 0; i++) {
+		double t0 = now_us();
+
+		snprintf(child, sizeof(child), "c%d", i + 2);
+		rc = call_t(c, "initiate", ike, child, a->queue ? -1 : 20000);
+		a->us[i] = now_us() - t0;
+	}
+	if (c)
+		vici_disconnect(c);
+	a->rc = rc;
+	return NULL;
+}
+
+static int rate(const char *uri, int p, int k, bool queue, char **paths, int npaths)
+{
+	struct rate_arg *args = calloc(p, sizeof(*args));
+	double *us = calloc((size_t)p * k, sizeof(*us));
+	struct sadb *db[8];
+	long base[8];
+	pthread_t *th = calloc(p, sizeof(*th));
+	pthread_barrier_t bar;
+	double t0, end;
+	char err[256];
+	int i, rc = 0, done;
+
+	if (!args || !us || !th || npaths > 8)
+		return -1;
+	for (i = 0; i < npaths; i++) {
+		if (sadb_open(paths[i], SADB_RDONLY, NULL, &db[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "ike-bench-vici: %s: %s\n", paths[i], err);
+			return -1;
+		}
+	}
+	pthread_barrier_init(&bar, NULL, p + 1);
+	for (i = 0; i < p; i++) {
+		args[i] = (struct rate_arg){ .uri = uri, .p = i + 1, .k = k, .queue = queue, .bar = &bar,
+					     .us = us + (size_t)i * k };
+		pthread_create(&th[i], NULL, rate_thread, &args[i]);
+	}
+	pthread_barrier_wait(&bar);
+	/* the CHILD SAs of the set-up are in: count from here */
+	for (i = 0; i < npaths; i++)
+		base[i] = sadb_count(db[i]);
+	t0 = now_us();
+	pthread_barrier_wait(&bar);
+	for (i = 0; i < p; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].rc)
+			rc = -1;
+	}
+	end = now_us() + 30e6;
+	do {
+		done = 1;
+		for (i = 0; i < npaths && rc == 0 && done; i++) {
+			struct sadb_info in;
+
+			/* the cheap count (reserved SPIs included) first: a full walk costs the daemons CPU */
+			if (sadb_info(db[i], &in) < 0 || in.n_sa < base[i] + 2L * p * k ||
+			    sadb_count(db[i]) < base[i] + 2L * p * k)
+				done = 0;
+		}
+		if (!done)
+			usleep(1000);
+	} while (rc == 0 && !done && now_us() < end);
+	if (rc == 0 && !done) {
+		fprintf(stderr, "ike-bench-vici: the SADBs do not hold the %d new SAs after 30 s\n", 2 * p * k);
+		rc = -1;
+	}
+	if (rc == 0) {
+		double span = now_us() - t0;
+
+		for (i = 0; i < p * k && !queue; i++)
+			printf("child %.0f\n", us[i]);
+		printf("rate %d %.0f\n", p * k, span);
+	}
+	for (i = 0; i < npaths; i++)
+		sadb_close(db[i]);
+	pthread_barrier_destroy(&bar);
+	free(args);
+	free(us);
+	free(th);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	vici_conn_t *c;
 	int rc = 0, i;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | bringup STATUS IKE CHILD... | terminate IKE\n", argv[0]);
+		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | bringup STATUS IKE CHILD... | rate[-queue] P K SADB... | terminate IKE\n", argv[0]);
 		return 2;
 	}
 	vici_init();
@@ -160,6 +308,15 @@ int main(int argc, char **argv)
 			rc = settled(argv[3], base + (argc - 5));
 		if (rc == 0)
 			printf("bringup %.0f %d\n", now_us() - t0, argc - 5);
+	} else if ((strcmp(argv[2], "rate") == 0 || strcmp(argv[2], "rate-queue") == 0) && argc >= 6) {
+		int p = atoi(argv[3]), k = atoi(argv[4]);
+
+		if (p < 1 || p > 1024 || k < 1 || k > 100000) {
+			fprintf(stderr, "ike-bench-vici: rate: P must be 1-1024 and K 1-100000\n");
+			rc = -2;
+		} else {
+			rc = rate(argv[1], p, k, strcmp(argv[2], "rate-queue") == 0, argv + 5, argc - 5);
+		}
 	} else if (strcmp(argv[2], "terminate") == 0) {
 		rc = call(c, "terminate", argv[3], NULL);
 	} else {

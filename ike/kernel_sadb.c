@@ -38,6 +38,15 @@ uint64_t kernel_sadb_seq_soft_limit(bool esn, uint64_t override)
 	return esn ? UINT64_MAX - ((UINT64_C(1) << 56) - 1) : UINT32_MAX - ((UINT32_C(1) << 24) - 1);
 }
 
+uint64_t kernel_sadb_age_ms(const timeval_t *now, const timeval_t *added)
+{
+	int64_t ms = ((int64_t)now->tv_sec - added->tv_sec) * 1000 +
+		     ((int64_t)now->tv_usec - added->tv_usec) / 1000;
+
+	/* a negative age read as unsigned would be past every lifetime: the SA would die at birth */
+	return ms < 0 ? 0 : (uint64_t)ms;
+}
+
 int kernel_sadb_parse_seq_soft(const char *s, uint64_t *out)
 {
 	unsigned long long v;
@@ -274,7 +283,7 @@ METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 	 * before it destroys the backend; anything left is ours and is removed. */
 	this->public.flush_sas(&this->public);
 	this->public.flush_policies(&this->public);
-	this->sas->destroy(this->sas);
+	ks_sa_tables_destroy(this);
 	this->pols->destroy(this->pols);
 	this->promotes->destroy(this->promotes);
 	this->lingers->destroy(this->lingers);
@@ -343,16 +352,16 @@ kernel_ipsec_t *kernel_sadb_create(void)
 		},
 		.db = ks_pending_db,
 		.mutex = mutex_create(MUTEX_TYPE_RECURSIVE),
-		.sas = linked_list_create(),
-		.pols = linked_list_create(),
+		.pols = ks_pol_table_create(),
 		.promotes = linked_list_create(),
-		.lingers = linked_list_create(),
+		.lingers = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 1024),
 		.spi_min = lib->settings->get_int(lib->settings, "%s.spi_min", KERNEL_SPI_MIN, lib->ns),
 		.spi_max = lib->settings->get_int(lib->settings, "%s.spi_max", KERNEL_SPI_MAX, lib->ns),
 		.sync_ms = lib->settings->get_int(lib->settings, "%s.dataplane_sync_ms", 30, lib->ns),
 		.linger_ms = lib->settings->get_int(lib->settings, "%s.inbound_delete_delay_ms", 1000,
 						    lib->ns),
 	);
+	ks_sa_tables_create(this);
 	ks_sa_methods(&this->public);
 	ks_policy_methods(&this->public);
 	ks_pending_db = NULL;

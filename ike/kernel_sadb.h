@@ -20,6 +20,9 @@ void kernel_sadb_set_seq_soft(uint64_t seq);
 uint64_t kernel_sadb_seq_soft_limit(bool esn, uint64_t override);
 /* Parse a threshold (decimal, at least 1; the XIPSEC_SEQ_SOFT test knob). 0 or -EINVAL. */
 int kernel_sadb_parse_seq_soft(const char *s, uint64_t *out);
+/* An SA's age in ms on charon's monotonic clock; 0 when added is after now (an SA installed while the
+ * expiry check waited for the backend's lock). */
+uint64_t kernel_sadb_age_ms(const timeval_t *now, const timeval_t *added);
 
 /* Delete what an earlier xipsec-iked on db left behind: SAs and policies it negotiated (non-zero IKE
  * id) and the SPIs it reserved (LARVAL SAs: only xipsec-iked makes them, for charon's get_spi) and

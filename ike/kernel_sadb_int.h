@@ -6,6 +6,7 @@
 #define XIPSEC_IKE_KERNEL_SADB_INT_H
 
 #include <daemon.h>
+#include <collections/hashtable.h>
 #include <collections/linked_list.h>
 #include <threading/mutex.h>
 
@@ -24,6 +25,15 @@ struct ks_sa {
 	uint64_t seq_soft;          /* outbound: soft expiry once seq_reserved reaches it; 0 = none */
 	timeval_t added;            /* monotonic */
 	bool soft_raised, hard_raised;
+	struct ks_sa *rq_next, **rq_pprev;  /* the other SAs of this reqid (struct ks_reqid) */
+};
+
+/* The SAs of one reqid: rekeying (has an inbound SA of this reqid been installed?) and policy
+ * queries (the last use of a policy is that of its reqid's SAs) look here instead of at every SA. */
+struct ks_reqid {
+	uint32_t reqid;
+	unsigned n_in, n_out;
+	struct ks_sa *head;
 };
 
 typedef struct private_kernel_sadb_t private_kernel_sadb_t;
@@ -31,10 +41,14 @@ struct private_kernel_sadb_t {
 	kernel_ipsec_t public;
 	struct sadb *db;
 	mutex_t *mutex;
-	linked_list_t *sas;         /* struct ks_sa */
-	linked_list_t *pols;        /* struct ks_pol (kernel_sadb_policy.c) */
+	/* Every charon call finds its SA or policy through these (under mutex): a gateway holds tens of
+	 * thousands, and a scan per call would make each install cost as much as all the others. */
+	hashtable_t *sas;           /* struct ks_sa by (spi, proto, dst) */
+	hashtable_t *reqids;        /* struct ks_reqid by reqid */
+	hashtable_t *pols;          /* struct ks_pol (kernel_sadb_policy.c) by (dir, selector) */
 	linked_list_t *promotes;    /* struct ks_promote (kernel_sadb_sa.c), pending outbound switches */
-	linked_list_t *lingers;     /* struct ks_linger (kernel_sadb_sa.c), deleted inbound SAs kept */
+	hashtable_t *lingers;       /* struct ks_linger (kernel_sadb_sa.c) by address, deleted inbound SAs
+				     * kept: each one's job takes it out again */
 	uint32_t spi_min, spi_max;
 	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
 	unsigned linger_ms;         /* how long a deleted inbound SA still takes the peer's packets */
@@ -63,6 +77,12 @@ static inline uint32_t current_ike_id(void)
 /* kernel_sadb_sa.c: the SA methods into the interface, the expiry job, and at teardown (mutex held)
  * the outbound switches and the inbound deletions still scheduled. */
 void ks_sa_methods(kernel_ipsec_t *pub);
+/* The record tables (kernel_sadb_sa.c, kernel_sadb_policy.c), made and emptied with the backend. */
+void ks_sa_tables_create(private_kernel_sadb_t *this);
+void ks_sa_tables_destroy(private_kernel_sadb_t *this);
+hashtable_t *ks_pol_table_create(void);
+/* The SAs of reqid (NULL if none), mutex held. */
+struct ks_reqid *ks_reqid_get(private_kernel_sadb_t *this, uint32_t reqid);
 void ks_expiry_start(private_kernel_sadb_t *this);
 void ks_promotes_finish(private_kernel_sadb_t *this);
 void ks_lingers_finish(private_kernel_sadb_t *this);

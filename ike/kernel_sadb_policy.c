@@ -133,19 +133,32 @@ static bool user_eq(const struct ks_pol_user *a, const struct ks_pol_user *b)
 	       a->mode == b->mode;
 }
 
+/* The table of policies: one record per direction and selector (ts2sel zeroes the whole selector,
+ * so its bytes are its value). */
+static u_int pol_hash(const void *key)
+{
+	const struct ks_pol *p = key;
+
+	return chunk_hash_inc(chunk_from_thing(p->sel), p->dir);
+}
+
+static bool pol_equals(const void *a, const void *b)
+{
+	const struct ks_pol *x = a, *y = b;
+
+	return x->dir == y->dir && memcmp(&x->sel, &y->sel, sizeof(x->sel)) == 0;
+}
+
+hashtable_t *ks_pol_table_create(void)
+{
+	return hashtable_create(pol_hash, pol_equals, 1024);
+}
+
 static struct ks_pol *find_pol(private_kernel_sadb_t *this, uint8_t dir, const struct sadb_selector *sel)
 {
-	enumerator_t *e = this->pols->create_enumerator(this->pols);
-	struct ks_pol *p, *found = NULL;
+	struct ks_pol key = { .dir = dir, .sel = *sel };
 
-	while (e->enumerate(e, &p)) {
-		if (p->dir == dir && memcmp(&p->sel, sel, sizeof(*sel)) == 0) {
-			found = p;
-			break;
-		}
-	}
-	e->destroy(e);
-	return found;
+	return this->pols->get(this->pols, &key);
 }
 
 /* The user whose policy should be in the SADB: the best priority, and among equals the latest (a
@@ -244,7 +257,7 @@ METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel
 		p->users[0] = u;
 		rc = sync_policy(this, p, TRUE);
 		if (rc == 0)
-			this->pols->insert_last(this->pols, p);
+			this->pols->put(this->pols, p, p);
 		else
 			pol_free(p);
 	}
@@ -263,9 +276,9 @@ METHOD(kernel_ipsec_t, query_policy, status_t, private_kernel_sadb_t *this, kern
        kernel_ipsec_query_policy_t *data, time_t *use_time)
 {
 	struct sadb_selector sel;
+	struct ks_reqid *r;
 	struct ks_pol *p;
 	struct ks_sa *t;
-	enumerator_t *e;
 	uint64_t last = 0;
 	uint32_t reqid;
 	uint8_t dir;
@@ -282,18 +295,17 @@ METHOD(kernel_ipsec_t, query_policy, status_t, private_kernel_sadb_t *this, kern
 	/* A policy's last use is the last use of the SAs it leads to: the dataplane counts per SA. */
 	reqid = p->users[p->installed_user].reqid;
 	inbound = dir != SADB_DIR_OUT;
-	e = this->sas->create_enumerator(this->sas);
-	while (e->enumerate(e, &t)) {
+	r = ks_reqid_get(this, reqid);
+	for (t = r ? r->head : NULL; t; t = t->rq_next) {
 		const struct sadb_runtime *rt;
 		uint64_t lu;
 
-		if (t->reqid != reqid || t->inbound != inbound || !(rt = ks_sa_runtime(this, t)))
+		if (t->inbound != inbound || !(rt = ks_sa_runtime(this, t)))
 			continue;
 		lu = __atomic_load_n(&rt->last_used, __ATOMIC_RELAXED);
 		if (lu > last)
 			last = lu;
 	}
-	e->destroy(e);
 	this->mutex->unlock(this->mutex);
 	*use_time = ks_real2mono(last);
 	return SUCCESS;
@@ -329,7 +341,7 @@ METHOD(kernel_ipsec_t, del_policy, status_t, private_kernel_sadb_t *this, kernel
 	p->n_users--;
 	if (p->n_users == 0) {
 		rc = sadb_policy_delete(this->db, p->sadb_id);
-		this->pols->remove(this->pols, p, NULL);
+		this->pols->remove(this->pols, p);
 		pol_free(p);
 		if (rc == -ENOENT)
 			rc = 0;
@@ -353,12 +365,16 @@ METHOD(kernel_ipsec_t, del_policy, status_t, private_kernel_sadb_t *this, kernel
 METHOD(kernel_ipsec_t, flush_policies, status_t, private_kernel_sadb_t *this)
 {
 	struct ks_pol *p;
+	enumerator_t *e;
 
 	this->mutex->lock(this->mutex);
-	while (this->pols->remove_first(this->pols, (void **)&p) == SUCCESS) {
+	e = this->pols->create_enumerator(this->pols);
+	while (e->enumerate(e, NULL, &p)) {
+		this->pols->remove_at(this->pols, e);
 		sadb_policy_delete(this->db, p->sadb_id);
 		pol_free(p);
 	}
+	e->destroy(e);
 	this->mutex->unlock(this->mutex);
 	return SUCCESS;
 }

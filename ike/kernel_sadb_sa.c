@@ -28,40 +28,120 @@ static uint8_t map_proto(uint8_t proto)
 	return proto == IPPROTO_AH ? SADB_PROTO_AH : SADB_PROTO_ESP;
 }
 
-static bool ks_sa_matches(struct ks_sa *t, uint32_t spi, uint8_t proto, const struct sadb_addr *dst)
+/* ---- the record of installed SAs: by identity, and by reqid ---- */
+
+static u_int sa_hash(const void *key)
 {
-	return t->spi == spi && t->proto == proto && sadb_addr_eq(&t->dst, dst);
+	const struct ks_sa *t = key;
+	chunk_t a = chunk_create((u_char *)t->dst.a.b, t->dst.family == AF_INET ? 4 : 16);
+
+	return chunk_hash_inc(a, chunk_hash_inc(chunk_from_thing(t->spi), t->proto ^ (t->dst.family << 8)));
+}
+
+static bool sa_equals(const void *a, const void *b)
+{
+	const struct ks_sa *x = a, *y = b;
+
+	return x->spi == y->spi && x->proto == y->proto && sadb_addr_eq(&x->dst, &y->dst);
+}
+
+static u_int reqid_hash(const void *key)
+{
+	return chunk_hash(chunk_from_thing(((const struct ks_reqid *)key)->reqid));
+}
+
+static bool reqid_equals(const void *a, const void *b)
+{
+	return ((const struct ks_reqid *)a)->reqid == ((const struct ks_reqid *)b)->reqid;
+}
+
+void ks_sa_tables_create(private_kernel_sadb_t *this)
+{
+	this->sas = hashtable_create(sa_hash, sa_equals, 1024);
+	this->reqids = hashtable_create(reqid_hash, reqid_equals, 1024);
+}
+
+/* What flush_sas left: nothing but empty tables. */
+void ks_sa_tables_destroy(private_kernel_sadb_t *this)
+{
+	this->sas->destroy_function(this->sas, (void *)free);
+	this->reqids->destroy_function(this->reqids, (void *)free);
+}
+
+struct ks_reqid *ks_reqid_get(private_kernel_sadb_t *this, uint32_t reqid)
+{
+	struct ks_reqid key = { .reqid = reqid };
+
+	return this->reqids->get(this->reqids, &key);
+}
+
+/* t goes into the tables (its identity not yet in them). */
+static void sa_track(private_kernel_sadb_t *this, struct ks_sa *t)
+{
+	struct ks_reqid *r = ks_reqid_get(this, t->reqid);
+
+	if (!r) {
+		INIT(r, .reqid = t->reqid);
+		this->reqids->put(this->reqids, r, r);
+	}
+	t->rq_next = r->head;
+	t->rq_pprev = &r->head;
+	if (r->head)
+		r->head->rq_pprev = &t->rq_next;
+	r->head = t;
+	if (t->inbound)
+		r->n_in++;
+	else
+		r->n_out++;
+	this->sas->put(this->sas, t, t);
+}
+
+/* t leaves the reqid's list (the caller takes it out of this->sas, or has). */
+static void sa_unlink_reqid(private_kernel_sadb_t *this, struct ks_sa *t)
+{
+	struct ks_reqid *r = ks_reqid_get(this, t->reqid);
+
+	*t->rq_pprev = t->rq_next;
+	if (t->rq_next)
+		t->rq_next->rq_pprev = t->rq_pprev;
+	t->rq_next = NULL;
+	t->rq_pprev = NULL;
+	if (!r)
+		return;
+	if (t->inbound)
+		r->n_in--;
+	else
+		r->n_out--;
+	if (!r->head) {
+		this->reqids->remove(this->reqids, r);
+		free(r);
+	}
+}
+
+static void sa_untrack(private_kernel_sadb_t *this, struct ks_sa *t)
+{
+	this->sas->remove(this->sas, t);
+	sa_unlink_reqid(this, t);
 }
 
 static struct ks_sa *find_sa(private_kernel_sadb_t *this, uint32_t spi, uint8_t proto,
 			     const struct sadb_addr *dst, bool remove)
 {
-	enumerator_t *e = this->sas->create_enumerator(this->sas);
-	struct ks_sa *t, *found = NULL;
+	struct ks_sa key = { .spi = spi, .proto = proto, .dst = *dst }, *found;
 
-	while (e->enumerate(e, &t)) {
-		if (ks_sa_matches(t, spi, proto, dst)) {
-			found = t;
-			if (remove)
-				this->sas->remove_at(this->sas, e);
-			break;
-		}
-	}
-	e->destroy(e);
+	found = this->sas->get(this->sas, &key);
+	if (found && remove)
+		sa_untrack(this, found);
 	return found;
 }
 
-/* Whether an inbound SA of this reqid is installed already: a new one then replaces it (rekey). */
+/* Whether an SA of this reqid and direction is installed already: a new inbound one then replaces it
+ * (rekey). */
 static bool has_reqid(private_kernel_sadb_t *this, uint32_t reqid, bool inbound)
 {
-	enumerator_t *e = this->sas->create_enumerator(this->sas);
-	struct ks_sa *t;
-	bool found = FALSE;
+	struct ks_reqid *r = reqid ? ks_reqid_get(this, reqid) : NULL;
 
-	while (!found && e->enumerate(e, &t))
-		found = t->inbound == inbound && reqid && t->reqid == reqid;
-	e->destroy(e);
-	return found;
+	return r && (inbound ? r->n_in : r->n_out) > 0;
 }
 
 /* A deferred switch of outbound traffic to a new SA (IKEv1 rekeys, see add_sa), with the deletions of
@@ -172,7 +252,7 @@ static job_requeue_t linger_end(struct ks_linger *l)
 		this->mutex->lock(this->mutex);
 		linger_do(l);
 		l->this = NULL;
-		this->lingers->remove(this->lingers, l, NULL);
+		this->lingers->remove(this->lingers, l);
 		this->mutex->unlock(this->mutex);
 	}
 	return JOB_REQUEUE_NONE;
@@ -187,7 +267,7 @@ static void linger_free(struct ks_linger *l)
 	if (this) {
 		this->mutex->lock(this->mutex);
 		linger_do(l);
-		this->lingers->remove(this->lingers, l, NULL);
+		this->lingers->remove(this->lingers, l);
 		this->mutex->unlock(this->mutex);
 	}
 	free(l);
@@ -196,12 +276,15 @@ static void linger_free(struct ks_linger *l)
 /* Deletions still waiting when the backend goes: done now. */
 void ks_lingers_finish(private_kernel_sadb_t *this)
 {
+	enumerator_t *e = this->lingers->create_enumerator(this->lingers);
 	struct ks_linger *l;
 
-	while (this->lingers->remove_first(this->lingers, (void **)&l) == SUCCESS) {
+	while (e->enumerate(e, NULL, &l)) {
+		this->lingers->remove_at(this->lingers, e);
 		linger_do(l);
 		l->this = NULL;
 	}
+	e->destroy(e);
 }
 
 /* An inbound SA charon deletes that another CHILD SA may replace or whose peer may still be sending:
@@ -222,8 +305,8 @@ static bool linger(private_kernel_sadb_t *this, struct ks_sa *t)
 	if (!found)
 		return false;
 	INIT(l, .this = this, .spi = t->spi, .proto = t->proto, .dst = t->dst);
-	this->lingers->insert_last(this->lingers, l);
-	this->sas->remove(this->sas, t, NULL);
+	this->lingers->put(this->lingers, l, l);
+	sa_untrack(this, t);
 	free(t);
 	lib->scheduler->schedule_job_ms(lib->scheduler,
 		(job_t *)callback_job_create((callback_job_cb_t)linger_end, l,
@@ -405,7 +488,7 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 			kernel_sadb_seq_soft_limit(sa.flags & SADB_SAF_ESN, ks_seq_soft_override),
 	);
 	time_monotonic(&t->added);
-	this->sas->insert_last(this->sas, t);
+	sa_track(this, t);
 	/* t belongs to the list once the lock is released: keep what we still need */
 	spi = t->spi;
 	reqid = t->reqid;
@@ -466,14 +549,17 @@ METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_
 		this->mutex->unlock(this->mutex);
 		return FAILED;
 	}
-	t = find_sa(this, spi, proto, &dst, FALSE);
+	/* the identity (dst) and the reqid are keys of the record: it leaves its tables while they change */
+	t = find_sa(this, spi, proto, &dst, TRUE);
 	if (t) {
 		struct sadb_sa sa;
 		uint32_t slot;
 
+		free(find_sa(this, spi, proto, &ndst, TRUE));   /* a stale record at the new identity */
 		t->dst = ndst;
 		if (data->new_reqid)
 			t->reqid = data->new_reqid;
+		sa_track(this, t);
 		if (sadb_sa_lookup(this->db, spi, proto, &ndst, &sa, &slot) == 0) {
 			t->slot = slot;
 			t->instance = sa.instance;
@@ -599,11 +685,18 @@ METHOD(kernel_ipsec_t, flush_sas, status_t, private_kernel_sadb_t *this)
 {
 	struct ks_sa *t;
 
+	enumerator_t *e;
+	void *key;
+
 	this->mutex->lock(this->mutex);
-	while (this->sas->remove_first(this->sas, (void **)&t) == SUCCESS) {
+	e = this->sas->create_enumerator(this->sas);
+	while (e->enumerate(e, &key, &t)) {
+		this->sas->remove_at(this->sas, e);
+		sa_unlink_reqid(this, t);
 		sadb_sa_delete(this->db, t->spi, t->proto, &t->dst);
 		free(t);
 	}
+	e->destroy(e);
 	this->mutex->unlock(this->mutex);
 	return SUCCESS;
 }
@@ -641,14 +734,16 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 	struct ks_sa *t;
 	timeval_t now;
 
-	time_monotonic(&now);
 	this->mutex->lock(this->mutex);
+	/* the clock is read under the lock: an SA add_sa records while this job waits for the lock is
+	 * younger than a time read before it (its age would come out negative) */
+	time_monotonic(&now);
 	if (this->stopping) {
 		this->mutex->unlock(this->mutex);
 		return JOB_REQUEUE_NONE;
 	}
 	e = this->sas->create_enumerator(this->sas);
-	while (n < countof(ev) && e->enumerate(e, &t)) {
+	while (n < countof(ev) && e->enumerate(e, NULL, &t)) {
 		const struct sadb_runtime *rt = ks_sa_runtime(this, t);
 		uint64_t bytes = 0, packets = 0, seq = 0, age_ms;
 		bool hard, soft, seq_hit;
@@ -661,8 +756,7 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 			if (t->seq_soft)
 				seq = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
 		}
-		age_ms = (uint64_t)(now.tv_sec - t->added.tv_sec) * 1000 +
-			 (now.tv_usec - t->added.tv_usec) / 1000;
+		age_ms = kernel_sadb_age_ms(&now, &t->added);
 		/* the limit is reached when the full second has passed, not when it started */
 		hard = !t->hard_raised && limit_hit(&t->hard, age_ms / 1000, bytes, packets);
 		seq_hit = t->seq_soft && seq >= t->seq_soft;

@@ -13,20 +13,27 @@
  * renew one SA; xipsec-iked.maxqm_responder = yes makes a responder enforce it against peers that do
  * not (then it acts once the count exceeds maxqm).
  *
- * The counters also go to a status file (rewritten atomically) that `ipsecctl ike` shows. `ipsecctl ike
+ * The counters also go to a status file (rewritten atomically) that `ipsecctl ike` shows: at once after
+ * an event when the file is idle, and at most every STATUS_MIN_MS while events come faster (a status
+ * writer thread writes the latest state then). The file is written outside the listener's lock: a
+ * gateway bringing up a thousand CHILD SAs a second would otherwise spend a rewrite (on a disk run
+ * directory, a data flush at each rename) per CHILD SA with every other event waiting. `ipsecctl ike
  * maxqm set` writes an override file ("maxqm N", "conn NAME N" lines) next to it and sends SIGHUP; the
  * override wins over strongswan.conf until the daemon stops (it is removed at start and exit). */
 #include "ike/swan.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <pthread.h>
 
 #include <daemon.h>
-#include <collections/linked_list.h>
+#include <collections/hashtable.h>
+#include <threading/condvar.h>
 #include <threading/mutex.h>
+#include <threading/thread.h>
 #include <processing/jobs/rekey_ike_sa_job.h>
 #include <processing/jobs/delete_ike_sa_job.h>
 
@@ -48,10 +55,21 @@ typedef struct private_maxqm_t private_maxqm_t;
 struct private_maxqm_t {
 	maxqm_t public;
 	mutex_t *mutex;
-	linked_list_t *entries;
+	hashtable_t *entries;       /* struct qm_entry by IKE_SA unique id: one lookup per CHILD SA */
 	char *status_path, *override_path;
 	uint64_t ike_up, ike_up_v1, ike_up_v2, child_up, child_rekeyed, renewals;
+	/* the status file, under mutex: changes made (st_gen) and written (st_written) */
+	uint64_t st_gen, st_written;
+	bool st_busy;               /* a thread is writing the file (without the mutex) */
+	bool st_idle;               /* the writer thread waits for work, not for a rewrite's time */
+	bool st_stop;
+	timeval_t st_last;          /* when the last write began (monotonic) */
+	condvar_t *st_cond;         /* wakes the status writer thread */
+	thread_t *st_thread;
 };
+
+/* The least time between two rewrites of the status file while events keep coming. */
+#define STATUS_MIN_MS 10
 
 /* Runtime overrides from `ipsecctl ike maxqm set`. */
 #define OV_CONNS 64
@@ -105,21 +123,19 @@ unsigned maxqm_limit(const char *conn)
 	return v < 0 ? 0 : (unsigned)v;
 }
 
+static u_int entry_hash(const void *key)
+{
+	return chunk_hash(chunk_create((u_char *)key, sizeof(uint32_t)));
+}
+
+static bool entry_equals(const void *a, const void *b)
+{
+	return *(const uint32_t *)a == *(const uint32_t *)b;
+}
+
 static struct qm_entry *find(private_maxqm_t *this, uint32_t id, bool remove)
 {
-	enumerator_t *e = this->entries->create_enumerator(this->entries);
-	struct qm_entry *q, *found = NULL;
-
-	while (e->enumerate(e, &q)) {
-		if (q->ike_id == id) {
-			found = q;
-			if (remove)
-				this->entries->remove_at(this->entries, e);
-			break;
-		}
-	}
-	e->destroy(e);
-	return found;
+	return remove ? this->entries->remove(this->entries, &id) : this->entries->get(this->entries, &id);
 }
 
 static struct qm_entry *get(private_maxqm_t *this, ike_sa_t *ike_sa)
@@ -132,7 +148,7 @@ static struct qm_entry *get(private_maxqm_t *this, ike_sa_t *ike_sa)
 		     .initiator = ike_sa->has_condition(ike_sa, COND_ORIGINAL_INITIATOR));
 		snprintf(q->conn, sizeof(q->conn), "%s", ike_sa->get_name(ike_sa));
 		q->id = ike_sa->get_id(ike_sa)->clone(ike_sa->get_id(ike_sa));
-		this->entries->insert_last(this->entries, q);
+		this->entries->put(this->entries, &q->ike_id, q);
 	}
 	q->limit = maxqm_limit(q->conn);
 	return q;
@@ -158,7 +174,7 @@ static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 	enumerator_t *e = this->entries->create_enumerator(this->entries);
 	struct qm_entry *q;
 
-	while (e->enumerate(e, &q)) {
+	while (e->enumerate(e, NULL, &q)) {
 		if (!q->renewing || q->version != 1 || q->ike_id == new->get_unique_id(new) ||
 		    !streq(q->conn, new->get_name(new)))
 			continue;
@@ -172,23 +188,19 @@ static void retire_renewed(private_maxqm_t *this, ike_sa_t *new)
 	e->destroy(e);
 }
 
-static void write_status_locked(private_maxqm_t *this)
+/* The status file's text (malloc'd, NULL without memory); mutex held. */
+static char *status_text(private_maxqm_t *this, size_t *len)
 {
 	struct kernel_sadb_stats ks;
 	enumerator_t *e;
 	struct qm_entry *q;
-	char tmp[4096 + 8];
+	char *buf = NULL;
 	FILE *f;
 
-	if (!this->status_path)
-		return;
 	kernel_sadb_get_stats(&ks);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", this->status_path);
-	f = fopen(tmp, "w");
-	if (!f) {
-		DBG1(DBG_CFG, "xipsec: cannot write %s: %s", tmp, strerror(errno));
-		return;
-	}
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
 	fprintf(f, "# xipsec-iked status: read by `ipsecctl ike`\n");
 	fprintf(f, "pid %d\n", (int)getpid());
 	fprintf(f, "maxqm %u\n", maxqm_limit(NULL));
@@ -204,15 +216,113 @@ static void write_status_locked(private_maxqm_t *this)
 	fprintf(f, "sadb_hard_expired %llu\n", (unsigned long long)ks.hard_expired);
 	fprintf(f, "sadb_seq_soft_expired %llu\n", (unsigned long long)ks.seq_soft_expired);
 	e = this->entries->create_enumerator(this->entries);
-	while (e->enumerate(e, &q))
+	while (e->enumerate(e, NULL, &q))
 		fprintf(f, "ike %u %s v%d %s qm %u limit %u%s\n", q->ike_id, q->conn, q->version,
 			q->initiator ? "initiator" : "responder", q->count, q->limit,
 			q->renewing ? " renewing" : "");
 	e->destroy(e);
-	if (fclose(f) != 0 || rename(tmp, this->status_path) != 0) {
-		DBG1(DBG_CFG, "xipsec: cannot write %s: %s", this->status_path, strerror(errno));
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void status_file_write(const char *path, const char *text, size_t len)
+{
+	char tmp[4096 + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f) {
+		DBG1(DBG_CFG, "xipsec: cannot write %s: %s", tmp, strerror(errno));
+		return;
+	}
+	if (fwrite(text, 1, len, f) != len) {
+		fclose(f);
+		DBG1(DBG_CFG, "xipsec: cannot write %s: %s", tmp, strerror(errno));
+		unlink(tmp);
+		return;
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		DBG1(DBG_CFG, "xipsec: cannot write %s: %s", path, strerror(errno));
 		unlink(tmp);
 	}
+}
+
+/* Write the current state; mutex held and no write under way. The mutex is released during the I/O
+ * (st_busy keeps other writers out, so writes never overtake one another); changes made meanwhile
+ * are left to the writer thread. */
+static void status_write(private_maxqm_t *this)
+{
+	uint64_t gen = this->st_gen;
+	size_t len = 0;
+	char *text;
+
+	this->st_busy = TRUE;
+	time_monotonic(&this->st_last);
+	text = status_text(this, &len);
+	this->mutex->unlock(this->mutex);
+	if (text)
+		status_file_write(this->status_path, text, len);
+	free(text);
+	this->mutex->lock(this->mutex);
+	this->st_busy = FALSE;
+	this->st_written = gen;
+	if (this->st_gen != gen) {
+		if (this->st_thread) {
+			if (this->st_idle)
+				this->st_cond->signal(this->st_cond);
+		} else {
+			status_write(this);
+		}
+	}
+}
+
+static unsigned ms_since(const timeval_t *t)
+{
+	timeval_t now;
+
+	time_monotonic(&now);
+	return (now.tv_sec - t->tv_sec) * 1000 + (now.tv_usec - t->tv_usec) / 1000;
+}
+
+/* Something the status file shows changed; mutex held (released for a moment if this thread writes). */
+static void write_status_locked(private_maxqm_t *this)
+{
+	if (!this->status_path)
+		return;
+	this->st_gen++;
+	if (!this->st_busy && (!this->st_thread || ms_since(&this->st_last) >= STATUS_MIN_MS))
+		status_write(this);
+	else if (this->st_idle)
+		this->st_cond->signal(this->st_cond);   /* else it wakes for the rewrite it waits for */
+}
+
+/* The status writer thread: the rewrites that were due while events came faster than STATUS_MIN_MS. */
+static void *status_thread(private_maxqm_t *this)
+{
+	sigset_t all;
+
+	/* the daemon's main thread takes its signals with sigwait (iked.c) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	this->mutex->lock(this->mutex);
+	while (!this->st_stop) {
+		unsigned since = ms_since(&this->st_last);
+
+		if (this->st_gen == this->st_written || this->st_busy) {
+			this->st_idle = TRUE;
+			this->st_cond->wait(this->st_cond, this->mutex);
+			this->st_idle = FALSE;
+		} else if (since < STATUS_MIN_MS)
+			this->st_cond->timed_wait(this->st_cond, this->mutex, STATUS_MIN_MS - since);
+		else
+			status_write(this);
+	}
+	this->mutex->unlock(this->mutex);
+	return NULL;
 }
 
 /* One more CHILD_SA negotiated on ike_sa: renew the IKE_SA if that reached the limit. */
@@ -352,7 +462,7 @@ METHOD(maxqm_t, write_status, void, private_maxqm_t *this)
 	override_load(this->override_path);
 	this->mutex->lock(this->mutex);
 	e = this->entries->create_enumerator(this->entries);
-	while (e->enumerate(e, &q))
+	while (e->enumerate(e, NULL, &q))
 		q->limit = maxqm_limit(q->conn);
 	e->destroy(e);
 	write_status_locked(this);
@@ -361,6 +471,14 @@ METHOD(maxqm_t, write_status, void, private_maxqm_t *this)
 
 METHOD(maxqm_t, destroy, void, private_maxqm_t *this)
 {
+	if (this->st_thread) {
+		this->mutex->lock(this->mutex);
+		this->st_stop = TRUE;
+		this->st_cond->signal(this->st_cond);
+		this->mutex->unlock(this->mutex);
+		this->st_thread->join(this->st_thread);
+	}
+	this->st_cond->destroy(this->st_cond);
 	if (this->status_path)
 		unlink(this->status_path);
 	if (this->override_path)
@@ -395,10 +513,17 @@ maxqm_t *maxqm_create(const char *run_dir)
 			.destroy = _destroy,
 		},
 		.mutex = mutex_create(MUTEX_TYPE_DEFAULT),
-		.entries = linked_list_create(),
+		.st_cond = condvar_create(CONDVAR_TYPE_DEFAULT),
+		.entries = hashtable_create(entry_hash, entry_equals, 64),
 		.status_path = status_path,
 		.override_path = override_path,
 	);
+	if (status_path) {
+		this->st_thread = thread_create((thread_main_t)status_thread, this);
+		if (!this->st_thread)
+			DBG1(DBG_CFG, "xipsec: no status writer thread: %s is rewritten after every event",
+			     status_path);
+	}
 	if (override_path)
 		unlink(override_path);
 	return &this->public;

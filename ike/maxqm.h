@@ -15,8 +15,8 @@ struct maxqm_t {
 	void (*destroy)(maxqm_t *this);
 };
 
-/* run_dir: where the status file (rewritten atomically on every IKE/CHILD event) and the override
- * file of `ipsecctl ike maxqm set` live; NULL for none. */
+/* run_dir: where the status file (rewritten atomically after IKE/CHILD events, at most every 10 ms
+ * while they come faster) and the override file of `ipsecctl ike maxqm set` live; NULL for none. */
 maxqm_t *maxqm_create(const char *run_dir);
 
 /* The maxqm that applies to a connection: %s.maxqm_conn.<name>, else %s.maxqm, else 100. 0 = none. */

@@ -6,7 +6,8 @@
  * policies and reserved SPIs) is removed at start, manual entries stay; and an outbound SA whose
  * reserved sequence numbers reach the soft threshold makes the backend raise one soft expiry to
  * charon (caught here by a stand-in for charon's kernel interface: charon is not running, so its own
- * kernel handler must not get it). */
+ * kernel handler must not get it); and the backend's records of a few thousand SAs and policies
+ * (found again after a migration, per-reqid last use, shared policies, flushes). */
 #include "ike/swan.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -303,6 +305,22 @@ static void test_seq_soft_limit(void **state)
 	assert_int_equal(kernel_sadb_parse_seq_soft("", &v), -EINVAL);
 }
 
+/* An SA installed after the expiry check read the clock is 0 ms old, not 2^64 - 1 ms (past every
+ * lifetime: it would be hard-expired at once). */
+static void test_age(void **state)
+{
+	timeval_t now = { .tv_sec = 100, .tv_usec = 500000 };
+	timeval_t t1 = { .tv_sec = 99, .tv_usec = 900000 };
+	timeval_t t2 = { .tv_sec = 100, .tv_usec = 600000 };
+	timeval_t t3 = { .tv_sec = 101, .tv_usec = 0 };
+
+	assert_int_equal(kernel_sadb_age_ms(&now, &now), 0);
+	assert_int_equal(kernel_sadb_age_ms(&now, &t1), 600);
+	assert_int_equal(kernel_sadb_age_ms(&t3, &t1), 1100);
+	assert_int_equal(kernel_sadb_age_ms(&now, &t2), 0);
+	assert_int_equal(kernel_sadb_age_ms(&now, &t3), 0);
+}
+
 /* In place of charon's kernel interface (the backend's only use of it is expire): counts expiries. */
 struct expiry_catcher {
 	kernel_interface_t kernel;    /* first member */
@@ -410,6 +428,166 @@ static void backend_down(void)
 	catcher.mutex->destroy(catcher.mutex);
 }
 
+static void add_sa_reqid(kernel_ipsec_t *ks, uint32_t spi, uint32_t reqid, bool inbound, host_t *src,
+			 host_t *dst)
+{
+	lifetime_cfg_t lt;
+	kernel_ipsec_sa_id_t id = {
+		.src = src, .dst = dst, .spi = htonl(spi), .proto = IPPROTO_ESP,
+	};
+	kernel_ipsec_add_sa_t data = {
+		.reqid = reqid, .mode = MODE_TUNNEL, .lifetime = &lt, .enc_alg = ENCR_AES_GCM_ICV16,
+		.enc_key = key(20), .int_alg = AUTH_UNDEFINED, .replay_window = 64,
+		.copy_df = TRUE, .copy_ecn = TRUE, .copy_dscp = DSCP_COPY_OUT_ONLY, .inbound = inbound,
+	};
+
+	memset(&lt, 0, sizeof(lt));
+	km[0] = (uint8_t)spi;
+	assert_int_equal(ks->add_sa(ks, &id, &data), SUCCESS);
+}
+
+/* A /32 -> /32 policy of CHILD SA i in direction dir for reqid, through ks; add or delete. */
+static status_t pol_op(kernel_ipsec_t *ks, bool add, policy_dir_t dir, unsigned i, uint32_t reqid,
+		       host_t *me, host_t *peer)
+{
+	char l[32], r[32];
+	traffic_selector_t *lts, *rts;
+	ipsec_sa_cfg_t sa = { .mode = MODE_TUNNEL, .reqid = reqid, .esp = { .use = TRUE } };
+	kernel_ipsec_policy_id_t id = { .dir = dir };
+	kernel_ipsec_manage_policy_t data = { .type = POLICY_IPSEC, .prio = POLICY_PRIORITY_DEFAULT, .sa = &sa };
+	status_t st;
+
+	snprintf(l, sizeof(l), "10.1.%u.%u/32", i >> 8, i & 255);
+	snprintf(r, sizeof(r), "10.2.%u.%u/32", i >> 8, i & 255);
+	lts = traffic_selector_create_from_cidr(l, 0, 0, 65535);
+	rts = traffic_selector_create_from_cidr(r, 0, 0, 65535);
+	id.src_ts = dir == POLICY_OUT ? lts : rts;
+	id.dst_ts = dir == POLICY_OUT ? rts : lts;
+	data.src = dir == POLICY_OUT ? me : peer;
+	data.dst = dir == POLICY_OUT ? peer : me;
+	st = add ? ks->add_policy(ks, &id, &data) : ks->del_policy(ks, &id, &data);
+	lts->destroy(lts);
+	rts->destroy(rts);
+	return st;
+}
+
+static status_t pol_query(kernel_ipsec_t *ks, unsigned i, time_t *use)
+{
+	char l[32], r[32];
+	traffic_selector_t *lts, *rts;
+	kernel_ipsec_policy_id_t id = { .dir = POLICY_IN };
+	kernel_ipsec_query_policy_t q = {};
+	status_t st;
+
+	snprintf(l, sizeof(l), "10.1.%u.%u/32", i >> 8, i & 255);
+	snprintf(r, sizeof(r), "10.2.%u.%u/32", i >> 8, i & 255);
+	lts = traffic_selector_create_from_cidr(l, 0, 0, 65535);
+	rts = traffic_selector_create_from_cidr(r, 0, 0, 65535);
+	id.src_ts = rts;
+	id.dst_ts = lts;
+	st = ks->query_policy(ks, &id, &q, use);
+	lts->destroy(lts);
+	rts->destroy(rts);
+	return st;
+}
+
+static unsigned n_policies(struct sadb *db)
+{
+	struct sadb_info in;
+
+	assert_int_equal(sadb_info(db, &in), 0);
+	return in.n_policy;
+}
+
+static unsigned n_sas(struct sadb *db)
+{
+	struct sadb_info in;
+
+	assert_int_equal(sadb_info(db, &in), 0);
+	return in.n_sa;
+}
+
+/* The backend's records of what it installed, with a few thousand CHILD SAs: each SA is found again
+ * by its identity after a migration (deleted there; the flush finds it there), a policy's last use is
+ * that of the inbound SAs of its reqid, a policy with two users stays in the SADB until the second
+ * goes, and the flushes remove everything the backend installed and nothing else. */
+static void test_records(void **state)
+{
+	host_t *a = host_create_from_string("192.0.2.1", 0), *b = host_create_from_string("192.0.2.2", 0);
+	host_t *b2 = host_create_from_string("192.0.2.9", 0);
+	kernel_ipsec_sa_id_t id = { .src = a, .dst = b, .proto = IPPROTO_ESP };
+	kernel_ipsec_update_sa_t up = { .new_src = a, .new_dst = b2 };
+	kernel_ipsec_del_sa_t del = {};
+	struct sadb_runtime *rt;
+	struct sadb_addr d2;
+	struct sadb_sa sa;
+	struct sadb_policy p;
+	const unsigned n = 2000;
+	unsigned i, sa0, pol0, found;
+	uint32_t cur;
+	time_t use = 0, mono;
+
+	backend_up();
+	sa0 = n_sas(ks_view);
+	pol0 = n_policies(ks_view);
+	for (i = 0; i < n; i++) {
+		add_sa_reqid(ks_backend, 0xc1000000 + i, 100 + i, false, a, b);
+		add_sa_reqid(ks_backend, 0xc2000000 + i, 100 + i, true, b, a);
+		assert_int_equal(pol_op(ks_backend, true, POLICY_OUT, i, 100 + i, a, b), SUCCESS);
+		assert_int_equal(pol_op(ks_backend, true, POLICY_IN, i, 100 + i, a, b), SUCCESS);
+	}
+	assert_int_equal(n_sas(ks_view), sa0 + 2 * n);
+	assert_int_equal(n_policies(ks_view), pol0 + 2 * n);
+
+	/* migrated (the peer moved): deleted at its new identity */
+	assert_int_equal(kernel_sadb_host2addr(b2, &d2), 0);
+	id.spi = htonl(0xc1000005);
+	assert_int_equal(ks_backend->update_sa(ks_backend, &id, &up), SUCCESS);
+	id.dst = b2;
+	assert_int_equal(ks_backend->del_sa(ks_backend, &id, &del), SUCCESS);
+	assert_int_equal(sadb_sa_lookup(ks_view, 0xc1000005, SADB_PROTO_ESP, &d2, &sa, NULL), -ENOENT);
+	assert_int_equal(ks_backend->del_sa(ks_backend, &id, &del), NOT_FOUND);
+	/* migrated and left: the flush below must find it at its new identity */
+	id.dst = b;
+	id.spi = htonl(0xc1000006);
+	assert_int_equal(ks_backend->update_sa(ks_backend, &id, &up), SUCCESS);
+	assert_int_equal(sadb_sa_lookup(ks_view, 0xc1000006, SADB_PROTO_ESP, &d2, &sa, NULL), 0);
+
+	/* last use of CHILD SA 7's inbound policy: that of its inbound SA (5 s ago); 9's: never */
+	rt = rt_of(ks_view, 0xc2000007, a);
+	__atomic_store_n(&rt->last_used, (uint64_t)time(NULL) - 5, __ATOMIC_RELAXED);
+	assert_int_equal(pol_query(ks_backend, 7, &use), SUCCESS);
+	mono = time_monotonic(NULL);
+	assert_true(use >= mono - 6 && use <= mono - 4);
+	assert_int_equal(pol_query(ks_backend, 9, &use), SUCCESS);
+	assert_int_equal(use, 0);
+	assert_int_equal(pol_query(ks_backend, n + 1, &use), NOT_FOUND);
+
+	/* a second user of CHILD SA 8's outbound policy (its rekeyed successor, reqid 9000) */
+	assert_int_equal(pol_op(ks_backend, true, POLICY_OUT, 8, 9000, a, b), SUCCESS);
+	assert_int_equal(n_policies(ks_view), pol0 + 2 * n);
+	assert_int_equal(pol_op(ks_backend, false, POLICY_OUT, 8, 108, a, b), SUCCESS);
+	found = 0;
+	cur = 0;
+	while (sadb_policy_next(ks_view, &cur, &p) == 0)
+		if (p.dir == SADB_DIR_OUT && p.sel.src.a.b[2] == 0 && p.sel.src.a.b[3] == 8 &&
+		    p.sel.src.a.b[1] == 1)
+			found = p.reqid;
+	assert_int_equal(found, 9000);
+	assert_int_equal(pol_op(ks_backend, false, POLICY_OUT, 8, 9000, a, b), SUCCESS);
+	assert_int_equal(n_policies(ks_view), pol0 + 2 * n - 1);
+	assert_int_equal(pol_op(ks_backend, false, POLICY_OUT, 8, 9000, a, b), NOT_FOUND);
+
+	assert_int_equal(ks_backend->flush_policies(ks_backend), SUCCESS);
+	assert_int_equal(n_policies(ks_view), pol0);
+	assert_int_equal(ks_backend->flush_sas(ks_backend), SUCCESS);
+	assert_int_equal(n_sas(ks_view), sa0);
+	assert_int_equal(sadb_sa_lookup(ks_view, 0xc1000006, SADB_PROTO_ESP, &d2, &sa, NULL), -ENOENT);
+	a->destroy(a);
+	b->destroy(b);
+	b2->destroy(b2);
+}
+
 /* SAs spi, spi+1 (ESN) outbound and spi+2 inbound, added with threshold override in force. */
 static void seq_soft_case(uint32_t spi, uint64_t override, uint64_t limit32, uint64_t limit64)
 {
@@ -509,6 +687,8 @@ int main(void)
 		cmocka_unit_test(test_selectors),
 		cmocka_unit_test(test_orphans),
 		cmocka_unit_test(test_seq_soft_limit),
+		cmocka_unit_test(test_age),
+		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_seq_soft_default),
 		cmocka_unit_test(test_seq_soft_override),
 	};
