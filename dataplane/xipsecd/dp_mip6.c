@@ -27,7 +27,12 @@
  *    queue is bounded and the workers never wait for it.
  *  - Ordering: on a move, the tunnel SAs are migrated and the dataplane's SA table republished (after
  *    an RCU grace period no worker still encrypts towards the old care-of address) before the
- *    acknowledgement is queued, so the old address gets nothing after the BA. Migration keeps the
+ *    acknowledgement is queued, so the old address gets nothing after the BA. The control thread
+ *    takes the Binding Updates queued since its last look together: their migrations are each one
+ *    SADB transaction, then one republication covers them all, then their BAs go out (flush_moves;
+ *    a BA that follows no move and no waiting BA goes out at once),
+ *    so a home agent that thousands of mobile nodes register with at once (after its restart) pays
+ *    the table's republication once per batch, not once per mobile node. Migration keeps the
  *    SA's runtime area, so its sequence numbers continue: nothing is re-keyed and no nonce repeats.
  *  - Restart: bindings are this process's state. A restarted xipsecd starts with an empty cache and
  *    moves every mobile node's tunnel SAs back home, so nothing is tunnelled on the word of a
@@ -107,8 +112,10 @@ struct dp_mip6 {
 	uint32_t nl_seq;
 	struct na_due *na;
 	size_t n_na, cap_na;
-	uint64_t na_sent, nd_errors, migrations, migrate_errors, refused_mns;
+	uint64_t na_sent, nd_errors, migrations, migrate_errors, refused_mns, republished;
 	bool warned_link;
+	bool sync_due;               /* tunnels moved since the SA table was last republished */
+	struct mq ba;                /* acknowledgements waiting for that republication */
 };
 
 static struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -361,8 +368,9 @@ static const struct mn_cfg *mn_cfg_find(const struct dp_mip6 *m, const uint8_t h
 	return NULL;
 }
 
-/* Move the mobile node's tunnel SAs to coa (the home address itself: back home) in one transaction,
- * then republish the dataplane's SA table: when this returns, no worker uses the old endpoints. */
+/* Move the mobile node's tunnel SAs to coa (the home address itself: back home) in one transaction.
+ * The dataplane's SA table is republished by flush_moves: after it, no worker uses the old
+ * endpoints. */
 static int tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t coa[16])
 {
 	struct dp_mip6 *m = M(ctx);
@@ -400,10 +408,7 @@ static int tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t 
 	if (sadb_generation(m->wdb) == m->seen_gen + 1)
 		m->seen_gen = sadb_generation(m->wdb);
 	m->migrations++;
-	r = dp_sa_sync(ctx);
-	if (r)
-		dp_log(LOG_WARNING, "home agent: SA table not republished after moving %s: %s",
-		       a6(hoa, b1), strerror(-r));
+	m->sync_due = true;
 	return 0;
 fail:
 	explicit_bzero(&out, sizeof(out));
@@ -704,8 +709,36 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 		break;
 	}
 	n = mip6_ha_build_ba(m->ha, &res, ba, sizeof(ba));
-	if (n > 0)
-		out_push(ctx, ba, (uint32_t)n);
+	if (n > 0 && !m->sync_due && !m->ba.n) {
+		out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
+	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
+		struct mq_msg *d = &m->ba.m[m->ba.n++];
+		d->len = (uint32_t)n;
+		d->sa_id = 0;
+		memcpy(d->pkt, ba, (size_t)n);
+	} else if (n > 0) {
+		atomic_fetch_add_explicit(&m->out_full, 1, memory_order_relaxed);
+	}
+}
+
+/* The end of a batch: republish the SA table if tunnels moved (an RCU grace period: no worker
+ * encrypts towards an old care-of address any more), then queue the batch's acknowledgements. */
+static void flush_moves(struct dp_ctx *ctx)
+{
+	struct dp_mip6 *m = M(ctx);
+
+	if (m->sync_due) {
+		int r = dp_sa_sync(ctx);
+
+		m->sync_due = false;
+		m->republished++;
+		if (r)
+			dp_log(LOG_WARNING, "home agent: SA table not republished after moving tunnels: %s",
+			       strerror(-r));
+	}
+	for (unsigned i = 0; i < m->ba.n; i++)
+		out_push(ctx, m->ba.m[i].pkt, m->ba.m[i].len);
+	m->ba.n = 0;
 }
 
 void dp_mip6_run(struct dp_ctx *ctx)
@@ -722,6 +755,8 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	for (;;) {
 		struct mq_msg q;
 
+		if (m->ba.n == MQ_LEN)
+			flush_moves(ctx); /* a batch holds at most MQ_LEN acknowledgements */
 		pthread_mutex_lock(&m->lock);
 		if (!m->in.n) {
 			pthread_mutex_unlock(&m->lock);
@@ -738,6 +773,7 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	}
 	if (m->ha && mip6_ha_next_expiry(m->ha) <= now)
 		mip6_ha_expire(m->ha, now, expired_cb, ctx);
+	flush_moves(ctx);
 	na_run(ctx, now);
 }
 
@@ -902,6 +938,7 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "bindings_moved", st->bindings_moved }, { "bindings_deleted", st->bindings_deleted },
 		{ "bindings_expired", st->bindings_expired }, { "proxy_na_sent", m->na_sent },
 		{ "nd_errors", m->nd_errors }, { "migrations", m->migrations },
+		{ "republished", m->republished },
 		{ "migrate_errors", m->migrate_errors }, { "mobile_nodes_refused", m->refused_mns },
 		{ "queue_taken", atomic_load(&m->taken) }, { "queue_full_in", atomic_load(&m->in_full) },
 		{ "queue_full_out", atomic_load(&m->out_full) },
