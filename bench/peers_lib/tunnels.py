@@ -34,6 +34,11 @@ LIBIPSEC_PLUGIN = "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so"
 SWANCTL = "/usr/sbin/swanctl"
 
 
+def base(tunnel):
+    """The tunnel a variant id (xipsecd-gcm:NAME, xipsecd run with a variant's extra options) is of."""
+    return tunnel.split(":", 1)[0]
+
+
 def missing(tunnel):
     """What this machine lacks to run tunnel (a sentence), or None."""
     need = {"wireguard": [("wireguard-go", "wireguard-go"), ("wg", "wireguard-tools")],
@@ -51,11 +56,15 @@ def missing(tunnel):
 class Gateways:
     """The topology with one tunnel up at a time: up(tunnel) / down()."""
 
-    def __init__(self, builddir, tmp):
+    def __init__(self, builddir, tmp, variants=None):
         self.t = netns.Topo(builddir, tmp, queues=1, tag="pe")
         self.tmp = tmp
         self.cur = None
-        self.xipsecd_up = False
+        # variant name -> xipsecd's extra options (bench/peers --variant); "" is xipsecd as it is
+        self.variants = dict(variants or {})
+        self.variants[""] = []
+        self.xipsecd_up = None     # the variant xipsecd runs as, None when it is down
+        self.sysfs_set = []        # interface settings a variant made, with their defaults
         self.t.build()
         # the interface names carry a short form of the run id: wireguard-go's control sockets
         # (/var/run/wireguard/NAME.sock) are shared by every namespace
@@ -68,7 +77,7 @@ class Gateways:
 
     def daemons(self):
         """{gw: pid} of the processes that carry the current tunnel (empty for kernel forwarding)."""
-        if self.cur in XIPSECD_TRANSFORM:
+        if self.cur is not None and base(self.cur) in XIPSECD_TRANSFORM:
             return {gw: self.t.gw_pid(gw) for gw in ("gw1", "gw2")}
         if self.cur == "wireguard":
             return {gw: self._child("wg-" + gw) for gw in ("gw1", "gw2")}
@@ -93,13 +102,14 @@ class Gateways:
     def up(self, tunnel):
         if self.cur == tunnel:
             return
-        if self.cur is not None and not (tunnel in XIPSECD_TRANSFORM and self.cur in XIPSECD_TRANSFORM):
+        variant = tunnel.split(":", 1)[1] if ":" in tunnel else ""
+        if self.cur is not None and not (base(tunnel) in XIPSECD_TRANSFORM and self.xipsecd_up == variant):
             self.down()
         self.cur = tunnel
         if tunnel == "kernel":
             self.forwarding(True)
-        elif tunnel in XIPSECD_TRANSFORM:
-            self._xipsecd(XIPSECD_TRANSFORM[tunnel])
+        elif base(tunnel) in XIPSECD_TRANSFORM:
+            self._xipsecd(XIPSECD_TRANSFORM[base(tunnel)], variant)
         elif tunnel == "wireguard":
             self._wireguard()
         elif tunnel == "strongswan":
@@ -110,10 +120,13 @@ class Gateways:
 
     def down(self):
         t = self.t
-        if self.xipsecd_up:
+        if self.xipsecd_up is not None:
             for gw in ("gw1", "gw2"):
                 t.stop("xipsecd-" + gw)
-            self.xipsecd_up = False
+                if self.sysfs_set:
+                    self._sysfs(gw, self.sysfs_set)
+            self.sysfs_set = []
+            self.xipsecd_up = None
             t.transform = None
         for gw in ("gw1", "gw2"):
             t.stop("wg-" + gw)
@@ -124,14 +137,39 @@ class Gateways:
         self.forwarding(False)
         self.cur = None
 
-    def _xipsecd(self, xf):
+    def _sysfs(self, gw, settings):
+        # ip netns exec mounts the namespace's own /sys
+        n = gw[-1]
+        for key, val in settings:
+            for dev in ("in" + n, "out" + n):
+                self.t.sh(["ip", "netns", "exec", self.t.ns(gw), "sh", "-c",
+                           "echo %s > /sys/class/net/%s/%s" % (val, dev, key)])
+
+    def _start_xipsecd(self, gw, extra):
+        # netns.Topo.start_gw's command with the variant's options; a word sysfs:KEY=VALUE of them
+        # is a setting of the gateway's two interfaces instead (e.g. napi_defer_hard_irqs=2), undone
+        # with the tunnel
         t = self.t
-        if not self.xipsecd_up:
+        sysfs = [w[6:].split("=", 1) for w in extra if w.startswith("sysfs:")]
+        extra = [w for w in extra if not w.startswith("sysfs:")]
+        if sysfs:
+            self._sysfs(gw, sysfs)
+            self.sysfs_set = [(k, 0) for k, _ in sysfs]
+        n = gw[-1]
+        cmd = [t.xipsecd, "--inside", "in" + n, "--outside", "out" + n, "--sadb", t.sadb[gw], "--ctl", t.sock(gw),
+               "--tun", "none", "-v", "--workers", "1"] + list(extra)
+        p = t.bg(gw, "xipsecd-" + gw, cmd)
+        if not t.wait_for(20, lambda: p.poll() is None and t.status(gw) is not None):
+            raise netns.NetnsError("xipsecd on %s did not start: %s" % (gw, t.log_of("xipsecd-" + gw)[-2000:]))
+
+    def _xipsecd(self, xf, variant):
+        t = self.t
+        if self.xipsecd_up is None:
             self.forwarding(False)   # only xipsecd forwards (a plaintext leak would show)
             t.set_transform("bypass")
-            t.start_gw("gw1", workers=1)
-            t.start_gw("gw2", workers=1)
-            self.xipsecd_up = True
+            for gw in ("gw1", "gw2"):
+                self._start_xipsecd(gw, self.variants[variant])
+            self.xipsecd_up = variant
         t.set_transform(xf)
         if not t.wait_sadb():
             raise netns.NetnsError("xipsecd did not load the SAs of %s: %s" % (
