@@ -148,17 +148,18 @@ class Gateways:
     def _start_xipsecd(self, gw, extra):
         # netns.Topo.start_gw's command with the variant's options; a word sysfs:KEY=VALUE of them
         # is a setting of the gateway's two interfaces instead (e.g. napi_defer_hard_irqs=2), undone
-        # with the tunnel
+        # with the tunnel; a word env:NAME=VALUE goes into xipsecd's environment
         t = self.t
         sysfs = [w[6:].split("=", 1) for w in extra if w.startswith("sysfs:")]
-        extra = [w for w in extra if not w.startswith("sysfs:")]
+        env = dict(w[4:].split("=", 1) for w in extra if w.startswith("env:"))
+        extra = [w for w in extra if not w.startswith(("sysfs:", "env:"))]
         if sysfs:
             self._sysfs(gw, sysfs)
             self.sysfs_set = [(k, 0) for k, _ in sysfs]
         n = gw[-1]
         cmd = [t.xipsecd, "--inside", "in" + n, "--outside", "out" + n, "--sadb", t.sadb[gw], "--ctl", t.sock(gw),
                "--tun", "none", "-v", "--workers", "1"] + list(extra)
-        p = t.bg(gw, "xipsecd-" + gw, cmd)
+        p = t.bg(gw, "xipsecd-" + gw, cmd, env=env)
         if not t.wait_for(20, lambda: p.poll() is None and t.status(gw) is not None):
             raise netns.NetnsError("xipsecd on %s did not start: %s" % (gw, t.log_of("xipsecd-" + gw)[-2000:]))
 
