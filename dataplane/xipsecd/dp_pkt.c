@@ -40,11 +40,8 @@ void dp_tx_kick(struct dp_port *pt)
 {
 	/* Copy mode transmits only inside sendto(), at most 32 frames per call (the kernel's
 	 * TX_BATCH_SIZE, -EAGAIN when more are left): call until the ring is drained, so a full burst
-	 * goes out now instead of one slice per loop (measured: TX ring overflows otherwise). A ring
-	 * the kernel has taken everything from needs no call: frames still counted as pending then
-	 * only wait for their completions, which come without one. */
-	if (xsk_prod_nb_free(&pt->tx, DP_RING_SIZE) == DP_RING_SIZE)
-		return;
+	 * goes out now instead of one slice per loop (measured: TX ring overflows otherwise; with
+	 * --tx-budget one call takes up to that many). */
 	for (unsigned i = 0; i < DP_RING_SIZE / 32; i++) {
 		if (sendto(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
 			break;
