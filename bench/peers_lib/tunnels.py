@@ -193,6 +193,10 @@ class Gateways:
         for gw in ("gw1", "gw2"):
             dev = self.wgname[gw]
             t.files.append("/var/run/wireguard/%s.sock" % dev)
+            try:   # one of an earlier round's wireguard-go, should it not have removed it
+                os.unlink("/var/run/wireguard/%s.sock" % dev)
+            except OSError:
+                pass
             t.bg(gw, "wg-" + gw, ["wireguard-go", "-f", dev], env={"LOG_LEVEL": "error"})
             sock = "/var/run/wireguard/%s.sock" % dev
             if not t.wait_for(10, lambda: os.path.exists(sock)):
@@ -265,11 +269,16 @@ secrets {
 }
 """ % (me, peer, me, peer, mine, theirs))
             # the stock charon writes /var/run/charon.pid: a private mount namespace with its own /run
+            try:
+                os.unlink(os.path.join(d, "run", "charon.vici"))
+            except OSError:
+                pass
             t.bg(gw, "charon-" + gw, ["unshare", "-m", "--propagation", "private", "sh", "-c",
                                       "mount -t tmpfs tmpfs /run && exec %s" % CHARON],
                  env={"STRONGSWAN_CONF": os.path.join(d, "strongswan.conf")})
             vici = os.path.join(d, "run", "charon.vici")
-            if not t.wait_for(10, lambda: os.path.exists(vici)):
+            # until the new daemon answers (a socket file can outlive the daemon of an earlier round)
+            if not t.wait_for(10, lambda: os.path.exists(vici) and self._swanctl_ok(d, "--stats")):
                 raise netns.NetnsError("charon on %s did not start: %s" % (gw, t.log_of("charon-" + gw)[-500:]))
             self._swanctl(gw, d, "--load-all", "--file", os.path.join(d, "swanctl.conf"))
         self.forwarding(True)
@@ -277,6 +286,15 @@ secrets {
         self._swanctl("gw1", d1, "--initiate", "--child", "net")
         # kernel-libipsec installs its routes (table 220, through its TUN device) once the SA is up
         time.sleep(0.2)
+
+    def _swanctl_ok(self, d, *args):
+        try:
+            return subprocess.run([SWANCTL] + list(args) + ["--uri", "unix://%s/run/charon.vici" % d],
+                                  capture_output=True, timeout=10,
+                                  env=dict(os.environ, STRONGSWAN_CONF=os.path.join(d, "strongswan.conf"))
+                                  ).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
 
     def _swanctl(self, gw, d, *args):
         r = subprocess.run([SWANCTL] + list(args) + ["--uri", "unix://%s/run/charon.vici" % d],
