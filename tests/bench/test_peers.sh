@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/test_peers.sh: bench/peers end to end in its reduced form. `bench/peers --quick` brings up
-# xipsecd ESP AES-GCM-128 and wireguard-go in turn between two gateways in namespaces (1-second points,
-# one round, with a timeout), then `bench/peers check` re-verifies its JSON result: a row for every
+# xipsecd ESP AES-GCM-128, the same with a variant's options (--tx-budget 32) and wireguard-go in turn
+# between two gateways in namespaces (1-second points, one round, with a timeout), then `bench/peers check` re-verifies its JSON result: a row for every
 # tunnel and test, each tunnel carried traffic (Mbit/s, packets/s and RTT above zero and in a physical
 # range), the daemons' CPU time per packet present and user time within it, datagrams received no more
 # than packets on h2's interface, and the table equal to the one its raw rows give. No speed is
@@ -44,7 +44,8 @@ fail() { echo "test_peers: FAIL: $*" >&2; exit 1; }
 
 tunnels=xipsecd-gcm,wireguard
 timeout --kill-after=10 90 "$PY" "$top_srcdir/bench/peers" --quick --tunnels "$tunnels" --build "$top_builddir" \
-	--json "$tmp/peers.json" --csv "$tmp/peers.csv" > "$tmp/peers.out" 2> "$tmp/peers.err" &
+	--variant budget32=--tx-budget=32 --json "$tmp/peers.json" --csv "$tmp/peers.csv" \
+	> "$tmp/peers.out" 2> "$tmp/peers.err" &
 pid=$!
 wait "$pid"; rc=$?
 pid=
@@ -55,7 +56,7 @@ cat "$tmp/peers.err" >&2
 [ -z "$(leftovers)" ] || fail "left behind by bench/peers: $(leftovers | tr '\n' ' ')"
 "$PY" "$top_srcdir/bench/peers" check "$tmp/peers.json" || fail "bench/peers check found problems"
 # the printed table and the CSV have a row per tunnel and test
-for t in xipsecd-gcm wireguard; do
+for t in xipsecd-gcm xipsecd-gcm:budget32 wireguard; do
 	for x in tcp udp64 udp1372 ping; do
 		grep -q "^$t  *$x " "$tmp/peers.out" || fail "no $t $x row in the printed table"
 		grep -q "^$t,$x," "$tmp/peers.csv" || fail "no $t $x row in the CSV"
@@ -64,5 +65,13 @@ done
 # wireguard-go's rows carry their ratio against xipsecd ESP AES-GCM-128
 grep -q "^wireguard,udp64,1,.*,xipsecd-gcm,[0-9.]*,[0-9.]*," "$tmp/peers.csv" ||
 	fail "no xipsecd/wireguard ratios: $(grep '^wireguard,udp64' "$tmp/peers.csv")"
+# the variant ran with its option and is compared with xipsecd as it is
+grep -q "^xipsecd-gcm:budget32,udp64,1,.*,xipsecd-gcm,[0-9.]*,[0-9.]*," "$tmp/peers.csv" ||
+	fail "no ratios of the variant against xipsecd-gcm: $(grep '^xipsecd-gcm:budget32,udp64' "$tmp/peers.csv")"
+"$PY" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['meta']['variants'] == {'budget32': ['--tx-budget=32']}, d['meta']['variants']
+" "$tmp/peers.json" || fail "the variant is not recorded in the result"
 echo "test_peers: ok"
 exit 0
