@@ -30,7 +30,8 @@
 
 /* Copy-mode AF_XDP sends at most 32 frames per sendto(2) unless told more (Linux 6.17): a burst of
  * 64 then takes two calls and the first fails with EAGAIN. 256 covers every round's transmit in one
- * call (measured with bench/peers: no EAGAIN left, a third fewer calls per packet). */
+ * call (measured with bench/peers: no EAGAIN left, a third fewer calls per packet, 0-11 % less CPU
+ * per packet for TCP and small datagrams, none for large ones). */
 #define DP_TX_BUDGET 256u
 
 static void usage(FILE *f)
