@@ -5,3 +5,4 @@ include $(srcdir)/bench/fwd.mk
 include $(srcdir)/bench/ike.mk
 include $(srcdir)/bench/mip6.mk
 include $(srcdir)/bench/sizing.mk
+include $(srcdir)/bench/peers.mk

@@ -54,6 +54,8 @@ struct dp_config {
 	bool copy_mode;              /* never try zero-copy */
 	bool no_pin;                 /* do not pin workers to CPUs */
 	unsigned batch;              /* burst size 1..DP_BATCH; 0 = DP_BATCH */
+	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
+	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	int verbose;
 };
 

@@ -40,7 +40,8 @@ void dp_tx_kick(struct dp_port *pt)
 {
 	/* Copy mode transmits only inside sendto(), at most 32 frames per call (the kernel's
 	 * TX_BATCH_SIZE, -EAGAIN when more are left): call until the ring is drained, so a full burst
-	 * goes out now instead of one slice per loop (measured: TX ring overflows otherwise). */
+	 * goes out now instead of one slice per loop (measured: TX ring overflows otherwise; with
+	 * --tx-budget one call takes up to that many). */
 	for (unsigned i = 0; i < DP_RING_SIZE / 32; i++) {
 		if (sendto(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
 			break;

@@ -97,7 +97,8 @@ static void kick(struct dp_worker *w)
 
 		if (pt->tx_pending && xsk_ring_prod__needs_wakeup(&pt->tx))
 			dp_tx_kick(pt);
-		if (xsk_ring_prod__needs_wakeup(&pt->fill))
+		/* with --busy-poll every round's recvfrom(2) runs the interface's NAPI poll */
+		if (xsk_ring_prod__needs_wakeup(&pt->fill) || w->ctx->cfg.busy_poll)
 			recvfrom(pt->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 	}
 }

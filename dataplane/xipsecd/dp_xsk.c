@@ -18,6 +18,34 @@
 
 #include "dataplane/xipsecd/dp.h"
 
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9 /* Linux 6.17's uapi; older headers lack it */
+#endif
+
+/* The socket options of --tx-budget and --busy-poll. A kernel that refuses one is logged and the
+ * socket kept: both only change how much work one system call does. */
+static void sock_tuning(struct dp_ctx *ctx, int fd, const char *ifname, unsigned queue)
+{
+	if (ctx->cfg.tx_budget) {
+		unsigned b = ctx->cfg.tx_budget;
+
+		/* copy mode sends at most this many frames per sendto(2) (the kernel's default 32) */
+		if (setsockopt(fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &b, sizeof(b)))
+			dp_log(LOG_NOTICE, "%s queue %u: transmit budget %u refused (XDP_MAX_TX_SKB_BUDGET is "
+			       "Linux 6.17's): %s; 32 frames per call", ifname, queue, b, strerror(errno));
+	}
+	if (ctx->cfg.busy_poll) {
+		/* the workers' calls are non-blocking: each runs the NAPI poll once, whatever the
+		 * time given, which only has to be non-zero; one poll takes up to a burst */
+		int one = 1, us = 20, budget = (int)ctx->batch;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof(one)) ||
+		    setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us)) ||
+		    setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof(budget)))
+			dp_log(LOG_WARNING, "%s queue %u: busy polling refused: %s", ifname, queue, strerror(errno));
+	}
+}
+
 static int make_socket(struct dp_ctx *ctx, struct dp_worker *w, unsigned p, bool first)
 {
 	struct dp_port *pt = &w->port[p];
@@ -57,6 +85,7 @@ static int make_socket(struct dp_ctx *ctx, struct dp_worker *w, unsigned p, bool
 		       (xo.flags & XDP_OPTIONS_ZEROCOPY) ? "zero-copy" : "copy",
 		       first ? "" : ", shared UMEM");
 	}
+	sock_tuning(ctx, pt->fd, ctx->ifc[p].name, w->queue);
 	return dp_xdp_add_xsk(ctx, p, w->queue, pt->xsk);
 }
 

@@ -28,6 +28,12 @@
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
 
+/* Copy-mode AF_XDP sends at most 32 frames per sendto(2) unless told more (Linux 6.17): a burst of
+ * 64 then takes two calls and the first fails with EAGAIN. 256 covers every round's transmit in one
+ * call (measured with bench/peers: no EAGAIN left, a third fewer calls per packet, 0-11 % less CPU
+ * per packet for TCP and small datagrams, none for large ones). */
+#define DP_TX_BUDGET 256u
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -45,8 +51,11 @@ static void usage(FILE *f)
 		"      --copy          never try zero-copy AF_XDP\n"
 		"      --no-pin        do not pin workers to CPUs\n"
 		"      --batch N       packets per burst, 1..%u (default %u)\n"
+		"      --tx-budget N   frames one copy-mode transmit call may send, 32..%u, or 0 for\n"
+		"                      the kernel's 32 (default %u)\n"
+		"      --busy-poll     run the interfaces' NAPI polls from the workers (busy polling)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
-		"  -v, --verbose       more log messages\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH);
+		"  -v, --verbose       more log messages\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
 }
 
 static int client(const char *path, const char *req)
@@ -87,7 +96,7 @@ static int client(const char *path, const char *req)
 
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH };
+	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -100,6 +109,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "copy", no_argument, NULL, O_COPY },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
 		{ "batch", required_argument, NULL, O_BATCH },
+		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
+		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -108,6 +119,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 	int c;
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
+	cfg->tx_budget = DP_TX_BUDGET;
 	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vh", opts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
@@ -152,6 +164,17 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 			}
 			cfg->batch = (unsigned)v;
 			break;
+		case O_TXBUDGET:
+			/* the kernel's range: its default TX_BATCH_SIZE up to the TX ring's size */
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || (v != 0 && (v < 32 || v > DP_RING_SIZE))) {
+				fprintf(stderr, "xipsecd: --tx-budget takes 0 or 32..%u, not '%s'\n", DP_RING_SIZE, optarg);
+				return 2;
+			}
+			cfg->tx_budget = (unsigned)v;
+			break;
+		case O_BUSYPOLL: cfg->busy_poll = true; break;
 		case O_STATUS: *status = true; break;
 		case 'v': cfg->verbose++; break;
 		case 'h': usage(stdout); exit(0);

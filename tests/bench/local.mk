@@ -1,5 +1,6 @@
 # tests/bench/local.mk: tests of the benchmarks. test_sizing.sh runs the sizing study's reduced
 # matrix (bench/sizing --quick, root, network namespaces) and verifies its report with
-# `bench/sizing check`: a netns-layer test.
-NETNS_TESTS += tests/bench/test_sizing.sh
-EXTRA_DIST += tests/bench/test_sizing.sh
+# `bench/sizing check`: a netns-layer test. test_peers.sh runs bench/peers --quick on xipsecd and
+# wireguard-go and verifies its result with `bench/peers check`.
+NETNS_TESTS += tests/bench/test_sizing.sh tests/bench/test_peers.sh
+EXTRA_DIST += tests/bench/test_sizing.sh tests/bench/test_peers.sh
