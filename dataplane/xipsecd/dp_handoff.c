@@ -20,7 +20,9 @@
  * owner never waits for a job nobody started: the split is work stealing, the helpers take what they
  * get to in time. A claimed job is a bounded computation (one engine call, no waiting but on the SA's
  * replay lock, held for bookkeeping only); the owner waits for DONE and meanwhile runs the jobs others
- * posted to it, so two workers handing off to each other never wait on each other. A stopped or stuck
+ * posted to it, so two workers handing off to each other never wait on each other (a helper the
+ * kernel preempts in the middle of a job delays that burst until it runs again: workers are pinned
+ * to CPUs of their own, and --no-handoff is for CPUs shared with other busy work). A stopped or stuck
  * helper claims nothing: its ring fills with stale entries (DP_HANDOFF_RING) and it gets no more jobs,
  * having cost the owner the posts. A helper asleep in poll(2) or in the coalescing wait is woken
  * through its eventfd, written only when it said it is going to sleep (Dekker-style: flag, fence, ring
@@ -45,7 +47,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
