@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dataplane/xipsecd/dp_path.h"
 #include "dataplane/engine/esp_ip.h"
@@ -210,6 +211,16 @@ int main(int argc, char **argv)
 		die("dp_handoff_init", c);
 	printf("one inbound SA, %u-byte inner packets, bursts of %u, %u packets a round, medians of %u rounds\n",
 	       SIZE, DP_BATCH, POOL, reps);
+	{
+		/* the helper's CPU must be free for it to help: say how busy the machine was */
+		FILE *f = fopen("/proc/loadavg", "r");
+		double l1 = 0;
+
+		if (f && fscanf(f, "%lf", &l1) == 1)
+			printf("load average at start: %.2f (on %ld CPUs)\n", l1, sysconf(_SC_NPROCESSORS_ONLN));
+		if (f)
+			fclose(f);
+	}
 	printf("%-12s %14s %14s %8s %14s %12s\n", "transform", "1 worker pps", "hand-off pps", "ratio",
 	       "helper share", "taken back");
 	for (int cbc = 0; cbc < 2; cbc++) {

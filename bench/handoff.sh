@@ -30,6 +30,7 @@ if [ "${HO_INNER:-}" = "" ]; then
 			{ echo "handoff.sh: configuration $c failed" >&2; exit 1; }
 	done
 	echo "one inbound SA, all its ESP on one queue of gw2: ${REPS} points of ${SECS} s (after ${WARM} s), 1400-byte IP packets, medians"
+	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (on $(nproc) CPUs; the generator and gw1 share them)"
 	awk -F'\t' '
 	function median(s,   a, n, i, j, t) {
 	  n = split(s, a, " ")
