@@ -5,8 +5,8 @@
  * its order (bad packets after the good, each side in order), the helper did part of the work, and a
  * sequence number twice in one burst, once in the owner's share and once in a helper's job, is
  * accepted once. Without one (a stopped worker): the owner takes every job back, never waits, and
- * stops posting once the ring towards it is full. A window smaller than the burst, one worker or
- * --no-handoff: no job at all. */
+ * stops posting once the ring towards it is full. Three workers: the jobs go to both others. A window
+ * smaller than the burst, one worker or --no-handoff: no job at all. */
 #define _GNU_SOURCE
 #include "config.h"
 
@@ -333,6 +333,47 @@ static void test_stopped_helper(void **state)
 	teardown_all();
 }
 
+/* Three workers: a burst is shared among both others (one ring each), and everything decrypts in
+ * order while both help; with neither running, the jobs stop when both rings are full (twice what
+ * one ring holds: the jobs went to both). */
+static void test_three_workers(void **state)
+{
+	pthread_t th[2];
+	uint64_t jobs;
+
+	(void)state;
+	setup(3, 1024, false);
+	for (unsigned b = 0; b < 16; b++) {
+		fill(DP_BATCH, b * DP_BATCH);
+		assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH), DP_BATCH);
+		if (b == 0)
+			/* an equal share for each of the three: the others get 64 - 64 / 3 = 43, so 5 jobs of 8 */
+			assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), 5);
+	}
+	jobs = st(0, &ctx.w[0].st.handoff_jobs);
+	assert_int_equal(jobs, 2 * 16);    /* two rings of DP_HANDOFF_RING, all stale now */
+	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), jobs);
+	assert_int_equal(dp_handoff_serve(&ctx.w[1]) + dp_handoff_serve(&ctx.w[2]), 0);
+	atomic_store(&stop_helper, false);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, helper, &ctx.w[1 + i]), 0);
+	for (unsigned b = 16; b < 16 + BURSTS; b++) {
+		fill(DP_BATCH, b * DP_BATCH);
+		assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH), DP_BATCH);
+		for (unsigned i = 0; i < DP_BATCH; i++) {
+			assert_ptr_equal(pp[i], &pk[i]);
+			assert_int_equal(tag_of(pp[i]), b * DP_BATCH + i);
+		}
+	}
+	atomic_store(&stop_helper, true);
+	for (unsigned i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(st(1, &ctx.w[1].st.handoff_done) + st(2, &ctx.w[2].st.handoff_done),
+			 st(0, &ctx.w[0].st.handoff_pkts));
+	assert_int_equal(rt.replay_top, (16 + BURSTS) * DP_BATCH);
+	teardown_all();
+}
+
 /* A window smaller than the burst: parts could push each other out of it, so no split. */
 static void test_small_window(void **state)
 {
@@ -393,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_helper_shares),
 		cmocka_unit_test(test_verdicts_in_order),
 		cmocka_unit_test(test_stopped_helper),
+		cmocka_unit_test(test_three_workers),
 		cmocka_unit_test(test_small_window),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_wakeup),
