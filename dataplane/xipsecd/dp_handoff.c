@@ -42,8 +42,8 @@
  * whichever worker runs it, and jobs go only to workers whose own RX is light; a helper serves its
  * own queue's bursts first each round, and the jobs on its rings are at most one burst's share per
  * owner (the owner takes back what is left when its share is done), so the flood can take the other
- * workers' spare cycles, not their own traffic's: their packets wait at most that share behind it. With one worker, or with --no-handoff,
- * nothing here runs. */
+ * workers' spare cycles, not their own traffic's: their packets wait at most that share behind it.
+ * With one worker, or with --no-handoff, nothing here runs. */
 #include "config.h"
 
 #include <errno.h>
