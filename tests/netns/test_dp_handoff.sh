@@ -111,6 +111,7 @@ jobs=$(w gw2 $own handoff_jobs); pk=$(w gw2 $own handoff_pkts); done_o=$(w gw2 $
 u=$(w gw2 $own unprotect)
 [ "$u" -ge "$pk" ] || xt_fail "gw2 worker $own forwarded $u decrypted packets, fewer than the $pk decrypted for it"
 xt_log "gw2: worker $own received $ro ESP packets (worker $oth: $rh), handed off $jobs jobs; worker $oth decrypted $pk of its packets ($((pk * 100 / u)) %), $(w gw2 $own handoff_back) jobs taken back"
+xt_log "drops by reason: gw1 $(dp_json "$XT_DIR/gw1.json" "[w['drops'] for w in j['worker']]"), gw2 $(dp_json "$XT_DIR/gw2.json" "[w['drops'] for w in j['worker']]")"
 # no replay or ICV refusal anywhere (reordering stayed within the window, no packet was decrypted twice)
 for gw in gw1 gw2; do
 	bad=$(dp_json "$XT_DIR/$gw.json" "sum(w['drops'].get(r, 0) for w in j['worker'] for r in ('replay', 'replay_old', 'icv', 'crypto'))")
