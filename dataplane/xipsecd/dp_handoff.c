@@ -23,7 +23,9 @@
  * posted to it, so two workers handing off to each other never wait on each other (a helper the
  * kernel preempts in the middle of a job delays that burst until it runs again: workers are pinned
  * to CPUs of their own, and --no-handoff is for CPUs shared with other busy work). A stopped or stuck
- * helper claims nothing: its ring fills with stale entries (DP_HANDOFF_RING) and it gets no more jobs,
+ * helper claims nothing: it gets no jobs for a while (judge: from 1 ms, doubling up to 128 ms, and
+ * the same when the owner had to wait for its jobs longer than its own share took, a helper whose CPU
+ * is busy with other work), and once its ring is full of stale entries (DP_HANDOFF_RING) none at all,
  * having cost the owner the posts. A helper asleep in poll(2) or in the coalescing wait is woken
  * through its eventfd, written only when it said it is going to sleep (Dekker-style: flag, fence, ring
  * re-check). The SA object stays alive for the helper: the owner does not pass a quiescent state
@@ -60,6 +62,8 @@
 #define DP_HANDOFF_PART     8u        /* ... into jobs of this many packets */
 #define DP_HANDOFF_JOBS     (DP_BATCH / DP_HANDOFF_PART)
 #define DP_HANDOFF_SPIN_NS  200000u   /* a helper that ran a job stays awake this long */
+#define DP_HANDOFF_HOLD_MIN 1000000ull   /* no jobs to a helper that did not help: 1 ms, ... */
+#define DP_HANDOFF_HOLD_MAX 128000000ull /* ... doubling up to 128 ms */
 
 enum { JOB_POSTED = 1, JOB_TAKEN, JOB_DONE, JOB_BACK };
 
@@ -92,6 +96,8 @@ struct dp_hworker {
 	uint64_t served_ns;                  /* helper's side: when it last ran a job */
 	_Alignas(64) uint64_t ticket;        /* owner's side only */
 	unsigned rr;                         /* helper to try first */
+	/* by helper: no jobs to it before hold_ns, after a burst it did not help (backoff_ns) */
+	uint64_t hold_ns[DP_MAX_WORKERS], backoff_ns[DP_MAX_WORKERS];
 	struct dp_hjob job[DP_HANDOFF_JOBS]; /* this burst's */
 };
 
@@ -272,14 +278,34 @@ static void post(struct dp_handoff *h, unsigned self, struct dp_hjob *j)
 
 /* After the posts: a helper that said it is going to sleep is woken (pairs with dp_handoff_sleep:
  * either it sees the job on its ring or we see its flag). */
-static void wake(struct dp_handoff *h, unsigned c)
+static bool wake(struct dp_handoff *h, unsigned c)
 {
 	uint64_t one = 1;
 
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&h->hw[c].sleeping, memory_order_relaxed) &&
-	    write(h->hw[c].efd, &one, sizeof(one)) < 0) {
-		/* the counter is at its maximum: it is awake anyway */
+	if (!atomic_load_explicit(&h->hw[c].sleeping, memory_order_relaxed))
+		return false;
+	if (write(h->hw[c].efd, &one, sizeof(one)) < 0) {
+		/* the counter is at its maximum: it is being woken anyway */
+	}
+	return true;
+}
+
+/* After a burst: whether helper c helped. It did not when it was awake and claimed nothing before
+ * the owner's share was done, or when the owner waited for the jobs it claimed longer than its own
+ * share took: its CPU is busy with other work (another process, its own traffic), and jobs posted
+ * to it only cost the owner. Then no jobs go to it for a while, doubling up to DP_HANDOFF_HOLD_MAX;
+ * a burst it helped with resets that. A helper that was asleep is not judged: it is being woken. */
+static void judge(struct dp_hworker *me, unsigned c, bool asleep, unsigned claimed, bool waited,
+		  uint64_t now)
+{
+	if ((!claimed && !asleep) || (claimed && waited)) {
+		me->backoff_ns[c] = me->backoff_ns[c] ? me->backoff_ns[c] * 2 : DP_HANDOFF_HOLD_MIN;
+		if (me->backoff_ns[c] > DP_HANDOFF_HOLD_MAX)
+			me->backoff_ns[c] = DP_HANDOFF_HOLD_MAX;
+		me->hold_ns[c] = now + me->backoff_ns[c];
+	} else if (claimed) {
+		me->backoff_ns[c] = 0;
 	}
 }
 
@@ -300,19 +326,23 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 	struct dp_handoff *h = w->ctx->handoff;
 	struct dp_hworker *me;
 	struct esp_pkt *orig[DP_BATCH];
-	unsigned helper[DP_MAX_WORKERS], free_[DP_MAX_WORKERS];
+	unsigned helper[DP_MAX_WORKERS], free_[DP_MAX_WORKERS], claimed[DP_MAX_WORKERS];
+	unsigned posted_to[DP_MAX_WORKERS];
+	bool asleep[DP_MAX_WORKERS];
 	unsigned m = 0, nj, own, k;
+	uint64_t t0, t1, t2, t3;
 
 	/* Parts may update the window in either order: only when it holds the whole burst. */
 	if (!h || n < DP_HANDOFF_MIN || n > DP_BATCH ||
 	    (!(sa->sa.flags & SADB_SAF_NO_REPLAY) && sa->sa.replay_window < n))
 		return esp_inbound_burst(sa->e[w->id], pp, n);
 	me = &h->hw[w->id];
+	t0 = dp_now_ns();
 	/* the helpers with spare capacity, round-robin from where the last burst started */
 	for (unsigned i = 0; i < h->n; i++) {
 		unsigned c = (me->rr + i) % h->n;
 
-		if (c != w->id && (free_[m] = room(h, w->id, c, w->ctx->batch)) > 0)
+		if (c != w->id && me->hold_ns[c] <= t0 && (free_[m] = room(h, w->id, c, w->ctx->batch)) > 0)
 			helper[m++] = c;
 	}
 	/* an equal share for each (the owner's own first), the helpers' in jobs of DP_HANDOFF_PART */
@@ -329,6 +359,7 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 		return esp_inbound_burst(sa->e[w->id], pp, n);
 	me->rr = (me->rr + 1) % h->n;
 	own = n - nj * DP_HANDOFF_PART;
+	memset(posted_to, 0, sizeof(posted_to));
 	memcpy(orig, pp, n * sizeof(*pp));
 	for (unsigned i = 0, posted = 0; posted < nj; i = (i + 1) % m) {
 		struct dp_hjob *j = &me->job[posted];
@@ -336,6 +367,7 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 		if (!free_[i])
 			continue;
 		free_[i]--;
+		posted_to[i]++;
 		j->sa = sa;
 		j->pp = pp + own + posted * DP_HANDOFF_PART;
 		j->n = DP_HANDOFF_PART;
@@ -344,10 +376,13 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 		post(h, w->id, j);
 		posted++;
 	}
-	for (unsigned i = 0; i < m; i++)
-		wake(h, helper[i]);
+	for (unsigned i = 0; i < m; i++) {
+		asleep[i] = posted_to[i] && wake(h, helper[i]);
+		claimed[i] = 0;
+	}
 	DP_STAT(w, handoff_jobs, nj);
 	esp_inbound_burst(sa->e[w->id], pp, own);
+	t1 = dp_now_ns();
 	/* What no helper has claimed by now, the owner runs itself, from the end (helpers claim from
 	 * the start): a slow or stopped helper costs nothing but the posts. */
 	for (unsigned i = nj; i-- > 0;) {
@@ -361,6 +396,7 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 			DP_STAT(w, handoff_back, 1);
 		}
 	}
+	t2 = dp_now_ns();
 	/* The claimed ones are bounded work in progress: wait, running what others posted here. */
 	for (unsigned i = 0, spins = 0; i < nj; i++) {
 		struct dp_hjob *j = &me->job[i];
@@ -374,9 +410,16 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 			if (++spins % 1024 == 0)
 				sched_yield();
 		}
-		if ((s & 7) == JOB_DONE)
+		if ((s & 7) == JOB_DONE) {
 			DP_STAT(w, handoff_pkts, j->n);
+			for (unsigned c = 0; c < m; c++)
+				claimed[c] += helper[c] == j->helper;
+		}
 	}
+	t3 = dp_now_ns();
+	for (unsigned i = 0; i < m; i++)
+		if (posted_to[i])
+			judge(me, helper[i], asleep[i], claimed[i], t3 - t2 > t1 - t0, t3);
 	/* every packet has its verdict: the good ones first, each side in the burst's order */
 	k = 0;
 	for (unsigned i = 0; i < n; i++)

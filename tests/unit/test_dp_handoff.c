@@ -4,8 +4,9 @@
  * running its rings: every packet of every burst decrypts to what was sent, the burst comes back in
  * its order (bad packets after the good, each side in order), the helper did part of the work, and a
  * sequence number twice in one burst, once in the owner's share and once in a helper's job, is
- * accepted once. Without one (a stopped worker): the owner takes every job back, never waits, and
- * stops posting once the ring towards it is full. Three workers: the jobs go to both others. A window
+ * accepted once. Without one (a stopped worker): the owner takes every job back, never waits, holds
+ * back from it after a burst it did not help with, and stops posting once the ring towards it is
+ * full. Three workers: the jobs go to both others. A window
  * smaller than the burst, one worker or --no-handoff: no job at all. */
 #define _GNU_SOURCE
 #include "config.h"
@@ -300,36 +301,69 @@ static void test_verdicts_in_order(void **state)
 	teardown_all();
 }
 
-/* No helper runs (a stopped or stuck worker): the owner takes every job back at once, and once the
- * ring towards it is full of stale entries posts nothing more. */
-static void test_stopped_helper(void **state)
+static double secs(const struct timespec *a, const struct timespec *b)
 {
-	uint64_t jobs_after_fill = 0;
-	struct timespec t0, t1;
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) * 1e-9;
+}
 
-	(void)state;
-	setup(2, 1024, false);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (unsigned b = 0; b < 64; b++) {
+/* Bursts of 64 from worker 0 with nobody running worker 1: every one complete and in order. */
+static void bursts_alone(unsigned from, unsigned nb)
+{
+	for (unsigned b = from; b < from + nb; b++) {
 		fill(DP_BATCH, b * DP_BATCH);
 		assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH), DP_BATCH);
 		for (unsigned i = 0; i < DP_BATCH; i++) {
 			assert_ptr_equal(pp[i], &pk[i]);
 			assert_int_equal(tag_of(pp[i]), b * DP_BATCH + i);
 		}
-		if (b == 15)
-			jobs_after_fill = st(0, &ctx.w[0].st.handoff_jobs);
 	}
+}
+
+/* A helper that is awake but does not run (its CPU taken by other work, or stuck): the owner takes
+ * every job back at once, then posts nothing to it for a millisecond, and never more than its ring
+ * holds. */
+static void test_stopped_helper(void **state)
+{
+	struct timespec t0, t1;
+	uint64_t first;
+
+	(void)state;
+	setup(2, 1024, false);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bursts_alone(0, 1);
+	first = st(0, &ctx.w[0].st.handoff_jobs);
+	assert_int_equal(first, 4);                 /* half of 64 in jobs of 8 */
+	bursts_alone(1, 1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	assert_true(st(0, &ctx.w[0].st.handoff_jobs) > 0);
+	if (secs(&t0, &t1) < 0.001)                 /* (a slow machine may take longer) */
+		assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), first);
+	bursts_alone(2, 62);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(st(0, &ctx.w[0].st.handoff_jobs) <= 16);
 	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), st(0, &ctx.w[0].st.handoff_jobs));
 	assert_int_equal(st(0, &ctx.w[0].st.handoff_pkts), 0);
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), jobs_after_fill);
 	/* 64 bursts of a few hundred bytes: far below a second unless something waited */
-	assert_true(t1.tv_sec - t0.tv_sec < 5);
+	assert_true(secs(&t0, &t1) < 5);
 	/* the stale entries are skipped when the worker runs its rings again */
 	assert_int_equal(dp_handoff_serve(&ctx.w[1]), 0);
 	assert_int_equal(st(1, &ctx.w[1].st.handoff_done), 0);
+	teardown_all();
+}
+
+/* A helper asleep that never wakes (stuck in its poll): woken every burst, never judged (a wake-up
+ * takes time), it gets jobs until its ring is full of stale entries, then none. */
+static void test_asleep_helper(void **state)
+{
+	struct pollfd pf;
+
+	(void)state;
+	setup(2, 1024, false);
+	assert_true(dp_handoff_sleep(&ctx.w[1]));
+	bursts_alone(0, 16);
+	assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), 16);  /* 4 bursts fill the ring */
+	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), 16);
+	pf = (struct pollfd){ .fd = dp_handoff_fd(&ctx.w[1]), .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 0), 1);
 	teardown_all();
 }
 
@@ -343,6 +377,9 @@ static void test_three_workers(void **state)
 
 	(void)state;
 	setup(3, 1024, false);
+	/* asleep (never judged): the jobs stop only when both rings are full */
+	assert_true(dp_handoff_sleep(&ctx.w[1]));
+	assert_true(dp_handoff_sleep(&ctx.w[2]));
 	for (unsigned b = 0; b < 16; b++) {
 		fill(DP_BATCH, b * DP_BATCH);
 		assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH), DP_BATCH);
@@ -354,6 +391,8 @@ static void test_three_workers(void **state)
 	assert_int_equal(jobs, 2 * 16);    /* two rings of DP_HANDOFF_RING, all stale now */
 	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), jobs);
 	assert_int_equal(dp_handoff_serve(&ctx.w[1]) + dp_handoff_serve(&ctx.w[2]), 0);
+	dp_handoff_woke(&ctx.w[1], true);
+	dp_handoff_woke(&ctx.w[2], true);
 	atomic_store(&stop_helper, false);
 	for (unsigned i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, helper, &ctx.w[1 + i]), 0);
@@ -434,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_helper_shares),
 		cmocka_unit_test(test_verdicts_in_order),
 		cmocka_unit_test(test_stopped_helper),
+		cmocka_unit_test(test_asleep_helper),
 		cmocka_unit_test(test_three_workers),
 		cmocka_unit_test(test_small_window),
 		cmocka_unit_test(test_off),
