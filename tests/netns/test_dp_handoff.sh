@@ -7,7 +7,8 @@
 # (dataplane/xipsecd/dp_handoff.c). Asserted: both workers decrypted packets of that SA (the hand-off
 # counters), every TCP byte and every datagram arrived, nothing was refused as a replay or for its ICV,
 # and the ESP gw1 sent on its outbound SA, used by both of its workers, never repeats a sequence
-# number (capture between the gateways). Then gw2 runs again with --no-handoff: the same traffic is
+# number (capture between the gateways; many one-datagram flows from h1 make sure both of gw1's
+# workers use it). Then gw2 runs again with --no-handoff: the same traffic is
 # decrypted by the receiving worker alone (counters stay zero), so the counters above measure the
 # hand-off and nothing else.
 . "$top_srcdir/tests/netns/lib.sh"
@@ -75,6 +76,16 @@ for i in range($n):
 load() {
 	local tag=$1 pids=() fails=0 j gw
 	dp_ping h1 10.2.0.2
+	# 64 one-datagram flows (source ports): h1 spreads flows over its queues by their hash, so
+	# these make sure both of gw1's workers protect on the outbound SA, whatever the TCP flows got
+	xt_exec h1 "$PYTHON" -c "
+import socket
+for p in range(64):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(('0.0.0.0', 40000 + p))
+    s.sendto(b'x' * 100, ('10.2.0.2', 9))
+    s.close()
+" || xt_fail "UDP flows from h1 failed"
 	for i in 1 2 3 4 5 6; do
 		DP_PORT=$((7000 + i * 10)) dp_tcp h1 h2 10.2.0.2 3000000 & pids+=($!)
 	done
