@@ -2,15 +2,14 @@
 # tests/netns/test_dp_handoff.sh: one inbound SA decrypted by two workers. Two workers per gateway on
 # two-queue veths, and all ESP of one SA reaches one queue of gw2, as a NIC's RSS puts it (ESP has no
 # ports; see the XPS note below): the test asserts it (gw2's other worker receives next to nothing on
-# the outside). TCP flows and a numbered UDP stream from h1 to h2 make
-# the bursts large enough that gw2's receiving worker hands part of each to the other worker
-# (dataplane/xipsecd/dp_handoff.c). Asserted: both workers decrypted packets of that SA (the hand-off
-# counters), every TCP byte and every datagram arrived, nothing was refused as a replay or for its ICV,
-# and the ESP gw1 sent on its outbound SA, used by both of its workers, never repeats a sequence
-# number (capture between the gateways; many one-datagram flows from h1 make sure both of gw1's
-# workers use it). Then gw2 runs again with --no-handoff: the same traffic is
-# decrypted by the receiving worker alone (counters stay zero), so the counters above measure the
-# hand-off and nothing else.
+# the outside). TCP flows and a numbered UDP stream from h1 to h2 make the bursts large enough that
+# gw2's receiving worker hands part of each to the other worker (dataplane/xipsecd/dp_handoff.c).
+# Asserted: both workers decrypted packets of that SA (the hand-off counters), every TCP byte and
+# every datagram arrived, nothing was refused as a replay or for its ICV, and the ESP gw1 sent on
+# its outbound SA, used by both of its workers (many one-datagram flows from h1 make sure of it),
+# never repeats a sequence number (capture between the gateways). Then gw2 runs again with
+# --no-handoff: the same traffic is decrypted by the receiving worker alone (counters stay zero), so
+# the counters above measure the hand-off and nothing else.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool socat ping ss tcpdump tshark nproc
 . "$top_srcdir/tests/netns/test_dp_common.sh"
