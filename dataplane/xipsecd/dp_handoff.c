@@ -23,12 +23,14 @@
  * posted to it, so two workers handing off to each other never wait on each other (a helper the
  * kernel preempts in the middle of a job delays that burst until it runs again: workers are pinned
  * to CPUs of their own, and --no-handoff is for CPUs shared with other busy work). A stopped or stuck
- * helper claims nothing: it gets no jobs for a while (judge: from 1 ms, doubling up to 128 ms, and
+ * helper claims nothing: awake, it gets no jobs for a while (judge: from 1 ms, doubling up to 128 ms;
  * the same when the owner had to wait for its jobs longer than its own share took, a helper whose CPU
- * is busy with other work), and once its ring is full of stale entries (DP_HANDOFF_RING) none at all,
- * having cost the owner the posts. A helper asleep in poll(2) or in the coalescing wait is woken
- * through its eventfd, written only when it said it is going to sleep (Dekker-style: flag, fence, ring
- * re-check). The SA object stays alive for the helper: the owner does not pass a quiescent state
+ * is busy with other work); asleep, it is not judged (it is being woken); either way, once its ring
+ * is full of stale entries (DP_HANDOFF_RING), none at all, having cost the owner the posts. A helper
+ * asleep in poll(2) or in the coalescing wait is woken through its eventfd, written only when it
+ * said it is going to sleep (Dekker-style: flag, fence, ring re-check); one that ran a job stays
+ * awake for DP_HANDOFF_SPIN_NS, as more are likely and a wake-up takes longer than the owner's own
+ * share. The SA object stays alive for the helper: the owner does not pass a quiescent state
  * (RCU) until every job of its burst is DONE or back. Hand-off starts at bursts of DP_HANDOFF_MIN
  * packets, towards workers whose last round received less than half a burst (spare capacity).
  *
