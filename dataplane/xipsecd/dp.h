@@ -56,6 +56,7 @@ struct dp_config {
 	unsigned batch;              /* burst size 1..DP_BATCH; 0 = DP_BATCH */
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
+	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
 	int verbose;
 };
 
@@ -65,6 +66,9 @@ struct dp_wstats {
 	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
 	_Atomic uint64_t spd_out;    /* from the outside and back out: through the outbound SPD */
 	_Atomic uint64_t frag_packets, frag_made, reasm_packets, reasm_frags;
+	/* dp_handoff.c: packets it decrypted for other workers; jobs it handed off, packets of them
+	 * other workers decrypted, jobs it took back (no helper claimed them in time) */
+	_Atomic uint64_t handoff_done, handoff_jobs, handoff_pkts, handoff_back;
 	_Atomic uint64_t drops[SADB_DROP_MAX];
 };
 
@@ -202,6 +206,7 @@ struct dp_ctx {
 	/* dp_expire.c (control thread): soft and hard expiries it raised since start */
 	uint64_t sa_soft_expired, sa_hard_expired;
 	struct dp_mip6 *mip6;        /* dp_mip6.c: the Mobile IPv6 home agent */
+	struct dp_handoff *handoff;  /* dp_handoff.c; NULL with one worker or --no-handoff */
 };
 
 /* ---- dp_mip6.c: the Mobile IPv6 home agent (control thread, except where noted) ---- */
@@ -216,6 +221,22 @@ int dp_mip6_wake_fd(struct dp_ctx *ctx);
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
 /* A buffer that holds the whole "bindings" answer. */
 size_t dp_mip6_ctl_cap(struct dp_ctx *ctx);
+
+/* ---- dp_handoff.c: inbound crypto handed to other workers (after ctx->w exists; fini after the
+ * workers stopped). The rest are the workers' own calls. ---- */
+int dp_handoff_init(struct dp_ctx *ctx);
+void dp_handoff_fini(struct dp_ctx *ctx);
+/* The worker's eventfd for its poll set (-1: no hand-off); readable when a job was posted to it
+ * while it slept. */
+int dp_handoff_fd(struct dp_worker *w);
+/* Every round: the packets it received (what owners judge its spare capacity by). */
+void dp_handoff_load(struct dp_worker *w, unsigned rx);
+/* Run the jobs other workers posted to it; the packets they held. */
+unsigned dp_handoff_serve(struct dp_worker *w);
+/* Before a sleep: false when a job is waiting (do not sleep); after it, woke (readable: the eventfd
+ * was). */
+bool dp_handoff_sleep(struct dp_worker *w);
+void dp_handoff_woke(struct dp_worker *w, bool readable);
 
 /* ---- dp_util.c ---- */
 /* CLOCK_MONOTONIC in nanoseconds. */

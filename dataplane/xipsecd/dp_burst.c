@@ -23,8 +23,9 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 		k = esp_outbound_burst(sa->e[w->id], g->pp, n);
 		DP_STAT(w, protect, k);
 	} else {
-		/* the engine takes sa->in_lock around the window update, after the crypto */
-		k = esp_inbound_burst(sa->e[w->id], g->pp, n);
+		/* the engine takes sa->in_lock around the window update, after the crypto, which
+		 * other workers may share (dp_handoff.c) */
+		k = dp_handoff_inbound(w, sa, g->pp, n);
 		DP_STAT(w, unprotect, k);
 	}
 	for (unsigned i = k; i < n; i++) {

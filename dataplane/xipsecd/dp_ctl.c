@@ -76,13 +76,14 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 	dp_xdp_stats(ctx, &pass, &redir);
 	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,\"batch\":%u,"
 	    "\"sadb_generation\":%llu,\"sas\":%u,\"sa_soft_expired\":%llu,"
-	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,"
+	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,\"handoff\":%s,"
 	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu,\"bad_spi\":%llu},\"tun\":\"%s\","
 	    "\"worker\":[",
 	    (int)getpid(), ctx->ifc[DP_IN].name, ctx->ifc[DP_OUT].name, ctx->n_workers, ctx->batch,
 	    (unsigned long long)ctx->sadb_gen, dp_sa_count(ctx),
 	    (unsigned long long)ctx->sa_soft_expired, (unsigned long long)ctx->sa_hard_expired,
 	    (unsigned long long)((dp_now_ns() - ctx->start_ns) / 1000000),
+	    ctx->handoff ? "true" : "false",
 	    (unsigned long long)pass, (unsigned long long)redir,
 	    (unsigned long long)dp_xdp_spi_drops(ctx),
 	    ctx->tun_fd >= 0 ? (ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0") : "");
@@ -96,12 +97,14 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 		    "\"protect\":%llu,\"unprotect\":%llu,\"to_tun\":%llu,\"from_tun\":%llu,"
 		    "\"held\":%llu,\"icmp_sent\":%llu,\"spd_out\":%llu,\"frame_anomalies\":%llu,"
 		    "\"frag_packets\":%llu,\"frag_made\":%llu,\"reasm_packets\":%llu,"
-		    "\"reasm_frags\":%llu,\"drops\":{",
+		    "\"reasm_frags\":%llu,\"handoff_done\":%llu,\"handoff_jobs\":%llu,"
+		    "\"handoff_pkts\":%llu,\"handoff_back\":%llu,\"drops\":{",
 		    i ? "," : "", i, ctx->w[i].queue, ctx->w[i].cpu, L(s->rx[DP_IN]),
 		    L(s->rx[DP_OUT]), L(s->tx[DP_IN]), L(s->tx[DP_OUT]), L(s->bypass),
 		    L(s->protect), L(s->unprotect), L(s->to_tun), L(s->from_tun), L(s->held),
 		    L(s->icmp_sent), L(s->spd_out), (unsigned long long)ctx->w[i].frame_anomalies,
-		    L(s->frag_packets), L(s->frag_made), L(s->reasm_packets), L(s->reasm_frags));
+		    L(s->frag_packets), L(s->frag_made), L(s->reasm_packets), L(s->reasm_frags),
+		    L(s->handoff_done), L(s->handoff_jobs), L(s->handoff_pkts), L(s->handoff_back));
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++) {
 			unsigned long long v = L(s->drops[r]);
 

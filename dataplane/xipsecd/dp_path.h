@@ -144,6 +144,11 @@ void dp_group_add(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, boo
 /* Run the group's packets through the engine and hand each on; the group is empty after. */
 void dp_group_flush(struct dp_worker *w, struct dp_group *g);
 
+/* ---- dp_handoff.c ---- */
+/* esp_inbound_burst's contract for the burst pp[0..n) of sa, its crypto shared with other workers
+ * when they have spare capacity (results in the burst's order). */
+unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pkt **pp, unsigned n);
+
 /* ---- dp_fwd.c ---- */
 /* Send the L3 packet at addr to its next hop (flags FWD_*); consumes the frame. */
 void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags);

@@ -6,6 +6,7 @@
  *   outside -> dp_in  (dp_in.c: reassembly, SA by SPI, inbound policy)
  *   TUN (worker 0, dp_tun.c) -> dp_out, never decrementing TTL (locally originated)
  * and the SA bursts those collected go through the engine (dp_burst.c) at the end of the RX burst.
+ * After its own RX it runs the inbound crypto other workers handed it (dp_handoff.c).
  * Then TX wake-ups, the hold queue's retries (dp_fwd.c) and the reassembly table's timeouts. A bad
  * packet never stops the burst; every drop is counted with its reason (doc/architecture.md rule 4).
  * Idle, the worker sleeps in poll() outside its RCU read-side section; busy at a high packet rate
@@ -190,7 +191,9 @@ void *dp_worker_main(void *arg)
 		}
 		for (unsigned p = 0; p < DP_NPORTS; p++)
 			rx += rx_burst(w, &g, p);
-		work = rx;
+		/* its own queue's packets first, then what other workers handed it (dp_handoff.c) */
+		dp_handoff_load(w, rx);
+		work = rx + dp_handoff_serve(w);
 		/* The TUN device costs a read(2) per look: a busy worker looks again only after
 		 * DP_TUN_SKIP rounds that found it empty, or when poll(2) said it is readable. */
 		if (w->id == 0)
@@ -223,9 +226,18 @@ void *dp_worker_main(void *arg)
 			 * whose wake-up would come with the next packet alone. */
 			if (wait_ns && rx < below) {
 				struct timespec ts = { 0, (long)wait_ns };
+				int efd = dp_handoff_fd(w);
 
 				rcu_thread_offline();
-				nanosleep(&ts, NULL);
+				if (efd < 0) {
+					nanosleep(&ts, NULL);
+				} else if (dp_handoff_sleep(w)) {
+					/* a job posted to it ends the wait */
+					struct pollfd pf = { .fd = efd, .events = POLLIN };
+
+					ppoll(&pf, 1, &ts, NULL);
+					dp_handoff_woke(w, pf.revents & POLLIN);
+				}
 				rcu_thread_online();
 			}
 			continue;
@@ -233,16 +245,21 @@ void *dp_worker_main(void *arg)
 		for (unsigned p = 0; p < DP_NPORTS; p++)
 			busy |= w->port[p].tx_pending != 0;
 		{
-			struct pollfd pf[4] = {
+			struct pollfd pf[5] = {
 				{ .fd = w->port[DP_IN].fd, .events = POLLIN },
 				{ .fd = w->port[DP_OUT].fd, .events = POLLIN },
 				{ .fd = tun ? ctx->tun_fd : -1, .events = POLLIN },
 				{ .fd = w->id == 0 ? dp_mip6_wake_fd(ctx) : -1, .events = POLLIN },
+				{ .fd = dp_handoff_fd(w), .events = POLLIN },
 			};
 
+			/* a job posted after this look writes the eventfd */
+			if (!dp_handoff_sleep(w))
+				continue;
 			rcu_thread_offline();
-			poll(pf, 4, (busy || w->n_hold) ? 1 : 100);
+			poll(pf, 5, (busy || w->n_hold) ? 1 : 100);
 			rcu_thread_online();
+			dp_handoff_woke(w, pf[4].revents & POLLIN);
 			tun_ready = tun && (pf[2].revents & POLLIN);
 		}
 	}

@@ -22,9 +22,11 @@
  *    of an updated SA (both visible during an RCU grace period) still exclude each other; it is
  *    held for the bookkeeping of one burst, never for its crypto, so one SA's packets arriving on
  *    several workers are decrypted in parallel (bench/scale measures it). We chose it over
- *    hand-off rings because a hand-off costs a ring round-trip and a cache miss per packet on
- *    every inbound packet that lands on a foreign worker, whereas the lock is uncontended whenever
- *    a peer keeps an SA's packets on one queue. With one worker there is no lock. */
+ *    steering every packet to one owner because that costs a ring round-trip and a cache miss per
+ *    packet on every inbound packet that lands on a foreign worker, whereas the lock is
+ *    uncontended whenever a peer keeps an SA's packets on one queue. In that case the worker of
+ *    the queue hands part of its bursts' crypto to idle workers (dp_handoff.c), which decrypt on
+ *    their own objects of the SA under the same rule. With one worker there is no lock. */
 #include "config.h"
 
 #include <errno.h>

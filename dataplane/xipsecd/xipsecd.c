@@ -50,6 +50,7 @@ static void usage(FILE *f)
 		"      --skb-mode      attach the XDP program in generic mode\n"
 		"      --copy          never try zero-copy AF_XDP\n"
 		"      --no-pin        do not pin workers to CPUs\n"
+		"      --no-handoff    never hand an inbound burst's crypto to another worker\n"
 		"      --batch N       packets per burst, 1..%u (default %u)\n"
 		"      --tx-budget N   frames one copy-mode transmit call may send, 32..%u, or 0 for\n"
 		"                      the kernel's 32 (default %u)\n"
@@ -96,7 +97,7 @@ static int client(const char *path, const char *req)
 
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL };
+	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -108,6 +109,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "skb-mode", no_argument, NULL, O_SKB },
 		{ "copy", no_argument, NULL, O_COPY },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
+		{ "no-handoff", no_argument, NULL, O_NOHANDOFF },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
 		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
@@ -155,6 +157,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_SKB: cfg->skb_mode = true; break;
 		case O_COPY: cfg->copy_mode = true; break;
 		case O_NOPIN: cfg->no_pin = true; break;
+		case O_NOHANDOFF: cfg->no_handoff = true; break;
 		case O_BATCH:
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
@@ -375,6 +378,11 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		dp_log(LOG_ERR, "cannot allocate the reassembly table: %s", strerror(-err));
 		return err;
 	}
+	err = dp_handoff_init(ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot set up the hand-off rings: %s", strerror(-err));
+		return err;
+	}
 	err = dp_sa_init(ctx);
 	if (err) {
 		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
@@ -448,6 +456,7 @@ static void teardown(struct dp_ctx *ctx, int nlfd, int sfd)
 	dp_sa_fini(ctx);
 	sadb_dp_detach(ctx->db); /* no engine object is left */
 	dp_in_fini(ctx);
+	dp_handoff_fini(ctx);
 	dp_mip6_fini(ctx);
 	dp_tun_close(ctx);
 	dp_ctl_close(ctx);

@@ -20,3 +20,13 @@ check_PROGRAMS += tests/unit/test_dp_icmp
 tests_unit_test_dp_icmp_SOURCES = tests/unit/test_dp_icmp.c dataplane/xipsecd/dp_icmp.h
 tests_unit_test_dp_icmp_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dp_icmp_LDADD = $(CMOCKA_LIBS)
+
+# test_dp_handoff: inbound crypto handed between workers (dataplane/xipsecd/dp_handoff.c) on an
+# in-memory SA shared by two fake workers.
+UNIT_TESTS += tests/unit/test_dp_handoff
+check_PROGRAMS += tests/unit/test_dp_handoff
+tests_unit_test_dp_handoff_SOURCES = tests/unit/test_dp_handoff.c dataplane/xipsecd/dp_handoff.c \
+	dataplane/xipsecd/dp_util.c
+tests_unit_test_dp_handoff_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
+tests_unit_test_dp_handoff_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
+tests_unit_test_dp_handoff_LDADD = $(ESP_LIBS) sadb/libsadb.a $(CMOCKA_LIBS) -lpthread
