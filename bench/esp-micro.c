@@ -26,6 +26,7 @@
 #endif
 
 #include "dataplane/engine/esp_internal.h"
+#include "bench/bench_pkt.h"
 
 #define BURST 32
 #define FRAME_BIG (16384 + 512)
@@ -100,18 +101,7 @@ static void mk(struct sadb_sa *s, const struct xf *x, uint8_t dir)
 
 static uint32_t mk_pkt(uint8_t *o, uint32_t len)
 {
-	memset(o, 0, 28);
-	o[0] = 0x45;
-	o[2] = (uint8_t)(len >> 8);
-	o[3] = (uint8_t)len;
-	o[6] = 0x40;
-	o[8] = 64;
-	o[9] = 17;
-	o[12] = 10; o[15] = 1; o[16] = 10; o[19] = 2;
-	esp_ip4_set_csum(o);
-	for (uint32_t i = 28; i < len; i++)
-		o[i] = (uint8_t)i;
-	return len;
+	return bench_ipv4_udp(o, len, (const uint8_t[]){ 10, 0, 0, 1 }, (const uint8_t[]){ 10, 0, 0, 2 }, 0, 0);
 }
 
 static inline uint64_t tsc(void)

@@ -18,4 +18,4 @@ bench_handoff_mem_SOURCES = bench/handoff-mem.c dataplane/xipsecd/dp_handoff.c d
 bench_handoff_mem_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
 bench_handoff_mem_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 bench_handoff_mem_LDADD = $(ESP_LIBS) sadb/libsadb.a -lpthread
-EXTRA_DIST += bench/handoff.sh
+EXTRA_DIST += bench/handoff.sh bench/bench_pkt.h

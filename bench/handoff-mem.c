@@ -25,6 +25,7 @@
 
 #include "dataplane/xipsecd/dp_path.h"
 #include "dataplane/engine/esp_ip.h"
+#include "bench/bench_pkt.h"
 
 #define POOL  32768u
 #define FRAME 2048u
@@ -85,18 +86,7 @@ static struct sadb_sa mk_sa(uint8_t dir, bool cbc)
 
 static void mk_inner(uint8_t *o, uint32_t len)
 {
-	memset(o, 0, 28);
-	o[0] = 0x45;
-	o[2] = (uint8_t)(len >> 8);
-	o[3] = (uint8_t)len;
-	o[6] = 0x40;
-	o[8] = 64;
-	o[9] = 17;
-	o[12] = 10; o[13] = 1; o[14] = 0; o[15] = 2;
-	o[16] = 10; o[17] = 2; o[18] = 0; o[19] = 2;
-	esp_ip4_set_csum(o);
-	for (uint32_t i = 28; i < len; i++)
-		o[i] = (uint8_t)i;
+	bench_ipv4_udp(o, len, (const uint8_t[]){ 10, 1, 0, 2 }, (const uint8_t[]){ 10, 2, 0, 2 }, 0, 0);
 }
 
 /* The SA as dp_sa.c builds it for two workers, and its stream encrypted by an outbound twin. */

@@ -35,6 +35,7 @@
 
 #include "dataplane/engine/esp.h"
 #include "dataplane/engine/esp_ip.h"
+#include "bench/bench_pkt.h"
 #include "sadb/sadb.h"
 
 #define POOL     131072u
@@ -128,19 +129,7 @@ static struct sadb_sa mk_sa(uint8_t dir, uint32_t spi)
 /* An inner IPv4/UDP packet from 10.0.3.7 to 172.16.3.9 (a /24 -> /24 policy), len bytes. */
 static void mk_inner(uint8_t *o, uint32_t len)
 {
-	memset(o, 0, 28);
-	o[0] = 0x45;
-	o[2] = (uint8_t)(len >> 8);
-	o[3] = (uint8_t)len;
-	o[6] = 0x40;
-	o[8] = 64;
-	o[9] = 17;
-	o[12] = 10; o[13] = 0; o[14] = 3; o[15] = 7;
-	o[16] = 172; o[17] = 16; o[18] = 3; o[19] = 9;
-	esp_ip4_set_csum(o);
-	o[20] = 0x30; o[21] = 0x39; o[22] = 0x01; o[23] = 0xbb;
-	for (uint32_t i = 28; i < len; i++)
-		o[i] = (uint8_t)i;
+	bench_ipv4_udp(o, len, (const uint8_t[]){ 10, 0, 3, 7 }, (const uint8_t[]){ 172, 16, 3, 9 }, 12345, 443);
 }
 
 struct sa_set {                  /* one SA as the dataplane holds it: runtime + per-thread objects */
