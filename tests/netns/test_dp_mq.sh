@@ -6,9 +6,10 @@
 # sequence number, nor an outer IPv4 ID twice - checked in the capture).
 #
 # Which queue of the next gateway a frame reaches is the environment's choice, so the test makes it
-# explicit: ESP carries no ports, and without XPS the bridge picks its transmit queue towards a
-# gateway by a flow hash of the outer addresses alone, which puts all of one SA's ESP on one queue.
-# With XPS on the bridge ports (TX queue N <- CPU N), the queue follows the CPU that forwarded the
+# explicit: ESP carries no ports, and without XPS the bridge leaves a frame on the queue it was
+# received on (skb_tx_hash follows a recorded RX queue; a flow hash of the outer addresses alone
+# when none is recorded), so where one SA's ESP lands depends on the sending side (measured: 64 % /
+# 36 % over the two queues; test_dp_handoff.sh forces it onto one). With XPS on the bridge ports (TX queue N <- CPU N), the queue follows the CPU that forwarded the
 # frame, which is the CPU of the sending gateway's worker (workers are pinned, worker N on CPU N;
 # AF_XDP copy-mode transmit runs in the worker's own system call), and veth delivers TX queue N to RX
 # queue N in native XDP mode. So gateway worker N's ESP reaches the peer's worker N. The plaintext
