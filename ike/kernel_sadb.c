@@ -274,11 +274,13 @@ METHOD(kernel_ipsec_t, enable_udp_decap, bool, private_kernel_sadb_t *this, int 
 
 METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 {
+	ks_jobs_gate_lock(); /* a deferred job running now finishes first; later ones find no backend */
 	this->mutex->lock(this->mutex);
 	this->stopping = TRUE;
 	ks_promotes_finish(this);
 	ks_lingers_finish(this);
 	this->mutex->unlock(this->mutex);
+	ks_jobs_gate_unlock();
 	/* SAs and policies stay in the SADB only as long as charon keeps them: charon deletes them
 	 * before it destroys the backend; anything left is ours and is removed. */
 	this->public.flush_sas(&this->public);

@@ -86,6 +86,10 @@ struct ks_reqid *ks_reqid_get(private_kernel_sadb_t *this, uint32_t reqid);
 void ks_expiry_start(private_kernel_sadb_t *this);
 void ks_promotes_finish(private_kernel_sadb_t *this);
 void ks_lingers_finish(private_kernel_sadb_t *this);
+/* The gate the deferred jobs (promotions, lingering SAs) and destroy take before the backend's mutex
+ * (kernel_sadb_sa.c): a job never reaches a backend being freed. */
+void ks_jobs_gate_lock(void);
+void ks_jobs_gate_unlock(void);
 /* Runtime counters of a tracked SA, or NULL when the dataplane has not (yet) attached state to this
  * instance of the SA. Called with the mutex held. */
 const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t);

@@ -10,6 +10,7 @@
 #include "ike/swan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -144,6 +145,23 @@ static bool has_reqid(private_kernel_sadb_t *this, uint32_t reqid, bool inbound)
 	return r && (inbound ? r->n_in : r->n_out) > 0;
 }
 
+/* The backend's deferred jobs (promotions and lingering SAs, below) run on charon's scheduler and
+ * worker threads, and one may start while the backend is being destroyed. A job reads its backend
+ * pointer and takes the backend's mutex under this process-wide gate, and destroy clears every job's
+ * pointer under it too (ks_promotes_finish, ks_lingers_finish), so a job either finishes before the
+ * backend goes or finds NULL. Lock order: the gate, then the backend's mutex. */
+static pthread_mutex_t job_gate = PTHREAD_MUTEX_INITIALIZER;
+
+void ks_jobs_gate_lock(void)
+{
+	pthread_mutex_lock(&job_gate);
+}
+
+void ks_jobs_gate_unlock(void)
+{
+	pthread_mutex_unlock(&job_gate);
+}
+
 /* A deferred switch of outbound traffic to a new SA (IKEv1 rekeys, see add_sa), with the deletions of
  * the outbound SAs it replaces, which charon asks for at once and which wait for the switch. */
 #define KS_PROMOTE_DEL_MAX 8
@@ -185,6 +203,7 @@ static void promote_do(struct ks_promote *p)
 
 static job_requeue_t promote_sa(struct ks_promote *p)
 {
+	ks_jobs_gate_lock();
 	private_kernel_sadb_t *this = p->this;
 
 	if (this) {
@@ -192,12 +211,14 @@ static job_requeue_t promote_sa(struct ks_promote *p)
 		promote_do(p);
 		this->mutex->unlock(this->mutex);
 	}
+	ks_jobs_gate_unlock();
 	return JOB_REQUEUE_NONE;
 }
 
 /* Runs when the job is destroyed, whether it ran or not. */
 static void promote_free(struct ks_promote *p)
 {
+	ks_jobs_gate_lock();
 	private_kernel_sadb_t *this = p->this;
 
 	if (this) {
@@ -205,6 +226,7 @@ static void promote_free(struct ks_promote *p)
 		this->promotes->remove(this->promotes, p, NULL);
 		this->mutex->unlock(this->mutex);
 	}
+	ks_jobs_gate_unlock();
 	free(p);
 }
 
@@ -246,6 +268,7 @@ static void linger_do(struct ks_linger *l)
 
 static job_requeue_t linger_end(struct ks_linger *l)
 {
+	ks_jobs_gate_lock();
 	private_kernel_sadb_t *this = l->this;
 
 	if (this) {
@@ -255,6 +278,7 @@ static job_requeue_t linger_end(struct ks_linger *l)
 		this->lingers->remove(this->lingers, l);
 		this->mutex->unlock(this->mutex);
 	}
+	ks_jobs_gate_unlock();
 	return JOB_REQUEUE_NONE;
 }
 
@@ -262,6 +286,7 @@ static job_requeue_t linger_end(struct ks_linger *l)
  * stopping) still deletes its SA. */
 static void linger_free(struct ks_linger *l)
 {
+	ks_jobs_gate_lock();
 	private_kernel_sadb_t *this = l->this;
 
 	if (this) {
@@ -270,6 +295,7 @@ static void linger_free(struct ks_linger *l)
 		this->lingers->remove(this->lingers, l);
 		this->mutex->unlock(this->mutex);
 	}
+	ks_jobs_gate_unlock();
 	free(l);
 }
 
