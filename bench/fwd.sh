@@ -47,13 +47,7 @@ fi
 W=$FWD_INNER
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-[ -x "$top_builddir/bench/fwd-xipsecd" ] && XIPSECD="$top_builddir/bench/fwd-xipsecd"
-GEN="$top_builddir/bench/fwd-gen"
-SINK="$top_builddir/bench/fwd_sink.bpf.o"
-[ -x "$GEN" ] && [ -f "$SINK" ] || xt_skip "bench/fwd-gen or bench/fwd_sink.bpf.o not built"
-if nm "$XIPSECD" 2>/dev/null | grep -q __asan_init; then
-	echo "fwd.sh: WARNING: $XIPSECD is built with AddressSanitizer: figures are not representative" >&2
-fi
+dp_bench_tools fwd.sh
 XT_BG_TIMEOUT=600
 
 dp_topo "$W"

@@ -252,3 +252,16 @@ dp_tshark_args() {
 	[ -x "$ctl" ] || xt_skip "ipsecctl not built (needed to export keys for tshark)"
 	timeout 30 "$ctl" --sadb "$(dp_sadb_of "$gw")" export wireshark --tshark
 }
+
+# dp_bench_tools NAME: the benchmarks' programs (bench/fwd.sh, handoff.sh, mip6-bench): XIPSECD becomes
+# bench/fwd-xipsecd (xipsecd without sanitizers) when built, GEN and SINK bench/fwd-gen and its XDP
+# counter; skips when those are missing, warns when XIPSECD has AddressSanitizer in it.
+dp_bench_tools() {
+	[ -x "$top_builddir/bench/fwd-xipsecd" ] && XIPSECD="$top_builddir/bench/fwd-xipsecd"
+	GEN="$top_builddir/bench/fwd-gen"
+	SINK="$top_builddir/bench/fwd_sink.bpf.o"
+	[ -x "$GEN" ] && [ -f "$SINK" ] || xt_skip "bench/fwd-gen or bench/fwd_sink.bpf.o not built"
+	if nm "$XIPSECD" 2>/dev/null | grep -q __asan_init; then
+		echo "$1: WARNING: $XIPSECD is built with AddressSanitizer: figures are not representative" >&2
+	fi
+}
