@@ -15,8 +15,9 @@
  *
  * Each measurement: every thread processes its pool (131,072 packets, bursts of 32) from a common
  * start, threads on one SA at most 4 of their bursts apart (as interleaved arrival keeps workers);
- * packets/s = all packets / the slowest thread's time. Medians of REPS interleaved rounds,
- * and the ratios 2 threads / 1 thread measured in the same rounds. Drops are counted and printed
+ * packets/s = all packets / the slowest thread's time. Medians of REPS rounds, each of which
+ * measures every row (one thread, then N, for each), and the ratios N threads / 1 thread measured
+ * back to back in the same round. Drops are counted and printed
  * (inbound replay drops would mean the window lost numbers to the interleaving).
  * Usage: scale [-r REPS] [-t THREADS]   (THREADS default: the CPUs, at most 8) */
 #define _GNU_SOURCE
@@ -46,7 +47,7 @@
 
 static struct sadb *db;
 static char seg[128];
-static unsigned reps = 5;
+static unsigned reps = 15;
 static bool seq_one_at_a_time;    /* shared outbound SA: one atomic reservation per packet */
 static uint32_t frame = 2048;     /* frame stride: 512 for small packets, 2048 for 1400 bytes */
 #define SKEW     4u             /* own bursts a thread may run ahead of another on one SA: with N threads N * SKEW bursts of numbers, well inside the window */
@@ -56,6 +57,20 @@ static double now_s(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, int err);
+
+/* A runtime area as the SADB lays it out: on a line of its own (its lines split what workers write
+ * per burst from what they only read). */
+static struct sadb_runtime *rt_new(void)
+{
+	struct sadb_runtime *rt = aligned_alloc(64, (sizeof(*rt) + 63) & ~(size_t)63);
+	if (!rt)
+		die("allocating a runtime area", ENOMEM);
+	memset(rt, 0, sizeof(*rt));
+	rt->instance = 1;
+	return rt;
 }
 
 static void die(const char *what, int err)
@@ -239,13 +254,10 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 	 * (same key): one SA's numbers dealt to the threads a burst at a time. */
 	for (unsigned s = 0; s < (shared ? 1u : nt); s++) {
 		struct sadb_sa rec = mk_sa(SADB_DIR_OUT, 0x1000 + s);
-		struct sadb_runtime *rt = calloc(1, sizeof(*rt));
+		struct sadb_runtime *rt = rt_new();
 		struct esp_sa *gen;
 		struct esp_sa_opts o = { .backend = ESP_BACKEND_AUTO };
 		struct esp_pkt *gp[BURST];
-		if (!rt)
-			die("calloc", ENOMEM);
-		rt->instance = 1;
 		int r = esp_sa_create(&rec, rt, &o, &gen);
 		if (r)
 			die("esp_sa_create (generator)", r);
@@ -276,10 +288,7 @@ static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_
 	memset(sets, 0, sizeof(sets));
 	for (unsigned s = 0; s < nsa; s++) {
 		struct sadb_sa rec = mk_sa(out ? SADB_DIR_OUT : SADB_DIR_IN, 0x1000 + s);
-		sets[s].rt = calloc(1, sizeof(struct sadb_runtime));
-		if (!sets[s].rt)
-			die("calloc", ENOMEM);
-		sets[s].rt->instance = 1;
+		sets[s].rt = rt_new();
 		pthread_spin_init(&sets[s].lock, PTHREAD_PROCESS_PRIVATE);
 		unsigned objs = shared ? nt : 1;
 		for (unsigned t = 0; t < objs; t++) {
@@ -378,27 +387,35 @@ int main(int argc, char **argv)
 		uint64_t d; /* a round not counted: the first one pays for page faults and cold caches */
 		(void)measure(1, true, true, 64, &d);
 	}
+	/* Every row is measured in every round, one after the other: the machine's own variation
+	 * (other guests on the host, frequency) then falls on all rows alike, and the rows compare. */
+	struct row { int out; uint32_t size; int shared; double one[100], many[100], ratio[100]; uint64_t drops; };
+	static struct row rows[10];
+	unsigned nrows = 0;
 	for (int out = 1; out >= 0; out--)
 		for (unsigned si = 0; si < 2; si++)
-			for (int shared = out ? 2 : 1; shared >= 0; shared--) {
-				double one[100], many[100], ratio[100];
-				seq_one_at_a_time = shared == 2;
-				uint64_t drops = 0, d;
-				for (unsigned r = 0; r < reps; r++) {
-					/* interleaved: one thread, then all, in every round */
-					one[r] = measure(1, true, out, sizes[si], &d);
-					drops += d;
-					many[r] = measure(nt, shared, out, sizes[si], &d);
-					drops += d;
-					ratio[r] = many[r] / one[r];
-				}
-				char sas[32];
-				snprintf(sas, sizeof(sas), shared == 2 ? "1 shared/1" : shared ? "1 shared" : "%u (1 each)", nt);
-				printf("%-9s %5u %-12s %13.0f %13.0f %7.2fx %8llu\n", out ? "outbound" : "inbound",
-				       sizes[si], sas, median(one, reps), median(many, reps), median(ratio, reps),
-				       (unsigned long long)drops);
-				fflush(stdout);
-			}
+			for (int shared = out ? 2 : 1; shared >= 0; shared--)
+				rows[nrows++] = (struct row){ .out = out, .size = sizes[si], .shared = shared };
+	for (unsigned r = 0; r < reps; r++)
+		for (unsigned k = 0; k < nrows; k++) {
+			struct row *w = &rows[k];
+			uint64_t d;
+			seq_one_at_a_time = w->shared == 2;
+			/* one thread, then all, back to back */
+			w->one[r] = measure(1, true, w->out, w->size, &d);
+			w->drops += d;
+			w->many[r] = measure(nt, w->shared, w->out, w->size, &d);
+			w->drops += d;
+			w->ratio[r] = w->many[r] / w->one[r];
+		}
+	for (unsigned k = 0; k < nrows; k++) {
+		struct row *w = &rows[k];
+		char sas[32];
+		snprintf(sas, sizeof(sas), w->shared == 2 ? "1 shared/1" : w->shared ? "1 shared" : "%u (1 each)", nt);
+		printf("%-9s %5u %-12s %13.0f %13.0f %7.2fx %8llu\n", w->out ? "outbound" : "inbound", w->size, sas,
+		       median(w->one, reps), median(w->many, reps), median(w->ratio, reps),
+		       (unsigned long long)w->drops);
+	}
 	printf("N = %u threads, one per CPU; ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
 	printf("1 shared/1: outbound numbers reserved one at a time instead of a burst's worth (for comparison)\n");
 	sadb_close(db);
