@@ -16,17 +16,18 @@
  *    in flight, about a burst. bench/scale prints the gain over one reservation per packet.
  *  - inbound: one engine object per worker too, all sharing the SA's runtime area (the replay
  *    window). Each checks its burst against the window unlocked (read only), decrypts and verifies
- *    it on its own crypto context in parallel with the others, and only then takes the per-slot
- *    lock for the window updates of the whole burst, re-checking every number (the engine's
- *    esp_sa_opts.replay_lock). The lock lives outside the table, so the old and the new version
- *    of an updated SA (both visible during an RCU grace period) still exclude each other; it is
- *    held for the bookkeeping of one burst, never for its crypto, so one SA's packets arriving on
- *    several workers are decrypted in parallel (bench/scale measures it). We chose it over
- *    steering every packet to one owner because that costs a ring round-trip and a cache miss per
- *    packet on every inbound packet that lands on a foreign worker, whereas the lock is
- *    uncontended whenever a peer keeps an SA's packets on one queue. In that case the worker of
- *    the queue hands part of its bursts' crypto to idle workers (dp_handoff.c), which decrypt on
- *    their own objects of the SA under the same rule. With one worker there is no lock. */
+ *    it on its own crypto context in parallel with the others, and only then takes its slot's lock
+ *    (one of DP_IN_LOCKS stripes, a cache line each) for the window updates of the whole burst,
+ *    re-checking every number (the engine's esp_sa_opts.replay_lock). The lock lives outside the
+ *    table, so the old and the new version of an updated SA (both visible during an RCU grace
+ *    period) still exclude each other; it is held for the bookkeeping of one burst, never for its
+ *    crypto, so one SA's packets arriving on several workers are decrypted in parallel
+ *    (bench/scale measures it). We chose it over steering every packet to one owner because that
+ *    costs a ring round-trip and a cache miss per packet on every inbound packet that lands on a
+ *    foreign worker, whereas the lock is uncontended whenever a peer keeps an SA's packets on one
+ *    queue. In that case the worker of the queue hands part of its bursts' crypto to idle workers
+ *    (dp_handoff.c), which decrypt on their own objects of the SA under the same rule. With one
+ *    worker there is no lock. */
 #include "config.h"
 
 #include <errno.h>
@@ -52,10 +53,22 @@ struct dp_satab {
 	uint32_t n_expiring;
 };
 
+/* The inbound replay locks, striped: slot s takes lock s % n_lock. Each lock has a cache line of its
+ * own, so the workers of two SAs in neighbouring slots (the usual case: slots are handed out in
+ * order) never bounce a line between them on every burst, and the array stays small at millions of
+ * SAs. Two SAs on one stripe only serialise their window updates, a few hundred nanoseconds per
+ * burst, never their crypto. Both versions of an updated SA (one slot) share one lock, as rule 5
+ * needs. */
+#define DP_IN_LOCKS 4096u
+struct dp_in_lock {
+	_Alignas(64) pthread_spinlock_t l;
+};
+
 struct dp_sa_state {
 	uint64_t since;              /* journal position */
 	bool need_full;
-	pthread_spinlock_t *in_lock; /* per slot */
+	struct dp_in_lock *in_lock;  /* n_lock stripes */
+	uint32_t n_lock;
 	uint32_t max_sa;
 	unsigned warned_unsupported;
 	int state_fd;                /* the state directory (dp_seqmark.c), -1 = not opened yet */
@@ -125,7 +138,7 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	s->sa = *rec;
 	s->slot = slot;
 	s->rt = sadb_runtime(ctx->db, slot);
-	s->in_lock = &st->in_lock[slot];
+	s->in_lock = &st->in_lock[slot % st->n_lock].l;
 	if (!s->rt) {
 		free(s);
 		return NULL;
@@ -327,13 +340,14 @@ int dp_sa_init(struct dp_ctx *ctx)
 		return err;
 	}
 	st->max_sa = info.max_sa;
-	st->in_lock = calloc(info.max_sa, sizeof(*st->in_lock));
+	st->n_lock = info.max_sa < DP_IN_LOCKS ? info.max_sa : DP_IN_LOCKS;
+	st->in_lock = aligned_alloc(64, (size_t)st->n_lock * sizeof(*st->in_lock));
 	if (!st->in_lock) {
 		free(st);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < info.max_sa; i++)
-		pthread_spin_init(&st->in_lock[i], PTHREAD_PROCESS_PRIVATE);
+	for (uint32_t i = 0; i < st->n_lock; i++)
+		pthread_spin_init(&st->in_lock[i].l, PTHREAD_PROCESS_PRIVATE);
 	st->need_full = true;
 	st->state_fd = -1;
 	ctx->sa_state = st;
