@@ -38,10 +38,11 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 6u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+#define SADB_LAYOUT_VERSION 7u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
                                 * 4: fragmentation drop reasons and counters; 5: the dataplane's
                                 * hold on SA slots, stale-SA and sequence-lease drop reasons,
-                                * runtime seq_lease; 6: the home agent record */
+                                * runtime seq_lease; 6: the home agent record; 7: the workers'
+                                * hand-off counters */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -191,8 +192,11 @@ struct sadb_pkt_sel {
 };
 
 /* Runtime state of one SA slot, owned by the dataplane (doc/architecture.md, "Runtime state"). Counters are
- * written by the owning worker with relaxed atomics and read by anyone. */
+ * written by the workers that process the SA with relaxed atomics and read by anyone. */
 struct sadb_runtime {
+	/* One SA's packets may be processed by several workers at once; what each burst reads and
+	 * writes (the instance check, the window's top, the counters, the outbound reservation) is
+	 * in this first line, so that a burst moves one line between their caches, not several. */
 	uint64_t instance;          /* sadb_sa.instance this state belongs to */
 	uint64_t packets, bytes;    /* successfully processed */
 	uint64_t first_used;        /* CLOCK_REALTIME seconds, 0 = never */
@@ -224,6 +228,10 @@ struct sadb_worker_stats {
 	uint64_t frag_made;         /* fragments those became */
 	uint64_t reasm_packets;     /* datagrams reassembled from received fragments */
 	uint64_t reasm_frags;       /* fragments that went into them */
+	/* Inbound crypto handed between workers (xipsecd(8), "Threads and SA ownership"): packets this
+	 * worker decrypted for others; jobs it handed off; packets of those others decrypted; jobs
+	 * it took back because no helper claimed them in time. */
+	uint64_t handoff_done, handoff_jobs, handoff_pkts, handoff_back;
 	uint64_t drops[SADB_DROP_MAX];
 };
 

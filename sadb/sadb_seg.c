@@ -492,6 +492,10 @@ int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total
 		total->frag_made += ld(&w->frag_made);
 		total->reasm_packets += ld(&w->reasm_packets);
 		total->reasm_frags += ld(&w->reasm_frags);
+		total->handoff_done += ld(&w->handoff_done);
+		total->handoff_jobs += ld(&w->handoff_jobs);
+		total->handoff_pkts += ld(&w->handoff_pkts);
+		total->handoff_back += ld(&w->handoff_back);
 		for (unsigned r = 0; r < SADB_DROP_MAX; r++)
 			total->drops[r] += ld(&w->drops[r]);
 	}

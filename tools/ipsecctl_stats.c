@@ -84,6 +84,10 @@ static void worker_json(struct ctl_json *j, const struct sadb_worker_stats *w)
 	ctl_json_u64(j, "frag_made", LD(w->frag_made));
 	ctl_json_u64(j, "reasm_packets", LD(w->reasm_packets));
 	ctl_json_u64(j, "reasm_frags", LD(w->reasm_frags));
+	ctl_json_u64(j, "handoff_done", LD(w->handoff_done));
+	ctl_json_u64(j, "handoff_jobs", LD(w->handoff_jobs));
+	ctl_json_u64(j, "handoff_pkts", LD(w->handoff_pkts));
+	ctl_json_u64(j, "handoff_back", LD(w->handoff_back));
 }
 
 void ctl_stats_json(struct ctl_json *j, const char *key, struct sadb *db)
@@ -151,6 +155,11 @@ void ctl_stats_text(FILE *f, struct sadb *db)
 			fprintf(f, "    fragmented %" PRIu64 " packets into %" PRIu64 ", reassembled %"
 				PRIu64 " from %" PRIu64 " fragments\n", LD(w->frag_packets),
 				LD(w->frag_made), LD(w->reasm_packets), LD(w->reasm_frags));
+		if (LD(w->handoff_done) || LD(w->handoff_jobs))
+			fprintf(f, "    hand-off: decrypted %" PRIu64 " packets for other workers; handed off %"
+				PRIu64 " jobs, %" PRIu64 " packets of them decrypted by others, %" PRIu64
+				" jobs taken back\n", LD(w->handoff_done), LD(w->handoff_jobs),
+				LD(w->handoff_pkts), LD(w->handoff_back));
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++)
 			if (LD(w->drops[r]))
 				fprintf(f, "    %-46s %" PRIu64 "\n", sadb_drop_str(r), LD(w->drops[r]));

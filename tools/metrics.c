@@ -107,6 +107,14 @@ static const struct fam_def defs[XM_FAMILIES] = {
 		"Datagrams the worker reassembled from received fragments", C, RW, 0 },
 	[XM_W_REASM_FRAGS] = { "xipsec_worker_reassembled_fragments_total",
 		"Fragments that went into the worker's reassembled datagrams", C, RW, 0 },
+	[XM_W_HANDOFF_DONE] = { "xipsec_worker_handoff_decrypted_packets_total",
+		"Inbound packets the worker decrypted for other workers (hand-off)", C, RW, 0 },
+	[XM_W_HANDOFF_JOBS] = { "xipsec_worker_handoff_jobs_total",
+		"Jobs of inbound crypto the worker handed to other workers", C, RW, 0 },
+	[XM_W_HANDOFF_PKTS] = { "xipsec_worker_handoff_helped_packets_total",
+		"Packets of the worker's handed-off jobs that other workers decrypted", C, RW, 0 },
+	[XM_W_HANDOFF_BACK] = { "xipsec_worker_handoff_jobs_taken_back_total",
+		"Handed-off jobs the worker took back because no other worker claimed them in time", C, RW, 0 },
 	[XM_W_DROPS] = { "xipsec_worker_drops_total",
 		"Packets the worker dropped that belong to no SA, by reason", C, RW, SUB_REASON },
 	[XM_IKE_UP] = { "xipsec_ike_up", "1 when xipsec-iked answered over VICI, else 0", G, RG, 0 },
@@ -459,6 +467,10 @@ static int collect_sadb(struct xm_snapshot *s, struct sadb *db, bool no_sa)
 		rc |= xm_add(s, XM_W_FRAG_MADE, (uint32_t)row, 0, LD(ws->frag_made));
 		rc |= xm_add(s, XM_W_REASM_PACKETS, (uint32_t)row, 0, LD(ws->reasm_packets));
 		rc |= xm_add(s, XM_W_REASM_FRAGS, (uint32_t)row, 0, LD(ws->reasm_frags));
+		rc |= xm_add(s, XM_W_HANDOFF_DONE, (uint32_t)row, 0, LD(ws->handoff_done));
+		rc |= xm_add(s, XM_W_HANDOFF_JOBS, (uint32_t)row, 0, LD(ws->handoff_jobs));
+		rc |= xm_add(s, XM_W_HANDOFF_PKTS, (uint32_t)row, 0, LD(ws->handoff_pkts));
+		rc |= xm_add(s, XM_W_HANDOFF_BACK, (uint32_t)row, 0, LD(ws->handoff_back));
 		for (unsigned i = 1; i < SADB_DROP_MAX; i++) {
 			uint64_t d = LD(ws->drops[i]);
 

@@ -76,6 +76,10 @@ enum xm_id {
 	XM_W_FRAG_MADE,             /* xipsec_worker_fragments_made_total */
 	XM_W_REASM_PACKETS,         /* xipsec_worker_reassembled_packets_total */
 	XM_W_REASM_FRAGS,           /* xipsec_worker_reassembled_fragments_total */
+	XM_W_HANDOFF_DONE,          /* xipsec_worker_handoff_decrypted_packets_total */
+	XM_W_HANDOFF_JOBS,          /* xipsec_worker_handoff_jobs_total */
+	XM_W_HANDOFF_PKTS,          /* xipsec_worker_handoff_helped_packets_total */
+	XM_W_HANDOFF_BACK,          /* xipsec_worker_handoff_jobs_taken_back_total */
 	XM_W_DROPS,                 /* xipsec_worker_drops_total{reason}: drops that belong to no SA */
 	/* xipsec-iked, global row set */
 	XM_IKE_UP,                  /* xipsec_ike_up: 1 when VICI answered */

@@ -120,6 +120,8 @@ static int build_workers(struct xs_view *v)
 		[XS_W_FRAG_PACKETS] = XM_W_FRAG_PACKETS, [XS_W_FRAG_MADE] = XM_W_FRAG_MADE,
 		[XS_W_REASM_PACKETS] = XM_W_REASM_PACKETS, [XS_W_REASM_FRAGS] = XM_W_REASM_FRAGS,
 		[XS_W_DROPS] = XM_W_DROPS,
+		[XS_W_HANDOFF_JOBS] = XM_W_HANDOFF_JOBS, [XS_W_HANDOFF_PKTS] = XM_W_HANDOFF_PKTS,
+		[XS_W_HANDOFF_BACK] = XM_W_HANDOFF_BACK, [XS_W_HANDOFF_DONE] = XM_W_HANDOFF_DONE,
 	};
 	const struct xm_snapshot *s = &v->snap;
 	size_t n = s->worker.n_rows;

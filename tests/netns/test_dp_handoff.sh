@@ -120,6 +120,15 @@ jobs=$(w gw2 $own handoff_jobs); pk=$(w gw2 $own handoff_pkts); done_o=$(w gw2 $
 # the owner forwards them all: its unprotect counts both parts, the helper's its own queue's only
 u=$(w gw2 $own unprotect)
 [ "$u" -ge "$pk" ] || xt_fail "gw2 worker $own forwarded $u decrypted packets, fewer than the $pk decrypted for it"
+# the SADB's worker records (ipsecctl show stats, metrics, SNMP) count the same as the status
+timeout 30 "$DP_BUILD/tools/ipsecctl" --sadb "$(dp_sadb_of gw2)" --json show stats > "$XT_DIR/gw2-stats.json" ||
+	xt_fail "ipsecctl show stats on gw2"
+for k in handoff_jobs handoff_pkts handoff_back handoff_done; do
+	for i in 0 1; do
+		a=$(dp_json "$XT_DIR/gw2-stats.json" "j['stats']['workers'][$i]['$k']"); b=$(w gw2 $i $k)
+		[ "$a" -ge "$b" ] || xt_fail "gw2 worker $i: ipsecctl shows $k $a, the status (earlier) $b"
+	done
+done
 xt_log "gw2: worker $own received $ro ESP packets (worker $oth: $rh), handed off $jobs jobs; worker $oth decrypted $pk of its packets ($((pk * 100 / u)) %), $(w gw2 $own handoff_back) jobs taken back"
 xt_log "drops by reason: gw1 $(dp_json "$XT_DIR/gw1.json" "[w['drops'] for w in j['worker']]"), gw2 $(dp_json "$XT_DIR/gw2.json" "[w['drops'] for w in j['worker']]")"
 # no replay or ICV refusal anywhere (reordering stayed within the window, no packet was decrypted twice)

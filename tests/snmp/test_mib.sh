@@ -18,7 +18,7 @@ tr() { snmptranslate -m XIPSEC-MIB -M "$mib/ietf:$mib" "$@"; }
 err=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>&1 >/dev/null)
 [ -z "$err" ] || { echo "FAIL: snmptranslate: $err"; exit 1; }
 n=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>/dev/null | grep -c -- '-R-- ')
-[ "$n" = 43 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 43 (14 + 17 + 9 + 3)"; exit 1; }
+[ "$n" = 47 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 47 (14 + 17 + 13 + 3)"; exit 1; }
 # numeric OIDs the subagent registers, by name
 while read -r name want; do
 	got=$(tr -On "XIPSEC-MIB::$name" 2>&1)
@@ -31,7 +31,9 @@ xipsecSaPackets .1.3.6.1.4.1.32473.1.2.1.11
 xipsecSaHardPacketsLeft .1.3.6.1.4.1.32473.1.2.1.21
 xipsecWorkerRxPackets .1.3.6.1.4.1.32473.1.3.1.2
 xipsecWorkerDrops .1.3.6.1.4.1.32473.1.3.1.10
+xipsecWorkerHandoffDecrypted .1.3.6.1.4.1.32473.1.3.1.14
 xipsecDropNoSaPackets .1.3.6.1.4.1.32473.1.4.1.4
 xipsecCompliance .1.3.6.1.4.1.32473.2.1.1
+xipsecComplianceV2 .1.3.6.1.4.1.32473.2.1.2
 LIST
 echo "PASS: XIPSEC-MIB"

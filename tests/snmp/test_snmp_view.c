@@ -70,7 +70,11 @@ static void test_view(void **state)
 	w->tx_bytes = 22;
 	w->drops[SADB_DROP_BAD_SPI] = 7;
 	w->drops[SADB_DROP_NO_POLICY] = 1;
+	w->handoff_jobs = 5;
+	w->handoff_pkts = 32;
+	w->handoff_back = 1;
 	w = sadb_worker_stats(db, 0);
+	w->handoff_done = 32;
 	w->drops[SADB_DROP_NO_POLICY] = 2;
 
 	sadb_sa_get(db, slot_out, &out);
@@ -127,6 +131,11 @@ static void test_view(void **state)
 	assert_int_equal(v.worker[1].v[XS_W_DROPS], 8);
 	assert_int_equal(v.worker[0].v[XS_W_DROPS], 2);
 	assert_int_equal(v.worker[0].v[XS_W_RX_PACKETS], 0);
+	assert_int_equal(v.worker[1].v[XS_W_HANDOFF_JOBS], 5);
+	assert_int_equal(v.worker[1].v[XS_W_HANDOFF_PKTS], 32);
+	assert_int_equal(v.worker[1].v[XS_W_HANDOFF_BACK], 1);
+	assert_int_equal(v.worker[1].v[XS_W_HANDOFF_DONE], 0);
+	assert_int_equal(v.worker[0].v[XS_W_HANDOFF_DONE], 32);
 
 	/* every reason but "none", counted or not; totals are per-SA + SA-less */
 	assert_int_equal(v.n_drop, SADB_DROP_MAX - 1);

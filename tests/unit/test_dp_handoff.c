@@ -92,6 +92,8 @@ static uint32_t tag_of(const struct esp_pkt *p)
 }
 
 /* Two workers (or n), the SA and its twin; handoff: whether hand-off is set up. */
+static struct sadb_worker_stats sst[8]; /* the workers' records in the SADB stats area */
+
 static void setup(unsigned n, uint32_t window, bool no_handoff)
 {
 	struct sadb_sa rec = mk_sa(SADB_DIR_OUT, window);
@@ -103,9 +105,12 @@ static void setup(unsigned n, uint32_t window, bool no_handoff)
 	ctx.cfg.no_handoff = no_handoff;
 	ctx.w = calloc(n, sizeof(*ctx.w));
 	assert_non_null(ctx.w);
+	memset(sst, 0, sizeof(sst));
+	assert_true(n <= 8);
 	for (unsigned i = 0; i < n; i++) {
 		ctx.w[i].ctx = &ctx;
 		ctx.w[i].id = i;
+		ctx.w[i].sst = &sst[i];
 	}
 	assert_int_equal(dp_handoff_init(&ctx), 0);
 	memset(&gen_rt, 0, sizeof(gen_rt));
@@ -233,6 +238,11 @@ static void test_helper_shares(void **state)
 	assert_int_equal(st(1, &ctx.w[1].st.handoff_done), st(0, &ctx.w[0].st.handoff_pkts));
 	assert_int_equal(st(0, &ctx.w[0].st.handoff_pkts) / 8 + st(0, &ctx.w[0].st.handoff_back),
 			 st(0, &ctx.w[0].st.handoff_jobs));
+	/* the SADB's worker records (ipsecctl, metrics, SNMP) count what the status counts */
+	assert_int_equal(sst[0].handoff_jobs, st(0, &ctx.w[0].st.handoff_jobs));
+	assert_int_equal(sst[0].handoff_pkts, st(0, &ctx.w[0].st.handoff_pkts));
+	assert_int_equal(sst[0].handoff_back, st(0, &ctx.w[0].st.handoff_back));
+	assert_int_equal(sst[1].handoff_done, st(1, &ctx.w[1].st.handoff_done));
 	assert_int_equal(rt.replay_top, tag);
 	teardown_all();
 }
