@@ -13,8 +13,9 @@
  * spread over workers), so each thread's numbers run ahead of and behind the others'. Packets sit in
  * 512-byte (64-byte packets) or 2 KB frames.
  *
- * Each measurement: every thread processes its pool (131,072 packets, bursts of 32) from a common
- * start, threads on one SA at most 4 of their bursts apart (as interleaved arrival keeps workers);
+ * Each measurement: every thread processes its pool (131,072 packets, bursts of 64 as xipsecd's) from
+ * a common start, threads on one SA at most as many of their bursts apart as the replay window
+ * allows (as interleaved arrival keeps workers: 6 with 2 threads);
  * packets/s = all packets / the slowest thread's time. Medians of REPS rounds, each of which
  * measures every row (one thread, then N, for each), and the ratios N threads / 1 thread measured
  * back to back in the same round. Drops are counted and printed
@@ -40,7 +41,7 @@
 #include "sadb/sadb.h"
 
 #define POOL     131072u
-#define BURST    32u
+#define BURST    64u           /* xipsecd's burst (DP_BATCH) */
 #define OFF      256u
 #define MAXT     8u
 #define NPOL     1000u
@@ -50,7 +51,10 @@ static char seg[128];
 static unsigned reps = 15;
 static bool seq_one_at_a_time;    /* shared outbound SA: one atomic reservation per packet */
 static uint32_t frame = 2048;     /* frame stride: 512 for small packets, 2048 for 1400 bytes */
-#define SKEW     4u             /* own bursts a thread may run ahead of another on one SA: with N threads N * SKEW bursts of numbers, well inside the window */
+#define WINDOW   1024u
+/* Own bursts a thread may run ahead of another on one SA: ahead by s bursts, the numbers in flight
+ * span (s + 1) * N bursts, which must stay inside the window; one burst more is kept free. */
+static uint32_t skew;
 
 static double now_s(void)
 {
@@ -135,7 +139,7 @@ static struct sadb_sa mk_sa(uint8_t dir, uint32_t spi)
 	for (int i = 0; i < 16; i++)
 		s.enc_key[i] = (uint8_t)(i * 7 + spi);
 	s.salt_len = 4;
-	s.replay_window = 1024;
+	s.replay_window = WINDOW;
 	s.dscp = 0xff;
 	s.instance = 1;
 	return s;
@@ -187,7 +191,7 @@ static void *run(void *arg)
 		 * worker gets more than a queue's depth ahead of another; without this a thread the
 		 * scheduler delays would find its numbers behind the replay window. */
 		for (unsigned q = 0; q < j->npeers; q++)
-			while (atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) + SKEW < b / BURST &&
+			while (atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) + skew < b / BURST &&
 			       atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) * BURST < j->peers[q]->npk)
 				sched_yield();
 		for (uint32_t i = 0; i < n; i++)
@@ -360,6 +364,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "scale: -r 1-100, -t 2-%u\n", MAXT);
 		return 2;
 	}
+	skew = WINDOW / (nt * BURST) > 2 ? WINDOW / (nt * BURST) - 2 : 1;
 	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 	snprintf(seg, sizeof(seg), "%s/xipsec-scale-%d", dir, (int)getpid());
 	struct sadb_params prm = { 64, 4 * NPOL };
