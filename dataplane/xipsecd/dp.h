@@ -15,6 +15,7 @@
 #include "sadb/sadb.h"
 #include "dataplane/xipsecd/xdp_shared.h"
 #include "dataplane/xipsecd/dp_frag.h"
+#include "dataplane/xipsecd/dp_cpus.h"
 
 #define DP_MAX_WORKERS   DP_MAX_QUEUES
 #define DP_FRAME_SIZE    XSK_UMEM__DEFAULT_FRAME_SIZE
@@ -53,6 +54,8 @@ struct dp_config {
 	bool skb_mode;               /* force generic XDP */
 	bool copy_mode;              /* never try zero-copy */
 	bool no_pin;                 /* do not pin workers to CPUs */
+	uint16_t cpu_list[DP_CPUS_MAX]; /* worker i on cpu_list[i % n_cpus] (dp_cpus.h) */
+	unsigned n_cpus;
 	unsigned batch;              /* burst size 1..DP_BATCH; 0 = DP_BATCH */
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */

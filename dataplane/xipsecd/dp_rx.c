@@ -104,19 +104,21 @@ static void kick(struct dp_worker *w)
 	}
 }
 
+/* Worker i on the i-th CPU of the list (dp_cpus.h), round robin past its end. */
 static void pin(struct dp_worker *w)
 {
+	const struct dp_config *cfg = &w->ctx->cfg;
 	cpu_set_t set;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (w->ctx->cfg.no_pin || ncpu <= 0)
+	if (cfg->no_pin || !cfg->n_cpus)
 		return;
+	int cpu = cfg->cpu_list[w->id % cfg->n_cpus];
 	CPU_ZERO(&set);
-	CPU_SET((int)(w->id % (unsigned)ncpu), &set);
+	CPU_SET(cpu, &set);
 	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
-		dp_log(LOG_WARNING, "worker %u: cannot pin to CPU %u", w->id, w->id % (unsigned)ncpu);
+		dp_log(LOG_WARNING, "worker %u: cannot pin to CPU %d", w->id, cpu);
 	else
-		w->cpu = (int)(w->id % (unsigned)ncpu);
+		w->cpu = cpu;
 }
 
 /* Datagrams whose fragments stopped coming: looked for every 100 ms by whichever worker gets the

@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"      --xdp-obj PATH  the XDP program (default $XIPSEC_XDP_OBJ or %s)\n"
 		"      --skb-mode      attach the XDP program in generic mode\n"
 		"      --copy          never try zero-copy AF_XDP\n"
+		"      --cpus LIST     pin worker i to the i-th CPU of LIST, e.g. 2-5,8 (default:\n"
+		"                      the CPUs this process may run on)\n"
 		"      --no-pin        do not pin workers to CPUs\n"
 		"      --no-handoff    never hand an inbound burst's crypto to another worker\n"
 		"      --batch N       packets per burst, 1..%u (default %u)\n"
@@ -97,7 +99,7 @@ static int client(const char *path, const char *req)
 
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF };
+	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -109,6 +111,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "skb-mode", no_argument, NULL, O_SKB },
 		{ "copy", no_argument, NULL, O_COPY },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
+		{ "cpus", required_argument, NULL, O_CPUS },
 		{ "no-handoff", no_argument, NULL, O_NOHANDOFF },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
@@ -119,6 +122,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
+	const char *cpus = NULL;
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
 	cfg->tx_budget = DP_TX_BUDGET;
@@ -157,6 +161,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_SKB: cfg->skb_mode = true; break;
 		case O_COPY: cfg->copy_mode = true; break;
 		case O_NOPIN: cfg->no_pin = true; break;
+		case O_CPUS: cpus = optarg; break;
 		case O_NOHANDOFF: cfg->no_handoff = true; break;
 		case O_BATCH:
 			errno = 0;
@@ -195,6 +200,26 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 	if (!*status && !strcmp(cfg->inside, cfg->outside)) {
 		fprintf(stderr, "xipsecd: --inside and --outside must differ\n");
 		return 2;
+	}
+	if (cpus && cfg->no_pin) {
+		fprintf(stderr, "xipsecd: --cpus and --no-pin exclude each other\n");
+		return 2;
+	}
+	if (!cfg->no_pin && !*status) {
+		/* the CPUs it may run on now: taskset, a cpuset cgroup, systemd's CPUAffinity= */
+		cpu_set_t allowed;
+		char err[512];
+
+		if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
+			fprintf(stderr, "xipsecd: cannot read the CPUs this process may run on: %s\n", strerror(errno));
+			return 1;
+		}
+		cfg->n_cpus = cpus ? dp_cpus_parse(cpus, &allowed, cfg->cpu_list, err, sizeof(err))
+				   : dp_cpus_default(&allowed, cfg->cpu_list);
+		if (!cfg->n_cpus) {
+			fprintf(stderr, "xipsecd: %s\n", cpus ? err : "this process may run on no CPU");
+			return 2;
+		}
 	}
 	return 0;
 }

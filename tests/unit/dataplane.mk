@@ -21,6 +21,13 @@ tests_unit_test_dp_icmp_SOURCES = tests/unit/test_dp_icmp.c dataplane/xipsecd/dp
 tests_unit_test_dp_icmp_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dp_icmp_LDADD = $(CMOCKA_LIBS)
 
+# test_dp_cpus: the CPU lists workers are pinned to (dataplane/xipsecd/dp_cpus.h).
+UNIT_TESTS += tests/unit/test_dp_cpus
+check_PROGRAMS += tests/unit/test_dp_cpus
+tests_unit_test_dp_cpus_SOURCES = tests/unit/test_dp_cpus.c dataplane/xipsecd/dp_cpus.h
+tests_unit_test_dp_cpus_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_dp_cpus_LDADD = $(CMOCKA_LIBS)
+
 # test_dp_handoff: inbound crypto handed between workers (dataplane/xipsecd/dp_handoff.c) on an
 # in-memory SA shared by two fake workers.
 UNIT_TESTS += tests/unit/test_dp_handoff
