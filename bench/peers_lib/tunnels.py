@@ -148,8 +148,11 @@ class Gateways:
     def _start_xipsecd(self, gw, extra):
         # netns.Topo.start_gw's command with the variant's options; a word sysfs:KEY=VALUE of them
         # is a setting of the gateway's two interfaces instead (e.g. napi_defer_hard_irqs=2), undone
-        # with the tunnel; a word env:NAME=VALUE goes into xipsecd's environment
+        # with the tunnel; a word env:NAME=VALUE goes into xipsecd's environment; a word gw1:OPTION
+        # or gw2:OPTION is an option of that gateway's xipsecd only (e.g. gw2:--cpus=1)
         t = self.t
+        extra = [w.split(":", 1)[1] if w.startswith(("gw1:", "gw2:")) else w for w in extra
+                 if not w.startswith(("gw1:", "gw2:")) or w.startswith(gw + ":")]
         sysfs = [w[6:].split("=", 1) for w in extra if w.startswith("sysfs:")]
         env = dict(w[4:].split("=", 1) for w in extra if w.startswith("env:"))
         extra = [w for w in extra if not w.startswith(("sysfs:", "env:"))]
