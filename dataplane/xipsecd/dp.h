@@ -357,6 +357,7 @@ void dp_ctl_close(struct dp_ctx *ctx);
 /* ---- dp_sa.c: private SA objects, SADB change pickup, RCU ---- */
 int dp_sa_init(struct dp_ctx *ctx);
 int dp_sa_sync(struct dp_ctx *ctx);     /* control thread: apply SADB changes */
+void dp_sa_resync(struct dp_ctx *ctx);  /* control thread: the next dp_sa_sync reads every record */
 void dp_sa_fini(struct dp_ctx *ctx);
 
 #endif

@@ -354,6 +354,14 @@ int dp_sa_init(struct dp_ctx *ctx)
 	return dp_sa_sync(ctx);
 }
 
+void dp_sa_resync(struct dp_ctx *ctx)
+{
+	struct dp_sa_state *st = ctx->sa_state;
+
+	if (st)
+		st->need_full = true;
+}
+
 int dp_sa_sync(struct dp_ctx *ctx)
 {
 	struct dp_sa_state *st = ctx->sa_state;

@@ -1,7 +1,8 @@
 /* dataplane/xipsecd/xipsecd.c: the daemon's entry point and control thread: options, start-up order (SADB,
  * SA objects, TUN, XDP program with the gateway's addresses, sockets, workers), the control loop
- * (SADB changes, netlink notifications, control socket, signals) and clean shutdown on SIGTERM
- * (XDP detached first so nothing is redirected to closing sockets; the SADB stays). */
+ * (SADB changes, netlink notifications, control socket, signals), SIGHUP's reload (the SADB, the
+ * interfaces and the routes read again) and clean shutdown on SIGTERM (XDP detached first so
+ * nothing is redirected to closing sockets; the SADB stays). */
 #define _GNU_SOURCE
 #include "config.h"
 
@@ -243,6 +244,27 @@ static int open_sadb(const char *path, struct sadb **db, char *msg, size_t len)
 #endif
 }
 
+/* Interface changes netlink reported (DP_NL_CHG_*): MTUs, the gateway's addresses (the XDP
+ * program's), and the workers' route caches, which re-resolve on the next packet. */
+static void follow_links(struct dp_ctx *ctx, int chg)
+{
+	if (chg & DP_NL_CHG_LINK)
+		for (unsigned p = 0; p < DP_NPORTS; p++) {
+			struct dp_iface tmp;
+
+			if (dp_if_info(ctx->ifc[p].name, &tmp) == 0)
+				atomic_store(&ctx->ifc[p].mtu, atomic_load(&tmp.mtu));
+		}
+	if (chg & DP_NL_CHG_ADDR) {
+		int err = dp_xdp_sync_addrs(ctx);
+
+		if (err)
+			dp_log(LOG_WARNING, "cannot update local addresses: %s", strerror(-err));
+	}
+	if (chg)
+		atomic_fetch_add_explicit(&ctx->route_gen, 1, memory_order_release);
+}
+
 static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 {
 	uint64_t last_sync = 0;
@@ -263,31 +285,23 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 			struct signalfd_siginfo si;
 
 			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				dp_log(LOG_NOTICE, "signal %u: shutting down", si.ssi_signo);
-				atomic_store(&ctx->stop, true);
-				break;
-			}
-		}
-		if (pf[1].revents & POLLIN) {
-			int chg = dp_nl_monitor_read(nlfd);
-
-			if (chg & DP_NL_CHG_LINK)
-				for (unsigned p = 0; p < DP_NPORTS; p++) {
-					struct dp_iface tmp;
-
-					if (dp_if_info(ctx->ifc[p].name, &tmp) == 0)
-						atomic_store(&ctx->ifc[p].mtu, atomic_load(&tmp.mtu));
+				if (si.ssi_signo == SIGHUP) {
+					/* A reload, not a stop: everything is read again from its source,
+					 * nothing that works is dropped (records that did not change keep
+					 * their engine objects, so no packet is lost to it). */
+					dp_log(LOG_NOTICE, "SIGHUP: reading the SADB, the interfaces and the routes again");
+					dp_sa_resync(ctx);
+					last_sync = 0;
+					follow_links(ctx, DP_NL_CHG_LINK | DP_NL_CHG_ADDR);
+				} else {
+					dp_log(LOG_NOTICE, "signal %u: shutting down", si.ssi_signo);
+					atomic_store(&ctx->stop, true);
+					break;
 				}
-			if (chg & DP_NL_CHG_ADDR) {
-				int err = dp_xdp_sync_addrs(ctx);
-
-				if (err)
-					dp_log(LOG_WARNING, "cannot update local addresses: %s",
-					       strerror(-err));
 			}
-			if (chg)
-				atomic_fetch_add_explicit(&ctx->route_gen, 1, memory_order_release);
 		}
+		if (pf[1].revents & POLLIN)
+			follow_links(ctx, dp_nl_monitor_read(nlfd));
 		if (pf[2].revents & POLLIN)
 			dp_ctl_handle(ctx);
 		if (pf[3].revents & POLLIN)
