@@ -1,7 +1,8 @@
 /* tools/metrics_ike.c: the xipsec-iked part of the metrics collection layer. Two sources:
  *  - VICI (libvici, the daemon's charon.vici socket): IKE SAs and CHILD SAs counted by state
  *    (list-sas), half-open IKE SAs (stats) and charon's counters plugin (get-counters, the global
- *    set) — only when built with strongSwan;
+ *    set) — only when built with strongSwan; a daemon that does not answer within 3 s counts as
+ *    down (vici_query_timed);
  *  - the daemon's status file in its run directory (ike/maxqm.c writes it atomically): the counters
  *    xipsec-iked keeps itself (IKE SAs and Quick Modes established, rekeys, maxqm renewals, SADB adds
  *    and deletes, expiries). Read only while the pid it names runs, so a stale file of a daemon that
@@ -100,6 +101,9 @@ int xm_collect_ike(struct xm_snapshot *s, const struct xm_opts *o)
 }
 #else
 #include <libvici.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -114,9 +118,12 @@ int xm_global_init(void)
 	return 0;
 }
 
+static _Atomic bool vici_stuck;
+
 void xm_global_deinit(void)
 {
-	if (vici_ready) {
+	/* not under a query left behind (collect_vici): it still uses libvici */
+	if (vici_ready && !atomic_load(&vici_stuck)) {
 		vici_deinit();
 		vici_ready = false;
 	}
@@ -184,17 +191,26 @@ static void on_list_sa(void *user, char *name, vici_res_t *res)
 	}
 }
 
+/* What one VICI query found: filled by the query thread, turned into samples by the caller. */
+struct vici_found {
+	struct ike_count c;
+	bool up;                    /* list-sas answered */
+	bool have_half;
+	uint64_t half;
+	uint64_t ev[XM_IKE_EVENTS_N];
+	bool have_ev[XM_IKE_EVENTS_N];
+	char err[sizeof(((struct xm_snapshot *)0)->ike_err)];
+};
+
 /* The global set of charon's counters: counters { "" { ike-rekey-init = N ... } }. */
-static int collect_counters(struct xm_snapshot *s, vici_conn_t *conn)
+static void query_counters(struct vici_found *f, vici_conn_t *conn)
 {
 	vici_req_t *req = vici_begin("get-counters");
 	vici_res_t *res = vici_submit(req, conn);
-	uint64_t val[XM_IKE_EVENTS_N];
-	bool have[XM_IKE_EVENTS_N] = { false };
-	int depth = 0, rc = 0;
+	int depth = 0;
 
 	if (!res)
-		return 0;
+		return;
 	for (bool done = false; !done;) {
 		int t = vici_parse(res), len = 0, i;
 		char *v, buf[32];
@@ -215,8 +231,8 @@ static int collect_counters(struct xm_snapshot *s, vici_conn_t *conn)
 				break;
 			memcpy(buf, v, (size_t)len);
 			buf[len] = '\0';
-			val[i] = strtoull(buf, NULL, 10);
-			have[i] = true;
+			f->ev[i] = strtoull(buf, NULL, 10);
+			f->have_ev[i] = true;
 			break;
 		case VICI_PARSE_BEGIN_LIST:
 		case VICI_PARSE_LIST_ITEM:
@@ -227,10 +243,6 @@ static int collect_counters(struct xm_snapshot *s, vici_conn_t *conn)
 		}
 	}
 	vici_free_res(res);
-	for (unsigned i = 0; i < XM_IKE_EVENTS_N; i++)
-		if (have[i])
-			rc |= xm_add(s, XM_IKE_EVENTS, 0, i, val[i]);
-	return rc;
 }
 
 /* 0 when something accepts connections on the Unix socket path, else -1 with errno set. */
@@ -253,13 +265,155 @@ static int unix_probe(const char *path)
 	return rc;
 }
 
-static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const char *dir)
+/* list-sas, stats and get-counters on one connection. Blocks as long as the daemon takes: libvici
+ * has no timeout, so it runs on a thread of its own (below). */
+static void vici_query(const char *uri, struct vici_found *f)
 {
-	struct ike_count c = { { 0 }, { 0 }, false };
-	char uri[4096 + 32];
 	vici_conn_t *conn;
 	vici_req_t *req;
 	vici_res_t *res;
+
+	if (!(conn = vici_connect((char *)uri))) {
+		snprintf(f->err, sizeof(f->err), "cannot connect to %.160s: %s", uri, strerror(errno));
+		return;
+	}
+	if (vici_register(conn, "list-sa", on_list_sa, &f->c) != 0) {
+		snprintf(f->err, sizeof(f->err), "%.160s: list-sa events: %s", uri, strerror(errno));
+		vici_disconnect(conn);
+		return;
+	}
+	req = vici_begin("list-sas");
+	/* do not wait for IKE SAs another thread of the daemon holds */
+	vici_add_key_valuef(req, "noblock", "yes");
+	res = vici_submit(req, conn);
+	vici_register(conn, "list-sa", NULL, NULL);
+	if (!res || f->c.bad) {
+		snprintf(f->err, sizeof(f->err), "%.160s: list-sas failed", uri);
+		if (res)
+			vici_free_res(res);
+		vici_disconnect(conn);
+		return;
+	}
+	vici_free_res(res);
+	f->up = true;
+	req = vici_begin("stats");
+	if ((res = vici_submit(req, conn)) != NULL) {
+		const char *h = vici_find_str(res, NULL, "ikesas.half-open");
+
+		if (h) {
+			f->half = strtoull(h, NULL, 10);
+			f->have_half = true;
+		}
+		vici_free_res(res);
+	}
+	query_counters(f, conn);
+	vici_disconnect(conn);
+}
+
+/* A query the collector waits for at most XM_VICI_TIMEOUT_MS. A daemon that accepts the connection
+ * but does not answer (every thread busy, stopped under a debugger) would otherwise hang the scrape,
+ * and with it the HTTP exporter's next clients or the SNMP subagent's master agent. On time-out the
+ * collector reports the daemon down and leaves: the thread finishes when (if) the daemon answers and
+ * frees the job, whichever side is last. At most one query is left behind at a time; while it
+ * waits, the collector does not start another (it would only pile up behind it). */
+#define XM_VICI_TIMEOUT_MS 3000
+struct vici_job {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, abandoned;
+	char uri[4096 + 32];
+	struct vici_found f;
+};
+
+static void *vici_thread(void *arg)
+{
+	struct vici_job *j = arg;
+	bool abandoned;
+
+	vici_query(j->uri, &j->f);
+	pthread_mutex_lock(&j->lock);
+	j->done = true;
+	abandoned = j->abandoned;
+	pthread_cond_signal(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+	if (abandoned) {
+		pthread_mutex_destroy(&j->lock);
+		pthread_cond_destroy(&j->cond);
+		free(j);
+		atomic_store(&vici_stuck, false);
+	}
+	return NULL;
+}
+
+/* 0 with f filled (f->up says whether the daemon answered), or -1 with f->err set. */
+static int vici_query_timed(const char *uri, struct vici_found *f)
+{
+	struct vici_job *j;
+	struct timespec dl;
+	pthread_condattr_t ca;
+	pthread_attr_t ta;
+	pthread_t th;
+	bool done;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if (atomic_load(&vici_stuck)) {
+		snprintf(f->err, sizeof(f->err), "%.160s: an earlier query is still unanswered", uri);
+		return -1;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		snprintf(f->err, sizeof(f->err), "out of memory");
+		return -1;
+	}
+	snprintf(j->uri, sizeof(j->uri), "%s", uri);
+	pthread_mutex_init(&j->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&j->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_init(&ta);
+	pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &ta, vici_thread, j);
+	pthread_attr_destroy(&ta);
+	if (rc) {
+		pthread_mutex_destroy(&j->lock);
+		pthread_cond_destroy(&j->cond);
+		free(j);
+		snprintf(f->err, sizeof(f->err), "cannot start the VICI query: %s", strerror(rc));
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += XM_VICI_TIMEOUT_MS / 1000;
+	dl.tv_nsec += (long)(XM_VICI_TIMEOUT_MS % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&j->lock);
+	while (!j->done && pthread_cond_timedwait(&j->cond, &j->lock, &dl) != ETIMEDOUT)
+		;
+	done = j->done;
+	if (done)
+		*f = j->f;
+	else {
+		j->abandoned = true;
+		atomic_store(&vici_stuck, true);
+	}
+	pthread_mutex_unlock(&j->lock);
+	if (!done) {
+		snprintf(f->err, sizeof(f->err), "%.160s: no answer in %d ms", uri, XM_VICI_TIMEOUT_MS);
+		return -1;
+	}
+	pthread_mutex_destroy(&j->lock);
+	pthread_cond_destroy(&j->cond);
+	free(j);
+	return 0;
+}
+
+static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const char *dir)
+{
+	char uri[4096 + 32];
+	struct vici_found f;
 	int rc = 0;
 
 	if (o->vici_uri && *o->vici_uri)
@@ -273,43 +427,20 @@ static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const ch
 		snprintf(s->ike_err, sizeof(s->ike_err), "%.160s: %s", uri + 7, strerror(errno));
 		return xm_add(s, XM_IKE_UP, 0, 0, 0);
 	}
-	if (!(conn = vici_connect(uri))) {
-		snprintf(s->ike_err, sizeof(s->ike_err), "cannot connect to %.160s: %s", uri, strerror(errno));
+	if (vici_query_timed(uri, &f) != 0 || !f.up) {
+		snprintf(s->ike_err, sizeof(s->ike_err), "%s", f.err);
 		return xm_add(s, XM_IKE_UP, 0, 0, 0);
 	}
-	if (vici_register(conn, "list-sa", on_list_sa, &c) != 0) {
-		snprintf(s->ike_err, sizeof(s->ike_err), "%.160s: list-sa events: %s", uri, strerror(errno));
-		vici_disconnect(conn);
-		return xm_add(s, XM_IKE_UP, 0, 0, 0);
-	}
-	req = vici_begin("list-sas");
-	/* do not wait for IKE SAs another thread of the daemon holds */
-	vici_add_key_valuef(req, "noblock", "yes");
-	res = vici_submit(req, conn);
-	vici_register(conn, "list-sa", NULL, NULL);
-	if (!res || c.bad) {
-		snprintf(s->ike_err, sizeof(s->ike_err), "%.160s: list-sas failed", uri);
-		if (res)
-			vici_free_res(res);
-		vici_disconnect(conn);
-		return xm_add(s, XM_IKE_UP, 0, 0, 0);
-	}
-	vici_free_res(res);
 	rc |= xm_add(s, XM_IKE_UP, 0, 0, 1);
 	for (unsigned i = 0; i < XM_IKE_STATES; i++)
-		rc |= xm_add(s, XM_IKE_SAS, 0, i, c.ike[i]);
+		rc |= xm_add(s, XM_IKE_SAS, 0, i, f.c.ike[i]);
 	for (unsigned i = 0; i < XM_CHILD_STATES; i++)
-		rc |= xm_add(s, XM_IKE_CHILD_SAS, 0, i, c.child[i]);
-	req = vici_begin("stats");
-	if ((res = vici_submit(req, conn)) != NULL) {
-		const char *h = vici_find_str(res, NULL, "ikesas.half-open");
-
-		if (h)
-			rc |= xm_add(s, XM_IKE_HALF_OPEN, 0, 0, strtoull(h, NULL, 10));
-		vici_free_res(res);
-	}
-	rc |= collect_counters(s, conn);
-	vici_disconnect(conn);
+		rc |= xm_add(s, XM_IKE_CHILD_SAS, 0, i, f.c.child[i]);
+	if (f.have_half)
+		rc |= xm_add(s, XM_IKE_HALF_OPEN, 0, 0, f.half);
+	for (unsigned i = 0; i < XM_IKE_EVENTS_N; i++)
+		if (f.have_ev[i])
+			rc |= xm_add(s, XM_IKE_EVENTS, 0, i, f.ev[i]);
 	return rc;
 }
 

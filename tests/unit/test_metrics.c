@@ -4,7 +4,7 @@
  * must come out exactly, lifetimes remaining included), the family table's naming rules (counters
  * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
  * incomplete and malformed requests, plus random mutations (never a crash, never a read past the
- * buffer — ASan watches). */
+ * buffer — ASan watches), and a VICI socket that never answers (the collection's time-out). */
 #include "config.h"
 
 #include <errno.h>
@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cmocka.h>
 
@@ -397,6 +401,84 @@ static void test_http_mutations(void **state)
 	}
 }
 
+/* A VICI socket that accepts connections and never answers (a daemon whose threads are all busy):
+ * the collection gives up after 3 s and reports the daemon down with the reason, the next one does
+ * not queue another query behind the unanswered one, and once the socket goes away the query left
+ * behind ends and collections go on as before. */
+static double mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void collect_ike(const char *dir, struct xm_snapshot *snap)
+{
+	struct xm_opts o = { .sadb_path = "/nonexistent/xipsec-test.sadb", .ike_run_dir = dir };
+	assert_int_equal(xm_collect(snap, &o), 0);
+}
+
+static void test_vici_silent(void **state)
+{
+	char dir[] = "/tmp/xipsec-vici-XXXXXX", path[64];
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct xm_snapshot snap;
+	double t0, dt;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/charon.vici", dir);
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(fd, 8), 0); /* connections wait in the backlog, never accepted */
+
+	t0 = mono();
+	collect_ike(dir, &snap);
+	dt = mono() - t0;
+	if (strstr(snap.ike_err, "without strongSwan")) {
+		xm_snapshot_free(&snap);
+		close(fd);
+		unlink(path);
+		rmdir(dir);
+		skip();
+	}
+	assert_int_equal(snap.fam[XM_IKE_UP].n, 1);
+	assert_int_equal(snap.fam[XM_IKE_UP].s[0].value, 0);
+	if (!strstr(snap.ike_err, "no answer in 3000 ms"))
+		fail_msg("ike_err: '%s'", snap.ike_err);
+	assert_true(dt >= 2.9 && dt < 6);
+	xm_snapshot_free(&snap);
+
+	t0 = mono();
+	collect_ike(dir, &snap);
+	assert_true(mono() - t0 < 1);
+	if (!strstr(snap.ike_err, "an earlier query is still unanswered"))
+		fail_msg("second collection, ike_err: '%s'", snap.ike_err);
+	assert_int_equal(snap.fam[XM_IKE_UP].s[0].value, 0);
+	xm_snapshot_free(&snap);
+
+	/* the socket goes: the query left behind fails and ends */
+	close(fd);
+	unlink(path);
+	for (int i = 0;; i++) {
+		collect_ike(dir, &snap);
+		bool still = strstr(snap.ike_err, "still unanswered") != NULL;
+		if (!still) {
+			if (!strstr(snap.ike_err, "No such file"))
+				fail_msg("after the socket went, ike_err: '%s'", snap.ike_err);
+			xm_snapshot_free(&snap);
+			break;
+		}
+		xm_snapshot_free(&snap);
+		assert_true(i < 100);
+		usleep(50000);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_collect_sadb),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_mutations),
+		cmocka_unit_test(test_vici_silent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
