@@ -17,6 +17,20 @@ WG_PORT = 51820
 # kernel-libipsec's TUN device has a fixed MTU of 1400: the smallest of the tunnels'
 LIBIPSEC_MTU = 1400
 WG_MTU = 1420
+
+
+def xipsecd_cpus():
+    """Where xipsecd's workers go: gw1 on the first half of the CPUs this process may use, gw2 on the
+    second, as two gateways on machines of their own would be (xipsecd(8), --cpus: busy work on one
+    host gets CPUs of its own). The peers' daemons are not pinned; the scheduler spreads them over
+    all the CPUs. With one CPU both share it. Returns {gw: CPU list}."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return {"gw1": str(cpus[0]), "gw2": str(cpus[0])}
+    half = len(cpus) // 2
+    return {"gw1": ",".join(map(str, cpus[:half])), "gw2": ",".join(map(str, cpus[half:]))}
+
+
 # (tunnel id, description); the xipsecd ones keep xipsecd up across their turns of one round
 TUNNELS = [
     ("kernel", "plain kernel forwarding, no tunnel"),
@@ -160,8 +174,10 @@ class Gateways:
             self._sysfs(gw, sysfs)
             self.sysfs_set = [(k, 0) for k, _ in sysfs]
         n = gw[-1]
+        # the placement above, unless the variant chooses its own
+        pin = [] if any(w.startswith(("--cpus", "--no-pin")) for w in extra) else ["--cpus", xipsecd_cpus()[gw]]
         cmd = [t.xipsecd, "--inside", "in" + n, "--outside", "out" + n, "--sadb", t.sadb[gw], "--ctl", t.sock(gw),
-               "--tun", "none", "-v", "--workers", "1"] + list(extra)
+               "--tun", "none", "-v", "--workers", "1"] + pin + list(extra)
         p = t.bg(gw, "xipsecd-" + gw, cmd, env=env)
         if not t.wait_for(20, lambda: p.poll() is None and t.status(gw) is not None):
             raise netns.NetnsError("xipsecd on %s did not start: %s" % (gw, t.log_of("xipsecd-" + gw)[-2000:]))
