@@ -151,7 +151,13 @@ static int opt_reqid(struct ps *p, struct saopt *o, struct ctl_pos pos)
 	(void)pos;
 	o->reqid_pos = ps_here(p);
 	o->reqid_set = true;
-	return ps_u32(p, "a reqid (1-4294967295)", UINT32_MAX, &o->t.reqid);
+	if (ps_u32(p, "a reqid (1-4294967295)", UINT32_MAX, &o->t.reqid))
+		return -1;
+	/* 0 is "none", which an SA says by leaving reqid out, and which a pair's protect policies
+	 * cannot have: they name their SAs by it */
+	if (!o->t.reqid)
+		return ps_err(p, o->reqid_pos, "expected a reqid (1-4294967295), got '0'");
+	return 0;
 }
 
 static int opt_replay(struct ps *p, struct saopt *o, struct ctl_pos pos)
