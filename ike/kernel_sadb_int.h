@@ -50,7 +50,7 @@ struct private_kernel_sadb_t {
 	hashtable_t *lingers;       /* struct ks_linger (kernel_sadb_sa.c) by address, deleted inbound SAs
 				     * kept: each one's job takes it out again */
 	uint32_t spi_min, spi_max;
-	unsigned sync_ms;           /* how long the dataplane may take to load a new SA */
+	unsigned sync_ms;           /* how long the dataplane may take to load a new SA (at most) */
 	unsigned linger_ms;         /* how long a deleted inbound SA still takes the peer's packets */
 	bool stopping;
 };

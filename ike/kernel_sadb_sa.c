@@ -452,6 +452,28 @@ static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struc
 	return 0;
 }
 
+/* Our dataplane must know a new inbound SPI before the peer hears of it (add_sa): wait until it has
+ * applied generation gen (sadb_dp_applied: it publishes that after its workers switched to the new
+ * table), at most sync_ms. xipsecd looks at the SADB at least every 10 ms, so this is a few
+ * milliseconds, not the whole sync_ms; with no dataplane attached there is nothing to wait for. The wait holds this
+ * charon thread, not the SADB lock. */
+static void wait_dataplane(private_kernel_sadb_t *this, uint64_t gen)
+{
+	timeval_t start, now;
+
+	time_monotonic(&start);
+	while (sadb_dp_applied(this->db) < gen) {
+		time_monotonic(&now);
+		int64_t us = ((int64_t)now.tv_sec - start.tv_sec) * 1000000 + ((int64_t)now.tv_usec - start.tv_usec);
+		if (us >= (int64_t)this->sync_ms * 1000) {
+			DBG2(DBG_KNL, "xipsec: the dataplane did not apply generation %llu in %u ms",
+			     (unsigned long long)gen, this->sync_ms);
+			return;
+		}
+		usleep(500);
+	}
+}
+
 METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
        kernel_ipsec_add_sa_t *data)
 {
@@ -460,6 +482,7 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	struct ks_promote *promote = NULL;
 	ike_sa_t *ike_sa;
 	uint32_t slot = 0, spi, reqid;
+	uint64_t gen;
 	bool rekey, defer;
 	int rc;
 
@@ -498,6 +521,7 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		memwipe(&chk, sizeof(chk));
 		return FAILED;
 	}
+	gen = sadb_generation(this->db); /* what our dataplane must have applied (below) */
 	t = find_sa(this, sa.spi, sa.proto, &sa.dst, TRUE);
 	free(t);
 	INIT(t,
@@ -531,10 +555,8 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 			(job_t *)callback_job_create((callback_job_cb_t)promote_sa, promote,
 						     (callback_job_cleanup_t)promote_free, NULL),
 			3 * this->sync_ms);
-	if (rekey && this->sync_ms) {
-		/* Our dataplane must know the new inbound SPI before the peer hears of it (above). */
-		usleep(this->sync_ms * 1000);
-	}
+	if (rekey && this->sync_ms)
+		wait_dataplane(this, gen);
 	DBG1(DBG_KNL, "xipsec: installed %s SA %.8x reqid %u%s", data->inbound ? "inbound" : "outbound",
 	     spi, reqid, promote ? " (used once the peer had time to install its side)" : "");
 	return SUCCESS;

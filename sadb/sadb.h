@@ -439,6 +439,11 @@ int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total
 int sadb_dp_attach(struct sadb *db);
 void sadb_dp_release(struct sadb *db, uint64_t gen);
 void sadb_dp_detach(struct sadb *db);
+/* The generation up to which the attached dataplane has applied every change (its workers see the
+ * SADB as it was then, or later), or UINT64_MAX when no live dataplane is attached. A writer that
+ * must know its change reached the packet path (a new inbound SA before the peer is told of it)
+ * waits until this is at least the generation its change produced. */
+uint64_t sadb_dp_applied(const struct sadb *db);
 /* Freed SA slots a writer may not reuse yet (diagnostics, tests). */
 uint32_t sadb_sa_quarantined(const struct sadb *db);
 

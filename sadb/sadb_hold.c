@@ -88,7 +88,7 @@ static uint64_t proc_start(uint64_t pid)
 }
 
 /* The generation up to which freed slots may be reused, UINT64_MAX when no dataplane holds any. */
-static uint64_t released_gen(const struct sadb *db)
+uint64_t sadb_dp_applied(const struct sadb *db)
 {
 	struct sadb_dp_stats *d = sadb_dp_stats(db);
 	uint64_t pid, start;
@@ -165,7 +165,7 @@ uint32_t sadb_sa_quarantined(const struct sadb *db)
 
 	if (!db)
 		return 0;
-	rel = released_gen(db);
+	rel = sadb_dp_applied(db);
 	head = db->h->sa_free_head;
 	tail = db->h->sa_free_tail;
 	for (uint64_t k = head; k < tail; k++) {
@@ -191,7 +191,7 @@ int sadb__slot_alloc(struct sadb *db, bool pol)
 	/* An SA slot is taken from the ring only once the dataplane has let go of its last SA; the
 	 * ring is in freeing order, so if its head is still held, a never-used slot is taken. */
 	if (*head < tail &&
-	    (pol || db->sa_meta[ring[*head % cap] % cap].freed_gen <= released_gen(db))) {
+	    (pol || db->sa_meta[ring[*head % cap] % cap].freed_gen <= sadb_dp_applied(db))) {
 		uint32_t s = ring[*head % cap];
 		(*head)++;
 		return (int)s;

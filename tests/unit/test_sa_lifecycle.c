@@ -248,7 +248,10 @@ static void test_quarantine(void **state)
 	uint32_t sa_, sb, sc;
 
 	assert_int_equal(sadb_open(path, SADB_RUNTIME, NULL, &dp, msg, sizeof(msg)), 0);
+	/* what a writer waits for (sadb_dp_applied): nothing without a dataplane, then its release */
+	assert_true(sadb_dp_applied(db) == UINT64_MAX);
 	assert_int_equal(sadb_dp_attach(dp), 0);
+	assert_int_equal(sadb_dp_applied(db), 0);
 	assert_int_equal(sadb_sa_add(db, &a, &sa_), 0);
 	assert_int_equal(sadb_sa_delete(db, a.spi, a.proto, &a.dst), 0);
 	uint64_t gdel = sadb_generation(db);
@@ -257,6 +260,9 @@ static void test_quarantine(void **state)
 	assert_int_not_equal(sb, sa_); /* a never-used slot instead */
 	/* released below the deletion: still held */
 	sadb_dp_release(dp, gdel - 1);
+	assert_int_equal(sadb_dp_applied(db), gdel - 1);
+	sadb_dp_release(dp, gdel - 2); /* never backwards */
+	assert_int_equal(sadb_dp_applied(db), gdel - 1);
 	assert_int_equal(sadb_sa_add(db, &c, &sc), 0);
 	assert_int_not_equal(sc, sa_);
 	assert_int_equal(sadb_sa_delete(db, c.spi, c.proto, &c.dst), 0);
@@ -285,6 +291,7 @@ static void test_quarantine(void **state)
 
 	/* A dataplane that died pins nothing: a child attaches and exits without releasing. */
 	sadb_dp_detach(dp);
+	assert_true(sadb_dp_applied(db) == UINT64_MAX);
 	pid = t_fork();
 	if (pid == 0)
 		_exit(sadb_dp_attach(dp2) == 0 ? 0 : 1);
