@@ -17,8 +17,8 @@ xt_require ip ethtool socat ping ss tcpdump tshark nproc
 
 dp_topo 2
 dp_tunnel gcm 4 1 0x6001 0x6002
-dp_start gw1 --workers 2
-dp_start gw2 --workers 2
+dp_start gw1 --workers 2 --cpus 0,1
+dp_start gw2 --workers 2 --cpus 0,1
 for gw in gw1 gw2; do
 	grep -q "native XDP attach failed" "$XT_DIR/xipsecd-$gw.log" &&
 		xt_skip "XDP not in native mode on $gw (generic mode puts everything on queue 0)"
@@ -154,7 +154,7 @@ if grep -q "AddressSanitizer\|runtime error\|LeakSanitizer\|ThreadSanitizer" "$l
 	cat "$log" >&2; xt_fail "sanitizer report from xipsecd on gw2 (hand-off run)"
 fi
 mv "$log" "$XT_DIR/xipsecd-gw2-handoff.log"
-dp_start gw2 --workers 2 --no-handoff
+dp_start gw2 --workers 2 --cpus 0,1 --no-handoff
 dp_status gw2 | grep -q '"handoff":false' || xt_fail "--no-handoff: $(dp_status gw2)"
 load no-hand-off
 dp_status gw2 > "$XT_DIR/gw2-off.json"

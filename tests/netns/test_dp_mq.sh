@@ -9,9 +9,10 @@
 # explicit: ESP carries no ports, and without XPS the bridge leaves a frame on the queue it was
 # received on (skb_tx_hash follows a recorded RX queue; a flow hash of the outer addresses alone
 # when none is recorded), so where one SA's ESP lands depends on the sending side (measured: 64 % /
-# 36 % over the two queues; test_dp_handoff.sh forces it onto one). With XPS on the bridge ports (TX queue N <- CPU N), the queue follows the CPU that forwarded the
-# frame, which is the CPU of the sending gateway's worker (workers are pinned, worker N on CPU N;
-# AF_XDP copy-mode transmit runs in the worker's own system call), and veth delivers TX queue N to RX
+# 36 % over the two queues; test_dp_handoff.sh forces it onto one). With XPS on the bridge ports
+# (TX queue N <- CPU N), the queue follows the CPU that forwarded the frame, which is the CPU of the
+# sending gateway's worker (the test pins worker N to CPU N with --cpus 0,1; AF_XDP copy-mode
+# transmit runs in the worker's own system call), and veth delivers TX queue N to RX
 # queue N in native XDP mode. So gateway worker N's ESP reaches the peer's worker N. The plaintext
 # flows from the hosts still spread by their own flow hashes (18 flows: both queues in practice).
 . "$top_srcdir/tests/netns/lib.sh"
@@ -25,8 +26,8 @@ for gw in gw1 gw2; do
 	dp_ctl "$gw" policy out bypass ::/0 ::/0
 	dp_ctl "$gw" policy fwd bypass ::/0 ::/0
 done
-dp_start gw1 --workers 2
-dp_start gw2 --workers 2
+dp_start gw1 --workers 2 --cpus 0,1
+dp_start gw2 --workers 2 --cpus 0,1
 dp_status gw1 | grep -q '"workers":2' || xt_fail "gw1 does not run 2 workers"
 for gw in gw1 gw2; do
 	grep -q "native XDP attach failed" "$XT_DIR/xipsecd-$gw.log" &&
