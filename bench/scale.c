@@ -9,16 +9,22 @@
  * the replay window and take the SA's replay lock for the window updates of a burst, after its
  * crypto. The SPD is a real SADB segment with 1,000 site-to-site policies each way (five prefix
  * pairs). The pools are larger than the caches, as frames come from a NIC;
- * inbound, one SA's stream is dealt to the threads a burst at a time (as a peer's packets would be
- * spread over workers), so each thread's numbers run ahead of and behind the others'. Packets sit in
- * 512-byte (64-byte packets) or 2 KB frames.
+ * inbound on one SA, the threads take the bursts of the SA's one stream in order, each the next one
+ * nobody has taken whenever it is free (xipsecd's hand-off is work stealing: a worker that is slower
+ * for a while takes less), so each thread's numbers run ahead of and behind the others'. Packets sit
+ * in 512-byte (64-byte packets) or 2 KB frames.
  *
- * Each measurement: every thread processes its pool (131,072 packets, bursts of 64 as xipsecd's) from
- * a common start, threads on one SA at most as many of their bursts apart as the replay window
- * allows (as interleaved arrival keeps workers: 6 with 2 threads);
- * packets/s = all packets / the slowest thread's time. Medians of REPS rounds, each of which
- * measures every row (one thread, then N, for each), and the ratios N threads / 1 thread measured
- * back to back in the same round. Drops are counted and printed
+ * Each measurement: every thread works through its pool (131,072 packets, bursts of 64 as xipsecd's)
+ * from a common start until the first thread is through (inbound on one SA: until the stream is; no
+ * thread starts a burst whose numbers would span more than the replay window less a burst with the
+ * oldest burst still in progress, as a bounded queue keeps workers: 14 bursts);
+ * packets/s = the sum of the threads' rates while all of them ran: what a gateway whose workers are
+ * all busy forwards. (All packets over the slowest thread's time would count the tail in which the
+ * slowest runs alone, and put every thread at the pace of the slowest CPU: on a guest whose CPUs
+ * are slowed by the host in turn, that measures the host.) One thread is measured on each CPU in
+ * turn and its figure is the mean of those: N CPUs against the mean one of them. Medians of REPS
+ * rounds, each of which measures every row (one thread on each CPU, then N, for each), and the
+ * ratios N threads / 1 thread measured back to back in the same round. Drops are counted and printed
  * (inbound replay drops would mean the window lost numbers to the interleaving).
  * Usage: scale [-r REPS] [-t THREADS]   (THREADS default: the CPUs, at most 8) */
 #define _GNU_SOURCE
@@ -52,9 +58,11 @@ static unsigned reps = 15;
 static bool seq_one_at_a_time;    /* shared outbound SA: one atomic reservation per packet */
 static uint32_t frame = 2048;     /* frame stride: 512 for small packets, 2048 for 1400 bytes */
 #define WINDOW   1024u
-/* Own bursts a thread may run ahead of another on one SA: ahead by s bursts, the numbers in flight
- * span (s + 1) * N bursts, which must stay inside the window; one burst more is kept free. */
-static uint32_t skew;
+/* Inbound on one SA: a thread starts burst k of the stream only when no burst before k - SPAN is
+ * still in progress: the numbers in flight then span at most SPAN + 1 bursts, inside the window with
+ * one burst to spare, so an update after the ICV never finds its numbers pushed out of it. */
+#define SPAN     (WINDOW / BURST - 2u)
+#define IDLE     UINT32_MAX
 
 static double now_s(void)
 {
@@ -165,14 +173,37 @@ struct job {
 	uint8_t *pool;               /* POOL frames */
 	struct esp_pkt pk[POOL];
 	uint32_t npk;
-	double t;                    /* seconds for its pool */
-	_Atomic uint32_t done;       /* bursts finished, for the lockstep of threads on one SA */
-	struct job **peers;          /* the threads of its SA (NULL: none to keep pace with) */
+	double t0, t1;               /* when it started and when it stopped */
+	_Atomic uint32_t cur;        /* inbound on one SA: the stream burst it works on (IDLE: done) */
+	struct job **peers;          /* the threads sharing its SA's stream (NULL: its own pool) */
 	unsigned npeers;
 	uint64_t good, drops;
 };
 
 static pthread_barrier_t start;
+static _Atomic bool stop;        /* the first thread through its pool ends the measurement */
+static _Atomic uint32_t next_burst;  /* inbound on one SA: the stream's first burst not yet taken */
+static uint32_t stream_bursts;       /* ... of this many */
+
+/* Packet i of burst k of the one SA's stream: prepare() deals the bursts round the threads' pools. */
+static struct esp_pkt *stream_pkt(const struct job *j, uint32_t k, uint32_t i)
+{
+	return &j->peers[k % j->npeers]->pk[(k / j->npeers) * BURST + i];
+}
+
+/* Inbound on one SA: wait until burst k may start (no other thread still on a burst before
+ * k - SPAN). A thread's cur is its previous burst until it has stored the one it took, older than
+ * any taken after it: the wait errs on the safe side. */
+static void keep_span(const struct job *j, uint32_t k)
+{
+	for (unsigned q = 0; q < j->npeers; q++) {
+		const struct job *o = j->peers[q];
+		uint32_t c;
+		while (o != j && (c = atomic_load_explicit(&o->cur, memory_order_acquire)) != IDLE &&
+		       c + SPAN < k && !atomic_load_explicit(&stop, memory_order_relaxed))
+			sched_yield();
+	}
+}
 
 static void *run(void *arg)
 {
@@ -184,18 +215,27 @@ static void *run(void *arg)
 	CPU_SET((int)j->cpu, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	pthread_barrier_wait(&start);
-	double t0 = now_s();
-	for (uint32_t b = 0; b < j->npk; b += BURST) {
-		uint32_t n = j->npk - b < BURST ? j->npk - b : BURST;
-		/* Threads on one SA keep pace: one SA's packets arrive interleaved in time, so no
-		 * worker gets more than a queue's depth ahead of another; without this a thread the
-		 * scheduler delays would find its numbers behind the replay window. */
-		for (unsigned q = 0; q < j->npeers; q++)
-			while (atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) + skew < b / BURST &&
-			       atomic_load_explicit(&j->peers[q]->done, memory_order_acquire) * BURST < j->peers[q]->npk)
-				sched_yield();
-		for (uint32_t i = 0; i < n; i++)
-			pp[i] = &j->pk[b + i];
+	j->t0 = now_s();
+	for (uint32_t b = 0;; b += BURST) {
+		uint32_t n;
+		if (atomic_load_explicit(&stop, memory_order_relaxed))
+			break;
+		if (j->npeers) {
+			uint32_t k = atomic_fetch_add_explicit(&next_burst, 1, memory_order_relaxed);
+			if (k >= stream_bursts)
+				break;
+			atomic_store_explicit(&j->cur, k, memory_order_release);
+			keep_span(j, k);
+			n = BURST;
+			for (uint32_t i = 0; i < n; i++)
+				pp[i] = stream_pkt(j, k, i);
+		} else {
+			if (b >= j->npk)
+				break;
+			n = j->npk - b < BURST ? j->npk - b : BURST;
+			for (uint32_t i = 0; i < n; i++)
+				pp[i] = &j->pk[b + i];
+		}
 		if (j->out) {
 			/* the SPD lookup the outbound path makes per packet */
 			for (uint32_t i = 0; i < n; i++) {
@@ -219,10 +259,10 @@ static void *run(void *arg)
 			j->good += k;
 			j->drops += n - k;
 		}
-		atomic_store_explicit(&j->done, b / BURST + 1, memory_order_release);
 	}
-	j->t = now_s() - t0;
-	atomic_store_explicit(&j->done, UINT32_MAX / 2, memory_order_release);
+	j->t1 = now_s();
+	atomic_store_explicit(&stop, true, memory_order_relaxed);
+	atomic_store_explicit(&j->cur, IDLE, memory_order_release);
 	return NULL;
 }
 
@@ -241,7 +281,7 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 		j->sa = s->obj[shared ? t : 0];
 		j->npk = POOL;
 		j->good = j->drops = 0;
-		atomic_store(&j->done, 0);
+		atomic_store(&j->cur, 0);
 		/* inbound only: outbound numbers are taken, not received, and cannot fall behind */
 		j->peers = shared && nt > 1 && !out ? jobs : NULL;
 		j->npeers = shared && nt > 1 && !out ? nt : 0;
@@ -284,7 +324,7 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 	}
 }
 
-/* One measurement: packets per second of all threads together. */
+/* One measurement: packets per second of all threads together (nt threads from jobs[first]). */
 static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_t *drops)
 {
 	struct sa_set sets[MAXT];
@@ -310,19 +350,23 @@ static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_
 	}
 	prepare(nt, shared, out, size, sets);
 	pthread_barrier_init(&start, NULL, nt);
+	atomic_store(&stop, false);
+	atomic_store(&next_burst, 0);
+	stream_bursts = nt * (POOL / BURST);
 	for (unsigned t = 0; t < nt; t++)
 		if (pthread_create(&jobs[t]->th, NULL, run, jobs[t]))
 			die("pthread_create", errno);
-	double slowest = 0;
-	uint64_t good = 0;
+	double pps = 0, t0 = 0;
 	*drops = 0;
 	for (unsigned t = 0; t < nt; t++) {
 		pthread_join(jobs[t]->th, NULL);
-		if (jobs[t]->t > slowest)
-			slowest = jobs[t]->t;
-		good += jobs[t]->good;
+		if (t == 0 || jobs[t]->t0 < t0)
+			t0 = jobs[t]->t0;
 		*drops += jobs[t]->drops;
 	}
+	/* from the common start: a thread the scheduler started late did not run meanwhile */
+	for (unsigned t = 0; t < nt; t++)
+		pps += jobs[t]->t1 > t0 ? (double)jobs[t]->good / (jobs[t]->t1 - t0) : 0;
 	pthread_barrier_destroy(&start);
 	for (unsigned s = 0; s < nsa; s++) {
 		for (unsigned t = 0; t < MAXT; t++)
@@ -330,7 +374,31 @@ static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_
 		pthread_spin_destroy(&sets[s].lock);
 		free(sets[s].rt);
 	}
-	return (double)good / slowest;
+	return pps;
+}
+
+/* Per CPU, the time the host ran something else while this guest's CPU wanted to run (/proc/stat's
+ * steal, ticks) and the whole time: steal spread unevenly over the CPUs is what no code here can
+ * scale through, so the run prints it. Returns the CPUs read. */
+static unsigned read_steal(unsigned long long *steal, unsigned long long *all, unsigned max)
+{
+	FILE *f = fopen("/proc/stat", "r");
+	char line[512];
+	unsigned n = 0;
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		unsigned long long v[8] = { 0 };
+		unsigned cpu;
+		if (sscanf(line, "cpu%u %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2],
+			   &v[3], &v[4], &v[5], &v[6], &v[7]) != 9 || cpu != n)
+			continue;
+		steal[n] = v[7];
+		all[n] = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+		n++;
+	}
+	fclose(f);
+	return n;
 }
 
 static int dcmp(const void *a, const void *b)
@@ -364,7 +432,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "scale: -r 1-100, -t 2-%u\n", MAXT);
 		return 2;
 	}
-	skew = WINDOW / (nt * BURST) > 2 ? WINDOW / (nt * BURST) - 2 : 1;
 	const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 	snprintf(seg, sizeof(seg), "%s/xipsec-scale-%d", dir, (int)getpid());
 	struct sadb_params prm = { 64, 4 * NPOL };
@@ -401,14 +468,21 @@ int main(int argc, char **argv)
 		for (unsigned si = 0; si < 2; si++)
 			for (int shared = out ? 2 : 1; shared >= 0; shared--)
 				rows[nrows++] = (struct row){ .out = out, .size = sizes[si], .shared = shared };
+	unsigned long long st0[MAXT], al0[MAXT], st1[MAXT], al1[MAXT];
+	unsigned nst = read_steal(st0, al0, MAXT);
 	for (unsigned r = 0; r < reps; r++)
 		for (unsigned k = 0; k < nrows; k++) {
 			struct row *w = &rows[k];
 			uint64_t d;
 			seq_one_at_a_time = w->shared == 2;
-			/* one thread, then all, back to back */
-			w->one[r] = measure(1, true, w->out, w->size, &d);
-			w->drops += d;
+			/* one thread on each CPU in turn, then all, back to back */
+			w->one[r] = 0;
+			for (unsigned cpu = 0; cpu < nt; cpu++) {
+				jobs[0]->cpu = jobs[cpu]->cpu;
+				w->one[r] += measure(1, true, w->out, w->size, &d) / nt;
+				w->drops += d;
+			}
+			jobs[0]->cpu = 0;
 			w->many[r] = measure(nt, w->shared, w->out, w->size, &d);
 			w->drops += d;
 			w->ratio[r] = w->many[r] / w->one[r];
@@ -421,8 +495,15 @@ int main(int argc, char **argv)
 		       median(w->one, reps), median(w->many, reps), median(w->ratio, reps),
 		       (unsigned long long)w->drops);
 	}
-	printf("N = %u threads, one per CPU; ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
+	printf("N = %u threads, one per CPU; 1 thread: the mean of one thread on each CPU; pps: the sum of the threads' rates while all ran;\n"
+	       "ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
 	printf("1 shared/1: outbound numbers reserved one at a time instead of a burst's worth (for comparison)\n");
+	if (nst && read_steal(st1, al1, MAXT) == nst) {
+		printf("steal (the host running others on this guest's CPUs) during the rounds:");
+		for (unsigned cpu = 0; cpu < nst; cpu++)
+			printf(" cpu%u %.1f%%", cpu, al1[cpu] > al0[cpu] ? 100.0 * (double)(st1[cpu] - st0[cpu]) / (double)(al1[cpu] - al0[cpu]) : 0.0);
+		printf("\n");
+	}
 	sadb_close(db);
 	unlink(seg);
 	return 0;
