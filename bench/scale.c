@@ -495,13 +495,15 @@ int main(int argc, char **argv)
 		       median(w->one, reps), median(w->many, reps), median(w->ratio, reps),
 		       (unsigned long long)w->drops);
 	}
-	printf("N = %u threads, one per CPU; 1 thread: the mean of one thread on each CPU; pps: the sum of the threads' rates while all ran;\n"
+	printf("N = %u threads, one per CPU; 1 thread: the mean of one thread on each CPU;\n"
+	       "pps: the sum of the threads' rates while all ran;\n"
 	       "ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
 	printf("1 shared/1: outbound numbers reserved one at a time instead of a burst's worth (for comparison)\n");
 	if (nst && read_steal(st1, al1, MAXT) == nst) {
 		printf("steal (the host running others on this guest's CPUs) during the rounds:");
 		for (unsigned cpu = 0; cpu < nst; cpu++)
-			printf(" cpu%u %.1f%%", cpu, al1[cpu] > al0[cpu] ? 100.0 * (double)(st1[cpu] - st0[cpu]) / (double)(al1[cpu] - al0[cpu]) : 0.0);
+			printf(" cpu%u %.1f%%", cpu, al1[cpu] > al0[cpu] ?
+			       100.0 * (double)(st1[cpu] - st0[cpu]) / (double)(al1[cpu] - al0[cpu]) : 0.0);
 		printf("\n");
 	}
 	sadb_close(db);
