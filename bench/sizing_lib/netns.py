@@ -88,6 +88,10 @@ class Topo:
         # $SIZING_RUN_ID (a caller's name for the run, e.g. a test that cleans up after a killed run)
         base = os.environ.get("SIZING_RUN_ID") or "sz%d" % os.getpid()
         self.id = "%s-%04x%s" % (base, int.from_bytes(os.urandom(2), "big"), tag)
+        # the sequence marks of manually keyed SAs in the run's directory, not the machine's
+        # /var/lib/xipsec, unless the caller chose a state directory (tests/run-test does)
+        if not os.environ.get("XIPSEC_STATE_DIR"):
+            os.environ["XIPSEC_STATE_DIR"] = os.path.join(self.tmp, "state")
         self.namespaces = []
         self.procs = {}          # name -> (Popen, logfile)
         self.files = []
