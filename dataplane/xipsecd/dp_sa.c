@@ -48,6 +48,7 @@ struct dp_satab {
 	struct dp_sa **in_hash;      /* (spi, proto, dst) -> inbound SA */
 	struct dp_sa **out_hash;     /* reqid -> best outbound SA */
 	struct dp_sa **persist;      /* outbound SAs whose numbers are leased from disk */
+	struct dp_sa **persist_due;  /* room for dp_sa_tick's batch of them */
 	uint32_t n_persist;
 	struct dp_sa **expiring;     /* SAs whose lifetimes xipsecd enforces (dp_expire.c) */
 	uint32_t n_expiring;
@@ -76,25 +77,59 @@ struct dp_sa_state {
 	struct dp_expire_round expire; /* dp_expire.c's position in t->expiring */
 };
 
-/* Lease the next sequence numbers of a persisted outbound SA (dp_seqmark.c). */
-static void seq_lease(struct dp_ctx *ctx, struct dp_sa_state *st, struct dp_sa *s)
+/* Lease the next sequence numbers of persisted outbound SAs (dp_seqmark.c), all n in one batch: one
+ * lock, one syncfs, one directory fsync. A failure is logged once per SA (the first few of a batch
+ * by name, the rest counted) and tried again after DP_LEASE_RETRY_NS. */
+#define DP_LEASE_RETRY_NS 1000000000ull
+#define DP_LEASE_LOG_MAX  8u
+static void seq_lease(struct dp_sa_state *st, struct dp_sa **v, unsigned n)
 {
+	struct dp_seqmark_req *rq;
 	char msg[256], a[64];
-	int err;
+	unsigned quiet = 0;
 
+	if (n == 0)
+		return;
 	if (st->state_fd < 0 && dp_now_ns() >= st->state_retry_ns) {
 		st->state_fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
 		if (st->state_fd < 0) {
 			dp_log(LOG_ERR, "state directory: %s", msg);
-			st->state_retry_ns = dp_now_ns() + 1000000000ull;
+			st->state_retry_ns = dp_now_ns() + DP_LEASE_RETRY_NS;
 		}
 	}
-	err = dp_seqmark_lease(st->state_fd, &s->sa, s->rt, msg, sizeof(msg));
-	if (err && !s->lease_failed)
-		dp_log(LOG_ERR, "SA spi 0x%08x dst %s (manual key, %s): its sequence numbers (nonces) "
-		       "cannot be recorded on disk, so it sends nothing: %s", s->sa.spi,
-		       sadb_addr_str(&s->sa.dst, a, sizeof(a)), sadb_enc_name(s->sa.enc_alg), msg);
-	s->lease_failed = err != 0;
+	rq = calloc(n, sizeof(*rq));
+	if (!rq) {
+		dp_log(LOG_ERR, "sequence-number leases of %u SAs: out of memory; tried again later", n);
+		for (unsigned i = 0; i < n; i++) {
+			v[i]->lease_failed = true;
+			v[i]->lease_retry_ns = dp_now_ns() + DP_LEASE_RETRY_NS;
+		}
+		return;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		rq[i].sa = &v[i]->sa;
+		rq[i].rt = v[i]->rt;
+	}
+	dp_seqmark_lease_batch(st->state_fd, rq, n);
+	for (unsigned i = 0; i < n; i++) {
+		struct dp_sa *s = v[i];
+
+		if (rq[i].err && !s->lease_failed) {
+			if (quiet < DP_LEASE_LOG_MAX)
+				dp_log(LOG_ERR, "SA spi 0x%08x dst %s (manual key, %s): its sequence numbers "
+				       "(nonces) cannot be recorded on disk, so it sends nothing: %s", s->sa.spi,
+				       sadb_addr_str(&s->sa.dst, a, sizeof(a)), sadb_enc_name(s->sa.enc_alg),
+				       rq[i].msg);
+			quiet++;
+		}
+		s->lease_failed = rq[i].err != 0;
+		s->lease_retry_ns = s->lease_failed ? dp_now_ns() + DP_LEASE_RETRY_NS : 0;
+	}
+	if (quiet > DP_LEASE_LOG_MAX)
+		dp_log(LOG_ERR, "%u more SAs with manual keys send nothing for the same reason",
+		       quiet - DP_LEASE_LOG_MAX);
+	explicit_bzero(rq, n * sizeof(*rq)); /* names are key fingerprints: not secret, not kept either */
+	free(rq);
 }
 
 static uint32_t mix(uint32_t h)
@@ -145,8 +180,9 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	}
 	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
 	o.seq_share = (uint16_t)ctx->n_workers; /* per-burst reservation with several (esp.h) */
-	if (dp_seqmark_needed(rec))
-		seq_lease(ctx, st, s); /* before any object can reserve a number */
+	/* A persisted SA's numbers are leased by dp_sa_sync, in one batch with the others, before
+	 * the table that holds it is published: until then no worker sees it, and the engine never
+	 * reserves above rt->seq_lease. */
 	if (rec->dir == SADB_DIR_OUT) {
 		o.id_parts = (uint16_t)ctx->n_workers;
 		for (unsigned i = 0; i < ctx->n_workers && !err; i++) {
@@ -217,8 +253,9 @@ static int build_hashes(struct dp_satab *t)
 		return -ENOMEM;
 	t->in_mask = t->out_mask = sz - 1;
 	t->persist = calloc(n ? n : 1, sizeof(*t->persist));
+	t->persist_due = calloc(n ? n : 1, sizeof(*t->persist_due));
 	t->expiring = calloc(n ? n : 1, sizeof(*t->expiring));
-	if (!t->persist || !t->expiring)
+	if (!t->persist || !t->persist_due || !t->expiring)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->max_sa; i++) {
 		struct dp_sa *s = t->slot[i];
@@ -255,6 +292,7 @@ static void tab_free(struct dp_satab *t)
 	free(t->in_hash);
 	free(t->out_hash);
 	free(t->persist);
+	free(t->persist_due);
 	free(t->expiring);
 	free(t);
 }
@@ -446,6 +484,22 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		if (cur)
 			dead[n_dead++] = cur;
 	}
+	{
+		/* the new persisted SAs' leases, before the table is visible (sa_make) */
+		struct dp_sa **lease = calloc(st->max_sa, sizeof(*lease));
+		unsigned n_lease = 0;
+
+		if (!lease)
+			goto fail;
+		for (uint32_t i = 0; i < st->max_sa; i++) {
+			struct dp_sa *s = t->slot[i];
+
+			if (s && (!old || old->slot[i] != s) && !s->unusable && dp_seqmark_needed(&s->sa))
+				lease[n_lease++] = s;
+		}
+		seq_lease(st, lease, n_lease);
+		free(lease);
+	}
 	err = build_hashes(t);
 	if (err)
 		goto fail;
@@ -504,13 +558,18 @@ void dp_sa_tick(struct dp_ctx *ctx)
 
 	if (!t)
 		return;
+	struct dp_sa_state *st = ctx->sa_state;
+	uint64_t now = dp_now_ns();
+	unsigned n_due = 0;
+
 	for (uint32_t i = 0; i < t->n_persist; i++) {
 		struct dp_sa *s = t->persist[i];
 		uint64_t max = (s->sa.flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
 
-		if (dp_seqmark_due(s->rt, max))
-			seq_lease(ctx, ctx->sa_state, s);
+		if (dp_seqmark_due(s->rt, max) && now >= s->lease_retry_ns)
+			t->persist_due[n_due++] = s;
 	}
+	seq_lease(st, t->persist_due, n_due);
 	dp_expire_tick(ctx, &((struct dp_sa_state *)ctx->sa_state)->expire, t->expiring,
 		       t->n_expiring);
 }

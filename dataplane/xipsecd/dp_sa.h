@@ -12,6 +12,7 @@ struct dp_sa {
 	uint32_t slot;
 	bool unusable;               /* the engine refused the transform */
 	bool lease_failed;           /* SADB_SAF_SEQ_PERSIST: the last lease could not be recorded */
+	uint64_t lease_retry_ns;     /* ... and is not tried again before this dp_now_ns() */
 	struct sadb_runtime *rt;     /* in the SADB: survives restarts */
 	pthread_spinlock_t *in_lock; /* inbound: held by the one worker updating the replay window
 	                              * (rule 5), given to the engine objects as their replay lock */

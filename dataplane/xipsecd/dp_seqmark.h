@@ -17,6 +17,20 @@ bool dp_seqmark_needed(const struct sadb_sa *sa);
  * dirfd: the new mark is on disk before rt->seq_reserved / rt->seq_lease let the engine use them.
  * 0 or -errno with a message (never key bytes). */
 int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, char *msg, size_t len);
+/* One SA's lease in a batch: sa and rt in; err (0 or -errno) and msg (never key bytes) out. */
+struct dp_seqmark_req {
+	const struct sadb_sa *sa;
+	struct sadb_runtime *rt;
+	int err;
+	char msg[200];
+	/* the batch's own */
+	char name[64];
+	uint64_t start, end;
+	enum { DP_SEQMARK_TODO, DP_SEQMARK_AGAIN, DP_SEQMARK_WRITTEN, DP_SEQMARK_DONE } state;
+};
+/* dp_seqmark_lease for n SAs at once, with one lock, one syncfs and one directory fsync for all of
+ * them (dp_seqmark.c explains why that is as safe). */
+void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n);
 /* Whether less than half a lease is left (time to extend), for an SA of sequence space max. */
 bool dp_seqmark_due(const struct sadb_runtime *rt, uint64_t max);
 uint64_t dp_seqmark_lease_size(void);

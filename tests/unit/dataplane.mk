@@ -37,3 +37,13 @@ tests_unit_test_dp_handoff_SOURCES = tests/unit/test_dp_handoff.c dataplane/xips
 tests_unit_test_dp_handoff_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
 tests_unit_test_dp_handoff_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 tests_unit_test_dp_handoff_LDADD = $(ESP_LIBS) sadb/libsadb.a $(CMOCKA_LIBS) -lpthread
+
+# test_dp_seqmark: on-disk leases of manual SAs' sequence numbers (dataplane/xipsecd/dp_seqmark.c),
+# one at a time and in batches, in a temporary directory.
+UNIT_TESTS += tests/unit/test_dp_seqmark
+check_PROGRAMS += tests/unit/test_dp_seqmark
+tests_unit_test_dp_seqmark_SOURCES = tests/unit/test_dp_seqmark.c dataplane/xipsecd/dp_seqmark.c \
+	dataplane/xipsecd/dp_util.c
+tests_unit_test_dp_seqmark_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
+tests_unit_test_dp_seqmark_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
+tests_unit_test_dp_seqmark_LDADD = $(ESP_LIBS) sadb/libsadb.a $(CMOCKA_LIBS) -lpthread
