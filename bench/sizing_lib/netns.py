@@ -57,6 +57,25 @@ def cpu_softirq_us():
     return int(v[7]) * 1e6 / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_steal():
+    """Per CPU (steal, all) ticks from /proc/stat: the time the host ran something else while this
+    guest's CPU wanted to run, and the whole time."""
+    out = []
+    with open("/proc/stat") as f:
+        for line in f:
+            v = line.split()
+            if v and v[0].startswith("cpu") and v[0] != "cpu":
+                t = [int(x) for x in v[1:9]]
+                out.append((t[7], sum(t)))
+    return out
+
+
+def steal_pct(a, b):
+    """Per CPU steal in % between two cpu_steal() readings."""
+    return [round(100.0 * (sb - sa) / (tb - ta), 1) if tb > ta else 0.0
+            for (sa, ta), (sb, tb) in zip(a, b)]
+
+
 def cpu_mhz():
     try:
         mhz = [float(x.split(":")[1]) for x in open("/proc/cpuinfo") if x.startswith("cpu MHz")]
