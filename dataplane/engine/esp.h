@@ -109,6 +109,11 @@ struct esp_sa_opts {
 	                                  * per worker) and decrypt in parallel; this lock, the SA's,
 	                                  * is held around each burst's replay-window update. NULL:
 	                                  * one object, used by one thread at a time. */
+	_Atomic uint32_t *lease_hint; /* outbound SADB_SAF_SEQ_PERSIST: set to 1 when fewer than
+	                               * lease_low numbers of the lease on disk are left (or none),
+	                               * so the owner of the leases knows one is due without polling
+	                               * every SA; NULL: nobody to tell */
+	uint64_t lease_low;
 };
 
 struct esp_sa;

@@ -491,6 +491,8 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	sa->iv_fn = opts->iv_fn;
 	sa->iv_arg = opts->iv_arg;
 	sa->replay_lock = opts->replay_lock;
+	sa->lease_hint = opts->lease_hint;
+	sa->lease_low = opts->lease_low;
 	sa->seq_shared = opts->seq_share > 1;
 	if (opts->seq_block)
 		sa->seq_block = opts->seq_block;
@@ -561,6 +563,14 @@ static inline bool rt_ours(const struct esp_sa *sa)
 	       sa->instance;
 }
 
+/* The lease on disk runs low: tell its owner (a load first, so that the line is written once per
+ * lease, not once per refill while the extension is on its way). */
+static void lease_tell(const struct esp_sa *sa)
+{
+	if (sa->lease_hint && !atomic_load_explicit(sa->lease_hint, memory_order_relaxed))
+		atomic_store_explicit(sa->lease_hint, 1, memory_order_release);
+}
+
 bool esp_seq_refill(struct esp_sa *sa)
 {
 	struct sadb_runtime *rt = sa->rt;
@@ -572,10 +582,13 @@ bool esp_seq_refill(struct esp_sa *sa)
 	 * mark never wraps past the end of the space, nor passes the lease recorded on disk. */
 	_Atomic uint64_t *res = (_Atomic uint64_t *)&rt->seq_reserved;
 	uint64_t cap = sa->seq_max;
+	bool leased = false;
 	if (sa->flags & SADB_SAF_SEQ_PERSIST) {
 		uint64_t lease = atomic_load_explicit((_Atomic uint64_t *)&rt->seq_lease, memory_order_acquire);
-		if (lease < cap)
+		if (lease < cap) {
 			cap = lease;
+			leased = true;
+		}
 	}
 	uint64_t blk = sa->seq_block;
 	if (sa->seq_shared && sa->seq_want < blk)
@@ -589,11 +602,14 @@ bool esp_seq_refill(struct esp_sa *sa)
 		}
 		if (old >= cap) {
 			sa->seq_why = SADB_DROP_SEQ_LEASE; /* the control thread extends the lease */
+			lease_tell(sa);
 			return false;
 		}
 		want = cap - old < blk ? cap : old + blk;
 	} while (!atomic_compare_exchange_weak_explicit(res, &old, want, memory_order_acq_rel,
 						       memory_order_acquire));
+	if (leased && cap - want <= sa->lease_low)
+		lease_tell(sa);
 	/* Checked after the CAS, not before: if the counter we just advanced was reset for another SA
 	 * instance (its zero, or a value its own objects reserved), the reset's instance store is
 	 * ordered before what the CAS read (rt_reset in libsadb), so this load sees it. The numbers

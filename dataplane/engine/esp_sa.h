@@ -52,6 +52,8 @@ struct esp_sa {
 	esp_iv_fn iv_fn;
 	void *iv_arg;
 	pthread_spinlock_t *replay_lock; /* inbound, shared runtime: see esp_sa_opts */
+	_Atomic uint32_t *lease_hint;    /* outbound, persisted numbers: see esp_sa_opts */
+	uint64_t lease_low;
 	struct sadb_addr src, dst;
 	uint8_t  hdr4[20];       /* outbound tunnel: outer IPv4 header template (TOS, length, id, DF,
 	                          * checksum filled per packet) */
