@@ -20,7 +20,10 @@
 #     window (BA 135), a protected BU whose Home Address option names another address (dropped by
 #     the SA's selector), a truncated Mobility Header;
 #  5. deregistration: BA, the binding gone, no more forwarding, no more proxy ND;
-#  6. a short lifetime expires: the binding goes by itself and the tunnel moves home.
+#  6. a short lifetime expires: the binding goes by itself and the tunnel moves home;
+#  7. configuration changes under a binding: an SA of no mobile node added and deleted leaves the
+#     binding and the tunnel as they are; a second mobile node loaded is taken up, and dropped when
+#     its SAs are deleted, the first one's binding staying throughout.
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -234,8 +237,45 @@ xt_exec ha ip -6 neigh show proxy | grep -q "$HOA" && xt_fail "proxy ND entry le
 ctl --json show > "$XT_DIR/sas.json"
 dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] == 0x3000]" | grep -q "'$HOA'" ||
 	xt_fail "tunnel SA not moved home after expiry"
+# ---- 7. the configuration changing under a binding: an SA of no mobile node coming and going leaves
+# the binding and the tunnel where they are (the home agent does not read its mobile nodes again for
+# it: dp_mip6.c mns_unchanged), a mobile node added by ipsecctl is taken up, one removed is dropped
+mns() { [ "$(b_json "j['home_agent']['mobile_nodes']")" = "$1" ]; }
+bound_at() { [ "$(b_json "[b['care_of_address'] for b in j['bindings'] if b['home_address'] == '$HOA'] == ['$1']")" = True ]; }
+mn bu eth2 8 120
+wait_ba $((n0 + 4))
+ba_is $((n0 + 4)) "b['status'] == 0 and b['seq'] == 8"
+bound_at $COA2 || xt_fail "no binding at $COA2 before the configuration changes: $(cat "$XT_DIR/b.json")"
+mns 1 || xt_fail "mobile nodes before the changes: $(cat "$XT_DIR/b.json")"
+ctl sa add esp tunnel from 2001:db8:9::1 to 2001:db8:9::2 spi 0x7000 in enc aes128gcm16 key "0x$(key)" ||
+	xt_fail "adding an SA of no mobile node"
+sleep 0.3
+ctl sa delete esp 0x7000 dst 2001:db8:9::2 || xt_fail "deleting the SA of no mobile node"
+sleep 0.3
+bound_at $COA2 || xt_fail "an SA of no mobile node came and went: the binding did not stay: $(cat "$XT_DIR/b.json")"
+ctl --json show > "$XT_DIR/sas.json"
+dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] == 0x3000]" | grep -q "'$COA2'" ||
+	xt_fail "the tunnel SA left the care-of address when an SA of no mobile node came and went"
+HOA2=2001:db8:1::200
+cat > "$XT_DIR/mn2.conf" <<EOF
+home-agent $HA prefix 2001:db8:1::/64 lifetime 600
+mobile-node $HOA2 \\
+	signalling spi 0x2100:0x2101 enc aes128gcm16 key 0x$(key):0x$(key) \\
+	tunnel spi 0x3100:0x3101 enc aes128gcm16 key 0x$(key):0x$(key)
+EOF
+ctl load "$XT_DIR/mn2.conf" || xt_fail "ipsecctl load of a second mobile node"
+xt_wait 5 mns 2 || xt_fail "the second mobile node was not taken up: $(cat "$XT_DIR/b.json")"
+bound_at $COA2 || xt_fail "the first mobile node lost its binding when a second was added"
+for spi in 0x2100 0x2101 0x3100 0x3101; do
+	ctl --json show > "$XT_DIR/sas.json"
+	dst=$(dp_json "$XT_DIR/sas.json" "[s['dst'] for s in j['sas'] if s['spi'] == $spi][0]")
+	ctl sa delete esp "$spi" dst "$dst" || xt_fail "deleting SA $spi of the second mobile node"
+done
+xt_wait 5 mns 1 || xt_fail "the second mobile node was not dropped with its SAs: $(cat "$XT_DIR/b.json")"
+bound_at $COA2 || xt_fail "the first mobile node lost its binding when the second was removed"
+
 mn counts
 sleep 0.3
 grep -q '"bad": 0' "$XT_DIR/mn.log" || xt_fail "the mobile node could not decrypt something: $(grep '"ev": "bad"' "$XT_DIR/mn.log" | head -3)"
-xt_log "registration, traffic, move, negatives, deregistration and expiry as RFC 6275 says"
+xt_log "registration, traffic, move, negatives, deregistration, expiry and configuration changes as RFC 6275 says"
 exit 0
