@@ -13,6 +13,10 @@
 # Run by scripts/package test (top_srcdir and DEB_DIR set); root, the network to the Debian archive
 # (apt in the root; the base root is cached in $DEB_DIR/cache for a week).
 . "$top_srcdir/tests/netns/lib.sh"
+# The installed packages run inside the roots with their own default state directory (the root's
+# /var/lib/xipsec, removed with it): a state directory lib.sh or a caller chose is a path of this
+# machine, which does not exist in a root.
+unset XIPSEC_STATE_DIR
 xt_require debootstrap chroot tcpdump tshark ping ethtool mknod
 DEB_DIR=${DEB_DIR:-$top_srcdir/build/deb}
 PYTHON=${PYTHON:-/usr/bin/python3}
