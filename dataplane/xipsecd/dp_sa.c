@@ -135,7 +135,6 @@ static void seq_lease(struct dp_sa_state *st, struct dp_sa **v, unsigned n)
 	if (quiet > DP_LEASE_LOG_MAX)
 		dp_log(LOG_ERR, "%u more SAs with manual keys send nothing for the same reason",
 		       quiet - DP_LEASE_LOG_MAX);
-	explicit_bzero(rq, n * sizeof(*rq)); /* names are key fingerprints: not secret, not kept either */
 	free(rq);
 }
 

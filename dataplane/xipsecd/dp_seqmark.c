@@ -216,10 +216,25 @@ static void raise_to(uint64_t *p, uint64_t v)
 		;
 }
 
+/* The lease to take for sa over the mark on disk: (start, end], start above both the mark and what
+ * the SA had reserved. False when the space is used up (nothing to lease: the engine stops at the
+ * wrap). One rule for the single and the batched lease. */
+static bool lease_range(const struct sadb_sa *sa, const struct sadb_runtime *rt, uint64_t mark,
+			uint64_t *start, uint64_t *end)
+{
+	uint64_t max = (sa->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
+
+	*start = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
+	if (mark > *start)
+		*start = mark;
+	*end = max - *start < dp_seqmark_lease_size() ? max : *start + dp_seqmark_lease_size();
+	return !(*end == mark && *end == max);
+}
+
 int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, char *msg, size_t len)
 {
 	char name[64];
-	uint64_t mark, start, end, max = (sa->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
+	uint64_t mark, start, end;
 	int r;
 
 	if (dirfd < 0) {
@@ -238,14 +253,8 @@ int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *r
 	r = read_mark(dirfd, name, &mark, msg, len);
 	if (r)
 		goto out;
-	start = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
-	if (mark > start)
-		start = mark;
-	end = max - start < dp_seqmark_lease_size() ? max : start + dp_seqmark_lease_size();
-	if (end == mark && end == max) {
-		r = 0; /* the space is used up: nothing to lease, the engine stops at the wrap */
-		goto out;
-	}
+	if (!lease_range(sa, rt, mark, &start, &end))
+		goto out; /* r is 0: nothing to lease */
 	r = write_mark(dirfd, name, end, msg, len);
 	if (r)
 		goto out;
@@ -285,7 +294,7 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		rq[i].err = 0;
 		rq[i].msg[0] = '\0';
-		rq[i].state = DP_SEQMARK_TODO;
+		rq[i].state = DP_SEQMARK_PENDING;
 	}
 	if (n == 0)
 		return;
@@ -320,19 +329,15 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct dp_seqmark_req *q = &rq[i];
-		uint64_t mark, max = (q->sa->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
+		uint64_t mark;
 
 		if (q->err || q->state == DP_SEQMARK_AGAIN)
 			continue;
 		q->err = read_mark(dirfd, q->name, &mark, q->msg, sizeof(q->msg));
 		if (q->err)
 			continue;
-		q->start = __atomic_load_n(&q->rt->seq_reserved, __ATOMIC_ACQUIRE);
-		if (mark > q->start)
-			q->start = mark;
-		q->end = max - q->start < dp_seqmark_lease_size() ? max : q->start + dp_seqmark_lease_size();
-		if (q->end == mark && q->end == max) {
-			q->state = DP_SEQMARK_DONE; /* used up: nothing to lease (dp_seqmark_lease) */
+		if (!lease_range(q->sa, q->rt, mark, &q->start, &q->end)) {
+			q->state = DP_SEQMARK_DONE; /* used up: nothing to lease */
 			continue;
 		}
 		q->err = write_tmp(dirfd, q->name, q->end, false, q->msg, sizeof(q->msg));
@@ -361,7 +366,7 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 		}
 		if (q->err) {
 			unlinkat(dirfd, tmp, 0);
-			q->state = DP_SEQMARK_TODO;
+			q->state = DP_SEQMARK_PENDING;
 		}
 	}
 	if (n_written && !r && fsync(dirfd) < 0)

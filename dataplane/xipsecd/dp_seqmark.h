@@ -26,7 +26,7 @@ struct dp_seqmark_req {
 	/* the batch's own */
 	char name[64];
 	uint64_t start, end;
-	enum { DP_SEQMARK_TODO, DP_SEQMARK_AGAIN, DP_SEQMARK_WRITTEN, DP_SEQMARK_DONE } state;
+	enum { DP_SEQMARK_PENDING, DP_SEQMARK_AGAIN, DP_SEQMARK_WRITTEN, DP_SEQMARK_DONE } state;
 };
 /* dp_seqmark_lease for n SAs at once, with one lock, one syncfs and one directory fsync for all of
  * them (dp_seqmark.c explains why that is as safe). */
