@@ -506,12 +506,27 @@ static void mn_slots_mark(struct dp_ctx *ctx, struct dp_mip6 *m)
 		}
 }
 
-/* Whether the SADB's changes after m->seen_gen leave the mobile nodes as read_mns would find them:
- * every SA changed is, as before, the same mobile node's SA in the same role (a migration, an
- * update in place), or was and is none of a mobile node's. The home agent record, a flush or a
- * journal that has moved on say no. So a home agent with 10,000 mobile nodes does not read and
- * sort its 40,000 SAs again for every SA that comes and goes elsewhere, nor after its own moves. */
-static bool mns_unchanged(struct dp_ctx *ctx, struct dp_mip6 *m)
+/* A mobile node without a binding is at home: its tunnel goes nowhere (after a restart too, and
+ * whatever an update of its tunnel SA in place said). */
+static void keep_home(struct dp_ctx *ctx, const struct mn_cfg *c)
+{
+	struct sadb_sa sa;
+
+	if (mip6_ha_lookup(M(ctx)->ha, c->hoa))
+		return;
+	if (sadb_sa_get(ctx->db, c->id[ROLE_TUN_OUT] - 1, &sa) == 0 && memcmp(sa.dst.a.b, c->hoa, 16))
+		tunnel_move(ctx, c->hoa, c->hoa);
+	explicit_bzero(&sa, sizeof(sa));
+}
+
+/* Follow the SADB's changes after m->seen_gen; whether they leave the mobile nodes as read_mns
+ * would find them: every SA changed is, as before, the same mobile node's SA in the same role (a
+ * migration, an update in place), or was and is none of a mobile node's. The home agent record, a
+ * flush or a journal that has moved on say no. So a home agent with 10,000 mobile nodes does not
+ * read and sort its 40,000 SAs again for every SA that comes and goes elsewhere, nor after its own
+ * moves. A mobile node one of whose SAs changed in place is held to keep_home here (the full read
+ * only looks at new ones). */
+static bool mns_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 {
 	struct sadb_change ch[256];
 	uint64_t since = m->seen_gen;
@@ -545,6 +560,8 @@ static bool mns_unchanged(struct dp_ctx *ctx, struct dp_mip6 *m)
 			explicit_bzero(&rec, sizeof(rec));
 			if (was != is || (is && !same))
 				return false;
+			if (is)
+				keep_home(ctx, mn_find(m->mns, m->n_mns, hoa));
 		}
 	return n == 0;
 }
@@ -709,7 +726,7 @@ static void sync_config(struct dp_ctx *ctx)
 		m->seen_gen = g;
 		return;
 	}
-	if (m->ha && r == 0 && mns_unchanged(ctx, m)) {
+	if (m->ha && r == 0 && mns_follow(ctx, m)) {
 		m->seen_gen = g;
 		return;
 	}
@@ -765,13 +782,8 @@ static void sync_config(struct dp_ctx *ctx)
 	m->n_mns = n;
 	mn_slots_mark(ctx, m);
 	for (size_t j = 0; j < n; j++)
-		if ((all || fresh[j]) && !mip6_ha_lookup(m->ha, mns[j].hoa)) {
-			struct sadb_sa sa;
-			if (sadb_sa_get(ctx->db, mns[j].id[ROLE_TUN_OUT] - 1, &sa) == 0 &&
-			    memcmp(sa.dst.a.b, mns[j].hoa, 16))
-				tunnel_move(ctx, mns[j].hoa, mns[j].hoa);
-			explicit_bzero(&sa, sizeof(sa));
-		}
+		if (all || fresh[j])
+			keep_home(ctx, &mns[j]);
 	free(fresh);
 }
 

@@ -22,8 +22,9 @@
 #  5. deregistration: BA, the binding gone, no more forwarding, no more proxy ND;
 #  6. a short lifetime expires: the binding goes by itself and the tunnel moves home;
 #  7. configuration changes under a binding: an SA of no mobile node added and deleted leaves the
-#     binding and the tunnel as they are; a second mobile node loaded is taken up, and dropped when
-#     its SAs are deleted, the first one's binding staying throughout.
+#     binding and the tunnel as they are; a second mobile node loaded is taken up, its tunnel SA
+#     moved away from home by hand goes back (it has no binding), and it is dropped when its SAs are
+#     deleted, the first one's binding staying throughout.
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -239,7 +240,7 @@ dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] 
 	xt_fail "tunnel SA not moved home after expiry"
 # ---- 7. the configuration changing under a binding: an SA of no mobile node coming and going leaves
 # the binding and the tunnel where they are (the home agent does not read its mobile nodes again for
-# it: dp_mip6.c mns_unchanged), a mobile node added by ipsecctl is taken up, one removed is dropped
+# it: dp_mip6.c mns_follow), a mobile node added by ipsecctl is taken up, one removed is dropped
 mns() { [ "$(b_json "j['home_agent']['mobile_nodes']")" = "$1" ]; }
 bound_at() { [ "$(b_json "[b['care_of_address'] for b in j['bindings'] if b['home_address'] == '$HOA'] == ['$1']")" = True ]; }
 mn bu eth2 8 120
@@ -266,6 +267,12 @@ EOF
 ctl load "$XT_DIR/mn2.conf" || xt_fail "ipsecctl load of a second mobile node"
 xt_wait 5 mns 2 || xt_fail "the second mobile node was not taken up: $(cat "$XT_DIR/b.json")"
 bound_at $COA2 || xt_fail "the first mobile node lost its binding when a second was added"
+# the second one has no binding: an update of its tunnel SA in place does not send its traffic away
+tun2_dst() { ctl --json show > "$XT_DIR/sas2.json" && dp_json "$XT_DIR/sas2.json" "[s['dst'] for s in j['sas'] if s['spi'] == 0x3100][0]"; }
+at_home2() { [ "$(tun2_dst)" = "$HOA2" ]; }
+at_home2 || xt_fail "the second mobile node's tunnel SA is not at home: $(tun2_dst)"
+ctl sa migrate esp 0x3100 dst $HOA2 to $HA 2001:db8:f::99 || xt_fail "ipsecctl sa migrate of the second mobile node's tunnel SA"
+xt_wait 5 at_home2 || xt_fail "a mobile node without a binding kept a tunnel moved away from home: $(tun2_dst)"
 for spi in 0x2100 0x2101 0x3100 0x3101; do
 	ctl --json show > "$XT_DIR/sas.json"
 	dst=$(dp_json "$XT_DIR/sas.json" "[s['dst'] for s in j['sas'] if s['spi'] == $spi][0]")
