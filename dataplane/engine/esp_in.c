@@ -30,7 +30,7 @@ static bool in_fast(const struct esp_sa *sa)
 
 /* fast is a constant at each call site: the compiler folds what in_fast() fixes. */
 static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c,
-							struct in_state *st, const bool fast)
+							struct in_state *st, uint64_t top, const bool fast)
 {
 	const uint32_t iv_len = fast ? 8u : sa->iv_len;
 	const uint32_t icv_len = fast ? 16u : sa->icv_len;
@@ -85,8 +85,8 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 		goto truncated;
 
 	/* RFC 4303 §3.4.3: the replay check comes before any cryptographic work. */
-	uint64_t seq = fast ? esp_rd32(esp + 4) : esp_replay_infer(sa, esp_rd32(esp + 4));
-	enum sadb_drop r = esp_replay_check(sa, seq);
+	uint64_t seq = fast ? esp_rd32(esp + 4) : esp_replay_infer_at(sa, esp_rd32(esp + 4), top);
+	enum sadb_drop r = esp_replay_check_at(sa, seq, top);
 	if (r != SADB_DROP_NONE) {
 		p->drop = r;
 		return false;
@@ -236,10 +236,11 @@ static inline __attribute__((always_inline)) unsigned check_all(struct esp_sa *s
 								 struct esp_pkt **live, const bool fast)
 {
 	unsigned nl = 0;
+	const uint64_t top = esp_replay_top(sa->rt); /* one read for the burst (esp_replay_check_at) */
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 2 < n) /* the header two packets ahead, while this one is checked */
 			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-		if (check(sa, pkts[i], &cops[nl], &st[nl], fast))
+		if (check(sa, pkts[i], &cops[nl], &st[nl], top, fast))
 			live[nl++] = pkts[i];
 	}
 	return nl;

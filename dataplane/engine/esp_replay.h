@@ -42,12 +42,12 @@ static inline void esp_replay_unlock(struct esp_sa *sa)
 		pthread_spin_unlock(sa->replay_lock);
 }
 
-/* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half). */
-static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo)
+/* Full 64-bit number of a received low half (RFC 4303 Appendix A.2 with ESN; else the low half),
+ * inferred around top (a value of esp_replay_top read by the caller: see esp_replay_check_at). */
+static inline uint64_t esp_replay_infer_at(const struct esp_sa *sa, uint32_t seq_lo, uint64_t top)
 {
 	if (!(sa->flags & SADB_SAF_ESN))
 		return seq_lo;
-	uint64_t top = esp_replay_top(sa->rt);
 	uint32_t tl = (uint32_t)top, th = (uint32_t)(top >> 32);
 	/* Without a window (manual keying, SADB_SAF_NO_REPLAY), infer around the top by half the space. */
 	uint32_t w = sa->window ? sa->window : 0x80000000u;
@@ -64,15 +64,29 @@ static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo
 	return (uint64_t)th << 32 | seq_lo;
 }
 
-/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD. Reads only. */
-static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq)
+static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo)
+{
+	return esp_replay_infer_at(sa, seq_lo, esp_replay_top(sa->rt));
+}
+
+/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD, against top, a value of
+ * esp_replay_top the caller read. Reads only.
+ * A burst's checks run against one top read before the first of them, not one read per packet:
+ * where several workers share the SA, the others' updates store the top once per packet, and a read
+ * per packet here would pull the line back and forth for every packet of both bursts. A top read
+ * earlier is never above the current one (it only grows), and against a lower top a check never
+ * refuses a number the current top would accept: a number above it passes; one at or below it is
+ * within the window of the current top too, its ring bit (published before that top, release and
+ * acquire) still its own. What an older top lets pass, the update under the lock refuses (it checks
+ * again against the current top). With one worker on the SA, nothing moves the top during the
+ * checks, and the value is exactly the current one. */
+static inline enum sadb_drop esp_replay_check_at(const struct esp_sa *sa, uint64_t seq, uint64_t top)
 {
 	if (seq == 0)
 		return SADB_DROP_REPLAY_OLD; /* never sent: counters start at 1 (RFC 4303 §3.3.3) */
 	if (!sa->window)
 		return SADB_DROP_NONE;
 	const struct sadb_runtime *rt = sa->rt;
-	uint64_t top = esp_replay_top(rt);
 	if (seq > top)
 		return SADB_DROP_NONE;
 	if (top - seq >= sa->window)
@@ -81,6 +95,11 @@ static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t 
 	if (esp_replay_word(rt, bit / 64) & (1ULL << (bit % 64)))
 		return SADB_DROP_REPLAY;
 	return SADB_DROP_NONE;
+}
+
+static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t seq)
+{
+	return esp_replay_check_at(sa, seq, esp_replay_top(sa->rt));
 }
 
 /* Check again and mark seq as received (after the ICV verified). */
