@@ -310,7 +310,9 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 	}
 }
 
-static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struct ah_state *s)
+/* top: esp_replay_top read once for the burst (esp_replay_check_at says why that is safe). */
+static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, struct ah_state *s,
+		     uint64_t top)
 {
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len = p->len, l4, nho;
@@ -339,8 +341,8 @@ static bool in_check(struct esp_sa *sa, struct esp_pkt *p, struct esp_cop *c, st
 		p->drop = SADB_DROP_BAD_SPI;
 		return false;
 	}
-	uint64_t seq = esp_replay_infer(sa, esp_rd32(ah + 8));
-	enum sadb_drop r = esp_replay_check(sa, seq);
+	uint64_t seq = esp_replay_infer_at(sa, esp_rd32(ah + 8), top);
+	enum sadb_drop r = esp_replay_check_at(sa, seq, top);
 	if (r != SADB_DROP_NONE) {
 		p->drop = r;
 		return false;
@@ -394,9 +396,10 @@ static __attribute__((noinline)) void in_general(struct esp_sa *sa, struct esp_p
 	struct ah_state st[ESP_BURST_MAX];
 	struct esp_pkt *live[ESP_BURST_MAX];
 	unsigned nl = 0;
+	const uint64_t top = esp_replay_top(sa->rt); /* one read for the burst */
 
 	for (unsigned i = 0; i < n; i++)
-		if (in_check(sa, pkts[i], &cops[nl], &st[nl]))
+		if (in_check(sa, pkts[i], &cops[nl], &st[nl], top))
 			live[nl++] = pkts[i];
 	if (!nl)
 		return;
@@ -603,12 +606,12 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	}
 }
 
-/* Inbound: the checks of in_check for a bare outer header; 1 = ready for the crypto call, 0 =
+/* Inbound: the checks of in_check for a bare outer header (against top, as there); 1 = ready for the crypto call, 0 =
  * dropped (p->drop set, packet untouched), -1 = not a bare header: the general path's. */
 static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, struct esp_pkt *p,
 							     struct esp_cop *c, struct ah_fast_state *s,
-							     uint32_t ahl4, uint32_t ahl6, const unsigned ivl,
-							     const unsigned icvl)
+							     uint32_t ahl4, uint32_t ahl6, uint64_t top,
+							     const unsigned ivl, const unsigned icvl)
 {
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len = p->len, l4, tl;
@@ -642,7 +645,7 @@ static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, 
 		return 0;
 	}
 	uint64_t seq = esp_rd32(ah + 8);
-	enum sadb_drop r = esp_replay_check(sa, seq); /* before any crypto (RFC 4302 §3.4.3) */
+	enum sadb_drop r = esp_replay_check_at(sa, seq, top); /* before any crypto (RFC 4302 §3.4.3) */
 	if (r != SADB_DROP_NONE) {
 		p->drop = r;
 		return 0;
@@ -696,6 +699,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 	struct ah_fast_state st[ESP_BURST_MAX];
 	struct esp_pkt *live[ESP_BURST_MAX];
 	const uint32_t ahl4 = sa->ah_hdr_len, ahl6 = sa->ah_hdr_len6;
+	const uint64_t top = esp_replay_top(sa->rt); /* one read for the burst */
 	unsigned i = 0;
 
 	while (i < n) {
@@ -704,7 +708,7 @@ static inline __attribute__((always_inline)) void in_fast(struct esp_sa *sa, str
 		for (; i < n; i++) {
 			if (i + 2 < n)
 				__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
-			k = in_fast_one(sa, pkts[i], &cops[nl], &st[nl], ahl4, ahl6, ivl, icvl);
+			k = in_fast_one(sa, pkts[i], &cops[nl], &st[nl], ahl4, ahl6, top, ivl, icvl);
 			if (k > 0)
 				live[nl++] = pkts[i];
 			else if (k < 0)
