@@ -27,6 +27,12 @@ PORT=1161
 USER=xsmon AUTH=xs-auth-pass-1 PRIV=xs-priv-pass-1
 V3="-v3 -l authPriv -u $USER -a SHA -A $AUTH -x AES -X $PRIV"
 mkdir -p "$SD/persist"
+# Net-SNMP's client tools keep state in a persistent directory too, and say so on stderr the first
+# time they create its cert_indexes/ (on a fresh machine /var/lib/snmp has none): they get one of
+# the test's own, already made, so that their stderr carries only what the module causes, and the
+# machine's /var/lib/snmp is not written.
+export SNMP_PERSISTENT_DIR="$SD/client"
+mkdir -p "$SD/client/cert_indexes"
 
 # The MIB loads in Net-SNMP (names below resolve through it) and translates without complaint.
 snmptranslate -m XIPSEC-MIB -M "$MIBDIRS" -Tp XIPSEC-MIB::xipsecMIB > "$SD/tp.txt" 2> "$SD/tp.err" ||
