@@ -100,10 +100,10 @@ fi
 # to a transfer of about 150 ms, at random: a figure made of the poll's phase, not the gateway's.
 head -c 20000000 /dev/urandom > "$XT_DIR/tcp.in"
 tcp_port=7000
-timed_tcp() { # prints milliseconds for the 20 MB transfer h1 -> h2, or "failed" within 4 s (run in
-	      # $(...): an xt_fail inside only ends the subshell, so the caller looks at what it printed)
+timed_tcp() { # prints milliseconds for the 20 MB transfer h1 -> h2 on port tcp_port, or "failed" within
+	      # 4 s (run in $(...): an xt_fail inside only ends the subshell, so the caller looks at
+	      # what it printed, and counts the ports)
 	local t0 t1
-	tcp_port=$((tcp_port + 1))
 	rm -f "$XT_DIR/tcp.end" "$XT_DIR/tcp.out"
 	xt_bg h2 tcp-sink sh -c "socat -u TCP-LISTEN:$tcp_port,reuseaddr 'OPEN:$XT_DIR/tcp.out,creat,trunc' &&
 		date +%s%N > '$XT_DIR/tcp.end'"
@@ -121,6 +121,9 @@ timed_tcp() { # prints milliseconds for the 20 MB transfer h1 -> h2, or "failed"
 	cmp -s "$XT_DIR/tcp.in" "$XT_DIR/tcp.out" || xt_fail "TCP data to h2 differs"
 	echo $(( (t1 - t0) / 1000000 ))
 }
+# what timed_tcp printed: milliseconds or "failed"; anything else is its xt_fail (data differs,
+# no sink), which ended only its subshell
+tcp_ok() { [[ $1 =~ ^([0-9]+|failed)$ ]] || xt_fail "the timed TCP transfer went wrong (see above)"; }
 rt2() { timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2; }
 icv() { rt2 | sed -n 's/^drop_icv=//p'; }
 bad_spi() { dp_status gw2 > "$XT_DIR/st2.json" && dp_json "$XT_DIR/st2.json" "j['xdp']['bad_spi']"; }
@@ -175,8 +178,10 @@ while time.time() < end:
 	before=$($count)
 	w0=$(date +%s%N)
 	c0=$(cpu2)
+	tcp_port=$((tcp_port + 1))
 	FL_MS=$(timed_tcp)
 	FL_C=$(( $(cpu2) - c0 ))
+	tcp_ok "$FL_MS"
 	after=$($count)
 	FL_PPS=$(( (after - before) * 1000000000 / ($(date +%s%N) - w0) ))
 	xt_stop badicv
@@ -188,8 +193,10 @@ while time.time() < end:
 base() {
 	local c0
 	c0=$(cpu2)
+	tcp_port=$((tcp_port + 1))
 	B_MS=$(timed_tcp)
 	B_C=$(( $(cpu2) - c0 ))
+	tcp_ok "$B_MS"
 	[ "$B_MS" != failed ] || xt_fail "the TCP transfer without a flood failed"
 }
 # the flooded transfer's throughput as a fraction of the mean of the lone ones on either side of it
