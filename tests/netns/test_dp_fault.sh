@@ -9,7 +9,7 @@
 #     dropped as an ICV failure, every unknown-SPI one by gw2's XDP program. Printed, five rounds with
 #     medians (figures, not pass criteria: they depend on the machine): the throughput of a TCP
 #     transfer under the flood as a fraction of without (the mean of the lone transfers just before
-#     and after it), for a bad-ICV flood paced to 200k packets/s (several times the transfer's own
+#     and after it), for a bad-ICV flood paced to 200k packets/s (about twice the transfer's own
 #     packet rate) with gw2's CPU time per forged packet, and for floods as fast as the generator
 #     goes, bad-ICV and unknown-SPI (the latter costs the gateway nothing past its XDP program: what
 #     is left of the transfer then is what the link leaves at that rate). The flood comes from
