@@ -204,26 +204,6 @@ void esp_imb_gcm_op(IMB_MGR *m, const struct gcm_key_data *k, unsigned key_len, 
 		gcm_fn(m, key_len, enc)(k, g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, tag, 16);
 }
 
-/* The frames of a burst were written by the kernel's copy on another CPU (copy-mode AF_XDP, and
- * the NIC's or veth's receive on whichever CPU ran it): the crypto's first touch of each line
- * waits for its transfer, about as long again as the AES-GCM of a 1400-byte packet in cache. So
- * the packet PREFETCH_AHEAD places on is asked for, every line of it, while this one's crypto
- * runs (for writing: it is en- or decrypted in place). Measured with bench/peers, 1400-byte
- * packets: the worker's user time per packet 0.55 -> 0.44 us and 1705 -> 1877 Mbit/s; with two
- * packets ahead as with one, or all of a burst's at its start. */
-#define PREFETCH_AHEAD 2u
-static inline void prefetch_region(const uint8_t *p, uint32_t len)
-{
-	for (uint32_t off = 0; off < len; off += 64)
-		__builtin_prefetch(p + off, 1, 3);
-}
-
-static inline void prefetch_first(const struct esp_cop *ops, unsigned n, bool gcm)
-{
-	for (unsigned k = 0; k < PREFETCH_AHEAD && k < n; k++)
-		gcm ? prefetch_region(ops[k].data, ops[k].data_len) : prefetch_region(ops[k].auth, ops[k].auth_len);
-}
-
 static void direct_run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n, bool enc)
 {
 	const struct imb_ctx *x = cs->ctx;
@@ -239,21 +219,19 @@ static void direct_run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsi
 		}
 	} else if (enc) {
 		aes_gcm_enc_dec_t fn = gcm_fn(tl_mgrs.direct, x->key_len, true);
-		prefetch_first(ops, n, true);
+		esp_cops_prefetch_first(ops, n, ESP_KIND_AEAD);
 		for (unsigned i = 0; i < n; i++) {
 			struct esp_cop *c = &ops[i];
-			if (i + PREFETCH_AHEAD < n)
-				prefetch_region(ops[i + PREFETCH_AHEAD].data, ops[i + PREFETCH_AHEAD].data_len);
+			esp_cops_prefetch_next(ops, n, i, ESP_KIND_AEAD);
 			fn(&x->gkey, &g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, c->tag, 16);
 			c->ok = 1;
 		}
 	} else {
 		aes_gcm_enc_dec_t fn = gcm_fn(tl_mgrs.direct, x->key_len, false);
-		prefetch_first(ops, n, true);
+		esp_cops_prefetch_first(ops, n, ESP_KIND_AEAD);
 		for (unsigned i = 0; i < n; i++) {
 			struct esp_cop *c = &ops[i];
-			if (i + PREFETCH_AHEAD < n)
-				prefetch_region(ops[i + PREFETCH_AHEAD].data, ops[i + PREFETCH_AHEAD].data_len);
+			esp_cops_prefetch_next(ops, n, i, ESP_KIND_AEAD);
 			fn(&x->gkey, &g, c->data, c->data, c->data_len, c->iv, c->aad, c->aad_len, c->calc, 16);
 			c->ok = esp_icv_equal(c->calc, c->icv_in, 16);
 		}
@@ -279,16 +257,10 @@ static void jobs_run(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsign
 	const struct imb_ctx *x = cs->ctx;
 	IMB_MGR *m = tl_mgrs.job;
 	IMB_JOB *job;
-	prefetch_first(ops, n, x->cmode == IMB_CIPHER_CHACHA20_POLY1305);
+	esp_cops_prefetch_first(ops, n, cs->kind);
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
-		if (i + PREFETCH_AHEAD < n) {
-			const struct esp_cop *a = &ops[i + PREFETCH_AHEAD];
-			if (x->cmode == IMB_CIPHER_CHACHA20_POLY1305)
-				prefetch_region(a->data, a->data_len);
-			else
-				prefetch_region(a->auth, a->auth_len);
-		}
+		esp_cops_prefetch_next(ops, n, i, cs->kind);
 		job = IMB_GET_NEXT_JOB(m);
 		job->cipher_direction = enc ? IMB_DIR_ENCRYPT : IMB_DIR_DECRYPT;
 		job->chain_order = enc ? IMB_ORDER_CIPHER_HASH : IMB_ORDER_HASH_CIPHER;

@@ -196,8 +196,10 @@ static void ossl_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, un
 	struct ossl_ctx *x = cs->ctx;
 	uint8_t full[64];
 	int l;
+	esp_cops_prefetch_first(ops, n, cs->kind);
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
+		esp_cops_prefetch_next(ops, n, i, cs->kind);
 		bool ok = true;
 		switch (cs->kind) {
 		case ESP_KIND_AEAD:
@@ -222,8 +224,10 @@ static void ossl_decrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, un
 {
 	struct ossl_ctx *x = cs->ctx;
 	int l;
+	esp_cops_prefetch_first(ops, n, cs->kind);
 	for (unsigned i = 0; i < n; i++) {
 		struct esp_cop *c = &ops[i];
+		esp_cops_prefetch_next(ops, n, i, cs->kind);
 		bool ok = true;
 		switch (cs->kind) {
 		case ESP_KIND_AEAD: {

@@ -86,6 +86,37 @@ struct esp_cop {
 	uint8_t calc[64];       /* decrypt: scratch for the computed tag */
 };
 
+/* The frames of a burst were written by the kernel's copy on another CPU (copy-mode AF_XDP, and
+ * the NIC's or veth's receive on whichever CPU ran it): a backend's first touch of each line waits
+ * for its transfer, about as long again as the AES-GCM of a 1400-byte packet in cache. So a backend
+ * asks for the packet ESP_PREFETCH_AHEAD places on, every line of the region it will read and
+ * write (for writing: it works in place), while it works on this one. Measured with bench/peers,
+ * 1400-byte packets through AES-GCM: the worker's user time per packet 0.55 -> 0.44 us and 1705 ->
+ * 1877 Mbit/s; one, two or three places ahead, or a whole burst at its start, alike. */
+#define ESP_PREFETCH_AHEAD 2u
+
+static inline void esp_cop_prefetch(const struct esp_cop *c, uint8_t kind)
+{
+	const uint8_t *p = kind == ESP_KIND_AEAD ? c->data : c->auth;
+	uint32_t len = kind == ESP_KIND_AEAD ? c->data_len : c->auth_len;
+	for (uint32_t off = 0; off < len; off += 64)
+		__builtin_prefetch(p + off, 1, 3);
+}
+
+/* Before a backend's loop over ops[0..n): the first ESP_PREFETCH_AHEAD; in it, at i, the one
+ * ESP_PREFETCH_AHEAD places on. */
+static inline void esp_cops_prefetch_first(const struct esp_cop *ops, unsigned n, uint8_t kind)
+{
+	for (unsigned k = 0; k < ESP_PREFETCH_AHEAD && k < n; k++)
+		esp_cop_prefetch(&ops[k], kind);
+}
+
+static inline void esp_cops_prefetch_next(const struct esp_cop *ops, unsigned n, unsigned i, uint8_t kind)
+{
+	if (i + ESP_PREFETCH_AHEAD < n)
+		esp_cop_prefetch(&ops[i + ESP_PREFETCH_AHEAD], kind);
+}
+
 /* What a backend keys and runs for one SA direction: the transform, the keys, and the backend's own
  * keyed state (ctx). Filled by the engine before init; init sets ctx, fini wipes and frees it. */
 struct esp_crypto_sa {
