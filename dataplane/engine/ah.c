@@ -606,8 +606,9 @@ void ah_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n)
 	}
 }
 
-/* Inbound: the checks of in_check for a bare outer header (against top, as there); 1 = ready for the crypto call, 0 =
- * dropped (p->drop set, packet untouched), -1 = not a bare header: the general path's. */
+/* Inbound: the checks of in_check for a bare outer header (against top, as there); 1 = ready for
+ * the crypto call, 0 = dropped (p->drop set, packet untouched), -1 = not a bare header: the general
+ * path's. */
 static inline __attribute__((always_inline)) int in_fast_one(struct esp_sa *sa, struct esp_pkt *p,
 							     struct esp_cop *c, struct ah_fast_state *s,
 							     uint32_t ahl4, uint32_t ahl6, uint64_t top,

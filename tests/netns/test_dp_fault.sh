@@ -124,8 +124,7 @@ timed_tcp() { # prints milliseconds for the 20 MB transfer h1 -> h2 on port tcp_
 # what timed_tcp printed: milliseconds or "failed"; anything else is its xt_fail (data differs,
 # no sink), which ended only its subshell
 tcp_ok() { [[ $1 =~ ^([0-9]+|failed)$ ]] || xt_fail "the timed TCP transfer went wrong (see above)"; }
-rt2() { timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2; }
-icv() { rt2 | sed -n 's/^drop_icv=//p'; }
+icv() { timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^drop_icv=//p'; }
 bad_spi() { dp_status gw2 > "$XT_DIR/st2.json" && dp_json "$XT_DIR/st2.json" "j['xdp']['bad_spi']"; }
 # gw2's xipsecd: CPU time (user + system, clock ticks) so far, for its cost per forged packet
 gw2_pid=$(for p in $(ip netns pids "$(xt_ns gw2)"); do [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$XIPSECD")" ] && echo "$p"; done | head -1)
@@ -138,9 +137,8 @@ GEN="$top_builddir/bench/fwd-gen"
 # and fail the ICV), KIND spi is ESP of an SPI gw2 does not have (dropped by its XDP program);
 # RATE packets/s, or "max". Sets FL_MS (milliseconds, "failed" when the transfer did not complete),
 # FL_N (flood packets gw2 dropped meanwhile), FL_PPS (their rate) and FL_C (gw2's CPU ticks
-# meanwhile). Called in this
-# shell (not in $(...)), so that the generator is registered for the cleanup and a failure ends the
-# test.
+# meanwhile). Called in this shell (not in $(...)), so that the generator is registered for the
+# cleanup and a failure ends the test.
 flooded() {
 	local kind=$1 rate=() spi=0x1101 count=icv before after c0 t w0
 	[ "$2" = max ] || rate=(rate "$2")
@@ -199,31 +197,30 @@ base() {
 	tcp_ok "$B_MS"
 	[ "$B_MS" != failed ] || xt_fail "the TCP transfer without a flood failed"
 }
-# the flooded transfer's throughput as a fraction of the mean of the lone ones on either side of it
-ratio() { [ "$3" = failed ] && echo 0.00 || awk "BEGIN{printf \"%.2f\", ($1 + $2) / 2 / $3}"; }
+# flood_round KIND RATE: a transfer under the flood, then one alone; sets R, the flooded one's
+# throughput as a fraction of the mean of the lone ones on either side of it
+flood_round() {
+	local b0=$B_MS
+	flooded "$1" "$2"
+	base
+	if [ "$FL_MS" = failed ]; then R=0.00
+	else R=$(awk "BEGIN{printf \"%.2f\", ($b0 + $B_MS) / 2 / $FL_MS}"); fi
+}
 median() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}'; }
 slow_r=() slow_pps=() slow_us=() max_r=() max_pps=() spi_r=() spi_pps=()
 base # a first transfer, not counted: the first after the gateways' start is the fastest
 base
 for i in 1 2 3 4 5; do
-	b0=$B_MS bc0=$B_C
-	flooded icv 200000
-	base
-	slow_r+=("$(ratio "$b0" "$B_MS" "$FL_MS")")
-	slow_pps+=("$FL_PPS")
+	bc0=$B_C
+	flood_round icv 200000
+	slow_r+=("$R") slow_pps+=("$FL_PPS")
 	# gw2's CPU during the flooded transfer less during one alone (the same 20 MB), per forged
 	# packet: what one costs the gateway
 	slow_us+=("$(awk "BEGIN{printf \"%.2f\", ($FL_C - ($bc0 + $B_C) / 2) * 1e6 / $tck / $FL_N}")")
-	b0=$B_MS
-	flooded icv max
-	base
-	max_r+=("$(ratio "$b0" "$B_MS" "$FL_MS")")
-	max_pps+=("$FL_PPS")
-	b0=$B_MS
-	flooded spi max
-	base
-	spi_r+=("$(ratio "$b0" "$B_MS" "$FL_MS")")
-	spi_pps+=("$FL_PPS")
+	flood_round icv max
+	max_r+=("$R") max_pps+=("$FL_PPS")
+	flood_round spi max
+	spi_r+=("$R") spi_pps+=("$FL_PPS")
 	xt_log "bad-ICV flood round $i: 20 MB TCP ${B_MS} ms alone; throughput fraction ${slow_r[-1]} under ~${slow_pps[-1]} bad-ICV packets/s (paced to 200k/s), gw2 CPU ${slow_us[-1]} us per forged packet; ${max_r[-1]} under ~${max_pps[-1]}/s bad-ICV and ${spi_r[-1]} under ~${spi_pps[-1]}/s unknown-SPI (both as fast as the generator goes)"
 done
 xt_log "bad-ICV flood, medians of 5: throughput fraction $(median "${slow_r[@]}") under ~$(median "${slow_pps[@]}") bad-ICV packets/s (every one dropped as an ICV failure), gw2 CPU per forged packet $(median "${slow_us[@]}") us"
