@@ -37,6 +37,7 @@ static struct dp_sa *sa;
 static uint8_t *src, *frames;       /* the encrypted stream (pristine); the frames it is decrypted in */
 static uint32_t src_len[POOL], src_off[POOL]; /* the ESP packets' places in their frames */
 static _Atomic bool stop_helper;
+static struct sadb_worker_stats sst[2]; /* the workers' records in the SADB stats area, as xipsecd's */
 
 static void die(const char *what, int err)
 {
@@ -197,6 +198,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < 2; i++) {
 		ctx.w[i].ctx = &ctx;
 		ctx.w[i].id = i;
+		ctx.w[i].sst = &sst[i];
 	}
 	if ((c = dp_handoff_init(&ctx)))
 		die("dp_handoff_init", c);

@@ -3,7 +3,9 @@
 # `bench/sizing check`: a netns-layer test. test_peers.sh runs bench/peers --quick on xipsecd and
 # wireguard-go and verifies its result with `bench/peers check`. test_scale.sh runs bench/scale for one
 # round on 2 and 3 threads and checks its rows and that nothing was dropped (no root).
-UNIT_TESTS += tests/bench/test_scale.sh
-EXTRA_DIST += tests/bench/test_scale.sh
+# test_handoff_mem.sh runs bench/handoff-mem (xipsecd's hand-off, in memory) for one round and checks
+# its rows and that every packet decrypted (no root).
+UNIT_TESTS += tests/bench/test_scale.sh tests/bench/test_handoff_mem.sh
+EXTRA_DIST += tests/bench/test_scale.sh tests/bench/test_handoff_mem.sh
 NETNS_TESTS += tests/bench/test_sizing.sh tests/bench/test_peers.sh
 EXTRA_DIST += tests/bench/test_sizing.sh tests/bench/test_peers.sh

@@ -14,8 +14,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad=0
 for t in 2 3; do
-	if ! timeout 300 "$SCALE" -r 1 -t "$t" > "$tmp/out" 2> "$tmp/err"; then
-		echo "FAIL: scale -t $t: exit status $?: $(cat "$tmp/err")" >&2
+	timeout 300 "$SCALE" -r 1 -t "$t" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "FAIL: scale -t $t: exit status $rc: $(cat "$tmp/err")" >&2
 		bad=1
 		continue
 	fi
