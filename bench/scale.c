@@ -22,7 +22,13 @@
  * all busy forwards. (All packets over the slowest thread's time would count the tail in which the
  * slowest runs alone, and put every thread at the pace of the slowest CPU: on a guest whose CPUs
  * are slowed by the host in turn, that measures the host.) One thread is measured on each CPU in
- * turn and its figure is the mean of those: N CPUs against the mean one of them. Medians of REPS
+ * turn and its figure is the mean of those: N CPUs against the mean one of them. Inbound on one SA,
+ * that one thread takes the very stream the N threads share (N pools' worth, N x 131,072 packets),
+ * so that both figures work through the same frames in the same memory: with half of it, the
+ * comparison would be the memory's as much as the threads'. (On a guest whose address translations
+ * are small pages, a thread's rate falls as the memory it walks grows: a thread alone on 128 MB of
+ * frames ran 3-12 % slower than on 64 MB, and one SA's stream dealt round two pools is 128 MB that
+ * each of the N threads walks.) Medians of REPS
  * rounds, each of which measures every row (one thread on each CPU, then N, for each), and the
  * ratios N threads / 1 thread measured back to back in the same round. Drops are counted and printed
  * (inbound replay drops would mean the window lost numbers to the interleaving).
@@ -269,7 +275,7 @@ static void *run(void *arg)
 static struct job *jobs[MAXT];
 
 /* Fill the pools for one measurement: nt threads, shared = one SA for all, size bytes. */
-static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa_set *sets)
+static void prepare(unsigned nt, unsigned np, bool shared, bool out, uint32_t size, struct sa_set *sets)
 {
 	uint8_t inner[1500];
 	mk_inner(inner, size);
@@ -283,8 +289,8 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 		j->good = j->drops = 0;
 		atomic_store(&j->cur, 0);
 		/* inbound only: outbound numbers are taken, not received, and cannot fall behind */
-		j->peers = shared && nt > 1 && !out ? jobs : NULL;
-		j->npeers = shared && nt > 1 && !out ? nt : 0;
+		j->peers = shared && np > 1 && !out ? jobs : NULL;
+		j->npeers = shared && np > 1 && !out ? np : 0;
 		if (out)
 			for (uint32_t i = 0; i < POOL; i++) {
 				uint8_t *f = j->pool + (size_t)i * frame;
@@ -292,10 +298,12 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 				j->pk[i] = (struct esp_pkt){ .buf = f, .buf_len = frame, .off = OFF, .len = size };
 			}
 	}
+	for (unsigned t = nt; t < np; t++)
+		atomic_store(&jobs[t]->cur, IDLE); /* a pool of the stream, no thread of its own */
 	if (out)
 		return;
 	/* Inbound: encrypt the streams the threads will receive with an outbound twin of each SA
-	 * (same key): one SA's numbers dealt to the threads a burst at a time. */
+	 * (same key): one SA's numbers dealt round np pools a burst at a time. */
 	for (unsigned s = 0; s < (shared ? 1u : nt); s++) {
 		struct sadb_sa rec = mk_sa(SADB_DIR_OUT, 0x1000 + s);
 		struct sadb_runtime *rt = rt_new();
@@ -305,11 +313,11 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 		int r = esp_sa_create(&rec, rt, &o, &gen);
 		if (r)
 			die("esp_sa_create (generator)", r);
-		unsigned users = shared ? nt : 1;
+		unsigned users = shared ? np : 1;
 		for (uint32_t b = 0; b < POOL * users; b += BURST) {
-			unsigned t = shared ? (b / BURST) % nt : s;
+			unsigned t = shared ? (b / BURST) % np : s;
 			struct job *j = jobs[t];
-			uint32_t base = shared ? (b / (BURST * nt)) * BURST : b;
+			uint32_t base = shared ? (b / (BURST * np)) * BURST : b;
 			for (uint32_t i = 0; i < BURST; i++) {
 				uint8_t *f = j->pool + (size_t)(base + i) * frame;
 				memcpy(f + OFF, inner, size);
@@ -324,8 +332,9 @@ static void prepare(unsigned nt, bool shared, bool out, uint32_t size, struct sa
 	}
 }
 
-/* One measurement: packets per second of all threads together (nt threads from jobs[first]). */
-static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_t *drops)
+/* One measurement: packets per second of all threads together (nt threads from jobs[0]); inbound on
+ * one SA, the stream is np pools' worth (np >= nt), whoever takes it. */
+static double measure(unsigned nt, unsigned np, bool shared, bool out, uint32_t size, uint64_t *drops)
 {
 	struct sa_set sets[MAXT];
 	unsigned nsa = shared ? 1 : nt;
@@ -348,11 +357,11 @@ static double measure(unsigned nt, bool shared, bool out, uint32_t size, uint64_
 				die("esp_sa_create", r);
 		}
 	}
-	prepare(nt, shared, out, size, sets);
+	prepare(nt, np, shared, out, size, sets);
 	pthread_barrier_init(&start, NULL, nt);
 	atomic_store(&stop, false);
 	atomic_store(&next_burst, 0);
-	stream_bursts = nt * (POOL / BURST);
+	stream_bursts = np * (POOL / BURST);
 	for (unsigned t = 0; t < nt; t++)
 		if (pthread_create(&jobs[t]->th, NULL, run, jobs[t]))
 			die("pthread_create", errno);
@@ -457,7 +466,7 @@ int main(int argc, char **argv)
 	static const uint32_t sizes[] = { 64, 1400 };
 	{
 		uint64_t d; /* a round not counted: the first one pays for page faults and cold caches */
-		(void)measure(1, true, true, 64, &d);
+		(void)measure(1, 1, true, true, 64, &d);
 	}
 	/* Every row is measured in every round, one after the other: the machine's own variation
 	 * (other guests on the host, frequency) then falls on all rows alike, and the rows compare. */
@@ -479,11 +488,11 @@ int main(int argc, char **argv)
 			w->one[r] = 0;
 			for (unsigned cpu = 0; cpu < nt; cpu++) {
 				jobs[0]->cpu = jobs[cpu]->cpu;
-				w->one[r] += measure(1, true, w->out, w->size, &d) / nt;
+				w->one[r] += measure(1, w->shared && !w->out ? nt : 1, true, w->out, w->size, &d) / nt;
 				w->drops += d;
 			}
 			jobs[0]->cpu = 0;
-			w->many[r] = measure(nt, w->shared, w->out, w->size, &d);
+			w->many[r] = measure(nt, nt, w->shared, w->out, w->size, &d);
 			w->drops += d;
 			w->ratio[r] = w->many[r] / w->one[r];
 		}
@@ -496,6 +505,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)w->drops);
 	}
 	printf("N = %u threads, one per CPU; 1 thread: the mean of one thread on each CPU;\n"
+	       "1 thread, inbound on 1 shared SA: the same stream as the N threads take (N pools of frames);\n"
 	       "pps: the sum of the threads' rates while all ran;\n"
 	       "ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
 	printf("1 shared/1: outbound numbers reserved one at a time instead of a burst's worth (for comparison)\n");
