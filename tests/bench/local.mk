@@ -1,11 +1,10 @@
 # tests/bench/local.mk: tests of the benchmarks. test_sizing.sh runs the sizing study's reduced
 # matrix (bench/sizing --quick, root, network namespaces) and verifies its report with
 # `bench/sizing check`: a netns-layer test. test_peers.sh runs bench/peers --quick on xipsecd and
-# wireguard-go and verifies its result with `bench/peers check`. test_scale.sh runs bench/scale for one
-# round on 2 and 3 threads and checks its rows and that nothing was dropped (no root).
-# test_handoff_mem.sh runs bench/handoff-mem (xipsecd's hand-off, in memory) for one round and checks
-# its rows and that every packet decrypted (no root).
-UNIT_TESTS += tests/bench/test_scale.sh tests/bench/test_handoff_mem.sh
-EXTRA_DIST += tests/bench/test_scale.sh tests/bench/test_handoff_mem.sh
+# wireguard-go and verifies its result with `bench/peers check`. test_mem_bench.sh runs bench/scale for one
+# round on 2 and 3 threads and checks its rows and that nothing was dropped, and bench/handoff-mem
+# (xipsecd's hand-off, in memory) for one round, checking that every packet decrypted (no root).
+UNIT_TESTS += tests/bench/test_mem_bench.sh
+EXTRA_DIST += tests/bench/test_mem_bench.sh
 NETNS_TESTS += tests/bench/test_sizing.sh tests/bench/test_peers.sh
 EXTRA_DIST += tests/bench/test_sizing.sh tests/bench/test_peers.sh
