@@ -23,15 +23,20 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad=0
-for t in 2 3; do
-	timeout 300 "$SCALE" -r 1 -t "$t" > "$tmp/out" 2> "$tmp/err"
+# bench NAME ARGS...: run it with a timeout into $tmp/out and show that; nonzero (reported) if it failed
+bench() {
+	local name=$1 rc
+	shift
+	timeout 300 "$@" > "$tmp/out" 2> "$tmp/err"
 	rc=$?
 	if [ "$rc" != 0 ]; then
-		echo "FAIL: scale -t $t: exit status $rc: $(cat "$tmp/err")" >&2
-		bad=1
-		continue
+		echo "FAIL: $name: exit status $rc: $(cat "$tmp/err")" >&2
+		return 1
 	fi
 	cat "$tmp/out"
+}
+for t in 2 3; do
+	bench "scale -t $t" "$SCALE" -r 1 -t "$t" || { bad=1; continue; }
 	# rows: direction bytes SAs... 1-thread pps, N-thread pps, ratio, drops
 	rows=$(grep -cE '^(outbound|inbound) ' "$tmp/out")
 	[ "$rows" = 10 ] || { echo "FAIL: scale -t $t printed $rows rows, expected 10" >&2; bad=1; }
@@ -42,13 +47,9 @@ for t in 2 3; do
 	} END { exit bad }' "$tmp/out" >&2 || bad=1
 	grep -q "^N = $t threads" "$tmp/out" || { echo "FAIL: scale -t $t: no legend for $t threads" >&2; bad=1; }
 done
-timeout 300 "$HM" -r 1 > "$tmp/out" 2> "$tmp/err"
-rc=$?
-if [ "$rc" != 0 ]; then
-	echo "FAIL: handoff-mem -r 1: exit status $rc: $(cat "$tmp/err")" >&2
+if ! bench "handoff-mem -r 1" "$HM" -r 1; then
 	bad=1
 else
-	cat "$tmp/out"
 	# rows: transform, 1-worker pps, hand-off pps, ratio, helper share %, taken back/jobs
 	awk '/^(aes-gcm-128|cbc-sha256) / {
 		rows++
