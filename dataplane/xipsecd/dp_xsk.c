@@ -19,6 +19,7 @@
 #include "dataplane/xipsecd/dp.h"
 
 #ifndef XDP_MAX_TX_SKB_BUDGET
+#define DP_BIND_BUSY_MS 10000u
 #define XDP_MAX_TX_SKB_BUDGET 9 /* Linux 6.17's uapi; older headers lack it */
 #endif
 
@@ -59,15 +60,27 @@ static int make_socket(struct dp_ctx *ctx, struct dp_worker *w, unsigned p, bool
 	};
 	int err = -EOPNOTSUPP;
 
-	if (!ctx->cfg.copy_mode) {
-		cfg.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY;
-		err = xsk_socket__create_shared(&pt->xsk, ctx->ifc[p].name, w->queue, w->umem, &pt->rx,
-						&pt->tx, &pt->fill, &pt->comp, &cfg);
-	}
-	if (err) {
-		cfg.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
-		err = xsk_socket__create_shared(&pt->xsk, ctx->ifc[p].name, w->queue, w->umem, &pt->rx,
-						&pt->tx, &pt->fill, &pt->comp, &cfg);
+	/* EBUSY: the queue still has the socket of an instance that was killed; the kernel releases
+	 * it shortly after that one's exit. A restart waits for it (DP_BIND_BUSY_MS) rather than
+	 * fail; a queue held by a live process stays busy past the wait and the start fails. */
+	for (unsigned ms = 0;; ms += 50) {
+		if (!ctx->cfg.copy_mode) {
+			cfg.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY;
+			err = xsk_socket__create_shared(&pt->xsk, ctx->ifc[p].name, w->queue, w->umem,
+							&pt->rx, &pt->tx, &pt->fill, &pt->comp, &cfg);
+		}
+		if (err) {
+			cfg.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
+			err = xsk_socket__create_shared(&pt->xsk, ctx->ifc[p].name, w->queue, w->umem,
+							&pt->rx, &pt->tx, &pt->fill, &pt->comp, &cfg);
+		}
+		if (err != -EBUSY || ms >= DP_BIND_BUSY_MS)
+			break;
+		if (!ms)
+			dp_log(LOG_NOTICE, "%s queue %u: busy (a stopped instance still exiting?): "
+			       "waiting up to %u s", ctx->ifc[p].name, w->queue, DP_BIND_BUSY_MS / 1000);
+		usleep(50000);
+		err = -EOPNOTSUPP;
 	}
 	if (err) {
 		dp_log(LOG_ERR, "%s queue %u: cannot create AF_XDP socket%s: %s", ctx->ifc[p].name,

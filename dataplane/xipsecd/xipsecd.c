@@ -66,6 +66,7 @@ static int client(const char *path, const char *req)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char buf[4096];
+	size_t got = 0;
 	ssize_t n;
 	int fd;
 
@@ -92,9 +93,18 @@ static int client(const char *path, const char *req)
 		return 1;
 	}
 	shutdown(fd, SHUT_WR);
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
+	/* A daemon that is exiting (killed, its file descriptors not yet closed) still accepts the
+	 * connection and then closes it unanswered: that is no answer, not an empty one. */
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		fwrite(buf, 1, (size_t)n, stdout);
+		got += (size_t)n;
+	}
 	close(fd);
+	if (n < 0 || !got) {
+		fprintf(stderr, "xipsecd: %s: %s\n", path,
+			n < 0 ? strerror(errno) : "no answer (the daemon is stopping)");
+		return 1;
+	}
 	return 0;
 }
 

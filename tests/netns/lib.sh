@@ -85,10 +85,11 @@ xt_bg() {
 xt_pid() { cat "$XT_DIR/$1.pid" 2>/dev/null; }
 
 xt_stop() {
-	local name=$1 sig=${2:-TERM} pid i
+	local name=$1 sig=${2:-TERM} pid i k kids
 	pid=$(xt_pid "$name") || return 0
 	[ -n "$pid" ] || return 0
 	# The recorded pid is timeout(1)'s; signal its child (the real program) and timeout itself.
+	kids=$(pgrep -P "$pid" | tr '\n' ' ')
 	pkill "-$sig" -P "$pid" 2>/dev/null
 	kill "-$sig" "$pid" 2>/dev/null
 	for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -96,6 +97,11 @@ xt_stop() {
 		pkill -KILL -P "$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null
 	fi
 	wait "$pid" 2>/dev/null
+	# timeout(1) killed with KILL leaves its child to exit on its own: a program that is restarted
+	# next must find its predecessor gone (its sockets, devices and files released)
+	for k in $kids; do
+		for i in $(seq 100); do kill -0 "$k" 2>/dev/null || break; sleep 0.1; done
+	done
 	return 0
 }
 

@@ -28,9 +28,14 @@ dp_ping h1 10.2.0.2
 dp_capture_start kill sw s1
 xt_bg h1 flood1 ping -q -i 0.005 -c 1000 -W 2 10.2.0.2
 sleep 1.5
-xt_stop xipsecd-gw1 KILL
+# kill -9 and at once a new instance, as a supervisor restarts a crashed daemon: the killed one
+# releases its TUN device and AF_XDP sockets only once its exit has torn down its memory, and the
+# new one waits for them rather than fail
+old=$(xt_pid xipsecd-gw1)
+pkill -KILL -P "$old"
 xt_exec gw1 ip link show in1 | grep -q xdp || xt_fail "the killed instance's XDP program should still be attached"
 dp_start gw1
+wait "$old" 2>/dev/null
 xt_wait 20 sh -c "! kill -0 $(xt_pid flood1) 2>/dev/null" || xt_fail "flood ping did not finish"
 dp_ping h1 10.2.0.2
 dp_capture_stop kill
