@@ -21,6 +21,7 @@
 #define DP_FRAME_SIZE    XSK_UMEM__DEFAULT_FRAME_SIZE
 #define DP_NUM_FRAMES    16384u     /* per worker: 2 fill rings + 2 RX + 2 TX rings + hold queue */
 #define DP_RING_SIZE     4096u      /* doc/platform.md: RX rings below 4096 drop above ~450 kpps */
+#define DP_FILL_MIN      512u       /* the least a fill ring is kept at (dp_rx.c: refill) */
 #define DP_BATCH         64u        /* burst cap (array bound; --batch lowers the burst below it) */
 #define DP_TUN_SKIP      16u        /* busy rounds between looks at an idle TUN device */
 #define DP_COALESCE_RATE 200u       /* packets per ms above which small rounds wait ... */
@@ -83,6 +84,11 @@ struct dp_port {
 	struct xsk_ring_cons comp;
 	int fd;
 	uint32_t tx_pending;         /* descriptors on the TX ring not yet completed */
+	/* the fill level (dp_rx.c): frames kept on the fill ring, DP_FILL_MIN..DP_RING_SIZE */
+	uint32_t fill_level;
+	uint32_t fill_after;         /* frames on the fill ring after the last top-up */
+	uint32_t fill_peak;          /* most the kernel took between two top-ups since fill_since */
+	uint64_t fill_since;
 };
 
 struct dp_iface {

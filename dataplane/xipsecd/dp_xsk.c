@@ -173,11 +173,15 @@ int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w)
 	err = make_socket(ctx, w, DP_OUT, false);
 	if (err)
 		return err;
-	/* Half the pool goes to the fill rings; the rest covers TX in flight and held packets. */
+	/* The fill rings start at their least level (dp_rx.c: refill); at most half the pool goes to
+	 * them, the rest covers TX in flight and held packets. */
 	for (unsigned p = 0; p < DP_NPORTS; p++) {
-		err = prime_fill(w, p, DP_RING_SIZE);
+		err = prime_fill(w, p, DP_FILL_MIN);
 		if (err)
 			return err;
+		w->port[p].fill_level = w->port[p].fill_after = DP_FILL_MIN;
+		w->port[p].fill_peak = 0;
+		w->port[p].fill_since = dp_now_ns();
 	}
 	return 0;
 }
