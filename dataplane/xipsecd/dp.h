@@ -251,6 +251,8 @@ void dp_handoff_woke(struct dp_worker *w, bool readable);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define DP_BUSY_WAIT_MS 10000u
+bool dp_busy_wait(int err, unsigned *waited_ms, const char *what);
 /* Messages above LOG_NOTICE + dp_verbose (--verbose) are not written. */
 extern int dp_verbose;
 

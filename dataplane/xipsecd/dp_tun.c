@@ -21,12 +21,12 @@
 
 /* ESP's worst-case growth (IPv6 outer + UDP + ESP + IV + trailer) must fit the outside MTU. */
 #define DP_TUN_OVERHEAD (40 + 8 + 8 + 16 + 15 + 2 + 32)
-#define DP_TUN_BUSY_MS  10000u
 
 int dp_tun_open(struct dp_ctx *ctx)
 {
 	struct ifreq ifr;
 	const char *name = ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0";
+	char what[IFNAMSIZ + 16];
 	int fd, s, err;
 	uint32_t mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
 
@@ -43,18 +43,12 @@ int dp_tun_open(struct dp_ctx *ctx)
 	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	/* EBUSY: the device is still attached to another file. After a crash or kill -9 that is our
-	 * predecessor's: a killed process closes its files only after its memory is torn down, and a
-	 * restart that comes sooner must wait for it (up to DP_TUN_BUSY_MS) rather than fail. Any
-	 * other holder keeps it past the wait, and the start fails naming the device. */
-	for (unsigned ms = 0;; ms += 50) {
+	/* EBUSY: still attached to a killed predecessor's file (dp_busy_wait) */
+	snprintf(what, sizeof(what), "TUN device %s", name);
+	for (unsigned ms = 0;;) {
 		err = ioctl(fd, TUNSETIFF, &ifr) < 0 ? -errno : 0;
-		if (err != -EBUSY || ms >= DP_TUN_BUSY_MS)
+		if (!dp_busy_wait(err, &ms, what))
 			break;
-		if (!ms)
-			dp_log(LOG_NOTICE, "TUN device %s is busy (a stopped instance still exiting?): "
-			       "waiting up to %u s", name, DP_TUN_BUSY_MS / 1000);
-		usleep(50000);
 	}
 	if (err) {
 		dp_log(LOG_ERR, "cannot create TUN device %s: %s", name, strerror(-err));

@@ -4,6 +4,7 @@
  * change of the wall clock must not move). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -40,4 +41,21 @@ void dp_log(int prio, const char *fmt, ...)
 		fprintf(stderr, "<%d>%s: %s\n", prio & 7, names[prio & 7], msg);
 	else
 		fprintf(stderr, "xipsecd[%d]: %s: %s\n", (int)getpid(), names[prio & 7], msg);
+}
+
+/* A start-up resource that is EBUSY after a crash or kill -9 is still our predecessor's: a killed
+ * process closes its files (its TUN device, its AF_XDP sockets) only after its memory is torn down,
+ * and the kernel frees a socket's queue shortly after. A restart that comes sooner waits for it,
+ * up to DP_BUSY_WAIT_MS, rather than fail; a live holder keeps it past the wait and the start fails
+ * naming it. Called after each failed try with its error: sleeps and returns true to try again. */
+bool dp_busy_wait(int err, unsigned *waited_ms, const char *what)
+{
+	if (err != -EBUSY || *waited_ms >= DP_BUSY_WAIT_MS)
+		return false;
+	if (!*waited_ms)
+		dp_log(LOG_NOTICE, "%s is busy (a stopped instance still exiting?): waiting up to %u s",
+		       what, DP_BUSY_WAIT_MS / 1000);
+	usleep(50000);
+	*waited_ms += 50;
+	return true;
 }

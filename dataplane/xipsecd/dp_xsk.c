@@ -19,7 +19,6 @@
 #include "dataplane/xipsecd/dp.h"
 
 #ifndef XDP_MAX_TX_SKB_BUDGET
-#define DP_BIND_BUSY_MS 10000u
 #define XDP_MAX_TX_SKB_BUDGET 9 /* Linux 6.17's uapi; older headers lack it */
 #endif
 
@@ -59,11 +58,11 @@ static int make_socket(struct dp_ctx *ctx, struct dp_worker *w, unsigned p, bool
 		.bind_flags = XDP_USE_NEED_WAKEUP,
 	};
 	int err = -EOPNOTSUPP;
+	char what[IFNAMSIZ + 24];
 
-	/* EBUSY: the queue still has the socket of an instance that was killed; the kernel releases
-	 * it shortly after that one's exit. A restart waits for it (DP_BIND_BUSY_MS) rather than
-	 * fail; a queue held by a live process stays busy past the wait and the start fails. */
-	for (unsigned ms = 0;; ms += 50) {
+	/* EBUSY: the queue still has a killed predecessor's socket (dp_busy_wait) */
+	snprintf(what, sizeof(what), "%s queue %u", ctx->ifc[p].name, w->queue);
+	for (unsigned ms = 0;; err = -EOPNOTSUPP) {
 		if (!ctx->cfg.copy_mode) {
 			cfg.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY;
 			err = xsk_socket__create_shared(&pt->xsk, ctx->ifc[p].name, w->queue, w->umem,
@@ -74,13 +73,8 @@ static int make_socket(struct dp_ctx *ctx, struct dp_worker *w, unsigned p, bool
 			err = xsk_socket__create_shared(&pt->xsk, ctx->ifc[p].name, w->queue, w->umem,
 							&pt->rx, &pt->tx, &pt->fill, &pt->comp, &cfg);
 		}
-		if (err != -EBUSY || ms >= DP_BIND_BUSY_MS)
+		if (!dp_busy_wait(err, &ms, what))
 			break;
-		if (!ms)
-			dp_log(LOG_NOTICE, "%s queue %u: busy (a stopped instance still exiting?): "
-			       "waiting up to %u s", ctx->ifc[p].name, w->queue, DP_BIND_BUSY_MS / 1000);
-		usleep(50000);
-		err = -EOPNOTSUPP;
 	}
 	if (err) {
 		dp_log(LOG_ERR, "%s queue %u: cannot create AF_XDP socket%s: %s", ctx->ifc[p].name,
