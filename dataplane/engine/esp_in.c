@@ -101,7 +101,8 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 	uint64_t iv_raw = 0;
 	if (iv_len == 8)
 		memcpy(&iv_raw, ivp, 8);
-	c->icv_in = icv;
+	memcpy(c->icv_save, icv, icv_len);
+	c->icv_in = c->icv_save;
 	c->tag = c->calc;
 	switch (kind) {
 	case ESP_KIND_AEAD:
@@ -131,8 +132,6 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 		}
 		if (esn) {
 			/* The high bits are hashed where the ICV is: keep the received ICV aside. */
-			memcpy(c->icv_save, icv, icv_len);
-			c->icv_in = c->icv_save;
 			esp_wr32(icv, (uint32_t)(seq >> 32));
 			c->auth_len += 4;
 		}
@@ -237,9 +236,16 @@ static inline __attribute__((always_inline)) unsigned check_all(struct esp_sa *s
 {
 	unsigned nl = 0;
 	const uint64_t top = esp_replay_top(sa->rt); /* one read for the burst (esp_replay_check_at) */
+	for (unsigned i = 0; i < n && i < 8; i++) {
+		__builtin_prefetch(pkts[i]->buf + pkts[i]->off);
+		__builtin_prefetch(pkts[i]->buf + pkts[i]->off + pkts[i]->len - 1);
+	}
 	for (unsigned i = 0; i < n; i++) {
-		if (i + 2 < n) /* the header two packets ahead, while this one is checked */
-			__builtin_prefetch(pkts[i + 2]->buf + pkts[i + 2]->off);
+		if (i + 8 < n) {
+			const struct esp_pkt *q = pkts[i + 8];
+			__builtin_prefetch(q->buf + q->off);
+			__builtin_prefetch(q->buf + q->off + q->len - 1);
+		}
 		if (check(sa, pkts[i], &cops[nl], &st[nl], top, fast))
 			live[nl++] = pkts[i];
 	}
