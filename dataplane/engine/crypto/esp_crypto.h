@@ -82,7 +82,7 @@ struct esp_cop {
 	uint8_t aadbuf[16];     /* AEAD with ESN: SPI, seq hi, seq lo (RFC 4106 §5), 4 spare */
 	uint8_t fix_save[4];    /* bytes to put back at fix after the operation (ESN shifts) */
 	uint8_t *fix;
-	uint8_t icv_save[32];   /* decrypt: the received ICV when its place holds ESN high bits */
+	uint8_t icv_save[32];   /* decrypt: the received ICV, copied before the crypto */
 	uint8_t calc[64];       /* decrypt: scratch for the computed tag */
 };
 
