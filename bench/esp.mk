@@ -7,7 +7,8 @@ bench_esp_micro_LDADD = $(ESP_LIBS)
 
 # The per-packet path's scaling with threads, in memory: bench/scale [-r reps] [-t threads]
 noinst_PROGRAMS += bench/scale
-bench_scale_SOURCES = bench/scale.c
+bench_scale_SOURCES = bench/scale.c dataplane/xipsecd/dp_util.c
+bench_scale_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
 bench_scale_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 bench_scale_LDADD = $(ESP_LIBS) sadb/libsadb.a -lpthread
 

@@ -8,7 +8,8 @@
  * the same run, one at a time, the contended case of one atomic step per packet); inbound objects on one SA share
  * the replay window and take the SA's replay lock for the window updates of a burst, after its
  * crypto. The SPD is a real SADB segment with 1,000 site-to-site policies each way (five prefix
- * pairs). The pools are larger than the caches, as frames come from a NIC;
+ * pairs). The pools are larger than the caches, as frames come from a NIC, and mapped as xipsecd
+ * maps its UMEM (dp_map_huge: transparent huge pages where the kernel has them);
  * inbound on one SA, the threads take the bursts of the SA's one stream in order, each the next one
  * nobody has taken whenever it is free (xipsecd's hand-off is work stealing: a worker that is slower
  * for a while takes less), so each thread's numbers run ahead of and behind the others'. Packets sit
@@ -49,6 +50,7 @@
 
 #include "dataplane/engine/esp.h"
 #include "dataplane/engine/esp_ip.h"
+#include "dataplane/xipsecd/dp.h"
 #include "bench/bench_pkt.h"
 #include "sadb/sadb.h"
 
@@ -453,7 +455,8 @@ int main(int argc, char **argv)
 	add_policies(SADB_DIR_IN);
 	for (unsigned t = 0; t < nt; t++) {
 		jobs[t] = calloc(1, sizeof(*jobs[t]));
-		if (!jobs[t] || !(jobs[t]->pool = aligned_alloc(4096, (size_t)POOL * 2048)))
+		/* on huge pages where the kernel has them, as xipsecd maps its UMEM */
+		if (!jobs[t] || !(jobs[t]->pool = dp_map_huge((size_t)POOL * 2048)))
 			die("allocating the packet pools", ENOMEM);
 		memset(jobs[t]->pool, 0, (size_t)POOL * 2048);
 		jobs[t]->id = t;

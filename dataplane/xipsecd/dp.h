@@ -253,6 +253,8 @@ uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define DP_BUSY_WAIT_MS 10000u
 bool dp_busy_wait(int err, unsigned *waited_ms, const char *what);
+/* size bytes of packet memory, on transparent huge pages where the kernel has them; NULL if none. */
+void *dp_map_huge(size_t size);
 /* Messages above LOG_NOTICE + dp_verbose (--verbose) are not written. */
 extern int dp_verbose;
 

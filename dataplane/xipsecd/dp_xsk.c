@@ -110,28 +110,6 @@ static int prime_fill(struct dp_worker *w, unsigned p, uint32_t n)
 	return 0;
 }
 
-/* The UMEM, on transparent huge pages where the kernel has them: a worker touches frames all over its
- * 64 MiB, and with 4 KiB pages nearly every received frame's first read also missed the TLB (a page
- * walk, nested under a hypervisor). The mapping is 2 MiB-aligned (over-allocated, the ends given
- * back) so that it consists of whole huge pages; without THP it is the same memory in small pages.
- * Exactly size bytes at the returned address stay mapped, as the plain mmap(2) before. */
-static void *umem_map(size_t size)
-{
-	const size_t huge = 2u << 20;
-	uint8_t *m = mmap(NULL, size + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		return NULL;
-	uint8_t *a = (uint8_t *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
-	if (a > m)
-		munmap(m, (size_t)(a - m));
-	if (m + size + huge > a + size)
-		munmap(a + size, (size_t)(m + size + huge - (a + size)));
-	if (madvise(a, size, MADV_HUGEPAGE) && errno != EINVAL)
-		dp_log(LOG_DEBUG, "UMEM: no transparent huge pages: %s", strerror(errno));
-	return a;
-}
-
 int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w)
 {
 	struct xsk_umem_config ucfg = {
@@ -144,7 +122,7 @@ int dp_xsk_setup(struct dp_ctx *ctx, struct dp_worker *w)
 	size_t size = (size_t)DP_NUM_FRAMES * DP_FRAME_SIZE;
 	int err;
 
-	w->umem_area = umem_map(size);
+	w->umem_area = dp_map_huge(size); /* the UMEM */
 	if (!w->umem_area)
 		return -errno;
 	w->free_frames = calloc(DP_NUM_FRAMES, sizeof(uint64_t));
