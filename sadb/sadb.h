@@ -435,7 +435,10 @@ int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total
  * sequentially consistent fences, so it sees the slot's new contents). A dataplane that dies is
  * detected by its pid and start time, so a crash never pins slots.
  * Attach fails with -EBUSY when another live process holds the SADB (message names its pid): two
- * dataplanes on one SADB would both write the runtime areas. */
+ * dataplanes on one SADB would both write the runtime areas. The hold is claimed with an exclusive
+ * lock on the segment file's first byte (an open file description lock, fcntl(2); xipsec-iked's own
+ * flock(2) on the file does not conflict with it), so two dataplanes starting at once cannot both
+ * take it; a holder that is going away is waited for, up to 10 s. */
 int sadb_dp_attach(struct sadb *db);
 void sadb_dp_release(struct sadb *db, uint64_t gen);
 void sadb_dp_detach(struct sadb *db);

@@ -87,6 +87,16 @@ static uint64_t proc_start(uint64_t pid)
 	return tlive ? start : 0;
 }
 
+/* The dataplane's claim on the segment: an open-file-description write lock on its first byte.
+ * xipsec-iked holds a flock(2) on the whole file (one IKE daemon per SADB); on Linux the two kinds
+ * of lock never conflict, so each daemon's claim stays its own. Either lock goes with the last
+ * descriptor of the open file, however the process ends. */
+static int dp_claim(int fd, short type)
+{
+	struct flock l = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	return fcntl(fd, F_OFD_SETLK, &l);
+}
+
 /* The generation up to which freed slots may be reused, UINT64_MAX when no dataplane holds any. */
 uint64_t sadb_dp_applied(const struct sadb *db)
 {
@@ -121,18 +131,35 @@ int sadb_dp_attach(struct sadb *db)
 		return -EIO;
 	}
 	d = sadb_dp_stats(db);
-	/* A predecessor that was just killed may take a moment to go: wait for it, a little. */
+	/* Who holds is claimed with an exclusive lock on the segment file (dp_claim), which the kernel gives to
+	 * one process at a time and takes back when it exits however it exits: read, judge and write,
+	 * hold_pid and hold_start below would let two dataplanes starting at once both find the place
+	 * free, and the loser's (pid, start) could be left naming a process that is gone while the
+	 * winner runs, so that writers reuse slots it still holds. A predecessor that was just killed
+	 * may take a moment to go (its files close after its memory is torn down): wait for it, a
+	 * little. The same for a holder that is still alive but ends, or one whose pid is left over. */
 	for (int tries = 0;; tries++) {
 		pid = __atomic_load_n(&d->hold_pid, __ATOMIC_ACQUIRE);
-		if (!pid || pid == me || proc_start(pid) != __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE))
+		bool live = pid && pid != me && proc_start(pid) == __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE);
+		if (!live && dp_claim(db->fd, F_WRLCK) == 0)
 			break;
-		if (tries == 100) {
-			sadb__set_err(db, "%s is in use by another dataplane (pid %llu)", db->path,
-				      (unsigned long long)pid);
+		int e = errno;
+		if (!live && e != EAGAIN && e != EACCES && e != EINTR) {
+			sadb__set_err(db, "cannot lock %s for the dataplane: %s", db->path, strerror(e));
+			return -e;
+		}
+		if (tries == 200) { /* 10 s, as xipsecd waits for its TUN device (DP_BUSY_WAIT_MS) */
+			if (live)
+				sadb__set_err(db, "%s is in use by another dataplane (pid %llu)", db->path,
+					      (unsigned long long)pid);
+			else
+				sadb__set_err(db, "%s is in use by another dataplane (starting or stopping)",
+					      db->path);
 			return -EBUSY;
 		}
 		usleep(50000);
 	}
+	sadb__test_stop(db, SADB_STOP_ATTACH);
 	/* Nothing is released until this process says so; then it becomes the holder. */
 	__atomic_store_n(&d->released_gen, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&d->hold_start, start, __ATOMIC_SEQ_CST);
@@ -154,8 +181,10 @@ void sadb_dp_detach(struct sadb *db)
 {
 	struct sadb_dp_stats *d = db ? sadb_dp_stats(db) : NULL;
 
-	if (d && __atomic_load_n(&d->hold_pid, __ATOMIC_RELAXED) == (uint64_t)getpid())
+	if (d && __atomic_load_n(&d->hold_pid, __ATOMIC_RELAXED) == (uint64_t)getpid()) {
 		__atomic_store_n(&d->hold_pid, 0, __ATOMIC_RELEASE);
+		(void)dp_claim(db->fd, F_UNLCK);
+	}
 }
 
 uint32_t sadb_sa_quarantined(const struct sadb *db)

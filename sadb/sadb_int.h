@@ -201,7 +201,8 @@ struct sadb {
 
 /* Test hook points (XIPSEC_SADB_TEST_STOP=point[:n] raises SIGSTOP at the n-th passage). */
 enum { SADB_STOP_NONE = 0, SADB_STOP_LOCKED, SADB_STOP_COPY, SADB_STOP_PRECOMMIT, SADB_STOP_POSTCOMMIT,
-       SADB_STOP_INDEX /* half-way through changing the inactive SPD index in place */ };
+       SADB_STOP_INDEX /* half-way through changing the inactive SPD index in place */,
+       SADB_STOP_ATTACH /* a dataplane that found the hold free, before it writes its name there */ };
 void sadb__test_stop(struct sadb *db, int point);
 
 /* sadb_util.c */

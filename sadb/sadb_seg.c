@@ -275,7 +275,7 @@ static int check_header(const struct sadb_hdr *h, uint64_t fsize, const char *pa
 static void parse_stop_env(struct sadb *db)
 {
 	const char *e = getenv("XIPSEC_SADB_TEST_STOP");
-	static const char *const names[] = { "", "locked", "copy", "precommit", "postcommit", "index" };
+	static const char *const names[] = { "", "locked", "copy", "precommit", "postcommit", "index", "attach" };
 	const char *colon;
 	size_t n;
 

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -307,6 +308,76 @@ static void test_quarantine(void **state)
 	sadb_close(db);
 }
 
+/* Two dataplanes starting at the same moment on one SADB: the first stops (XIPSEC_SADB_TEST_STOP)
+ * just after it found the hold free and before it writes its name there; the second attaches
+ * meanwhile, then the first goes on. Exactly one of them may hold the SADB, and the holder the
+ * writers see must be that one, alive: two holders would both write the runtime areas, and a
+ * loser's name left behind would let writers reuse slots the winner still holds. */
+static void test_attach_race(void **state)
+{
+	(void)state;
+	const char *path = t_path("lc-race");
+	struct sadb *db = t_open(path, 4, 4);
+	int done[2], st;
+
+	assert_int_equal(pipe(done), 0);
+	/* each child opens the SADB itself, as a process does; one that attached stays until the
+	 * parent has looked (its end of the pipe closes) */
+	pid_t kid[2];
+	for (int k = 0; k < 2; k++) {
+		kid[k] = t_fork();
+		assert_true(kid[k] >= 0);
+		if (kid[k] == 0) {
+			struct sadb *dp = NULL;
+			char msg[256], c;
+			close(done[1]);
+			if (k == 0)
+				setenv("XIPSEC_SADB_TEST_STOP", "attach", 1);
+			if (sadb_open(path, SADB_RUNTIME, NULL, &dp, msg, sizeof(msg)))
+				_exit(3);
+			int r = sadb_dp_attach(dp);
+			if (r == 0) {
+				(void)!read(done[0], &c, 1);
+				_exit(0);
+			}
+			_exit(r == -EBUSY && strstr(sadb_errmsg(dp), "another dataplane") ? 1 : 2);
+		}
+		if (k == 0) {
+			assert_int_equal(waitpid(kid[0], &st, WUNTRACED), kid[0]);
+			assert_true(WIFSTOPPED(st)); /* found it free, has not said so yet */
+		}
+	}
+	close(done[0]);
+	usleep(300000); /* the second is in its attach meanwhile (or through it) */
+	assert_int_equal(kill(kid[0], SIGCONT), 0);
+	/* one of them is refused (after its wait for a holder to go, 10 s), one holds; two that both
+	 * attached would both wait on the pipe: look for 15 s, then they are stopped and it fails */
+	pid_t p = 0;
+	for (int i = 0; i < 150 && p == 0; i++) {
+		p = waitpid(-1, &st, WNOHANG);
+		if (p == 0)
+			usleep(100000);
+	}
+	if (p == 0) {
+		kill(kid[0], SIGKILL);
+		kill(kid[1], SIGKILL);
+		waitpid(kid[0], NULL, 0);
+		waitpid(kid[1], NULL, 0);
+		fail_msg("both dataplanes attached");
+	}
+	assert_true(p == kid[0] || p == kid[1]);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 1);
+	pid_t winner = p == kid[0] ? kid[1] : kid[0];
+	assert_int_equal(kill(winner, 0), 0);
+	assert_int_equal((pid_t)sadb_dp_stats(db)->hold_pid, winner);
+	assert_int_equal(sadb_dp_applied(db), 0); /* held by a live dataplane that released nothing */
+	close(done[1]);
+	assert_int_equal(waitpid(winner, &st, 0), winner);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	sadb_close(db);
+}
+
 /* Two per-worker objects of one outbound SA: disjoint IPv4 ID streams, each cycling in its part. */
 static void test_ip_id_parts(void **state)
 {
@@ -348,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_stale_inbound),
 		cmocka_unit_test(test_stale_race),
 		cmocka_unit_test(test_quarantine),
+		cmocka_unit_test(test_attach_race),
 		cmocka_unit_test(test_ip_id_parts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
