@@ -131,16 +131,17 @@ int sadb_dp_attach(struct sadb *db)
 		return -EIO;
 	}
 	d = sadb_dp_stats(db);
-	/* Who holds is claimed with an exclusive lock on the segment file (dp_claim), which the kernel gives to
-	 * one process at a time and takes back when it exits however it exits: read, judge and write,
-	 * hold_pid and hold_start below would let two dataplanes starting at once both find the place
-	 * free, and the loser's (pid, start) could be left naming a process that is gone while the
-	 * winner runs, so that writers reuse slots it still holds. A predecessor that was just killed
-	 * may take a moment to go (its files close after its memory is torn down): wait for it, a
-	 * little. The same for a holder that is still alive but ends, or one whose pid is left over. */
+	/* The hold is claimed with the kernel's lock (dp_claim), which one process at a time gets and
+	 * which goes when it exits however it exits. Reading hold_pid and hold_start, judging them and
+	 * writing them would let two dataplanes starting at once both find the place free, and the
+	 * loser's (pid, start) could be left naming a process that is gone while the winner runs, so
+	 * that writers reuse slots it still holds. A predecessor that was just killed may take a
+	 * moment to go (its files close after its memory is torn down): it is waited for, a little,
+	 * as is a live holder that is stopping. */
 	for (int tries = 0;; tries++) {
 		pid = __atomic_load_n(&d->hold_pid, __ATOMIC_ACQUIRE);
-		bool live = pid && pid != me && proc_start(pid) == __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE);
+		bool live = pid && pid != me &&
+			    proc_start(pid) == __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE);
 		if (!live && dp_claim(db->fd, F_WRLCK) == 0)
 			break;
 		int e = errno;
