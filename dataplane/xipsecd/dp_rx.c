@@ -25,6 +25,8 @@
 
 #include "dataplane/xipsecd/dp_path.h"
 
+#define RX_AHEAD 8u /* frames whose headers are fetched ahead of the one worked on */
+
 static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
 {
 	struct dp_port *pt = &w->port[p];
@@ -34,15 +36,20 @@ static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
 	if (!n)
 		return 0;
 	dp_count_rx(w, p, n);
+	/* The kernel copied the frames on another CPU: their headers are asked for eight frames
+	 * ahead (the first eight at once), so that each trip overlaps the work on the frames before.
+	 * Two ahead left part of it exposed: bench/peers, single worker, 1-4 % more packets in every
+	 * test at eight (TCP through ESP-GCM +3.8 %), less CPU per packet. */
+	for (uint32_t i = 0; i < n && i < RX_AHEAD; i++)
+		__builtin_prefetch(dp_mem(w, xsk_ring_cons__rx_desc(&pt->rx, idx + i)->addr));
 	for (uint32_t i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&pt->rx, idx + i);
 		uint64_t addr = d->addr;
 		uint8_t *eth = dp_mem(w, addr);
 		uint32_t len;
 
-		/* the kernel copied the frames on another CPU: ask for the next headers early */
-		if (i + 2 < n)
-			__builtin_prefetch(dp_mem(w, xsk_ring_cons__rx_desc(&pt->rx, idx + i + 2)->addr));
+		if (i + RX_AHEAD < n)
+			__builtin_prefetch(dp_mem(w, xsk_ring_cons__rx_desc(&pt->rx, idx + i + RX_AHEAD)->addr));
 		DP_SST_ADD(w, rx_bytes, d->len);
 
 		if (d->len < L2 + 20 || !dp_l3_len(eth + L2, d->len - L2, &len) ||
