@@ -8,9 +8,10 @@
  * 32 / N (esp.h; for comparison in the same run, one at a time, the contended case of one atomic
  * step per packet); inbound objects on one SA share the replay window and take the SA's replay lock
  * for the window updates of a burst, after its crypto. Outbound, each packet's header is asked for
- * eight packets ahead of its SPD lookup, as xipsecd's receive loop asks for it (dp_rx.c). The SPD is a real SADB segment with 1,000 site-to-site policies each way (five prefix
- * pairs). The pools are larger than the caches, as frames come from a NIC, and mapped as xipsecd
- * maps its UMEM (dp_map_huge: transparent huge pages where the kernel has them);
+ * eight packets ahead of its SPD lookup, as xipsecd's receive loop asks for it (dp_rx.c). The SPD
+ * is a real SADB segment with 1,000 site-to-site policies each way (five prefix pairs). The pools
+ * are larger than the caches, as frames come from a NIC, and mapped as xipsecd maps its UMEM
+ * (dp_map_huge: transparent huge pages where the kernel has them);
  * inbound on one SA, the threads take the bursts of the SA's one stream in order, each the next one
  * nobody has taken whenever it is free (xipsecd's hand-off is work stealing: a worker that is slower
  * for a while takes less), so each thread's numbers run ahead of and behind the others'. Packets sit

@@ -302,9 +302,9 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
  * the outer header in tunnel mode, UDP/ESP/IV), its first line and the line of the trailer's end
  * (padding, pad length, next header and a 16-byte ICV end within 21 bytes of the payload). Frames
  * come from the NIC through memory or another CPU's cache; fetched for writing, eight packets ahead,
- * their trips overlap the work on the packets before. Only the header line two ahead, the trips
- * were exposed once both CPUs walked their own frames (bench/scale, outbound 64 bytes: one thread
- * +2 %, two threads +3-6 %); the in-cache cost (bench/esp-micro) is unchanged. */
+ * their trips overlap the work on the packets before. With only the header line fetched two ahead,
+ * the trips were exposed once both CPUs walked their own frames (bench/scale, outbound 64 bytes: one
+ * thread +2 %, two threads +3-6 % with these); the in-cache cost (bench/esp-micro) is unchanged. */
 static inline void prefetch_laid(const struct esp_pkt *p, uint32_t ins)
 {
 	/* Addresses as integers: a malformed packet's may lie outside its buffer (a prefetch never
