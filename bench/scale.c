@@ -518,7 +518,7 @@ int main(int argc, char **argv)
 	       "1 thread, inbound on 1 shared SA: the same stream as the N threads take (N pools of frames);\n"
 	       "pps: the sum of the threads' rates while all ran;\n"
 	       "ratio = median over rounds of (N threads / 1 thread) in the same round\n", nt);
-	printf("1 shared/1: outbound numbers reserved one at a time instead of a burst's worth (for comparison)\n");
+	printf("1 shared/1: outbound numbers reserved one at a time instead of in steps of 32 / N (for comparison)\n");
 	if (nst && read_steal(st1, al1, MAXT) == nst) {
 		printf("steal (the host running others on this guest's CPUs) during the rounds:");
 		for (unsigned cpu = 0; cpu < nst; cpu++)
