@@ -122,9 +122,14 @@ class Gateways:
         self.cur = tunnel
         # Path MTUs learnt through the last tunnel are forgotten: h1 keeps an xipsecd-gcm tunnel's
         # 1446 for ten minutes, and TCP through the bypass path or the kernel would carry 1394-byte
-        # segments instead of 1448-byte ones (and a tunnel with less room, inherited by GCM, worse)
+        # segments instead of 1448-byte ones (and a tunnel with less room, inherited by GCM, worse).
+        # So are the TCP metrics the last tunnel's connections left (slow-start threshold, cwnd,
+        # RTT, kept per destination until flushed): each tunnel's TCP starts from the same state,
+        # not from whatever the tunnel run before it taught the hosts.
         for ns in ("h1", "h2", "gw1", "gw2"):
             self.t.run(ns, ["ip", "route", "flush", "cache"], check=False)
+            self.t.run(ns, ["ip", "tcp_metrics", "flush", "all"], check=False)
+            self.t.run(ns, ["ip", "-6", "tcp_metrics", "flush", "all"], check=False)
         if tunnel == "kernel":
             self.forwarding(True)
         elif base(tunnel) in XIPSECD_TRANSFORM:
