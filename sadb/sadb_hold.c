@@ -142,12 +142,14 @@ int sadb_dp_attach(struct sadb *db)
 		pid = __atomic_load_n(&d->hold_pid, __ATOMIC_ACQUIRE);
 		bool live = pid && pid != me &&
 			    proc_start(pid) == __atomic_load_n(&d->hold_start, __ATOMIC_ACQUIRE);
-		if (!live && dp_claim(db->fd, F_WRLCK) == 0)
-			break;
-		int e = errno;
-		if (!live && e != EAGAIN && e != EACCES && e != EINTR) {
-			sadb__set_err(db, "cannot lock %s for the dataplane: %s", db->path, strerror(e));
-			return -e;
+		if (!live) {
+			if (dp_claim(db->fd, F_WRLCK) == 0)
+				break;
+			int e = errno;
+			if (e != EAGAIN && e != EACCES && e != EINTR) {
+				sadb__set_err(db, "cannot lock %s for the dataplane: %s", db->path, strerror(e));
+				return -e;
+			}
 		}
 		if (tries == 200) { /* 10 s, as xipsecd waits for its TUN device (DP_BUSY_WAIT_MS) */
 			if (live)

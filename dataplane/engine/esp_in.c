@@ -235,11 +235,14 @@ static inline __attribute__((always_inline)) void finish(struct esp_sa *sa, stru
 	p->len = nlen;
 }
 
-/* The lines check() reads of a packet: its header's and its last one (the ICV, which it copies). */
+/* The lines check() reads of a packet: its header's and its last one (the ICV, which it copies).
+ * Addresses as integers: a malformed packet's may lie outside its buffer (a prefetch never faults;
+ * check() bounds every length before it reads). */
 static inline void prefetch_checked(const struct esp_pkt *p)
 {
-	__builtin_prefetch(p->buf + p->off);
-	__builtin_prefetch(p->buf + p->off + p->len - 1);
+	uintptr_t ip = (uintptr_t)p->buf + p->off;
+	__builtin_prefetch((const void *)ip);
+	__builtin_prefetch((const void *)(ip + p->len - 1));
 }
 
 /* check() over the burst: the packets that go on in live[], their operations and states alongside. */

@@ -299,20 +299,20 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 }
 
 /* The lines prepare() writes of a packet: where the new headers go in front of it (pl->ins bytes:
- * the outer header in tunnel mode, UDP/ESP/IV), its first line and the line of the trailer's end
- * (padding, pad length, next header and a 16-byte ICV end within 21 bytes of the payload). Frames
+ * the outer header in tunnel mode, UDP/ESP/IV), its first line and the line where the trailer ends
+ * at the most (padding to the SA's alignment, pad length, next header, the ICV). Frames
  * come from the NIC through memory or another CPU's cache; fetched for writing, eight packets ahead,
  * their trips overlap the work on the packets before. With only the header line fetched two ahead,
  * the trips were exposed once both CPUs walked their own frames (bench/scale, outbound 64 bytes: one
  * thread +2 %, two threads +3-6 % with these); the in-cache cost (bench/esp-micro) is unchanged. */
-static inline void prefetch_laid(const struct esp_pkt *p, uint32_t ins)
+static inline void prefetch_laid(const struct esp_pkt *p, const struct out_plan *pl)
 {
 	/* Addresses as integers: a malformed packet's may lie outside its buffer (a prefetch never
 	 * faults; prepare() checks the lengths before it writes). */
 	uintptr_t ip = (uintptr_t)p->buf + p->off;
-	__builtin_prefetch((const void *)(ip - ins), 1);
+	__builtin_prefetch((const void *)(ip - pl->ins), 1);
 	__builtin_prefetch((const void *)ip, 1);
-	__builtin_prefetch((const void *)(ip + p->len + 20), 1);
+	__builtin_prefetch((const void *)(ip + p->len + pl->align_m1 + 1 + pl->icv_len), 1);
 }
 
 /* prepare() over the burst: the packets that go on in live[], their operations in cops[]. */
@@ -323,10 +323,10 @@ static inline __attribute__((always_inline)) unsigned prepare_all(struct esp_sa 
 {
 	unsigned nl = 0;
 	for (unsigned i = 0; i < n && i < 8; i++)
-		prefetch_laid(pkts[i], pl->ins);
+		prefetch_laid(pkts[i], pl);
 	for (unsigned i = 0; i < n; i++) {
 		if (i + 8 < n)
-			prefetch_laid(pkts[i + 8], pl->ins);
+			prefetch_laid(pkts[i + 8], pl);
 		if (prepare(sa, pl, pkts[i], &cops[nl], fast))
 			live[nl++] = pkts[i];
 	}
