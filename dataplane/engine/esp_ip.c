@@ -164,11 +164,17 @@ static void addrs_set(struct sadb_addr *src, struct sadb_addr *dst, int fam, con
 }
 
 /* The two parse helpers' walk: *len trimmed to the IP header's own length (Ethernet padding, TFC
- * padding), then esp_find_l4 within it; the family in *fam. False if malformed. */
-static bool ip_walk(const uint8_t *pkt, uint32_t *len, uint32_t *l4, uint8_t *proto, bool *frag, uint8_t *fam)
+ * padding), then esp_find_l4 within it; the family in *fam, the header's addresses in *src and *dst.
+ * False if malformed. */
+static bool ip_walk(const uint8_t *pkt, uint32_t *len, uint32_t *l4, uint8_t *proto, bool *frag, uint8_t *fam,
+		    struct sadb_addr *src, struct sadb_addr *dst)
 {
 	uint32_t nho;
-	return esp_ip_len(pkt, *len, len, fam) && esp_find_l4(pkt, *len, l4, &nho, proto, frag);
+
+	if (!esp_ip_len(pkt, *len, len, fam) || !esp_find_l4(pkt, *len, l4, &nho, proto, frag))
+		return false;
+	addrs_set(src, dst, *fam, pkt);
+	return true;
 }
 
 enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_port,
@@ -179,12 +185,11 @@ enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_
 	bool frag;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam))
+	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam, &out->src, &out->dst))
 		return SADB_DROP_TRUNCATED;
 	if (frag)
 		return SADB_DROP_UNSUPPORTED;
 	out->family = fam;
-	addrs_set(&out->src, &out->dst, fam, pkt);
 	if (!encap_port)
 		encap_port = 4500;
 	if (proto == IPPROTO_UDP) {
@@ -243,9 +248,8 @@ enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel
 	bool frag;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam))
+	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam, &out->src, &out->dst))
 		return SADB_DROP_TRUNCATED;
-	addrs_set(&out->src, &out->dst, fam, pkt);
 	out->proto = proto;
 	/* Ports only from a first (or no) fragment. */
 	bool first = true;
@@ -279,68 +283,5 @@ enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel
 	default:
 		break;
 	}
-	return SADB_DROP_NONE;
-}
-
-/* Mobile IPv6 (RFC 6275): the address of a Home Address option (§6.3: option 201 of length 16 in a
- * Destination Options header) and of a type 2 routing header with one segment left (§6.4). Each is
- * found only when the packet carries exactly one well-formed instance: a malformed or repeated one
- * is ignored, so the selector keeps the header's own address and a check against an SA made for the
- * home address fails (the packet is dropped, never matched more loosely). */
-static void v6_mobile_addrs(const uint8_t *pkt, uint32_t len, const uint8_t **hoa, const uint8_t **rh2)
-{
-	uint32_t off = 40;
-	uint8_t nh = pkt[6];
-	unsigned n_hoa = 0, n_rh2 = 0;
-
-	*hoa = *rh2 = NULL;
-	while (is_v6_ext(nh) && nh != IPPROTO_FRAGMENT && off + 8 <= len) {
-		uint32_t hl = (pkt[off + 1] + 1u) * 8u;
-
-		if (off + hl > len)
-			break;
-		if (nh == IPPROTO_ROUTING && pkt[off + 2] == 2) {
-			n_rh2++;
-			if (pkt[off + 1] == 2 && pkt[off + 3] == 1)
-				*rh2 = pkt + off + 8;
-		} else if (nh == IPPROTO_DSTOPTS) {
-			for (uint32_t o = off + 2; o < off + hl;) {
-				if (pkt[o] == 0) { /* Pad1 */
-					o++;
-					continue;
-				}
-				if (o + 2 > off + hl || o + 2u + pkt[o + 1] > off + hl)
-					break;
-				if (pkt[o] == 201) {
-					n_hoa++;
-					if (pkt[o + 1] == 16)
-						*hoa = pkt + o + 2;
-				}
-				o += 2u + pkt[o + 1];
-			}
-		}
-		nh = pkt[off];
-		off += hl;
-	}
-	if (n_hoa != 1)
-		*hoa = NULL;
-	if (n_rh2 != 1)
-		*rh2 = NULL;
-}
-
-enum sadb_drop esp_pkt_sel_mobile(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
-{
-	const uint8_t *hoa, *rh2;
-	uint32_t l = len;
-	uint8_t fam;
-	enum sadb_drop r = esp_pkt_sel(pkt, len, out);
-
-	if (r != SADB_DROP_NONE || out->src.family != AF_INET6 || !esp_ip_len(pkt, len, &l, &fam))
-		return r;
-	v6_mobile_addrs(pkt, l, &hoa, &rh2);
-	if (hoa)
-		memcpy(out->src.a.b, hoa, 16);
-	if (rh2)
-		memcpy(out->dst.a.b, rh2, 16);
 	return SADB_DROP_NONE;
 }
