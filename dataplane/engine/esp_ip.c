@@ -163,65 +163,71 @@ static void addrs_set(struct sadb_addr *src, struct sadb_addr *dst, int fam, con
 	addr_set(dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
 }
 
-/* The two parse helpers' walk: *len trimmed to the IP header's own length (Ethernet padding, TFC
- * padding), then esp_find_l4 within it; the family in *fam, the header's addresses in *src and *dst.
- * False if malformed. */
-static bool ip_walk(const uint8_t *pkt, uint32_t *len, uint32_t *l4, uint8_t *proto, bool *frag, uint8_t *fam,
-		    struct sadb_addr *src, struct sadb_addr *dst)
+/* What the two parse helpers' walk finds: the length trimmed to the IP header's own (Ethernet
+ * padding, TFC padding), the upper-layer header's offset and protocol (esp_find_l4 within that
+ * length), whether it is a fragment, the family. */
+struct ip_hdrs {
+	uint32_t len, l4;
+	uint8_t proto, fam;
+	bool frag;
+};
+
+/* The walk, with the header's addresses in *src and *dst. False if malformed. */
+static bool ip_walk(const uint8_t *pkt, uint32_t len, struct ip_hdrs *h, struct sadb_addr *src,
+		    struct sadb_addr *dst)
 {
 	uint32_t nho;
 
-	if (!esp_ip_len(pkt, *len, len, fam) || !esp_find_l4(pkt, *len, l4, &nho, proto, frag))
+	if (!esp_ip_len(pkt, len, &h->len, &h->fam) ||
+	    !esp_find_l4(pkt, h->len, &h->l4, &nho, &h->proto, &h->frag))
 		return false;
-	addrs_set(src, dst, *fam, pkt);
+	addrs_set(src, dst, h->fam, pkt);
 	return true;
 }
 
 enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_port,
 			       struct esp_outer *out)
 {
-	uint32_t l4;
-	uint8_t proto, fam;
-	bool frag;
+	struct ip_hdrs h;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam, &out->src, &out->dst))
+	if (!ip_walk(pkt, len, &h, &out->src, &out->dst))
 		return SADB_DROP_TRUNCATED;
-	if (frag)
+	if (h.frag)
 		return SADB_DROP_UNSUPPORTED;
-	out->family = fam;
+	out->family = h.fam;
 	if (!encap_port)
 		encap_port = 4500;
-	if (proto == IPPROTO_UDP) {
-		if (l4 + 8 > len)
+	if (h.proto == IPPROTO_UDP) {
+		if (h.l4 + 8 > h.len)
 			return SADB_DROP_TRUNCATED;
-		out->sport = esp_rd16(pkt + l4);
-		out->dport = esp_rd16(pkt + l4 + 2);
+		out->sport = esp_rd16(pkt + h.l4);
+		out->dport = esp_rd16(pkt + h.l4 + 2);
 		if (out->dport != encap_port)
 			return SADB_DROP_UNSUPPORTED;
 		/* RFC 3948 §2.2/§4: a one-byte 0xff is a NAT keepalive, a zero marker IKE. */
-		if (len - l4 - 8 < 8 || esp_rd32(pkt + l4 + 8) == 0)
+		if (h.len - h.l4 - 8 < 8 || esp_rd32(pkt + h.l4 + 8) == 0)
 			return SADB_DROP_BAD_ENCAP;
 		out->udp_encap = true;
-		l4 += 8;
-		proto = IPPROTO_ESP;
+		h.l4 += 8;
+		h.proto = IPPROTO_ESP;
 	}
-	if (proto == IPPROTO_ESP) {
-		if (l4 + 8 > len)
+	if (h.proto == IPPROTO_ESP) {
+		if (h.l4 + 8 > h.len)
 			return SADB_DROP_TRUNCATED;
 		out->proto = SADB_PROTO_ESP;
-		out->spi = esp_rd32(pkt + l4);
-		out->seq = esp_rd32(pkt + l4 + 4);
-	} else if (proto == IPPROTO_AH) {
-		if (l4 + 12 > len)
+		out->spi = esp_rd32(pkt + h.l4);
+		out->seq = esp_rd32(pkt + h.l4 + 4);
+	} else if (h.proto == IPPROTO_AH) {
+		if (h.l4 + 12 > h.len)
 			return SADB_DROP_TRUNCATED;
 		out->proto = SADB_PROTO_AH;
-		out->spi = esp_rd32(pkt + l4 + 4);
-		out->seq = esp_rd32(pkt + l4 + 8);
+		out->spi = esp_rd32(pkt + h.l4 + 4);
+		out->seq = esp_rd32(pkt + h.l4 + 8);
 	} else {
 		return SADB_DROP_UNSUPPORTED;
 	}
-	out->l4_off = l4;
+	out->l4_off = h.l4;
 	return SADB_DROP_NONE;
 }
 
@@ -243,42 +249,40 @@ static bool v6_nonfirst(const uint8_t *pkt, uint32_t len)
 
 enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
 {
-	uint32_t l4;
-	uint8_t proto, fam;
-	bool frag;
+	struct ip_hdrs h;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam, &out->src, &out->dst))
+	if (!ip_walk(pkt, len, &h, &out->src, &out->dst))
 		return SADB_DROP_TRUNCATED;
-	out->proto = proto;
+	out->proto = h.proto;
 	/* Ports only from a first (or no) fragment. */
 	bool first = true;
-	if (fam == AF_INET)
+	if (h.fam == AF_INET)
 		first = (esp_rd16(pkt + 6) & 0x1fff) == 0;
-	else if (frag)
-		first = !v6_nonfirst(pkt, len);
+	else if (h.frag)
+		first = !v6_nonfirst(pkt, h.len);
 	if (!first)
 		return SADB_DROP_NONE;
-	switch (proto) {
+	switch (h.proto) {
 	case IPPROTO_TCP:
 	case IPPROTO_UDP:
 	case IPPROTO_SCTP:
 	case IPPROTO_UDPLITE:
-		if (l4 + 4 <= len) {
-			out->sport = esp_rd16(pkt + l4);
-			out->dport = esp_rd16(pkt + l4 + 2);
+		if (h.l4 + 4 <= h.len) {
+			out->sport = esp_rd16(pkt + h.l4);
+			out->dport = esp_rd16(pkt + h.l4 + 2);
 		}
 		break;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		if (l4 + 2 <= len) {
-			out->sport = pkt[l4];
-			out->dport = pkt[l4 + 1];
+		if (h.l4 + 2 <= h.len) {
+			out->sport = pkt[h.l4];
+			out->dport = pkt[h.l4 + 1];
 		}
 		break;
 	case IPPROTO_MH:
-		if (l4 + 3 <= len)
-			out->sport = pkt[l4 + 2];
+		if (h.l4 + 3 <= h.len)
+			out->sport = pkt[h.l4 + 2];
 		break;
 	default:
 		break;
