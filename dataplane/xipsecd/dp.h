@@ -219,7 +219,7 @@ struct dp_ctx {
 	struct dp_handoff *handoff;  /* dp_handoff.c; NULL with one worker or --no-handoff */
 };
 
-/* ---- dp_mip6.c: the Mobile IPv6 home agent (control thread, except where noted) ---- */
+/* ---- dp_mip6*.c: the Mobile IPv6 home agent (control thread, except where noted; dp_mip6.h) ---- */
 int dp_mip6_init(struct dp_ctx *ctx);
 void dp_mip6_fini(struct dp_ctx *ctx);
 /* Readable when workers queued Binding Updates: then (and every tick) call dp_mip6_run. */
