@@ -162,10 +162,19 @@ static enum mip6_drop walk_ipv6_opts(const uint8_t *h, uint32_t hl, bool hao_ok,
 	return MIP6_DROP_NONE;
 }
 
+/* A mobility option of fixed length want at offset i, aligned at align*n + rem (§6.2). */
+static enum mip6_drop opt_shape(uint8_t ol, uint8_t want, uint32_t i, uint32_t align, uint32_t rem)
+{
+	if (ol != want)
+		return MIP6_DROP_BAD_OPTION;
+	return i % align == rem ? MIP6_DROP_NONE : MIP6_DROP_BAD_OPTION_ALIGN;
+}
+
 /* Mobility options of a BU/BA/BE body: mh[start..mh_len), offsets (for alignment) from the MH's start. */
 static enum mip6_drop walk_mobility_opts(const uint8_t *mh, uint32_t start, uint32_t mh_len,
 					 struct mip6_pkt *out)
 {
+	enum mip6_drop bad;
 	uint32_t i = start;
 	while (i < mh_len) {
 		uint8_t t = mh[i];
@@ -181,10 +190,8 @@ static enum mip6_drop walk_mobility_opts(const uint8_t *mh, uint32_t start, uint
 		case MIP6_OPT_PADN:
 			break;
 		case MIP6_OPT_BRA:
-			if (ol != 2)
-				return MIP6_DROP_BAD_OPTION;
-			if (i % 2)
-				return MIP6_DROP_BAD_OPTION_ALIGN;
+			if ((bad = opt_shape(ol, 2, i, 2, 0)) != MIP6_DROP_NONE)
+				return bad;
 			if (out->mh_type == MIP6_MH_BA) {
 				if (out->m.ba.has_refresh)
 					return MIP6_DROP_BAD_OPTION;
@@ -193,10 +200,8 @@ static enum mip6_drop walk_mobility_opts(const uint8_t *mh, uint32_t start, uint
 			}
 			break;
 		case MIP6_OPT_ALTCOA:
-			if (ol != 16)
-				return MIP6_DROP_BAD_OPTION;
-			if (i % 8 != 6)
-				return MIP6_DROP_BAD_OPTION_ALIGN;
+			if ((bad = opt_shape(ol, 16, i, 8, 6)) != MIP6_DROP_NONE)
+				return bad;
 			if (out->mh_type == MIP6_MH_BU) {
 				if (out->m.bu.has_alt_coa)
 					return MIP6_DROP_BAD_OPTION;
@@ -205,10 +210,8 @@ static enum mip6_drop walk_mobility_opts(const uint8_t *mh, uint32_t start, uint
 			}
 			break;
 		case MIP6_OPT_NONCE:
-			if (ol != 4)
-				return MIP6_DROP_BAD_OPTION;
-			if (i % 2)
-				return MIP6_DROP_BAD_OPTION_ALIGN;
+			if ((bad = opt_shape(ol, 4, i, 2, 0)) != MIP6_DROP_NONE)
+				return bad;
 			break;
 		case MIP6_OPT_AUTH:
 			if (i % 8 != 2)
@@ -220,6 +223,41 @@ static enum mip6_drop walk_mobility_opts(const uint8_t *mh, uint32_t start, uint
 		i += 2u + ol;
 	}
 	return MIP6_DROP_NONE;
+}
+
+void mip6_sel_addrs(const uint8_t *pkt, uint32_t len, uint8_t src[16], uint8_t dst[16])
+{
+	struct mip6_pkt opts;        /* walk_ipv6_opts's findings: the Home Address option */
+	const uint8_t *rh2 = NULL;
+	unsigned n_rh2 = 0;
+	bool bad_opts = false;
+	uint32_t end, off = 40;
+	uint8_t nh;
+
+	if (len < 40 || pkt[0] >> 4 != 6 || (end = 40u + rd16(pkt + 4)) > len)
+		return;
+	memset(&opts, 0, sizeof(opts));
+	nh = pkt[6];
+	while ((nh == NH_HOPOPTS || nh == NH_ROUTING || nh == NH_DSTOPTS) && off + 8 <= end) {
+		const uint8_t *h = pkt + off;
+		uint32_t hl = (h[1] + 1u) * 8u;
+
+		if (off + hl > end)
+			break;
+		if (nh == NH_ROUTING && h[2] == MIP6_RH_TYPE2) {
+			n_rh2++;
+			if (h[1] == 2 && h[3] == 1)
+				rh2 = h + 8;
+		} else if (nh == NH_DSTOPTS && walk_ipv6_opts(h, hl, true, &opts) != MIP6_DROP_NONE) {
+			bad_opts = true; /* a second or malformed Home Address option among them */
+		}
+		nh = h[0];
+		off += hl;
+	}
+	if (opts.has_hao && !bad_opts)
+		memcpy(src, opts.hoa, 16);
+	if (rh2 && n_rh2 == 1)
+		memcpy(dst, rh2, 16);
 }
 
 /* The smallest message of each type, MH header included (§6.1.2-6.1.9). */

@@ -163,6 +163,18 @@ struct mip6_pkt {
 	} m;
 };
 
+/* The addresses a mobile node's packet is selected by (RFC 3776 section 4, RFC 4877 section 4: its
+ * SAs and policies name its home address, not its care-of address): src becomes the address of the
+ * Home Address option, dst that of a type 2 routing header with one segment left (the final
+ * destination), each only when the IPv6 packet at pkt (len bytes, bytes past its payload length
+ * ignored) carries exactly one well-formed instance before any Fragment header; src and dst (the
+ * caller's selector, the IPv6 header's addresses) are left as they are otherwise, so a check against
+ * an SA made for the home address fails and the packet is dropped, never matched more loosely. Only
+ * for packets whose origin is authenticated or our own: the check of a decapsulated transport-mode
+ * packet (the SA's selector binds the home address to its keys) and the home agent's signalling; a
+ * plaintext packet's Home Address option is the sender's claim and never selects a policy. */
+void mip6_sel_addrs(const uint8_t *pkt, uint32_t len, uint8_t src[16], uint8_t dst[16]);
+
 /* Parse pkt[0..len): the IPv6 header, its extension headers (a Home Address option in a
  * destination options header after any routing header; a type 2 routing header), and the Mobility
  * Header at the end of the chain: length, checksum (over the pseudo-header with the home address as

@@ -110,7 +110,7 @@ enum sadb_auth {
                                        * selector names the home address as a /128 (the source of
                                        * an inbound SA, the destination of an outbound one); in
                                        * transport mode the Home Address option and the type 2
-                                       * routing header select (esp_pkt_sel_mobile) */
+                                       * routing header select (mip6_sel_addrs) */
 
 /* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
 struct sadb_lifetime {

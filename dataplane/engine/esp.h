@@ -192,17 +192,9 @@ enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_
  * or ICMP type/code or MH type): for the outbound SPD lookup and, after inbound decapsulation, the
  * check of the inner packet against the SA's selector with sadb_selector_match (a mismatch is
  * SADB_DROP_POLICY_MISMATCH). Non-first fragments get ports 0. Returns SADB_DROP_NONE or
- * SADB_DROP_TRUNCATED. */
+ * SADB_DROP_TRUNCATED. A mobile node's packets are selected by its home address instead (RFC 3776
+ * section 4): the dataplane's SPD (dataplane/xipsecd/dp_spd.c) puts libmip6's mip6_sel_addrs over
+ * these addresses. */
 enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out);
-
-/* esp_pkt_sel for packets whose Mobile IPv6 headers the SPD must honour (RFC 3776 section 4, RFC 4877
- * section 4: the mobile node's SAs and policies name its home address, not its care-of address):
- * the source is the address of a Home Address option, the destination that of a type 2 routing
- * header (the final destination), when the IPv6 packet carries exactly one well-formed instance.
- * Only for packets whose origin is authenticated or our own: the inbound check of a decapsulated
- * transport-mode packet (the SA's selector then binds the home address to the SA's keys) and the
- * home agent's own signalling. A plaintext packet's Home Address option is the sender's claim and
- * never selects a policy. */
-enum sadb_drop esp_pkt_sel_mobile(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out);
 
 #endif

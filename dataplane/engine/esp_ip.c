@@ -163,60 +163,71 @@ static void addrs_set(struct sadb_addr *src, struct sadb_addr *dst, int fam, con
 	addr_set(dst, fam, fam == AF_INET ? pkt + 16 : pkt + 24);
 }
 
-/* The two parse helpers' walk: *len trimmed to the IP header's own length (Ethernet padding, TFC
- * padding), then esp_find_l4 within it; the family in *fam. False if malformed. */
-static bool ip_walk(const uint8_t *pkt, uint32_t *len, uint32_t *l4, uint8_t *proto, bool *frag, uint8_t *fam)
+/* What the two parse helpers' walk finds: the length trimmed to the IP header's own (Ethernet
+ * padding, TFC padding), the upper-layer header's offset and protocol (esp_find_l4 within that
+ * length), whether it is a fragment, the family. */
+struct ip_hdrs {
+	uint32_t len, l4;
+	uint8_t proto, fam;
+	bool frag;
+};
+
+/* The walk, with the header's addresses in *src and *dst. False if malformed. */
+static bool ip_walk(const uint8_t *pkt, uint32_t len, struct ip_hdrs *h, struct sadb_addr *src,
+		    struct sadb_addr *dst)
 {
 	uint32_t nho;
-	return esp_ip_len(pkt, *len, len, fam) && esp_find_l4(pkt, *len, l4, &nho, proto, frag);
+
+	if (!esp_ip_len(pkt, len, &h->len, &h->fam) ||
+	    !esp_find_l4(pkt, h->len, &h->l4, &nho, &h->proto, &h->frag))
+		return false;
+	addrs_set(src, dst, h->fam, pkt);
+	return true;
 }
 
 enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_port,
 			       struct esp_outer *out)
 {
-	uint32_t l4;
-	uint8_t proto, fam;
-	bool frag;
+	struct ip_hdrs h;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam))
+	if (!ip_walk(pkt, len, &h, &out->src, &out->dst))
 		return SADB_DROP_TRUNCATED;
-	if (frag)
+	if (h.frag)
 		return SADB_DROP_UNSUPPORTED;
-	out->family = fam;
-	addrs_set(&out->src, &out->dst, fam, pkt);
+	out->family = h.fam;
 	if (!encap_port)
 		encap_port = 4500;
-	if (proto == IPPROTO_UDP) {
-		if (l4 + 8 > len)
+	if (h.proto == IPPROTO_UDP) {
+		if (h.l4 + 8 > h.len)
 			return SADB_DROP_TRUNCATED;
-		out->sport = esp_rd16(pkt + l4);
-		out->dport = esp_rd16(pkt + l4 + 2);
+		out->sport = esp_rd16(pkt + h.l4);
+		out->dport = esp_rd16(pkt + h.l4 + 2);
 		if (out->dport != encap_port)
 			return SADB_DROP_UNSUPPORTED;
 		/* RFC 3948 §2.2/§4: a one-byte 0xff is a NAT keepalive, a zero marker IKE. */
-		if (len - l4 - 8 < 8 || esp_rd32(pkt + l4 + 8) == 0)
+		if (h.len - h.l4 - 8 < 8 || esp_rd32(pkt + h.l4 + 8) == 0)
 			return SADB_DROP_BAD_ENCAP;
 		out->udp_encap = true;
-		l4 += 8;
-		proto = IPPROTO_ESP;
+		h.l4 += 8;
+		h.proto = IPPROTO_ESP;
 	}
-	if (proto == IPPROTO_ESP) {
-		if (l4 + 8 > len)
+	if (h.proto == IPPROTO_ESP) {
+		if (h.l4 + 8 > h.len)
 			return SADB_DROP_TRUNCATED;
 		out->proto = SADB_PROTO_ESP;
-		out->spi = esp_rd32(pkt + l4);
-		out->seq = esp_rd32(pkt + l4 + 4);
-	} else if (proto == IPPROTO_AH) {
-		if (l4 + 12 > len)
+		out->spi = esp_rd32(pkt + h.l4);
+		out->seq = esp_rd32(pkt + h.l4 + 4);
+	} else if (h.proto == IPPROTO_AH) {
+		if (h.l4 + 12 > h.len)
 			return SADB_DROP_TRUNCATED;
 		out->proto = SADB_PROTO_AH;
-		out->spi = esp_rd32(pkt + l4 + 4);
-		out->seq = esp_rd32(pkt + l4 + 8);
+		out->spi = esp_rd32(pkt + h.l4 + 4);
+		out->seq = esp_rd32(pkt + h.l4 + 8);
 	} else {
 		return SADB_DROP_UNSUPPORTED;
 	}
-	out->l4_off = l4;
+	out->l4_off = h.l4;
 	return SADB_DROP_NONE;
 }
 
@@ -238,109 +249,43 @@ static bool v6_nonfirst(const uint8_t *pkt, uint32_t len)
 
 enum sadb_drop esp_pkt_sel(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
 {
-	uint32_t l4;
-	uint8_t proto, fam;
-	bool frag;
+	struct ip_hdrs h;
 
 	memset(out, 0, sizeof(*out));
-	if (!ip_walk(pkt, &len, &l4, &proto, &frag, &fam))
+	if (!ip_walk(pkt, len, &h, &out->src, &out->dst))
 		return SADB_DROP_TRUNCATED;
-	addrs_set(&out->src, &out->dst, fam, pkt);
-	out->proto = proto;
+	out->proto = h.proto;
 	/* Ports only from a first (or no) fragment. */
 	bool first = true;
-	if (fam == AF_INET)
+	if (h.fam == AF_INET)
 		first = (esp_rd16(pkt + 6) & 0x1fff) == 0;
-	else if (frag)
-		first = !v6_nonfirst(pkt, len);
+	else if (h.frag)
+		first = !v6_nonfirst(pkt, h.len);
 	if (!first)
 		return SADB_DROP_NONE;
-	switch (proto) {
+	switch (h.proto) {
 	case IPPROTO_TCP:
 	case IPPROTO_UDP:
 	case IPPROTO_SCTP:
 	case IPPROTO_UDPLITE:
-		if (l4 + 4 <= len) {
-			out->sport = esp_rd16(pkt + l4);
-			out->dport = esp_rd16(pkt + l4 + 2);
+		if (h.l4 + 4 <= h.len) {
+			out->sport = esp_rd16(pkt + h.l4);
+			out->dport = esp_rd16(pkt + h.l4 + 2);
 		}
 		break;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		if (l4 + 2 <= len) {
-			out->sport = pkt[l4];
-			out->dport = pkt[l4 + 1];
+		if (h.l4 + 2 <= h.len) {
+			out->sport = pkt[h.l4];
+			out->dport = pkt[h.l4 + 1];
 		}
 		break;
 	case IPPROTO_MH:
-		if (l4 + 3 <= len)
-			out->sport = pkt[l4 + 2];
+		if (h.l4 + 3 <= h.len)
+			out->sport = pkt[h.l4 + 2];
 		break;
 	default:
 		break;
 	}
-	return SADB_DROP_NONE;
-}
-
-/* Mobile IPv6 (RFC 6275): the address of a Home Address option (§6.3: option 201 of length 16 in a
- * Destination Options header) and of a type 2 routing header with one segment left (§6.4). Each is
- * found only when the packet carries exactly one well-formed instance: a malformed or repeated one
- * is ignored, so the selector keeps the header's own address and a check against an SA made for the
- * home address fails (the packet is dropped, never matched more loosely). */
-static void v6_mobile_addrs(const uint8_t *pkt, uint32_t len, const uint8_t **hoa, const uint8_t **rh2)
-{
-	uint32_t off = 40;
-	uint8_t nh = pkt[6];
-	unsigned n_hoa = 0, n_rh2 = 0;
-
-	*hoa = *rh2 = NULL;
-	while (is_v6_ext(nh) && nh != IPPROTO_FRAGMENT && off + 8 <= len) {
-		uint32_t hl = (pkt[off + 1] + 1u) * 8u;
-
-		if (off + hl > len)
-			break;
-		if (nh == IPPROTO_ROUTING && pkt[off + 2] == 2) {
-			n_rh2++;
-			if (pkt[off + 1] == 2 && pkt[off + 3] == 1)
-				*rh2 = pkt + off + 8;
-		} else if (nh == IPPROTO_DSTOPTS) {
-			for (uint32_t o = off + 2; o < off + hl;) {
-				if (pkt[o] == 0) { /* Pad1 */
-					o++;
-					continue;
-				}
-				if (o + 2 > off + hl || o + 2u + pkt[o + 1] > off + hl)
-					break;
-				if (pkt[o] == 201) {
-					n_hoa++;
-					if (pkt[o + 1] == 16)
-						*hoa = pkt + o + 2;
-				}
-				o += 2u + pkt[o + 1];
-			}
-		}
-		nh = pkt[off];
-		off += hl;
-	}
-	if (n_hoa != 1)
-		*hoa = NULL;
-	if (n_rh2 != 1)
-		*rh2 = NULL;
-}
-
-enum sadb_drop esp_pkt_sel_mobile(const uint8_t *pkt, uint32_t len, struct sadb_pkt_sel *out)
-{
-	const uint8_t *hoa, *rh2;
-	uint32_t l = len;
-	uint8_t fam;
-	enum sadb_drop r = esp_pkt_sel(pkt, len, out);
-
-	if (r != SADB_DROP_NONE || out->src.family != AF_INET6 || !esp_ip_len(pkt, len, &l, &fam))
-		return r;
-	v6_mobile_addrs(pkt, l, &hoa, &rh2);
-	if (hoa)
-		memcpy(out->src.a.b, hoa, 16);
-	if (rh2)
-		memcpy(out->dst.a.b, rh2, 16);
 	return SADB_DROP_NONE;
 }

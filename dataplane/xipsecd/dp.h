@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <xdp/xsk.h>
 
 #include "sadb/sadb.h"
@@ -218,13 +219,13 @@ struct dp_ctx {
 	struct dp_handoff *handoff;  /* dp_handoff.c; NULL with one worker or --no-handoff */
 };
 
-/* ---- dp_mip6.c: the Mobile IPv6 home agent (control thread, except where noted) ---- */
+/* ---- dp_mip6*.c: the Mobile IPv6 home agent (control thread, except where noted; dp_mip6.h) ---- */
 int dp_mip6_init(struct dp_ctx *ctx);
 void dp_mip6_fini(struct dp_ctx *ctx);
 /* Readable when workers queued Binding Updates: then (and every tick) call dp_mip6_run. */
 int dp_mip6_event_fd(struct dp_ctx *ctx);
 void dp_mip6_run(struct dp_ctx *ctx);
-/* Readable when Binding Acknowledgements wait for worker 0 (dp_mip6_inject). */
+/* Readable when Binding Acknowledgements wait for worker 0 (dp_local_ha_burst). */
 int dp_mip6_wake_fd(struct dp_ctx *ctx);
 /* The control socket's "bindings" answer (tab-separated lines, ending with "end"). */
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
@@ -338,7 +339,7 @@ static inline uint64_t dp_frame_take(struct dp_worker *w)
 }
 /* Build the ICMP(v6) error owed to the source of the packet at l3 in a fresh frame: its length, with
  * its address in *addr, or 0 when none is sent (not owed, rate limited, no frame, no source). The
- * caller sends it on (dp_fwd_too_big and the TTL check in dp_fwd.c). */
+ * caller sends it on (dp_fwd.c, or dp_out.c through its caller). */
 uint32_t dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu,
 			 uint64_t *addr);
 uint32_t dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint64_t *addr);
@@ -358,6 +359,8 @@ void dp_hold_retry(struct dp_worker *w, bool force);
 int dp_tun_open(struct dp_ctx *ctx);
 void dp_tun_close(struct dp_ctx *ctx);
 int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len);
+/* Worker 0: one packet from the device into buf (read(2)'s result: -1 with EAGAIN when none waits). */
+ssize_t dp_tun_read(struct dp_ctx *ctx, uint8_t *buf, size_t cap);
 
 /* ---- dp_ctl.c: control socket ---- */
 int dp_ctl_open(struct dp_ctx *ctx);

@@ -4,12 +4,14 @@
  * lock: one writer of the replay window, doc/architecture.md rule 5) when the SA or direction
  * changes, the group is full, or the RX burst ends. What the engine refused is dropped here (it
  * counted the reason in the SA); what it protected goes to dp_fwd by the outside; what it
- * decapsulated is checked against the SA's selectors and the inbound policy (dp_in_check) and goes
- * to dp_fwd as a packet from the outside (FWD_SPD_OUT). Those that re-enter the outbound path there
+ * decapsulated is checked against the SA's selectors and the inbound policy (dp_spd_in_check), a
+ * mobile node's Binding Update goes to the home agent's queue (dp_mip6_take), and the rest goes to
+ * dp_fwd as a packet from the outside (FWD_SPD_OUT). Those that re-enter the outbound path there
  * (a hub's spoke-to-spoke traffic) collect in the worker's second group, flushed after. */
 #include "config.h"
 
 #include "dataplane/xipsecd/dp_path.h"
+#include "dataplane/xipsecd/dp_spd.h"
 
 void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 {
@@ -45,7 +47,7 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 		if (g->out) {
 			dp_fwd(w, base + p->off, p->len, (flags & FWD_FROM_TUN) | FWD_OUTSIDE);
 		} else {
-			unsigned r = dp_in_check(w, sa, p->buf + p->off, p->len);
+			unsigned r = dp_spd_in_check(w->ctx->db, &sa->sa, p->buf + p->off, p->len);
 
 			if (r != SADB_DROP_NONE) {
 				dp_drop_sa(w, sa, base, r);

@@ -1,21 +1,23 @@
 /* dataplane/xipsecd/dp_fwd.c: the forwarding stage, where every frame that is not dropped leaves the
- * worker. A frame gets here as an L3 packet from the outbound stage (bypassed plaintext), the engine
- * (ESP/AH we made, FWD_OUTSIDE; decapsulated inner packets, FWD_SPD_OUT), the inbound stage
- * (plaintext an inbound policy let in, FWD_SPD_OUT) or as an ICMP error dp_pkt.c built. Here: the
- * route and neighbour (dp_route.c's cache), the IPsec boundary once more (a packet from the outside
- * that leaves by the outside goes back to dp_out, doc/architecture.md rule 6), the MTU with its ICMP
- * error, the TTL, fragmentation of IPv4 without DF (RFC 791, RFC 1812 section 5.2.6), then out: the
- * TX ring of the port, the TUN device for the gateway itself, or the hold queue while the neighbour
- * is being resolved (retried from the worker loop, dropped NO_NEIGH after DP_HOLD_NS). */
+ * worker. A frame gets here as an L3 packet from the callers of the outbound stage (bypassed
+ * plaintext and the ICMP errors dp_out wrote), the engine (ESP/AH we made, FWD_OUTSIDE; decapsulated
+ * inner packets, FWD_SPD_OUT), the inbound stage (plaintext an inbound policy let in, FWD_SPD_OUT) or
+ * as an ICMP error dp_pkt.c built. Here: the route and neighbour (dp_route.c's cache), the IPsec
+ * boundary once more (a packet from the outside that leaves by the outside goes through dp_out,
+ * doc/architecture.md rule 6), the MTU with its ICMP error, the TTL, fragmentation of IPv4 without
+ * DF (RFC 791, RFC 1812 section 5.2.6; the rules in dp_l3.c), then out: the TX ring of the port, the
+ * TUN device for the gateway itself, or the hold queue while the neighbour is being resolved
+ * (retried from the worker loop, dropped NO_NEIGH after DP_HOLD_NS). */
 #include "config.h"
 
 #include <string.h>
 
 #include "dataplane/xipsecd/dp_path.h"
+#include "dataplane/xipsecd/dp_spd.h"
 
 /* The ICMP errors go their way like packets that came from the outside: through the outbound SPD if
  * that way leaves by the outside (dp_pkt.c says why). */
-void dp_fwd_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu)
+static void too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu)
 {
 	uint64_t a;
 	uint32_t n = dp_icmp_too_big(w, l3, len, mtu, &a);
@@ -33,56 +35,12 @@ static void ttl_exceeded(struct dp_worker *w, const uint8_t *l3, uint32_t len)
 		dp_fwd(w, a, n, FWD_SPD_OUT);
 }
 
-/* All fragments are written before the caller hands any of them on (encrypting fragment 0 in place
- * would overwrite the bytes of fragment 1 that follow it). */
-int dp_cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t src_addr, uint32_t len,
-	   uint32_t mtu, struct dp_frags *out)
+/* The TTL / hop limit of a forwarded packet (RFC 1812 5.3.1): decremented, or "time exceeded" sent
+ * and false returned. */
+static bool dec_ttl(struct dp_worker *w, uint8_t *l3, uint32_t len)
 {
-	struct dp_frag4 f;
-	int r = dp_frag4_plan(&f, src, len, mtu);
-	unsigned first = in_place ? 1 : 0;
-
-	if (r < 0)
-		return r;
-	if (mtu > FRAME_L3_MAX)
-		return -SADB_DROP_MTU;
-	if (w->n_free < f.n - first + DP_FRAME_RESERVE)
-		return -SADB_DROP_FRAG_NOBUF;
-	for (unsigned i = first; i < f.n; i++) {
-		out->addr[i] = dp_frame_take(w) + FRESH_L3;
-		out->len[i] = dp_frag4_write(&f, i, dp_mem(w, out->addr[i]));
-	}
-	if (in_place) {
-		out->addr[0] = src_addr;
-		out->len[0] = dp_frag4_write(&f, 0, dp_mem(w, src_addr));
-	}
-	DP_COUNT(w, frag_packets, 1);
-	DP_COUNT(w, frag_made, f.n);
-	return (int)f.n;
-}
-
-/* RFC 1812 5.3.1; the IPv4 checksum is updated incrementally (RFC 1624). */
-bool dp_dec_ttl(struct dp_worker *w, uint8_t *l3, uint32_t len)
-{
-	if ((l3[0] >> 4) == 4) {
-		uint16_t check;
-		uint32_t c;
-
-		/* byte access: the IP header sits 2 bytes past a 4-byte boundary behind Ethernet */
-		if (l3[8] <= 1)
-			goto expired;
-		l3[8]--;
-		memcpy(&check, l3 + 10, 2);
-		c = (uint32_t)check + htons(0x0100);
-		check = (uint16_t)(c + (c >= 0xffff));
-		memcpy(l3 + 10, &check, 2);
+	if (dp_l3_dec_ttl(l3))
 		return true;
-	}
-	if (l3[7] <= 1)
-		goto expired;
-	l3[7]--;
-	return true;
-expired:
 	ttl_exceeded(w, l3, len);
 	return false;
 }
@@ -138,8 +96,11 @@ void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
 	}
 	/* e is filled for an unresolved neighbour too (DP_ROUTE_PENDING) */
 	if ((flags & FWD_SPD_OUT) && e->port == DP_OUT) {
+		struct dp_next nx;
+
 		DP_STAT(w, spd_out, 1);
-		dp_out(w, w->regroup, addr, len, flags & FWD_DEC_TTL);
+		if (dp_out(w, w->regroup, addr, len, flags & FWD_DEC_TTL, &nx))
+			dp_fwd(w, nx.addr, nx.len, nx.flags);
 		return;
 	}
 	if (e->port == DP_RT_LOCAL) {
@@ -158,21 +119,20 @@ void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
 	 * Too big with DF (always, for IPv6): the ICMP error that makes PMTUD work quotes the packet as
 	 * received, so it is sent before the TTL changes (an expiring TTL is answered instead). */
 	mtu = e->port <= DP_OUT ? e->mtu : UINT32_MAX;
-	if (len > mtu && (family == AF_INET6 || (l3[6] & 0x40)) &&
-	    !((flags & FWD_DEC_TTL) && dp_ttl_expiring(l3))) {
+	if (dp_l3_too_big(l3, len, mtu, flags & FWD_DEC_TTL)) {
 		if (!(flags & FWD_OUTSIDE)) /* not about our own ESP: its source is us */
-			dp_fwd_too_big(w, l3, len, mtu);
+			too_big(w, l3, len, mtu);
 		dp_drop(w, addr, SADB_DROP_MTU);
 		return;
 	}
-	if ((flags & FWD_DEC_TTL) && !dp_dec_ttl(w, l3, len)) {
+	if ((flags & FWD_DEC_TTL) && !dec_ttl(w, l3, len)) {
 		dp_drop(w, addr, SADB_DROP_TTL);
 		return;
 	}
 	if (len > mtu) {
 		/* IPv4 without DF: as a router, fragment */
 		struct dp_frags f;
-		int n = dp_cut(w, l3, true, addr, len, mtu, &f);
+		int n = dp_l3_cut(w, l3, true, addr, len, mtu, &f);
 
 		if (n < 0) {
 			dp_drop(w, addr, (unsigned)-n);
@@ -189,24 +149,6 @@ void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
 		hold(w, e, addr - L2, len + L2, family, flags);
 	else
 		send_eth(w, e, addr - L2, len + L2);
-}
-
-/* The outbound SPD for a packet that cannot be protected here (larger than a frame): SADB_DROP_NONE
- * where a policy bypasses it, the reason to drop it otherwise. */
-static unsigned spd_out_large(struct dp_worker *w, const uint8_t *l3, uint32_t len)
-{
-	struct sadb_pkt_sel sel;
-	struct sadb_policy pol;
-
-	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE)
-		return SADB_DROP_TRUNCATED;
-	if (sadb_policy_lookup(w->ctx->db, SADB_DIR_OUT, &sel, &pol))
-		return SADB_DROP_NO_POLICY;
-	if (pol.action == SADB_ACT_DISCARD)
-		return SADB_DROP_POLICY_DISCARD;
-	if (pol.action == SADB_ACT_PROTECT)
-		return SADB_DROP_MTU;
-	return SADB_DROP_NONE;
 }
 
 /* One that fits a frame is copied into one and forwarded as usual; a larger IPv4 packet without DF
@@ -248,10 +190,15 @@ void dp_fwd_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 	}
 	if (e->port == DP_OUT) {
 		/* back out through the outside: only where an outbound policy bypasses it */
+		struct sadb_policy pol;
+		unsigned r = dp_spd_out(w->ctx->db, l3, len, false, &pol);
+
 		DP_STAT(w, spd_out, 1);
-		why = spd_out_large(w, l3, len);
-		if (why != SADB_DROP_NONE) {
-			dp_drop_count(w, why, 1);
+		/* it cannot be protected here: larger than a frame */
+		if (r == SADB_DROP_NONE && pol.action == SADB_ACT_PROTECT)
+			r = SADB_DROP_MTU;
+		if (r != SADB_DROP_NONE) {
+			dp_drop_count(w, r, 1);
 			return;
 		}
 	}
@@ -262,16 +209,16 @@ void dp_fwd_large(struct dp_worker *w, uint8_t *l3, uint32_t len)
 			ttl_exceeded(w, l3, len);
 			dp_drop_count(w, SADB_DROP_TTL, 1);
 		} else {
-			dp_fwd_too_big(w, l3, len, mtu);
+			too_big(w, l3, len, mtu);
 			dp_drop_count(w, SADB_DROP_MTU, 1);
 		}
 		return;
 	}
-	if (!dp_dec_ttl(w, l3, len)) {
+	if (!dec_ttl(w, l3, len)) {
 		dp_drop_count(w, SADB_DROP_TTL, 1);
 		return;
 	}
-	n = dp_cut(w, l3, false, 0, len, mtu, &f);
+	n = dp_l3_cut(w, l3, false, 0, len, mtu, &f);
 	if (n < 0) {
 		dp_drop_count(w, (unsigned)-n, 1);
 		return;

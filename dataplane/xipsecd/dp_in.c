@@ -4,9 +4,8 @@
  * section 3.4.1: reassembly before ESP processing) and comes back here whole. ESP/AH of a known,
  * usable SA leaves into the SA's burst for the engine (dp_group_add; a datagram larger than a frame
  * runs through the engine here, alone, and leaves to dp_fwd_large); plaintext meets the forward and
- * inbound policies (doc/architecture.md rule 6) and leaves to dp_fwd where one bypasses it. Anything
- * else is a counted drop. dp_in_check is the check the engine stage makes of each decapsulated
- * packet against its SA and the inbound policy. */
+ * inbound policies (dp_spd_in, doc/architecture.md rule 6) and leaves to dp_fwd where one bypasses
+ * it. Anything else is a counted drop. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,32 +14,7 @@
 #include <unistd.h>
 
 #include "dataplane/xipsecd/dp_path.h"
-
-/* The policy for traffic arriving from the outside: a forward policy (as XFRM's "fwd") first, an
- * inbound one otherwise. */
-static int lookup_in(struct dp_worker *w, const struct sadb_pkt_sel *sel, struct sadb_policy *pol)
-{
-	if (sadb_policy_lookup(w->ctx->db, SADB_DIR_FWD, sel, pol) == 0)
-		return 0;
-	return sadb_policy_lookup(w->ctx->db, SADB_DIR_IN, sel, pol);
-}
-
-unsigned dp_in_check(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len)
-{
-	struct sadb_pkt_sel sel;
-	struct sadb_policy pol;
-
-	/* A mobile node's transport-mode packet is its own: its Home Address option, authenticated
-	 * by the SA whose selector names the home address, is its source (RFC 3776 section 4.1). */
-	if ((sa->sa.mode == SADB_MODE_TRANSPORT && (sa->sa.flags & SADB_SAF_MOBILE) ?
-	     esp_pkt_sel_mobile(l3, len, &sel) : esp_pkt_sel(l3, len, &sel)) != SADB_DROP_NONE)
-		return SADB_DROP_TRUNCATED;
-	if (!sadb_selector_match(&sa->sa.sel, &sel) || lookup_in(w, &sel, &pol) ||
-	    pol.action != SADB_ACT_PROTECT || pol.proto != sa->sa.proto ||
-	    (pol.reqid && sa->sa.reqid && pol.reqid != sa->sa.reqid))
-		return SADB_DROP_POLICY_MISMATCH;
-	return SADB_DROP_NONE;
-}
+#include "dataplane/xipsecd/dp_spd.h"
 
 /* Whether the SA found by SPI takes the packet o describes: SADB_DROP_NONE, or why not. */
 static unsigned sa_takes(const struct dp_sa *sa, const struct esp_outer *o)
@@ -83,7 +57,7 @@ static void inbound_large(struct dp_worker *w, uint32_t len)
 		return;
 	}
 	DP_STAT(w, unprotect, 1);
-	r = dp_in_check(w, sa, p.buf + p.off, p.len);
+	r = dp_spd_in_check(w->ctx->db, &sa->sa, p.buf + p.off, p.len);
 	if (r != SADB_DROP_NONE) {
 		dp_drop_sa_count(w, sa, r);
 		return;
@@ -129,8 +103,6 @@ void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len,
 {
 	uint8_t *l3 = dp_mem(w, addr);
 	struct esp_outer o;
-	struct sadb_pkt_sel sel;
-	struct sadb_policy pol;
 	struct dp_sa *sa;
 	unsigned r;
 	uint8_t fproto;
@@ -168,22 +140,13 @@ void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len,
 		return;
 	}
 	/* plaintext from the outside (UNSUPPORTED: not ESP/AH; BAD_ENCAP: UDP 4500 not ESP) */
-	if (esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE) {
-		dp_drop(w, addr, SADB_DROP_TRUNCATED);
+	r = dp_spd_in(w->ctx->db, l3, len);
+	if (r != SADB_DROP_NONE) {
+		dp_drop(w, addr, r);
 		return;
 	}
-	if (lookup_in(w, &sel, &pol)) {
-		dp_drop(w, addr, SADB_DROP_NO_POLICY);
-		return;
-	}
-	if (pol.action == SADB_ACT_BYPASS) {
-		DP_STAT(w, bypass, 1);
-		dp_fwd(w, addr, len, FWD_DEC_TTL | FWD_SPD_OUT);
-	} else {
-		/* plaintext where the policy demands protection is a mismatch, not a discard */
-		dp_drop(w, addr, pol.action == SADB_ACT_PROTECT ? SADB_DROP_POLICY_MISMATCH :
-			       SADB_DROP_POLICY_DISCARD);
-	}
+	DP_STAT(w, bypass, 1);
+	dp_fwd(w, addr, len, FWD_DEC_TTL | FWD_SPD_OUT);
 }
 
 int dp_in_init(struct dp_ctx *ctx)

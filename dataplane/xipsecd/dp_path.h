@@ -1,21 +1,28 @@
 /* dataplane/xipsecd/dp_path.h: the worker's packet path as stages, one file each, the way a frame goes:
  *   dp_rx.c     RX loop: rings, classification by port       -> dp_out (inside) | dp_in (outside)
- *   dp_tun.c    the TUN device (worker 0)                     -> dp_out; dp_fwd writes into it
- *   dp_out.c    outbound SPD, MTU, protect                    -> dp_fwd (bypass) | dp_group_add
+ *                                                                | dp_local (worker 0) | dp_fwd
+ *   dp_local.c  the gateway's own packets (worker 0): the TUN -> dp_out | dp_fwd (bypass)
+ *               device's and the home agent's queue
+ *   dp_out.c    outbound SPD, MTU, protect                    -> dp_group_add; a bypassed packet or
+ *                                                                its ICMP error back to the caller
  *   dp_in.c     outer fragments, SA by SPI, plaintext policy  -> dp_group_add | dp_fwd (bypass)
- *   dp_burst.c  the engine: one SA's packets as one burst     -> dp_fwd (protected) | dp_in_check
- *                                                                + dp_fwd (decapsulated)
+ *   dp_burst.c  the engine: one SA's packets as one burst     -> dp_fwd (protected, decapsulated)
+ *                                                                | dp_mip6_take (Binding Updates)
  *   dp_fwd.c    route, TTL, fragmentation, hold queue, TX     -> dp_tx | TUN | dp_out (FWD_SPD_OUT)
- * A frame is owned by exactly one stage at a time: each entry point consumes it (hands it on, holds,
- * sends or frees it with a counted drop, doc/architecture.md rule 4). What they share is here: the
- * frame layout, the forwarding flags, the SA burst and the drop accounting, all inline so that the
- * split costs the per-packet path no call it did not make before. */
+ * Below them, called by the stages and calling none back: dp_spd.c (every SPD decision), dp_l3.c (TTL,
+ * too big, the IPv4 cut), dp_pkt.c (frames, TX, ICMP errors), dp_route.c, dp_frag.c, dp_handoff.c,
+ * the engine and libmip6. A frame is owned by exactly one stage at a time: each entry point consumes
+ * it (hands it on, holds, sends or frees it with a counted drop, doc/architecture.md rule 4), except
+ * that dp_out hands the frame it does not protect back to its caller (struct dp_next). What they
+ * share is here: the frame layout, the forwarding flags, the SA burst and the drop accounting, all
+ * inline so that the split costs the per-packet path no call it did not make before. */
 #ifndef XIPSEC_DP_PATH_H
 #define XIPSEC_DP_PATH_H
 
 #include <netinet/in.h>
 
 #include "dataplane/xipsecd/dp.h"
+#include "dataplane/xipsecd/dp_l3.h"
 #include "dataplane/xipsecd/dp_sa.h"
 
 #define L2 14u
@@ -34,8 +41,8 @@
  * outbound SPD lookup first (RFC 4301 §5.1; a hub re-protects spoke-to-spoke traffic for the other
  * spoke, or bypasses or discards it as a policy says), never straight out in clear. */
 #define FWD_SPD_OUT  8u
-/* The home agent's own signalling (dp_mip6.c): the outbound SPD honours its type 2 routing header
- * (esp_pkt_sel_mobile: the policy is the home address's, not the care-of address's). */
+/* The home agent's own signalling (dp_local.c): the outbound SPD honours its type 2 routing header
+ * (dp_spd_out, mip6_sel_addrs: the policy is the home address's, not the care-of address's). */
 #define FWD_MOBILE   16u
 
 /* Consecutive packets of one SA and direction, handed to the engine as one burst. */
@@ -130,13 +137,21 @@ static inline void dp_drop_sa(struct dp_worker *w, struct dp_sa *sa, uint64_t ad
 	dp_frame_free(w, addr);
 }
 
-/* ---- dp_out.c: plaintext that may need protection (from the inside or the TUN device) ---- */
-void dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len, unsigned flags);
+/* ---- dp_out.c: plaintext that may need protection (from the inside, the gateway or the outside) ---- */
+/* A frame dp_out hands back to its caller, who forwards it (dp_fwd) with these flags. */
+struct dp_next {
+	uint64_t addr;
+	uint32_t len;
+	unsigned flags;
+};
+/* Consumes the frame at addr (protected, or dropped with its reason) and returns false; or returns
+ * true with *nx a frame to forward: the packet itself where an outbound policy bypasses it, or the
+ * ICMP error owed to the source of a packet dropped as too big or expiring. */
+bool dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len, unsigned flags,
+	    struct dp_next *nx);
 
 /* ---- dp_in.c: from the outside interface; whole: a reassembled datagram ---- */
 void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len, bool whole);
-/* After decapsulation: SADB_DROP_NONE when the inner packet is what the SA and its policy allow. */
-unsigned dp_in_check(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len);
 
 /* ---- dp_burst.c: the engine ---- */
 void dp_group_add(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, bool out,
@@ -154,29 +169,20 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags);
 /* A decrypted packet too big for a frame, at l3 in the worker's reassembly buffer; counts its drops. */
 void dp_fwd_large(struct dp_worker *w, uint8_t *l3, uint32_t len);
-/* TTL / hop limit: decremented, or "time exceeded" sent and false returned. */
-bool dp_dec_ttl(struct dp_worker *w, uint8_t *l3, uint32_t len);
-/* Send "fragmentation needed" / "packet too big" about the packet at l3 to its source. */
-void dp_fwd_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu);
-/* The fragments dp_cut made: each in a frame of its own. */
-struct dp_frags {
-	uint64_t addr[DP_FRAG_MAX];
-	uint32_t len[DP_FRAG_MAX];
-};
-/* Cut the IPv4 packet at src (len bytes, no DF) into fragments of at most mtu bytes; fragment 0 in
- * place when in_place (src is then frame memory at src_addr). Returns their number, or -reason. */
-int dp_cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t src_addr, uint32_t len,
-	   uint32_t mtu, struct dp_frags *f);
+/* ---- dp_local.c (worker 0) ---- */
+/* The gateway's own packets into the outbound path: a burst read from the TUN device, and the home
+ * agent's queued signalling (dp_mip6_pop). Each returns the packets it took. */
+unsigned dp_local_tun_burst(struct dp_worker *w, struct dp_group *g);
+unsigned dp_local_ha_burst(struct dp_worker *w, struct dp_group *g);
 
-/* ---- dp_tun.c ---- */
-/* Read a burst from the TUN device into the outbound path. Returns the packets read. */
-unsigned dp_tun_burst(struct dp_worker *w, struct dp_group *g);
-
-/* dp_mip6.c, workers: take a decapsulated Mobility Header packet of a mobile node's transport SA
- * for the home agent (true: consumed, the caller frees the frame); worker 0 injects the home agent's
- * Binding Acknowledgements into the outbound path. */
-struct dp_sa;
+/* ---- dp_mip6_queue.c: the home agent's two queues, as the packet path sees them ---- */
+/* A decapsulated packet of a mobile node's transport SA: a Mobility Header packet is copied to the
+ * control thread's queue (true: consumed, the caller frees the frame; a full queue or an oversized
+ * packet is a counted drop). Any worker. */
 bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len);
-unsigned dp_mip6_inject(struct dp_worker *w, struct dp_group *g);
+/* Worker 0: the next packet the home agent originated, copied to buf (at least DP_MIP6_PKT bytes):
+ * its length, or 0 when none waits. */
+#define DP_MIP6_PKT 1280u
+uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf);
 
 #endif

@@ -4,7 +4,8 @@
  * not IPv4/IPv6 is dropped TRUNCATED, the rest is classified by the port it came in on,
  *   inside  -> dp_out (dp_out.c: outbound SPD, protect)
  *   outside -> dp_in  (dp_in.c: reassembly, SA by SPI, inbound policy)
- *   TUN (worker 0, dp_tun.c) -> dp_out, never decrementing TTL (locally originated)
+ *   the gateway's own (worker 0, dp_local.c: the TUN device, the home agent's queue)
+ *           -> dp_out, never decrementing TTL (locally originated)
  * and the SA bursts those collected go through the engine (dp_burst.c) at the end of the RX burst.
  * After its own RX it runs the inbound crypto other workers handed it (dp_handoff.c).
  * Then TX wake-ups, the hold queue's retries (dp_fwd.c) and the reassembly table's timeouts. A bad
@@ -51,6 +52,7 @@ static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&pt->rx, idx + i);
 		uint64_t addr = d->addr;
 		uint8_t *eth = dp_mem(w, addr);
+		struct dp_next nx;
 		uint32_t len;
 
 		if (i + RX_AHEAD < n)
@@ -62,9 +64,9 @@ static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
 			dp_drop(w, addr, SADB_DROP_TRUNCATED);
 			continue;
 		}
-		if (p == DP_IN)
-			dp_out(w, g, addr + L2, len, FWD_DEC_TTL);
-		else
+		if (p == DP_IN && dp_out(w, g, addr + L2, len, FWD_DEC_TTL, &nx))
+			dp_fwd(w, nx.addr, nx.len, nx.flags); /* bypassed, or an ICMP error about it */
+		else if (p != DP_IN)
 			dp_in(w, g, addr + L2, len, false);
 	}
 	xsk_ring_cons__release(&pt->rx, n);
@@ -246,9 +248,9 @@ void *dp_worker_main(void *arg)
 		/* The TUN device costs a read(2) per look: a busy worker looks again only after
 		 * DP_TUN_SKIP rounds that found it empty, or when poll(2) said it is readable. */
 		if (w->id == 0)
-			work += dp_mip6_inject(w, &g);
+			work += dp_local_ha_burst(w, &g);
 		if (tun && (tun_ready || tun_wait == 0)) {
-			unsigned n = dp_tun_burst(w, &g);
+			unsigned n = dp_local_tun_burst(w, &g);
 
 			work += n;
 			tun_wait = n ? 0 : DP_TUN_SKIP;

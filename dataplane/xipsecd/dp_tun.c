@@ -1,9 +1,9 @@
-/* dataplane/xipsecd/dp_tun.c: the TUN device xipsecd owns for the gateway's own traffic, and its
- * stage of the packet path. Packets the local stack routes into it (transport mode from the gateway
- * itself, later Mobile IPv6 signalling) are read by worker 0 into fresh frames and start their way in
- * the outbound stage (dp_out, FWD_FROM_TUN: no TTL decrement, never back into the device);
- * decapsulated packets addressed to the gateway are written into it by the forwarding stage, so the
- * kernel receives them as if they had arrived on it. The administrator routes traffic into it. */
+/* dataplane/xipsecd/dp_tun.c: the TUN device xipsecd owns for the gateway's own traffic: opening,
+ * reading, writing, closing. Packets the local stack routes into it (transport mode from the gateway
+ * itself) are read by worker 0 (dp_local.c) into fresh frames and start their way in the outbound
+ * stage; decapsulated packets addressed to the gateway are written into it by the forwarding stage
+ * (any worker), so the kernel receives them as if they had arrived on it. The administrator routes
+ * traffic into it. Calls nothing of the packet path. */
 #include "config.h"
 
 #include <errno.h>
@@ -83,33 +83,9 @@ int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len)
 	return 0;
 }
 
-unsigned dp_tun_burst(struct dp_worker *w, struct dp_group *g)
+ssize_t dp_tun_read(struct dp_ctx *ctx, uint8_t *buf, size_t cap)
 {
-	unsigned n = 0;
-
-	while (n < w->ctx->batch && w->n_free > DP_BATCH) {
-		uint64_t base, addr;
-		ssize_t r;
-		uint32_t len;
-
-		base = dp_frame_take(w);
-		addr = base + FRESH_L3;
-		r = read(w->ctx->tun_fd, dp_mem(w, addr), FRAME_L3_MAX - 256);
-		if (r <= 0) {
-			dp_frame_free(w, base);
-			break;
-		}
-		n++;
-		DP_STAT(w, from_tun, 1);
-		if (!dp_l3_len(dp_mem(w, addr), (uint32_t)r, &len)) {
-			dp_drop(w, addr, SADB_DROP_TRUNCATED);
-			continue;
-		}
-		dp_out(w, g, addr, len, FWD_FROM_TUN);
-	}
-	dp_group_flush(w, g);
-	dp_group_flush(w, w->regroup);
-	return n;
+	return read(ctx->tun_fd, buf, cap);
 }
 
 void dp_tun_close(struct dp_ctx *ctx)

@@ -5,11 +5,15 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_xsk.c dataplane/xipsecd/dp_nl.c dataplane/xipsecd/dp_route.c \
 	dataplane/xipsecd/dp_pkt.c dataplane/xipsecd/dp_path.h dataplane/xipsecd/dp_rx.c \
 	dataplane/xipsecd/dp_out.c dataplane/xipsecd/dp_in.c dataplane/xipsecd/dp_burst.c \
-	dataplane/xipsecd/dp_fwd.c dataplane/xipsecd/dp_sa.c \
+	dataplane/xipsecd/dp_fwd.c dataplane/xipsecd/dp_local.c dataplane/xipsecd/dp_sa.c \
+	dataplane/xipsecd/dp_spd.h dataplane/xipsecd/dp_spd.c dataplane/xipsecd/dp_l3.h \
+	dataplane/xipsecd/dp_l3.c \
 	dataplane/xipsecd/dp_tun.c dataplane/xipsecd/dp_ctl.c dataplane/xipsecd/dp_frag.h \
 	dataplane/xipsecd/dp_frag.c dataplane/xipsecd/dp_seqmark.h dataplane/xipsecd/dp_seqmark.c \
 	dataplane/xipsecd/dp_icmp.h dataplane/xipsecd/dp_expire.c dataplane/xipsecd/dp_util.c \
-	dataplane/xipsecd/dp_mip6.c dataplane/xipsecd/dp_handoff.c dataplane/xipsecd/dp_cpus.h
+	dataplane/xipsecd/dp_mip6.h dataplane/xipsecd/dp_mip6.c dataplane/xipsecd/dp_mip6_queue.c \
+	dataplane/xipsecd/dp_mip6_cfg.c dataplane/xipsecd/dp_mip6_move.c dataplane/xipsecd/dp_mip6_nd.c \
+	dataplane/xipsecd/dp_handoff.c dataplane/xipsecd/dp_cpus.h
 dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DXIPSEC_PKGLIBDIR='"$(pkglibdir)"' $(XDP_CFLAGS) \
 	$(URCU_CFLAGS)
 dataplane_xipsecd_xipsecd_LDADD = $(ESP_LIBS) $(MIP6_LIBS) sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS)

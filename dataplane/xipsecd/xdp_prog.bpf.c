@@ -182,6 +182,147 @@ static __always_inline int udp_frag_is_esp(struct dp_xdp_frag_key *k, int first,
 	return bpf_map_lookup_elem(&esp_udp_frags, k) != NULL;
 }
 
+/* IPv4 after the Ethernet header at eth: to the dataplane, to the kernel, or dropped. */
+static __always_inline int classify4(struct xdp_md *ctx, const struct dp_xdp_if *ifc, int outside,
+				     struct ethhdr *eth, void *end)
+{
+	struct iphdr *ip = (void *)(eth + 1);
+	void *l4;
+
+	if ((void *)(ip + 1) > end || ip->ihl < 5)
+		return to_kernel();
+	l4 = (void *)ip + ip->ihl * 4;
+	if (outside) {
+		/* Whole (unfragmented) ESP and AH: the SPI decides. Fragments go to the
+		 * dataplane, which reassembles them first. A frame shorter than its IP
+		 * length is the dataplane's to count (truncated). */
+		int whole = !(ip->frag_off & bpf_htons(0x3fff)) &&
+			    (void *)ip + bpf_ntohs(ip->tot_len) <= end;
+
+		if (ip->protocol == IPPROTO_ESP || ip->protocol == IPPROTO_AH) {
+			__u32 *spi = ip->protocol == IPPROTO_ESP ? l4 : l4 + 4;
+
+			if (whole && (void *)(spi + 1) <= end &&
+			    spi_unknown(ctx, ifc, ip->protocol, DP_AF_INET, &ip->daddr, spi))
+				return XDP_DROP;
+			return to_dataplane(ctx, ifc);
+		}
+		if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {
+			if (!(ip->frag_off & bpf_htons(0x3fff))) {
+				if (is_esp_in_udp(l4, end)) {
+					if (whole && spi_unknown(ctx, ifc, IPPROTO_ESP, DP_AF_INET,
+								 &ip->daddr, l4 + 8))
+						return XDP_DROP;
+					return to_dataplane(ctx, ifc);
+				}
+			} else {
+				struct dp_xdp_frag_key k = { .family = DP_AF_INET };
+
+				k.id = ip->id;
+				__builtin_memcpy(k.src, &ip->saddr, 4);
+				__builtin_memcpy(k.dst, &ip->daddr, 4);
+				if (udp_frag_is_esp(&k, !(ip->frag_off & bpf_htons(0x1fff)),
+						    l4, end))
+					return to_dataplane(ctx, ifc);
+			}
+		}
+	}
+	/* 224.0.0.0/4 multicast and limited broadcast */
+	if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
+	    ip->daddr == 0xffffffff)
+		return to_kernel();
+	if (is_local4(ip->daddr))
+		return to_kernel();
+	return to_dataplane(ctx, ifc);
+}
+
+/* IPv6 after the Ethernet header at eth: to the dataplane, to the kernel, or dropped. */
+static __always_inline int classify6(struct xdp_md *ctx, const struct dp_xdp_if *ifc, int outside,
+				     struct ethhdr *eth, void *end)
+{
+	struct ipv6hdr *ip6 = (void *)(eth + 1);
+	void *l4;
+
+	if ((void *)(ip6 + 1) > end)
+		return to_kernel();
+	l4 = ip6 + 1;
+	if (outside) {
+		int whole = (void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) <= end;
+
+		if (ip6->nexthdr == IPPROTO_ESP || ip6->nexthdr == IPPROTO_AH) {
+			__u32 *spi = ip6->nexthdr == IPPROTO_ESP ? l4 : l4 + 4;
+
+			if (whole && (void *)(spi + 1) <= end &&
+			    spi_unknown(ctx, ifc, ip6->nexthdr, DP_AF_INET6, &ip6->daddr, spi))
+				return XDP_DROP;
+			return to_dataplane(ctx, ifc);
+		}
+		if (ip6->nexthdr == IPPROTO_UDP && is_local6(&ip6->daddr) &&
+		    is_esp_in_udp(l4, end)) {
+			if (whole && spi_unknown(ctx, ifc, IPPROTO_ESP, DP_AF_INET6, &ip6->daddr,
+						 l4 + 8))
+				return XDP_DROP;
+			return to_dataplane(ctx, ifc);
+		}
+		/* Mobile IPv6 (RFC 6275 6.3): a Binding Update carries its Home Address option in
+		 * a Destination Options header in front of ESP */
+		if (ip6->nexthdr == 60) {
+			__u8 *dh = l4;
+			__u32 hl;
+			__u32 *spi;
+
+			if ((void *)(dh + 8) > end)
+				return to_kernel();
+			hl = ((__u32)dh[1] + 1) * 8;
+			if (dh[0] == IPPROTO_ESP || dh[0] == IPPROTO_AH) {
+				spi = (void *)(dh + hl + (dh[0] == IPPROTO_AH ? 4 : 0));
+				if ((void *)(spi + 1) > end)
+					return to_kernel();
+				if (whole && spi_unknown(ctx, ifc, dh[0], DP_AF_INET6, &ip6->daddr, spi))
+					return XDP_DROP;
+				return to_dataplane(ctx, ifc);
+			}
+		}
+		if (ip6->nexthdr == 44) {           /* Fragment header (RFC 8200 4.5) */
+			__u8 *fh = l4;
+
+			if ((void *)(fh + 8) > end)
+				return to_kernel();
+			if (fh[0] == IPPROTO_ESP || fh[0] == IPPROTO_AH)
+				return to_dataplane(ctx, ifc);
+			if (fh[0] == IPPROTO_UDP && is_local6(&ip6->daddr)) {
+				struct dp_xdp_frag_key k = { .family = DP_AF_INET6 };
+
+				__builtin_memcpy(&k.id, fh + 4, 4);
+				__builtin_memcpy(k.src, &ip6->saddr, 16);
+				__builtin_memcpy(k.dst, &ip6->daddr, 16);
+				if (udp_frag_is_esp(&k, !((fh[2] << 8 | fh[3]) & 0xfff8),
+						    fh + 8, end))
+					return to_dataplane(ctx, ifc);
+			}
+		}
+	}
+	/* ff00::/8 multicast (ND solicitations, MLD) and link-local fe80::/10 */
+	if (ip6->daddr.s6_addr[0] == 0xff ||
+	    (ip6->daddr.s6_addr[0] == 0xfe && (ip6->daddr.s6_addr[1] & 0xc0) == 0x80))
+		return to_kernel();
+	/* hop-by-hop options (MLD, router alert) belong to the kernel */
+	if (ip6->nexthdr == 0)
+		return to_kernel();
+	/* neighbour discovery addressed to a unicast address (NS for NUD, NA, redirect) */
+	if (ip6->nexthdr == IPPROTO_ICMPV6) {
+		__u8 *type = l4;
+
+		if ((void *)(type + 1) > end)
+			return to_kernel();
+		if (*type >= 133 && *type <= 137)
+			return to_kernel();
+	}
+	if (is_local6(&ip6->daddr))
+		return to_kernel();
+	return to_dataplane(ctx, ifc);
+}
+
 SEC("xdp")
 int xipsec_xdp(struct xdp_md *ctx)
 {
@@ -199,141 +340,10 @@ int xipsec_xdp(struct xdp_md *ctx)
 	if ((void *)(eth + 1) > end)
 		return to_kernel();
 
-	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = (void *)(eth + 1);
-		void *l4;
-
-		if ((void *)(ip + 1) > end || ip->ihl < 5)
-			return to_kernel();
-		l4 = (void *)ip + ip->ihl * 4;
-		if (outside) {
-			/* Whole (unfragmented) ESP and AH: the SPI decides. Fragments go to the
-			 * dataplane, which reassembles them first. A frame shorter than its IP
-			 * length is the dataplane's to count (truncated). */
-			int whole = !(ip->frag_off & bpf_htons(0x3fff)) &&
-				    (void *)ip + bpf_ntohs(ip->tot_len) <= end;
-
-			if (ip->protocol == IPPROTO_ESP || ip->protocol == IPPROTO_AH) {
-				__u32 *spi = ip->protocol == IPPROTO_ESP ? l4 : l4 + 4;
-
-				if (whole && (void *)(spi + 1) <= end &&
-				    spi_unknown(ctx, ifc, ip->protocol, DP_AF_INET, &ip->daddr, spi))
-					return XDP_DROP;
-				return to_dataplane(ctx, ifc);
-			}
-			if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {
-				if (!(ip->frag_off & bpf_htons(0x3fff))) {
-					if (is_esp_in_udp(l4, end)) {
-						if (whole && spi_unknown(ctx, ifc, IPPROTO_ESP, DP_AF_INET,
-									 &ip->daddr, l4 + 8))
-							return XDP_DROP;
-						return to_dataplane(ctx, ifc);
-					}
-				} else {
-					struct dp_xdp_frag_key k = { .family = DP_AF_INET };
-
-					k.id = ip->id;
-					__builtin_memcpy(k.src, &ip->saddr, 4);
-					__builtin_memcpy(k.dst, &ip->daddr, 4);
-					if (udp_frag_is_esp(&k, !(ip->frag_off & bpf_htons(0x1fff)),
-							    l4, end))
-						return to_dataplane(ctx, ifc);
-				}
-			}
-		}
-		/* 224.0.0.0/4 multicast and limited broadcast */
-		if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
-		    ip->daddr == 0xffffffff)
-			return to_kernel();
-		if (is_local4(ip->daddr))
-			return to_kernel();
-		return to_dataplane(ctx, ifc);
-	}
-
-	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		void *l4;
-
-		if ((void *)(ip6 + 1) > end)
-			return to_kernel();
-		l4 = ip6 + 1;
-		if (outside) {
-			int whole = (void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) <= end;
-
-			if (ip6->nexthdr == IPPROTO_ESP || ip6->nexthdr == IPPROTO_AH) {
-				__u32 *spi = ip6->nexthdr == IPPROTO_ESP ? l4 : l4 + 4;
-
-				if (whole && (void *)(spi + 1) <= end &&
-				    spi_unknown(ctx, ifc, ip6->nexthdr, DP_AF_INET6, &ip6->daddr, spi))
-					return XDP_DROP;
-				return to_dataplane(ctx, ifc);
-			}
-			if (ip6->nexthdr == IPPROTO_UDP && is_local6(&ip6->daddr) &&
-			    is_esp_in_udp(l4, end)) {
-				if (whole && spi_unknown(ctx, ifc, IPPROTO_ESP, DP_AF_INET6, &ip6->daddr,
-							 l4 + 8))
-					return XDP_DROP;
-				return to_dataplane(ctx, ifc);
-			}
-			/* Mobile IPv6 (RFC 6275 6.3): a Binding Update carries its Home Address option in
-			 * a Destination Options header in front of ESP */
-			if (ip6->nexthdr == 60) {
-				__u8 *dh = l4;
-				__u32 hl;
-				__u32 *spi;
-
-				if ((void *)(dh + 8) > end)
-					return to_kernel();
-				hl = ((__u32)dh[1] + 1) * 8;
-				if (dh[0] == IPPROTO_ESP || dh[0] == IPPROTO_AH) {
-					spi = (void *)(dh + hl + (dh[0] == IPPROTO_AH ? 4 : 0));
-					if ((void *)(spi + 1) > end)
-						return to_kernel();
-					if (whole && spi_unknown(ctx, ifc, dh[0], DP_AF_INET6, &ip6->daddr, spi))
-						return XDP_DROP;
-					return to_dataplane(ctx, ifc);
-				}
-			}
-			if (ip6->nexthdr == 44) {           /* Fragment header (RFC 8200 4.5) */
-				__u8 *fh = l4;
-
-				if ((void *)(fh + 8) > end)
-					return to_kernel();
-				if (fh[0] == IPPROTO_ESP || fh[0] == IPPROTO_AH)
-					return to_dataplane(ctx, ifc);
-				if (fh[0] == IPPROTO_UDP && is_local6(&ip6->daddr)) {
-					struct dp_xdp_frag_key k = { .family = DP_AF_INET6 };
-
-					__builtin_memcpy(&k.id, fh + 4, 4);
-					__builtin_memcpy(k.src, &ip6->saddr, 16);
-					__builtin_memcpy(k.dst, &ip6->daddr, 16);
-					if (udp_frag_is_esp(&k, !((fh[2] << 8 | fh[3]) & 0xfff8),
-							    fh + 8, end))
-						return to_dataplane(ctx, ifc);
-				}
-			}
-		}
-		/* ff00::/8 multicast (ND solicitations, MLD) and link-local fe80::/10 */
-		if (ip6->daddr.s6_addr[0] == 0xff ||
-		    (ip6->daddr.s6_addr[0] == 0xfe && (ip6->daddr.s6_addr[1] & 0xc0) == 0x80))
-			return to_kernel();
-		/* hop-by-hop options (MLD, router alert) belong to the kernel */
-		if (ip6->nexthdr == 0)
-			return to_kernel();
-		/* neighbour discovery addressed to a unicast address (NS for NUD, NA, redirect) */
-		if (ip6->nexthdr == IPPROTO_ICMPV6) {
-			__u8 *type = l4;
-
-			if ((void *)(type + 1) > end)
-				return to_kernel();
-			if (*type >= 133 && *type <= 137)
-				return to_kernel();
-		}
-		if (is_local6(&ip6->daddr))
-			return to_kernel();
-		return to_dataplane(ctx, ifc);
-	}
-
+	if (eth->h_proto == bpf_htons(ETH_P_IP))
+		return classify4(ctx, ifc, outside, eth, end);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+		return classify6(ctx, ifc, outside, eth, end);
 	/* ARP, LLDP, VLAN-tagged and everything else */
 	return to_kernel();
 }

@@ -1,5 +1,5 @@
 /* dataplane/xipsecd/xdp_shared.h: the layout of the maps shared between xipsecd and its XDP program
- * (dataplane/xdp_prog.bpf.c). Plain fixed-width types only: the header is compiled for BPF too. */
+ * (dataplane/xipsecd/xdp_prog.bpf.c). Plain fixed-width types only: the header is compiled for BPF too. */
 #ifndef XIPSEC_DP_XDP_SHARED_H
 #define XIPSEC_DP_XDP_SHARED_H
 

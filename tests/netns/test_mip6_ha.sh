@@ -240,7 +240,7 @@ dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] 
 	xt_fail "tunnel SA not moved home after expiry"
 # ---- 7. the configuration changing under a binding: an SA of no mobile node coming and going leaves
 # the binding and the tunnel where they are (the home agent does not read its mobile nodes again for
-# it: dp_mip6.c mns_follow), a mobile node added by ipsecctl is taken up, one removed is dropped
+# it: dp_mip6_cfg.c mns_follow), a mobile node added by ipsecctl is taken up, one removed is dropped
 mns() { [ "$(b_json "j['home_agent']['mobile_nodes']")" = "$1" ]; }
 bound_at() { [ "$(b_json "[b['care_of_address'] for b in j['bindings'] if b['home_address'] == '$HOA'] == ['$1']")" = True ]; }
 mn bu eth2 8 120

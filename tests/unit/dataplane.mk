@@ -47,3 +47,20 @@ tests_unit_test_dp_seqmark_SOURCES = tests/unit/test_dp_seqmark.c dataplane/xips
 tests_unit_test_dp_seqmark_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
 tests_unit_test_dp_seqmark_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 tests_unit_test_dp_seqmark_LDADD = $(ESP_LIBS) sadb/libsadb.a $(CMOCKA_LIBS) -lpthread
+
+# test_dp_l3: the IP rules the stages share (dataplane/xipsecd/dp_l3.c): TTL / hop limit, the
+# too-big decision at the MTU's edges, the IPv4 cut into the frames of a fake worker.
+UNIT_TESTS += tests/unit/test_dp_l3
+check_PROGRAMS += tests/unit/test_dp_l3
+tests_unit_test_dp_l3_SOURCES = tests/unit/test_dp_l3.c dataplane/xipsecd/dp_l3.c dataplane/xipsecd/dp_l3.h \
+	dataplane/xipsecd/dp_frag.c dataplane/xipsecd/dp_frag.h
+tests_unit_test_dp_l3_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
+tests_unit_test_dp_l3_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_dp_l3_LDADD = $(CMOCKA_LIBS)
+
+# test_dp_spd: the packet path's SPD decisions (dataplane/xipsecd/dp_spd.c) on a real SADB segment.
+UNIT_TESTS += tests/unit/test_dp_spd
+check_PROGRAMS += tests/unit/test_dp_spd
+tests_unit_test_dp_spd_SOURCES = tests/unit/test_dp_spd.c dataplane/xipsecd/dp_spd.c dataplane/xipsecd/dp_spd.h
+tests_unit_test_dp_spd_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_dp_spd_LDADD = $(ESP_LIBS) $(MIP6_LIBS) sadb/libsadb.a $(CMOCKA_LIBS) -lpthread

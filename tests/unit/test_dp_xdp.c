@@ -1,4 +1,4 @@
-/* tests/unit/test_dp_xdp.c: xipsecd's XDP classifier (dataplane/xdp_prog.bpf.c) run by the kernel
+/* tests/unit/test_dp_xdp.c: xipsecd's XDP classifier (dataplane/xipsecd/xdp_prog.bpf.c) run by the kernel
  * itself on crafted frames (BPF_PROG_TEST_RUN), one row per case: what goes to the dataplane and
  * what stays with the kernel (doc/architecture.md rule 8). With no AF_XDP socket bound, a frame meant for the
  * dataplane must be dropped (fail closed, never passed to kernel forwarding); the program's own

@@ -1468,87 +1468,6 @@ static void test_parse(void **state)
 	assert_int_equal(s.dport, 0);
 }
 
-/* Mobile IPv6 selectors (RFC 3776 section 4): a Binding Update from the care-of address with a Home
- * Address option selects by the home address, a Binding Acknowledgement with a type 2 routing header
- * by its final destination; anything malformed or repeated keeps the header's own addresses. */
-static void test_pkt_sel_mobile(void **state)
-{
-	(void)state;
-	uint8_t p[200];
-	struct sadb_pkt_sel s;
-	/* IPv6 CoA 2001:db8:2::5 -> HA 2001:db8:1::1 | DSTOPTS (PadN 2, HAO 2001:db8:1::100) | MH BU */
-	memset(p, 0, sizeof(p));
-	p[0] = 0x60;
-	p[6] = IPPROTO_DSTOPTS;
-	p[7] = 64;
-	const uint8_t coa[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 2, [15] = 5 };
-	const uint8_t ha[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1, [15] = 1 };
-	const uint8_t hoa[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1, [14] = 1, [15] = 0 };
-	memcpy(p + 8, coa, 16);
-	memcpy(p + 24, ha, 16);
-	p[40] = IPPROTO_MH;
-	p[41] = 2;                 /* 24 bytes */
-	p[42] = 1; p[43] = 2;      /* PadN, 2 bytes of padding (HAO at 8n+6) */
-	p[46] = 201; p[47] = 16;
-	memcpy(p + 48, hoa, 16);
-	/* MH: payload proto 59, length 1 (16 bytes), type 5 (BU) */
-	p[64] = 59; p[65] = 1; p[66] = 5;
-	uint32_t len = 64 + 16;
-	p[4] = 0; p[5] = (uint8_t)(len - 40);
-	assert_int_equal(esp_pkt_sel(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.src.a.b, coa, 16);
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.src.a.b, hoa, 16);
-	assert_memory_equal(s.dst.a.b, ha, 16);
-	assert_int_equal(s.proto, IPPROTO_MH);
-	assert_int_equal(s.sport, 5);
-	/* an HAO of the wrong length is not one */
-	p[47] = 14; p[62] = 1; p[63] = 0;
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.src.a.b, coa, 16);
-	/* two HAOs: neither counts */
-	p[42] = 201; p[43] = 16 - 16; /* an empty option 201, then the real one */
-	p[44] = 1; p[45] = 0;
-	p[47] = 16;
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.src.a.b, coa, 16);
-	/* an option overrunning its header ends the walk without an address */
-	p[42] = 1; p[43] = 40;
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.src.a.b, coa, 16);
-
-	/* HA -> CoA | RH2 (segments left 1, HoA) | MH BA: the final destination is the home address */
-	memset(p, 0, sizeof(p));
-	p[0] = 0x60;
-	p[6] = IPPROTO_ROUTING;
-	p[7] = 64;
-	memcpy(p + 8, ha, 16);
-	memcpy(p + 24, coa, 16);
-	p[40] = IPPROTO_MH; p[41] = 2; p[42] = 2; p[43] = 1;
-	memcpy(p + 48, hoa, 16);
-	p[64] = 59; p[65] = 1; p[66] = 6;
-	p[5] = (uint8_t)(len - 40);
-	assert_int_equal(esp_pkt_sel(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.dst.a.b, coa, 16);
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.dst.a.b, hoa, 16);
-	assert_memory_equal(s.src.a.b, ha, 16);
-	assert_int_equal(s.sport, 6);
-	/* segments left 0 (already visited), or a type 0 header: not a type 2 to follow */
-	p[43] = 0;
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.dst.a.b, coa, 16);
-	p[43] = 1; p[42] = 0;
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_memory_equal(s.dst.a.b, coa, 16);
-	/* truncated: the same verdict as esp_pkt_sel, and IPv4 is untouched */
-	assert_int_equal(esp_pkt_sel_mobile(p, 45, &s), SADB_DROP_TRUNCATED);
-	len = mk_udp(p, AF_INET, 10, 0, 7);
-	assert_int_equal(esp_pkt_sel_mobile(p, len, &s), SADB_DROP_NONE);
-	assert_int_equal(s.src.family, AF_INET);
-	assert_int_equal(s.dport, 53);
-}
-
 /* Sum of the pseudo header and segment: 0 (after folding) when the checksum is right. */
 static uint16_t l4_check(const uint8_t *ip, uint32_t l4, uint32_t len, uint8_t proto)
 {
@@ -1639,7 +1558,6 @@ int main(void)
 		cmocka_unit_test(test_ah_fast_outer),
 		cmocka_unit_test(test_ecn_df_ttl),
 		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_pkt_sel_mobile),
 		cmocka_unit_test(test_natt_transport_csum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1154,6 +1154,91 @@ static void test_ha_scale_expiry(void **state)
 	mip6_ha_destroy(ha);
 }
 
+/* The addresses a mobile node's packet is selected by (RFC 3776 section 4): a Binding Update from the
+ * care-of address with a Home Address option selects by the home address, a Binding Acknowledgement
+ * with a type 2 routing header by its final destination; anything malformed or repeated keeps the
+ * header's own addresses. One row per case: a base packet, bytes changed in it, the length given. */
+enum sel_base { SEL_BU_HAO, SEL_BA_RH2, SEL_V4 };
+
+static uint32_t sel_packet(uint8_t *p, enum sel_base base)
+{
+	static const uint8_t coa[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 2, [15] = 5 };
+	static const uint8_t ha[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1, [15] = 1 };
+	static const uint8_t hoa[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 1, [14] = 1 };
+
+	memset(p, 0, 200);
+	if (base == SEL_V4) {
+		p[0] = 0x45; p[3] = 28; p[8] = 64; p[9] = 17;
+		return 28;
+	}
+	p[0] = 0x60;
+	p[5] = 40;
+	p[7] = 64;
+	if (base == SEL_BU_HAO) {
+		/* CoA -> HA | DSTOPTS (PadN 2, HAO at 8n+6) | MH BU */
+		p[6] = 60;
+		memcpy(p + 8, coa, 16);
+		memcpy(p + 24, ha, 16);
+		p[40] = MIP6_PROTO_MH; p[41] = 2; p[42] = 1; p[43] = 2;
+		p[46] = MIP6_OPT_HAO; p[47] = 16;
+		memcpy(p + 48, hoa, 16);
+		p[64] = 59; p[65] = 1; p[66] = MIP6_MH_BU;
+	} else {
+		/* HA -> CoA | RH2 (segments left 1, HoA) | MH BA */
+		p[6] = 43;
+		memcpy(p + 8, ha, 16);
+		memcpy(p + 24, coa, 16);
+		p[40] = MIP6_PROTO_MH; p[41] = 2; p[42] = MIP6_RH_TYPE2; p[43] = 1;
+		memcpy(p + 48, hoa, 16);
+		p[64] = 59; p[65] = 1; p[66] = MIP6_MH_BA;
+	}
+	return 80;
+}
+
+static void test_sel_addrs(void **state)
+{
+	(void)state;
+	/* what src and dst should be after: the header's own (H), or the home address (M) */
+	enum { H, M };
+	static const struct {
+		const char *name;
+		enum sel_base base;
+		uint32_t len;            /* 0: the whole packet */
+		uint8_t n_set, at[4], v[4];
+		int src, dst;
+	} rows[] = {
+		{ "BU, one Home Address option", SEL_BU_HAO, 0, 0, {0}, {0}, M, H },
+		{ "HAO of the wrong length", SEL_BU_HAO, 0, 3, { 47, 62, 63 }, { 14, 1, 0 }, H, H },
+		{ "two HAOs: neither counts", SEL_BU_HAO, 0, 4, { 42, 43, 44, 45 }, { 201, 0, 1, 0 }, H, H },
+		{ "an option overrunning its header", SEL_BU_HAO, 0, 2, { 42, 43 }, { 1, 40 }, H, H },
+		{ "HAO misaligned (not 8n+6)", SEL_BU_HAO, 0, 4, { 42, 43, 46, 47 }, { 201, 16, 1, 2 }, H, H },
+		{ "BA, type 2 routing header", SEL_BA_RH2, 0, 0, {0}, {0}, H, M },
+		{ "RH2 with segments left 0", SEL_BA_RH2, 0, 1, { 43 }, { 0 }, H, H },
+		{ "type 0 routing header", SEL_BA_RH2, 0, 1, { 42 }, { 0 }, H, H },
+		{ "RH2 of the wrong length", SEL_BA_RH2, 0, 1, { 41 }, { 1 }, H, H },
+		{ "payload length past the packet", SEL_BU_HAO, 45, 0, {0}, {0}, H, H },
+		{ "IPv4", SEL_V4, 0, 0, {0}, {0}, H, H },
+	};
+
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		uint8_t p[200], src[16], dst[16], hoa[16], want_src[16], want_dst[16];
+		uint32_t len = sel_packet(p, rows[r].base);
+
+		for (unsigned k = 0; k < rows[r].n_set; k++)
+			p[rows[r].at[k]] = rows[r].v[k];
+		if (rows[r].len)
+			len = rows[r].len;
+		memcpy(src, p + 8, 16);
+		memcpy(dst, p + 24, 16);
+		memcpy(hoa, p + 48, 16);
+		memcpy(want_src, rows[r].src == M ? hoa : src, 16);
+		memcpy(want_dst, rows[r].dst == M ? hoa : dst, 16);
+		mip6_sel_addrs(p, len, src, dst);
+		if (memcmp(src, want_src, 16) || memcmp(dst, want_dst, 16))
+			fail_msg("%s: wrong selector addresses", rows[r].name);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1170,6 +1255,7 @@ int main(void)
 		cmocka_unit_test(test_ha_k_and_refresh),
 		cmocka_unit_test(test_ha_config),
 		cmocka_unit_test(test_ha_scale_expiry),
+		cmocka_unit_test(test_sel_addrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

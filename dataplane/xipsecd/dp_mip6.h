@@ -1,0 +1,128 @@
+/* dataplane/xipsecd/dp_mip6.h: the Mobile IPv6 home agent's state in xipsecd and what its files say
+ * to each other (the rest of the daemon sees dp.h and dp_path.h only). The files, by thread:
+ *   dp_mip6_queue.c  the two bounded queues between the workers and the control thread (any thread)
+ *   dp_mip6.c        the control thread's home agent: Binding Updates in, acknowledgements out,
+ *                    expiry, start and stop, the control socket's "bindings" answer
+ *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
+ *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
+ *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
+ * Each calls only those listed after it, and none calls into the packet path: what the home agent
+ * originates goes through its queue, which worker 0 drains (dp_local.c). */
+#ifndef XIPSEC_DP_MIP6_H
+#define XIPSEC_DP_MIP6_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "dataplane/xipsecd/dp_path.h"
+#include "mobility/mip6_ha.h"
+
+#define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
+#define MQ_LEN   64u         /* queued messages each way */
+#define NA_REPEAT 3u         /* unsolicited advertisements per registration (RFC 4861 section 7.2.6) */
+#define NA_GAP_MS 1000u
+
+struct mq_msg {
+	uint32_t len;
+	uint32_t sa_id;          /* the SA's slot + 1 (0: none) */
+	uint8_t pkt[MQ_PKT];
+};
+
+struct mq {
+	struct mq_msg m[MQ_LEN];
+	unsigned head, n;
+};
+
+enum { ROLE_BU, ROLE_BA, ROLE_TUN_OUT, ROLE_TUN_IN, ROLES };
+
+/* A mobile node as the SADB describes it: the slots (+1) of its four SAs. */
+struct mn_cfg {
+	uint8_t hoa[16];
+	uint32_t id[ROLES];
+};
+
+struct na_due {
+	uint8_t hoa[16];
+	unsigned left;
+	uint64_t due_ms;
+};
+
+struct dp_mip6 {
+	pthread_mutex_t lock;        /* the two queues */
+	struct mq in, out;
+	_Atomic unsigned out_n;      /* worker 0 looks at this before taking the lock */
+	int in_fd, out_fd;           /* eventfds: workers -> control thread, control -> worker 0 */
+	_Atomic uint64_t taken, in_full, out_full;
+
+	/* control thread only */
+	struct sadb *wdb;            /* the home agent's writer handle (tunnel SA migrations) */
+	struct mip6_ha *ha;          /* NULL: no home agent configured */
+	struct sadb_home_agent rec;
+	uint64_t seen_gen;           /* SADB generation the configuration was read at */
+	struct mn_cfg *mns;
+	size_t n_mns;
+	int home_ifindex;
+	int nd_fd, nl_fd;
+	uint32_t nl_seq;
+	struct na_due *na;
+	size_t n_na, cap_na;
+	uint64_t na_sent, nd_errors, migrations, migrate_errors, refused_mns, republished;
+	uint64_t migrate_errors_seen; /* migrate_errors when sync_config last looked at every tunnel */
+	uint8_t *mn_slot;            /* bitmap over the SADB's slots: an SA of a mobile node in mns */
+	uint32_t mn_slot_bits;
+	bool warned_link;
+	bool sync_due;               /* tunnels moved since the SA table was last republished */
+	struct mq ba;                /* acknowledgements waiting for that republication */
+};
+
+static inline struct dp_mip6 *M(struct dp_ctx *ctx)
+{
+	return ctx->mip6;
+}
+
+static inline uint64_t now_ms(void)
+{
+	return dp_now_ns() / 1000000u;
+}
+
+static inline const char *a6(const uint8_t a[16], char *b)
+{
+	return inet_ntop(AF_INET6, a, b, INET6_ADDRSTRLEN);
+}
+
+/* ---- dp_mip6_queue.c ---- */
+/* Control thread: queue a packet the home agent originated for worker 0 (full: counted in
+ * out_full, dropped). */
+void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len);
+/* Control thread: the oldest Binding Update the workers queued, copied to *q; false when none. */
+bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q);
+
+/* ---- dp_mip6_cfg.c ---- */
+/* Bring the home agent in step with the SADB (when its generation moved since the last look). */
+void dp_mip6_sync_config(struct dp_ctx *ctx);
+
+/* ---- dp_mip6_move.c ---- */
+/* The mobile node of v[0..n) (sorted by home address, each once) with home address hoa, or NULL. */
+const struct mn_cfg *dp_mip6_mn_find(const struct mn_cfg *v, size_t n, const uint8_t hoa[16]);
+/* Move the mobile node's tunnel SAs to coa (its home address: back home) in one SADB transaction;
+ * 0 or -errno (counted in migrate_errors and logged). The SA table is republished by the caller's
+ * batch (dp_mip6.c, flush_moves; sync_due says one is owed). */
+int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t coa[16]);
+/* A binding was made (fresh) or moved: the tunnel follows it; a fresh one gets proxy ND. */
+void dp_mip6_binding_up(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t coa[16], bool fresh);
+/* A binding ended: proxy ND stops and the tunnel goes home. */
+void dp_mip6_binding_down(struct dp_ctx *ctx, const uint8_t hoa[16]);
+
+/* ---- dp_mip6_nd.c ---- */
+/* Open the ND and netlink sockets of the home link (a socket that cannot be had leaves its fd -1:
+ * proxy ND then fails and is counted, the home agent still runs). */
+void dp_mip6_nd_open(struct dp_ctx *ctx, struct dp_mip6 *m);
+/* The home link's sysctls proxy ND needs (RFC 6275 section 10.4.1). */
+void dp_mip6_nd_link(struct dp_ctx *ctx);
+/* Add or remove the proxy neighbour entry for hoa on the home link: 0 or -errno. */
+int dp_mip6_proxy_neigh(struct dp_mip6 *m, const uint8_t hoa[16], bool add);
+/* Start (on) or stop the unsolicited Neighbor Advertisements for hoa; dp_mip6_na_run sends those due. */
+void dp_mip6_na_schedule(struct dp_mip6 *m, const uint8_t hoa[16], bool on);
+void dp_mip6_na_run(struct dp_ctx *ctx, uint64_t now);
+
+#endif

@@ -1,0 +1,322 @@
+/* dataplane/xipsecd/dp_mip6_cfg.c: the Mobile IPv6 home agent's configuration, on the control thread.
+ * It comes from the SADB: the home agent record (sadb_home_agent_get) and the mobile nodes' SAs
+ * (SADB_SAF_MOBILE; ipsecctl's mobile-node statement makes them): per home address an inbound
+ * transport SA its Binding Updates arrive on, an outbound transport SA for the acknowledgements, and
+ * a pair of tunnel SAs. Each change of the SADB is followed: a changed home agent record ends every
+ * binding, a mobile node whose SAs changed loses its binding (it registers again), and a mobile node
+ * without a binding is held at home (its tunnel's peer is its home address), after a restart too. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "dataplane/xipsecd/dp_mip6.h"
+
+static int cmp_role(const void *a, const void *b)
+{
+	const struct { uint8_t hoa[16]; uint32_t role, id; } *x = a, *y = b;
+	int c = memcmp(x->hoa, y->hoa, 16);
+	return c ? c : (int)x->role - (int)y->role;
+}
+
+/* The role of a mobile node's SA and its home address, or false if rec is none of a mobile node's. */
+static bool mn_role(const struct sadb_sa *rec, uint32_t *role, uint8_t hoa[16])
+{
+	if (!(rec->flags & SADB_SAF_MOBILE) || rec->state == SADB_STATE_LARVAL)
+		return false;
+	memcpy(hoa, rec->dir == SADB_DIR_IN ? rec->sel.src.a.b : rec->sel.dst.a.b, 16);
+	*role = rec->mode == SADB_MODE_TRANSPORT ? (rec->dir == SADB_DIR_IN ? ROLE_BU : ROLE_BA) :
+		(rec->dir == SADB_DIR_OUT ? ROLE_TUN_OUT : ROLE_TUN_IN);
+	return true;
+}
+
+/* m->mns changed: mark the slots of its SAs. */
+static void mn_slots_mark(struct dp_ctx *ctx, struct dp_mip6 *m)
+{
+	struct sadb_info info;
+
+	free(m->mn_slot);
+	m->mn_slot = NULL;
+	m->mn_slot_bits = 0;
+	if (sadb_info(ctx->db, &info) || !(m->mn_slot = calloc((info.max_sa + 7) / 8, 1)))
+		return; /* without it every change reads the configuration again */
+	m->mn_slot_bits = info.max_sa;
+	for (size_t i = 0; i < m->n_mns; i++)
+		for (unsigned r = 0; r < ROLES; r++) {
+			uint32_t slot = m->mns[i].id[r] - 1;
+			if (slot < m->mn_slot_bits)
+				m->mn_slot[slot / 8] |= (uint8_t)(1u << (slot % 8));
+		}
+}
+
+/* A mobile node without a binding is at home: its tunnel goes nowhere (after a restart too, and
+ * whatever an update of its tunnel SA in place said). */
+static void keep_home(struct dp_ctx *ctx, const struct mn_cfg *c)
+{
+	struct sadb_sa sa;
+
+	if (mip6_ha_lookup(M(ctx)->ha, c->hoa))
+		return;
+	if (sadb_sa_get(ctx->db, c->id[ROLE_TUN_OUT] - 1, &sa) == 0 && memcmp(sa.dst.a.b, c->hoa, 16))
+		dp_mip6_tunnel_move(ctx, c->hoa, c->hoa);
+	explicit_bzero(&sa, sizeof(sa));
+}
+
+/* Follow the SADB's changes after m->seen_gen; whether they leave the mobile nodes as read_mns
+ * would find them: every SA changed is, as before, the same mobile node's SA in the same role (a
+ * migration, an update in place), or was and is none of a mobile node's. The home agent record, a
+ * flush or a journal that has moved on say no. So a home agent with 10,000 mobile nodes does not
+ * read and sort its 40,000 SAs again for every SA that comes and goes elsewhere, nor after its own
+ * moves. A mobile node one of whose SAs changed in place is held to keep_home here (the full read
+ * only looks at new ones). */
+static bool mns_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
+{
+	struct sadb_change ch[256];
+	uint64_t since = m->seen_gen;
+	int n;
+
+	if (!m->mn_slot)
+		return false;
+	while ((n = sadb_changes(ctx->db, &since, ch, 256)) > 0)
+		for (int i = 0; i < n; i++) {
+			struct sadb_sa rec;
+			uint32_t slot = ch[i].index, role;
+			uint8_t hoa[16];
+			bool was, is = false, same = false;
+
+			switch (ch[i].op) {
+			case SADB_CHG_SA_ADD: case SADB_CHG_SA_UPDATE: case SADB_CHG_SA_DEL:
+				break;
+			case SADB_CHG_POL_ADD: case SADB_CHG_POL_DEL: case SADB_CHG_FLUSH_POL:
+				continue;
+			default:
+				return false;
+			}
+			if (slot >= m->mn_slot_bits)
+				return false;
+			was = m->mn_slot[slot / 8] & (1u << (slot % 8));
+			if (sadb_sa_get(ctx->db, slot, &rec) == 0 && mn_role(&rec, &role, hoa)) {
+				const struct mn_cfg *c = dp_mip6_mn_find(m->mns, m->n_mns, hoa);
+				is = true;
+				same = c && c->id[role] == slot + 1;
+			}
+			explicit_bzero(&rec, sizeof(rec));
+			if (was != is || (is && !same))
+				return false;
+			if (is)
+				keep_home(ctx, dp_mip6_mn_find(m->mns, m->n_mns, hoa));
+		}
+	return n == 0;
+}
+
+/* The mobile nodes the SADB's SAs describe, complete ones only (four SAs). */
+static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
+{
+	struct ent { uint8_t hoa[16]; uint32_t role, id; } *v = NULL;
+	size_t n = 0, cap = 0, k = 0;
+	struct mn_cfg *mns;
+	struct sadb_sa sa;
+	uint32_t cur = 0, slot;
+
+	while (sadb_sa_next(ctx->db, &cur, &sa, &slot) == 0) {
+		if (!(sa.flags & SADB_SAF_MOBILE) || sa.state == SADB_STATE_LARVAL)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct ent *nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				explicit_bzero(&sa, sizeof(sa));
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		mn_role(&sa, &v[n].role, v[n].hoa);
+		v[n].id = slot + 1;
+		n++;
+	}
+	explicit_bzero(&sa, sizeof(sa));
+	qsort(v, n, sizeof(*v), cmp_role);
+	mns = calloc(n ? n : 1, sizeof(*mns));
+	if (!mns) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		struct mn_cfg c;
+		unsigned have = 0;
+		bool dup = false;
+
+		memset(&c, 0, sizeof(c));
+		memcpy(c.hoa, v[i].hoa, 16);
+		while (j < n && !memcmp(v[j].hoa, c.hoa, 16)) {
+			dup |= (have >> v[j].role) & 1u;
+			have |= 1u << v[j].role;
+			c.id[v[j].role] = v[j].id;
+			j++;
+		}
+		if (have == (1u << ROLES) - 1 && !dup)
+			mns[k++] = c;
+		i = j;
+	}
+	free(v);
+	*out = mns;
+	*n_out = k;
+	return 0;
+}
+
+/* The home agent goes (its record was removed or changed): every binding it had ends. */
+static void teardown_all(struct dp_ctx *ctx)
+{
+	struct dp_mip6 *m = M(ctx);
+
+	if (!m->ha)
+		return;
+	for (size_t i = 0; i < m->n_mns; i++)
+		if (mip6_ha_lookup(m->ha, m->mns[i].hoa))
+			dp_mip6_binding_down(ctx, m->mns[i].hoa);
+	mip6_ha_destroy(m->ha);
+	m->ha = NULL;
+	free(m->mns);
+	m->mns = NULL;
+	m->n_mns = 0;
+	free(m->mn_slot);
+	m->mn_slot = NULL;
+	m->mn_slot_bits = 0;
+}
+
+static bool rec_same(const struct sadb_home_agent *a, const struct sadb_home_agent *b)
+{
+	struct sadb_home_agent x = *a, y = *b;
+
+	x.set_time = y.set_time = 0;
+	x.checksum = y.checksum = 0;
+	return !memcmp(&x, &y, sizeof(x));
+}
+
+static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
+{
+	struct dp_mip6 *m = M(ctx);
+	struct mip6_ha_config cfg;
+	char b[INET6_ADDRSTRLEN];
+	int r;
+
+	if (rec->link[0] && strcmp(rec->link, ctx->ifc[DP_IN].name)) {
+		if (!m->warned_link)
+			dp_log(LOG_ERR, "home agent: home link %s is not the inside interface %s: "
+			       "the home agent stays off", rec->link, ctx->ifc[DP_IN].name);
+		m->warned_link = true;
+		return -EINVAL;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.ha_addrs[0], rec->addr.a.b, 16);
+	cfg.n_ha_addrs = 1;
+	for (unsigned i = 0; i < rec->n_prefix && i < MIP6_HA_MAX_PREFIXES; i++) {
+		memcpy(cfg.prefixes[i].addr, rec->prefix[i].a.b, 16);
+		cfg.prefixes[i].len = rec->plen[i];
+	}
+	cfg.n_prefixes = rec->n_prefix;
+	cfg.max_lifetime_s = rec->max_lifetime;
+	cfg.max_mns = 1u << 16;
+	cfg.hash_seed = (uint32_t)dp_now_ns();
+	r = mip6_ha_create(&cfg, &m->ha);
+	if (r) {
+		dp_log(LOG_ERR, "home agent: configuration refused: %s", strerror(-r));
+		return r;
+	}
+	dp_mip6_nd_link(ctx);
+	m->rec = *rec;
+	m->warned_link = false;
+	dp_log(LOG_NOTICE, "home agent %s on %s: %u home prefix(es), bindings up to %u s",
+	       a6(rec->addr.a.b, b), ctx->ifc[DP_IN].name, rec->n_prefix, rec->max_lifetime);
+	return 0;
+}
+
+/* Bring the home agent in step with the SADB: its record, and the mobile nodes the SAs describe. A
+ * mobile node whose SAs changed loses its binding (it registers again); one whose SAs are unchanged
+ * keeps it. */
+void dp_mip6_sync_config(struct dp_ctx *ctx)
+{
+	struct dp_mip6 *m = M(ctx);
+	struct sadb_home_agent rec;
+	struct mn_cfg *mns;
+	size_t n;
+	uint64_t g = ctx->sadb_gen;
+	int r;
+
+	if (g == m->seen_gen)
+		return;
+	r = sadb_home_agent_get(ctx->db, &rec);
+	if (r == 0 && m->ha && !rec_same(&rec, &m->rec))
+		teardown_all(ctx);
+	if (r != 0 && m->ha) {
+		dp_log(LOG_NOTICE, "home agent: removed from the configuration");
+		teardown_all(ctx);
+	}
+	if (r == 0 && !m->ha && ha_create(ctx, &rec) != 0) {
+		m->seen_gen = g;
+		return;
+	}
+	if (m->ha && r == 0 && mns_follow(ctx, m)) {
+		m->seen_gen = g;
+		return;
+	}
+	m->seen_gen = g;
+	if (!m->ha)
+		return;
+	if (read_mns(ctx, &mns, &n))
+		return;
+	/* removed or changed mobile nodes first (both lists are sorted: a lookup is a binary search,
+	 * so a change anywhere in the SADB of a home agent with 10,000 mobile nodes does not cost
+	 * 10^8 comparisons) */
+	for (size_t i = 0; i < m->n_mns; i++) {
+		const struct mn_cfg *o = &m->mns[i], *nw = dp_mip6_mn_find(mns, n, o->hoa);
+		if (nw && !memcmp(nw->id, o->id, sizeof(o->id)))
+			continue;
+		if (mip6_ha_lookup(m->ha, o->hoa))
+			dp_mip6_binding_down(ctx, o->hoa);
+		mip6_ha_mn_remove(m->ha, o->hoa, NULL);
+	}
+	for (size_t j = 0; j < n; j++) {
+		struct mip6_mn mn;
+		char b[INET6_ADDRSTRLEN];
+
+		if (mip6_ha_mn_find(m->ha, mns[j].hoa))
+			continue;
+		memset(&mn, 0, sizeof(mn));
+		memcpy(mn.hoa, mns[j].hoa, 16);
+		mn.bu_sa = mns[j].id[ROLE_BU];
+		mn.ba_sa = mns[j].id[ROLE_BA];
+		mn.tun_out_sa = mns[j].id[ROLE_TUN_OUT];
+		mn.tun_in_sa = mns[j].id[ROLE_TUN_IN];
+		r = mip6_ha_mn_add(m->ha, &mn);
+		if (r) {
+			m->refused_mns++;
+			dp_log(LOG_WARNING, "home agent: mobile node %s refused: %s", a6(mn.hoa, b), strerror(-r));
+		}
+	}
+	/* A mobile node without a binding is at home: its tunnel goes nowhere (after a restart too).
+	 * Looked at for the mobile nodes new in this configuration (or changed: new SAs); a known one
+	 * went home with its binding (binding_down), unless that move failed: then all are looked at
+	 * again. Each look reads the SA's whole record, so not all of them on every SADB change. */
+	bool all = m->migrate_errors != m->migrate_errors_seen;
+	m->migrate_errors_seen = m->migrate_errors;
+	uint8_t *fresh = calloc(n ? n : 1, 1);
+	if (!fresh)
+		all = true;
+	for (size_t j = 0; j < n && fresh; j++) {
+		const struct mn_cfg *o = dp_mip6_mn_find(m->mns, m->n_mns, mns[j].hoa);
+		fresh[j] = !o || memcmp(o->id, mns[j].id, sizeof(o->id));
+	}
+	free(m->mns);
+	m->mns = mns;
+	m->n_mns = n;
+	mn_slots_mark(ctx, m);
+	for (size_t j = 0; j < n; j++)
+		if (all || fresh[j])
+			keep_home(ctx, &mns[j]);
+	free(fresh);
+}

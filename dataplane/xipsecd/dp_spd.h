@@ -1,0 +1,37 @@
+/* dataplane/xipsecd/dp_spd.h: every SPD decision of the packet path (RFC 4301 sections 4.4.1 and 5),
+ * below the stages that act on it: the outbound SPD for plaintext about to leave through the outside
+ * (the outbound stage dp_out.c, and the forwarding stage for a datagram too large for a frame), the
+ * forward-then-inbound policy for plaintext that arrived from the outside (the inbound stage), and
+ * the check of a decapsulated packet against its SA and that policy (the engine stage). Each takes
+ * the SADB and the packet and returns a verdict: SADB_DROP_NONE or the reason to drop it, so the
+ * stages count every drop with its reason (doc/architecture.md rule 4). A mobile node's packets are
+ * selected by their home address (RFC 3776 section 4: the Home Address option, the type 2 routing
+ * header; mip6_sel_addrs in libmip6). Any thread; lock-free SADB readers only. */
+#ifndef XIPSEC_DP_SPD_H
+#define XIPSEC_DP_SPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sadb/sadb.h"
+
+/* The outbound SPD for the L3 packet at l3 (len bytes; mobile: the home agent's own signalling, its
+ * type 2 routing header names the destination). SADB_DROP_NONE with *pol the policy that bypasses
+ * (SADB_ACT_BYPASS) or protects (SADB_ACT_PROTECT, pol->reqid) it; otherwise TRUNCATED (no
+ * selector), NO_POLICY, or POLICY_DISCARD. */
+unsigned dp_spd_out(const struct sadb *db, const uint8_t *l3, uint32_t len, bool mobile,
+		    struct sadb_policy *pol);
+
+/* Plaintext from the outside: a forward policy (as XFRM's "fwd") first, an inbound one otherwise.
+ * SADB_DROP_NONE where one bypasses it; TRUNCATED, NO_POLICY, POLICY_MISMATCH (it demands
+ * protection: plaintext is a mismatch, not a discard) or POLICY_DISCARD. */
+unsigned dp_spd_in(const struct sadb *db, const uint8_t *l3, uint32_t len);
+
+/* The packet sa decapsulated: SADB_DROP_NONE when it is what the SA's selector and the policy for it
+ * allow (that policy protects with the SA's protocol and reqid); TRUNCATED or POLICY_MISMATCH. A
+ * mobile node's transport-mode packet is selected by its Home Address option, which the SA that
+ * authenticated it names (RFC 3776 section 4.1). */
+unsigned dp_spd_in_check(const struct sadb *db, const struct sadb_sa *sa, const uint8_t *l3,
+			 uint32_t len);
+
+#endif
