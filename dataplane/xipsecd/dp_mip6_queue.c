@@ -48,6 +48,13 @@ bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3
 	return true;
 }
 
+bool dp_mip6_pending(struct dp_ctx *ctx)
+{
+	struct dp_mip6 *m = M(ctx);
+
+	return m && atomic_load_explicit(&m->out_n, memory_order_acquire) != 0;
+}
+
 uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf)
 {
 	struct dp_mip6 *m = M(ctx);

@@ -184,5 +184,8 @@ bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3
  * its length, or 0 when none waits. */
 #define DP_MIP6_PKT 1280u
 uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf);
+/* Whether the home agent has queued packets for worker 0: one load, no lock (the queue's count is
+ * published with release after each change). */
+bool dp_mip6_pending(struct dp_ctx *ctx);
 
 #endif
