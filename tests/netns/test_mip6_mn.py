@@ -1,6 +1,7 @@
 # tests/netns/test_mip6_mn.py: a Mobile IPv6 mobile node for test_mip6_ha.sh, built on scapy's Mobile
 # IPv6 layers and its SecurityAssociation (nobody here wrote them). It registers with the home agent
-# (Binding Updates with a Home Address option, ESP transport mode), reports every Binding
+# (Binding Updates with a Home Address option and, as RFC 3776 3.1 requires, the care-of address in
+# an Alternate Care-of Address option, which ESP transport mode protects), reports every Binding
 # Acknowledgement it receives, and terminates its end of the ESP tunnel to the home agent: packets
 # the local kernel sends from the home address (a TUN device holds it) are tunnelled from the current
 # care-of address; tunnelled packets from the home agent are decrypted into the TUN device.
@@ -23,7 +24,7 @@ import fcntl, json, logging, os, select, socket, struct, sys, time
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
 from scapy.layers.inet6 import (HAO, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BU,
-                                MIP6MH_HoTI)
+                                MIP6MH_HoTI, MIP6OptAltCoA)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -71,7 +72,7 @@ def main():
 
     def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False):
         coa = links[ifc]['coa']
-        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4)
+        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4, options=[MIP6OptAltCoA(acoa=coa)])
         p = IPv6(src=coa, dst=ha) / IPv6ExtHdrDestOpt(options=[HAO(hoa=hoa_opt or hoa)]) / mh
         p = IPv6(bytes(p))  # scapy computes the checksum (with the home address, RFC 6275 6.1.1)
         if trunc:
