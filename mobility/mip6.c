@@ -69,6 +69,7 @@ const char *mip6_status_name(unsigned status)
 	case MIP6_ST_SEQ_OUT_OF_WINDOW: return "sequence-number-out-of-window";
 	case MIP6_ST_REG_TYPE_CHANGE: return "registration-type-change-disallowed";
 	case MIP6_ST_MR_NOT_PERMITTED: return "mobile-router-operation-not-permitted";
+	case MIP6_ST_INVALID_COA: return "invalid-care-of-address";
 	default: return "unknown";
 	}
 }

@@ -71,7 +71,8 @@ enum mip6_status {
 	MIP6_ST_DAD_FAILED           = 134,
 	MIP6_ST_SEQ_OUT_OF_WINDOW    = 135,
 	MIP6_ST_REG_TYPE_CHANGE      = 139,  /* registration type change disallowed */
-	MIP6_ST_MR_NOT_PERMITTED     = 140   /* mobile router operation not permitted (RFC 3963) */
+	MIP6_ST_MR_NOT_PERMITTED     = 140,  /* mobile router operation not permitted (RFC 3963) */
+	MIP6_ST_INVALID_COA          = 174   /* invalid care-of address (RFC 6275's, in the registry) */
 };
 /* Binding Error status (§6.1.9). */
 enum mip6_be_status {

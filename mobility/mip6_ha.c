@@ -8,18 +8,60 @@
  *  - An outside attacker (no keys) can forge, replay or modify Binding Updates. Every Binding Update
  *    must arrive under ESP (RFC 3776 §4, RFC 4877) on the very SA configured as that home address's
  *    signalling SA; anything unprotected, or protected by some other SA, is dropped unanswered
- *    (UNPROTECTED, WRONG_SA), so no answer leaks which home addresses exist. ESP's ICV covers the
- *    Mobility Header including the Alternate Care-of Address option, which is why the care-of address
- *    is taken from that option when present (the outer source is not covered). A modified Home
+ *    (UNPROTECTED, WRONG_SA), so no answer leaks which home addresses exist. A modified Home
  *    Address option (outside ESP) names a different home address; that address's own SA is not the
  *    one the packet came on: WRONG_SA. A replayed packet is stopped by ESP's anti-replay window
  *    before it gets here (doc/architecture.md rule 2), and a replayed Binding Update that got through
  *    some other way would fail the sequence check below (135, no change).
+ *  - The care-of address. ESP in transport mode authenticates the Mobility Header, not the IPv6
+ *    header in front of it, so the outer source is whatever the last router on the path wrote: an
+ *    on-path attacker who rewrote the source of a fresh Binding Update (or raced a rewritten copy
+ *    ahead of it, which the genuine one then loses to the replay window) would move the binding, the
+ *    tunnel SAs and the BA to an address of its choice. The Alternate Care-of Address option is inside
+ *    the ICV, which is why RFC 3776 §3.1 has the mobile node carry its care-of address there. Taking
+ *    that option alone is not enough either: an authenticated mobile node could then name any address
+ *    and have its home traffic (far more than its Binding Updates) tunnelled onto a victim. So a home
+ *    registration that creates or moves a binding, or refreshes it, must carry the option AND the
+ *    option must equal the outer source: the mobile node vouches for the address (ICV), and the path
+ *    shows the packet did leave from it. Either failing is rejected with 174 "invalid care-of
+ *    address", the registry's status for exactly this (128 "reason unspecified" would tell the mobile
+ *    node nothing; 129 "administratively prohibited" would make it stop trying this home agent when
+ *    the fault may be a router rewriting its source), counted as NO_ALT_COA / ALT_COA_NOT_SRC, and
+ *    nothing changes. The BA goes, like every BA (§9.5.4), to the source: protected by the mobile
+ *    node's SA, no larger than the Binding Update and one per Binding Update, it is no amplifier, and
+ *    an attacker able to rewrite that source can send its victim such a packet directly.
+ *    Residual: the check proves that the packet left the care-of address, not that whoever sent it
+ *    can receive there (no return routability test for home registrations); a mobile node can still
+ *    register an address it spoofs on its own access link if that link lets it spoof (BCP 38 is the
+ *    access network's to enforce). And an on-path attacker can still deny service: drop the Binding
+ *    Updates, or race a rewritten copy that is refused and burns the genuine one's ESP sequence
+ *    number; it could drop the traffic anyway.
+ *  - Deregistration (lifetime 0, or care-of address = home address, §10.3.2) redirects nothing: the
+ *    home address's traffic comes back to the home link, where it belongs. Its lifetime 0 is inside
+ *    the ICV. A mobile node back at home deregisters from its home address with no Home Address
+ *    option and need not send the Alternate Care-of Address option (§11.5.4), so a deregistration is
+ *    taken without it, and an option that differs from the source is not held against it either (the
+ *    binding goes whichever address the mobile node thinks it is at). Could an attacker turn a
+ *    registration into a deregistration by rewriting the source to the home address and stripping
+ *    the Home Address option? Only one without the Alternate CoA option: with it the care-of address
+ *    is the option's, not the home address, and the registration is refused (174). A registration
+ *    without it is refused anyway, so the residual is that a mobile node that does not follow RFC
+ *    3776 can have its binding deleted by an on-path attacker, who could as well drop its traffic.
  *  - A mobile node (a "local user" holding one SA's keys) can register only its own home address,
  *    and only to a unicast routable care-of address that is neither in a home prefix nor one of the
  *    home agent's addresses (no loops through the home link, no binding of the home agent onto
  *    itself). It can fill at most its own one binding; the cache's size bounds everything else
  *    (status 130 beyond max_bindings).
+ *  - One mobile node must not starve the others: every new binding and every move is a migration of
+ *    its tunnel SAs (a SADB transaction) and a log line. A token bucket per mobile node (move_burst
+ *    back to back, then one per move_interval_ms; 4 and 1 s by default: a node that really moves
+ *    changes links seconds apart at the fastest) paces them; over it the Binding Update is rejected
+ *    with 130 "insufficient resources", which tells the mobile node to retry later (129 would tell it
+ *    to stop), counted as MOVE_RATE. Refreshes of the same care-of address cost no migration and are
+ *    never paced; nor are deregistrations (a mobile node back home must be able to leave), and one
+ *    deregistration follows at most one paced registration, so churn is bounded at two changes per
+ *    token. The bucket lives with the mobile node, not its binding, so deregistering does not refill
+ *    it. Residual: a restart of the home agent gives every mobile node a full bucket again.
  *  - A restart of the home agent loses the cache: the next Binding Update is then accepted with any
  *    sequence number (there is no previous one, §9.5.1). That does not reopen replay: the SA's replay
  *    window lives in the SADB's runtime area, which survives a restart of the dataplane, and SAs
@@ -36,12 +78,19 @@
 #define NONE UINT32_MAX
 #define MAX_MNS (1u << 24)
 #define MAX_LIFETIME_UNITS 65535u
+#define MOVE_BURST_DEFAULT 4u
+#define MOVE_BURST_MAX 1024u
+#define MOVE_INTERVAL_DEFAULT_MS 1000u
+#define MOVE_INTERVAL_MAX_MS 3600000u
 
 struct ent {
 	struct mip6_mn mn;
 	struct mip6_binding b;
 	uint32_t next;      /* hash chain, or the free list */
 	uint32_t heap_pos;  /* index in heap[] while bound */
+	/* The move bucket as one time (GCRA): when it will be full again. A move is allowed while it
+	 * is less than a whole burst ahead of now, and takes it one interval further. */
+	uint64_t full_at_ms;
 	bool used, bound;
 };
 
@@ -58,6 +107,36 @@ struct mip6_ha {
 	uint32_t n_bound;
 	struct mip6_ha_stats st;
 };
+
+static const struct {
+	const char *name;
+	uint8_t status;
+} reject_tab[MIP6_REJECT_MAX] = {
+	[MIP6_REJECT_NONE] = { "none", MIP6_ST_ACCEPTED },
+	[MIP6_REJECT_SEQ] = { "sequence", MIP6_ST_SEQ_OUT_OF_WINDOW },
+	[MIP6_REJECT_NOT_HOME_REG] = { "not-home-registration", MIP6_ST_HR_NOT_SUPPORTED },
+	[MIP6_REJECT_REG_TYPE_CHANGE] = { "registration-type-change", MIP6_ST_REG_TYPE_CHANGE },
+	[MIP6_REJECT_DISABLED] = { "disabled", MIP6_ST_PROHIBITED },
+	[MIP6_REJECT_MOBILE_ROUTER] = { "mobile-router", MIP6_ST_MR_NOT_PERMITTED },
+	[MIP6_REJECT_NOT_HOME_SUBNET] = { "not-home-subnet", MIP6_ST_NOT_HOME_SUBNET },
+	[MIP6_REJECT_OTHER_HA_ADDR] = { "other-home-agent-address", MIP6_ST_NOT_HA_FOR_MN },
+	[MIP6_REJECT_DEREG_UNBOUND] = { "deregistration-unbound", MIP6_ST_NOT_HA_FOR_MN },
+	[MIP6_REJECT_COA_AT_HOME] = { "care-of-at-home", MIP6_ST_UNSPECIFIED },
+	[MIP6_REJECT_NO_ALT_COA] = { "no-alt-coa", MIP6_ST_INVALID_COA },
+	[MIP6_REJECT_ALT_COA_NOT_SRC] = { "alt-coa-not-source", MIP6_ST_INVALID_COA },
+	[MIP6_REJECT_CACHE_FULL] = { "cache-full", MIP6_ST_INSUFFICIENT },
+	[MIP6_REJECT_MOVE_RATE] = { "move-rate", MIP6_ST_INSUFFICIENT },
+};
+
+const char *mip6_reject_name(unsigned why)
+{
+	return why < MIP6_REJECT_MAX ? reject_tab[why].name : "?";
+}
+
+uint8_t mip6_reject_status(unsigned why)
+{
+	return why < MIP6_REJECT_MAX ? reject_tab[why].status : MIP6_ST_UNSPECIFIED;
+}
 
 const char *mip6_change_name(unsigned change)
 {
@@ -188,7 +267,8 @@ int mip6_ha_create(const struct mip6_ha_config *cfg, struct mip6_ha **out)
 	if (cfg->n_ha_addrs < 1 || cfg->n_ha_addrs > MIP6_HA_MAX_ADDRS || cfg->n_prefixes < 1 ||
 	    cfg->n_prefixes > MIP6_HA_MAX_PREFIXES || cfg->max_lifetime_s < 4 ||
 	    cfg->max_lifetime_s > 4 * MAX_LIFETIME_UNITS || cfg->max_mns < 1 || cfg->max_mns > MAX_MNS ||
-	    cfg->max_bindings > cfg->max_mns)
+	    cfg->max_bindings > cfg->max_mns || cfg->move_burst > MOVE_BURST_MAX ||
+	    cfg->move_interval_ms > MOVE_INTERVAL_MAX_MS)
 		return -EINVAL;
 	for (unsigned i = 0; i < cfg->n_ha_addrs; i++)
 		if (!mip6_addr_unicast_routable(cfg->ha_addrs[i]))
@@ -200,6 +280,10 @@ int mip6_ha_create(const struct mip6_ha_config *cfg, struct mip6_ha **out)
 	if (!ha)
 		return -ENOMEM;
 	ha->cfg = *cfg;
+	if (!ha->cfg.move_burst)
+		ha->cfg.move_burst = MOVE_BURST_DEFAULT;
+	if (!ha->cfg.move_interval_ms)
+		ha->cfg.move_interval_ms = MOVE_INTERVAL_DEFAULT_MS;
 	ha->max_bindings = cfg->max_bindings ? cfg->max_bindings : cfg->max_mns;
 	ha->max_units = (uint16_t)(cfg->max_lifetime_s / 4);
 	uint32_t nb = 1;
@@ -307,8 +391,11 @@ static void drop(struct mip6_ha *ha, struct mip6_ha_result *res, enum mip6_drop 
 	ha->st.drops[why]++;
 }
 
-static void reject(struct mip6_ha *ha, struct mip6_ha_result *res, uint8_t status)
+static void reject(struct mip6_ha *ha, struct mip6_ha_result *res, enum mip6_reject why)
 {
+	uint8_t status = reject_tab[why].status;
+
+	res->reject = why;
 	res->ba.status = status;
 	res->ba.lifetime = 0;
 	res->ba.refresh = 0;
@@ -316,6 +403,19 @@ static void reject(struct mip6_ha *ha, struct mip6_ha_result *res, uint8_t statu
 	res->lifetime_s = 0;
 	ha->st.bu_rejected++;
 	ha->st.rejected[status]++;
+	ha->st.reject_why[why]++;
+}
+
+/* Take a token from e's move bucket at now_ms, or say there is none (nothing taken). */
+static bool move_take(const struct mip6_ha *ha, struct ent *e, uint64_t now_ms)
+{
+	uint64_t interval = ha->cfg.move_interval_ms;
+	uint64_t from = e->full_at_ms > now_ms ? e->full_at_ms : now_ms;
+
+	if (from + interval - now_ms > interval * ha->cfg.move_burst)
+		return false;
+	e->full_at_ms = from + interval;
+	return true;
 }
 
 void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, uint64_t now_ms,
@@ -373,36 +473,37 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	bool live = bound && e->b.expires_ms > now_ms;
 
 	if (live && !seq_newer(bu->seq, e->b.seq)) {
-		reject(ha, res, MIP6_ST_SEQ_OUT_OF_WINDOW);
+		reject(ha, res, MIP6_REJECT_SEQ);
 		res->ba.seq = e->b.seq;  /* §9.5.1: the last accepted, so the mobile node can resync */
 		return;
 	}
 	if (!(bu->flags & MIP6_BU_H)) {
 		/* A correspondent registration: this node does route optimisation for nobody. */
-		reject(ha, res, bound ? MIP6_ST_REG_TYPE_CHANGE : MIP6_ST_HR_NOT_SUPPORTED);
+		reject(ha, res, bound ? MIP6_REJECT_REG_TYPE_CHANGE : MIP6_REJECT_NOT_HOME_REG);
 		return;
 	}
 	if (e->mn.disabled) {
-		reject(ha, res, MIP6_ST_PROHIBITED);
+		reject(ha, res, MIP6_REJECT_DISABLED);
 		return;
 	}
 	if (bu->flags & MIP6_BU_R) {
-		reject(ha, res, MIP6_ST_MR_NOT_PERMITTED);  /* no mobile network prefixes (RFC 3963) */
+		reject(ha, res, MIP6_REJECT_MOBILE_ROUTER);  /* no mobile network prefixes (RFC 3963) */
 		return;
 	}
 	if (!in_home_prefix(ha, hoa)) {
-		reject(ha, res, MIP6_ST_NOT_HOME_SUBNET);
+		reject(ha, res, MIP6_REJECT_NOT_HOME_SUBNET);
 		return;
 	}
 	if (!is_zero(e->mn.ha_addr) && memcmp(e->mn.ha_addr, p->dst, 16)) {
-		reject(ha, res, MIP6_ST_NOT_HA_FOR_MN);  /* another of our addresses serves it */
+		reject(ha, res, MIP6_REJECT_OTHER_HA_ADDR);  /* another of our addresses serves it */
 		return;
 	}
 
 	if (bu->lifetime == 0 || !memcmp(coa, hoa, 16)) {
-		/* §10.3.2: deregistration. */
+		/* §10.3.2: deregistration, with or without the Alternate CoA option (§11.5.4; why that
+		 * is safe: the top of this file). */
 		if (!bound) {
-			reject(ha, res, MIP6_ST_NOT_HA_FOR_MN);
+			reject(ha, res, MIP6_REJECT_DEREG_UNBOUND);
 			return;
 		}
 		memcpy(res->old_coa, e->b.coa, 16);
@@ -417,11 +518,25 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	if (in_home_prefix(ha, coa) || is_ha_addr(ha, coa)) {
 		/* A care-of address on the home link (other than the home address) or the home agent
 		 * itself would loop the tunnel back here. */
-		reject(ha, res, MIP6_ST_UNSPECIFIED);
+		reject(ha, res, MIP6_REJECT_COA_AT_HOME);
+		return;
+	}
+	/* The care-of address is bound to the Binding Update: named inside the ICV and the very
+	 * address the packet came from (the top of this file). */
+	if (!bu->has_alt_coa) {
+		reject(ha, res, MIP6_REJECT_NO_ALT_COA);
+		return;
+	}
+	if (memcmp(bu->alt_coa, p->src, 16)) {
+		reject(ha, res, MIP6_REJECT_ALT_COA_NOT_SRC);
 		return;
 	}
 	if (!bound && ha->n_bound >= ha->max_bindings) {
-		reject(ha, res, MIP6_ST_INSUFFICIENT);
+		reject(ha, res, MIP6_REJECT_CACHE_FULL);
+		return;
+	}
+	if ((!bound || memcmp(e->b.coa, coa, 16)) && !move_take(ha, e, now_ms)) {
+		reject(ha, res, MIP6_REJECT_MOVE_RATE);
 		return;
 	}
 

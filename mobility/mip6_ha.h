@@ -44,6 +44,11 @@ struct mip6_ha_config {
 	uint32_t max_bindings;    /* bindings at a time, 0 = max_mns; beyond: status 130 */
 	bool key_mgmt_mobility;   /* the K bit is honoured (the IKE SA survives movement, §10.3.1) */
 	uint32_t hash_seed;       /* seed of the home-address hash (any value) */
+	/* Each mobile node's binding changes that cost a migration (a new binding, a new care-of
+	 * address) are paced by a token bucket: move_burst back to back (0 = 4, at most 1024), then one
+	 * per move_interval_ms (0 = 1000, at most 3600000). Refreshes and deregistrations are free. */
+	uint32_t move_burst;
+	uint32_t move_interval_ms;
 };
 
 /* One allowed mobile node. */
@@ -79,9 +84,35 @@ enum mip6_change {
 };
 const char *mip6_change_name(unsigned change);
 
+/* Why a Binding Update was rejected (answered with a status >= 128). Several reasons share a status
+ * (130 for a full cache and for a mobile node moving too often, 174 for a missing and for a wrong
+ * Alternate Care-of Address), so they are counted apart; mip6_reject_status gives each one's. */
+enum mip6_reject {
+	MIP6_REJECT_NONE = 0,
+	MIP6_REJECT_SEQ,              /* 135: sequence number not newer than the binding's (§9.5.1) */
+	MIP6_REJECT_NOT_HOME_REG,     /* 131: no H bit, no binding (no route optimisation here) */
+	MIP6_REJECT_REG_TYPE_CHANGE,  /* 139: no H bit over a home registration */
+	MIP6_REJECT_DISABLED,         /* 129: the mobile node is configured but disabled */
+	MIP6_REJECT_MOBILE_ROUTER,    /* 140: R bit (no mobile network prefixes, RFC 3963) */
+	MIP6_REJECT_NOT_HOME_SUBNET,  /* 132: the home address is in no home prefix */
+	MIP6_REJECT_OTHER_HA_ADDR,    /* 133: sent to our address that does not serve this node */
+	MIP6_REJECT_DEREG_UNBOUND,    /* 133: deregistration with no binding (§10.3.2) */
+	MIP6_REJECT_COA_AT_HOME,      /* 128: care-of address on the home link or one of ours */
+	MIP6_REJECT_NO_ALT_COA,       /* 174: a registration without the Alternate CoA option */
+	MIP6_REJECT_ALT_COA_NOT_SRC,  /* 174: the Alternate CoA is not the packet's source */
+	MIP6_REJECT_CACHE_FULL,       /* 130: max_bindings reached */
+	MIP6_REJECT_MOVE_RATE,        /* 130: the mobile node's move bucket is empty */
+	MIP6_REJECT_MAX
+};
+/* "no-alt-coa", "move-rate", ...: a stable token for counters and logs; "?" out of range. */
+const char *mip6_reject_name(unsigned why);
+/* The BA status a reason is answered with (enum mip6_status); 0 for MIP6_REJECT_NONE. */
+uint8_t mip6_reject_status(unsigned why);
+
 /* The decision on one Binding Update. */
 struct mip6_ha_result {
 	enum mip6_drop drop;      /* MIP6_DROP_NONE: a BA is to be sent (ba below) */
+	enum mip6_reject reject;  /* with drop NONE and ba.status >= 128: why */
 	struct mip6_ba_params ba; /* the BA: status, sequence, lifetime, K, addresses, routing header */
 	enum mip6_change change;
 	uint8_t hoa[16];
@@ -99,6 +130,7 @@ struct mip6_ha_stats {
 	uint64_t bu_accepted;
 	uint64_t bu_rejected;          /* answered with a status >= 128 */
 	uint64_t rejected[256];        /* by status */
+	uint64_t reject_why[MIP6_REJECT_MAX];  /* by reason: sums to bu_rejected too */
 	uint64_t dropped;              /* not answered */
 	uint64_t drops[MIP6_DROP_MAX]; /* by reason */
 	uint64_t ba_sent;              /* BAs built by mip6_ha_build_ba */
@@ -108,7 +140,8 @@ struct mip6_ha_stats {
 struct mip6_ha;
 
 /* Check cfg and allocate the state for cfg->max_mns mobile nodes. -EINVAL (no address, no prefix,
- * lifetime out of range, prefix length 0 or above 128, max_mns 0 or too large), -ENOMEM. */
+ * lifetime out of range, prefix length 0 or above 128, max_mns 0 or too large, move bucket out of
+ * range), -ENOMEM. mip6_ha_config returns cfg with the move bucket's defaults filled in. */
 int mip6_ha_create(const struct mip6_ha_config *cfg, struct mip6_ha **out);
 void mip6_ha_destroy(struct mip6_ha *ha);
 const struct mip6_ha_config *mip6_ha_config(const struct mip6_ha *ha);
@@ -124,7 +157,10 @@ const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t ho
 /* Decide on the Binding Update p (from mip6_parse, MIP6_DROP_NONE) that arrived on SA sa_id (0:
  * unprotected) at now_ms, and apply it to the binding cache. The home address is the Home Address
  * option's, or the source when there is none (a mobile node at home deregistering); the care-of
- * address is the Alternate Care-of Address option's, or the source. Counted in the statistics.
+ * address is the Alternate Care-of Address option's, or the source. A home registration that
+ * creates or moves a binding must carry that option, equal to the source (174 otherwise), and
+ * within the mobile node's move bucket (130 otherwise); see mip6_ha.c for why. Counted in the
+ * statistics.
  *  - res->drop != MIP6_DROP_NONE: send nothing; nothing changed. Unprotected Binding Updates and
  *    those protected by an SA that is not the home address's own signalling SA are never answered.
  *  - otherwise send the BA res->ba (build it with mip6_ha_build_ba), protected by res->mn->ba_sa,

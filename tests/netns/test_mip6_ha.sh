@@ -18,7 +18,10 @@
 #     no SA re-keyed (same SPIs, sequence numbers continue), nothing more to the old address after the BA;
 #  4. what must change nothing (each counted): an unprotected BU, a BU whose sequence is out of the
 #     window (BA 135), a protected BU whose Home Address option names another address (dropped by
-#     the SA's selector), a truncated Mobility Header;
+#     the SA's selector), a truncated Mobility Header; the care-of address bound to the BU (RFC 3776
+#     3.1): the mobile node's BU with its outer source rewritten in flight, and one whose Alternate
+#     Care-of Address names a third party, both refused with BA 174 to their source, the binding and
+#     the SAs' endpoints as they were, nothing sent to the third party;
 #  5. deregistration: BA, the binding gone, no more forwarding, no more proxy ND;
 #  6. a short lifetime expires: the binding goes by itself and the tunnel moves home;
 #  7. configuration changes under a binding: an SA of no mobile node added and deleted leaves the
@@ -201,10 +204,43 @@ ctl --json show > "$XT_DIR/sas.json"
 	xt_fail "the BU for another home address is not counted as a selector mismatch on SA 0x2001"
 xt_exec ha nft list tables >/dev/null 2>&1 || true
 
+# the care-of address is bound to the BU: what ESP covers (the Alternate CoA option) must be the
+# source. The answer to a refused BU goes to its source like any BA (mobility/mip6_ha.c says why):
+# a BU from eth2 rewritten to come from COA1 is answered at COA1, where this mobile node listens too.
+VICTIM=2001:db8:a::99
+sas() { ctl --json show > "$XT_DIR/sas.json" && dp_json "$XT_DIR/sas.json" "sorted((s['spi'], s['src'], s['dst']) for s in j['sas'])"; }
+sas0=$(sas) before=$(snap) rej0=$(cnt bu_rejected) acc0=$(cnt bu_accepted)
+n1=$(nba)
+dp_capture_start forged rt eth0
+mn bu-spoof eth2 3 120 $COA1
+wait_ba $((n1 + 1))
+ba_is $((n1 + 1)) "b['status'] == 174 and b['seq'] == 3 and b['lifetime'] == 0 and b['dst'] == '$COA1' and \
+b['iface'] == 'eth1' and b['rh_addr'] == '$HOA' and b['esp_spi'] == 0x2000 and b['cksum_ok']"
+mn bu-alt eth2 4 120 $VICTIM
+wait_ba $((n1 + 2))
+ba_is $((n1 + 2)) "b['status'] == 174 and b['seq'] == 4 and b['lifetime'] == 0 and b['dst'] == '$COA2' and \
+b['iface'] == 'eth2'"
+xt_exec cn ping -6 -c 2 -i 0.2 -W 2 $HOA >/dev/null || xt_fail "ping cn -> mn after the refused BUs"
+sleep 0.5
+dp_capture_stop forged
+[ "$(nba)" = $((n1 + 2)) ] || xt_fail "more than one BA for the two refused BUs"
+[ "$(snap)" = "$before" ] || xt_fail "a refused BU changed the binding cache: $(snap) (was $before)"
+[ "$(sas)" = "$sas0" ] || xt_fail "a refused BU moved an SA: $(sas) (was $sas0)"
+[ "$(cnt bu_accepted)" = "$acc0" ] || xt_fail "a refused BU was counted accepted"
+[ "$(cnt bu_rejected)" = $((rej0 + 2)) ] || xt_fail "the two 174 rejections not counted"
+[ "$(b_json "j['rejected'].get('174', 0)")" = 2 ] || xt_fail "no 174 in the rejected counters: $(cat "$XT_DIR/b.json")"
+# towards the forged source the BA alone; towards the third party nothing; the tunnel stayed at COA2
+n=$(timeout 60 tshark -r "$XT_DIR/forged.pcap" -Y "ipv6.dst == $COA1" 2>/dev/null | wc -l)
+[ "$n" = 1 ] || xt_fail "$n packets to the forged source (only the BA 174 may go there)"
+n=$(timeout 60 tshark -r "$XT_DIR/forged.pcap" -Y "ipv6.dst == $VICTIM" 2>/dev/null | wc -l)
+[ "$n" = 0 ] || xt_fail "$n packets to the third party named in the Alternate CoA option"
+n=$(timeout 60 tshark -r "$XT_DIR/forged.pcap" -Y "ipv6.dst == $COA2 && esp.spi == 0x3000" 2>/dev/null | wc -l)
+[ "$n" -ge 2 ] || xt_fail "the tunnel did not stay at $COA2 ($n packets of SA 0x3000 there)"
+
 # ---- 5. deregistration
 mn bu eth2 6 0
-wait_ba $((n0 + 2))
-ba_is $((n0 + 2)) "b['status'] == 0 and b['seq'] == 6 and b['lifetime'] == 0"
+wait_ba $((n0 + 4))
+ba_is $((n0 + 4)) "b['status'] == 0 and b['seq'] == 6 and b['lifetime'] == 0"
 [ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "binding left after deregistration"
 xt_exec ha ip -6 neigh show proxy | grep -q "$HOA" && xt_fail "proxy ND entry left after deregistration"
 xt_exec cn ip -6 neigh flush dev eth0
@@ -228,8 +264,8 @@ xt_exec cn ip -6 neigh del $HOA dev eth0
 
 # ---- 6. expiry of a short lifetime
 mn bu eth2 7 8
-wait_ba $((n0 + 3))
-ba_is $((n0 + 3)) "b['status'] == 0 and b['lifetime'] == 8"
+wait_ba $((n0 + 5))
+ba_is $((n0 + 5)) "b['status'] == 0 and b['lifetime'] == 8"
 [ "$(b_json "len(j['bindings'])")" = 1 ] || xt_fail "no binding for the short lifetime"
 no_binding() { [ "$(b_json "len(j['bindings'])")" = 0 ]; }
 xt_wait 15 no_binding || xt_fail "the binding did not expire"
@@ -244,8 +280,8 @@ dp_json "$XT_DIR/sas.json" "[(s['spi'], s['dst']) for s in j['sas'] if s['spi'] 
 mns() { [ "$(b_json "j['home_agent']['mobile_nodes']")" = "$1" ]; }
 bound_at() { [ "$(b_json "[b['care_of_address'] for b in j['bindings'] if b['home_address'] == '$HOA'] == ['$1']")" = True ]; }
 mn bu eth2 8 120
-wait_ba $((n0 + 4))
-ba_is $((n0 + 4)) "b['status'] == 0 and b['seq'] == 8"
+wait_ba $((n0 + 6))
+ba_is $((n0 + 6)) "b['status'] == 0 and b['seq'] == 8"
 bound_at $COA2 || xt_fail "no binding at $COA2 before the configuration changes: $(cat "$XT_DIR/b.json")"
 mns 1 || xt_fail "mobile nodes before the changes: $(cat "$XT_DIR/b.json")"
 ctl sa add esp tunnel from 2001:db8:9::1 to 2001:db8:9::2 spi 0x7000 in enc aes128gcm16 key "0x$(key)" ||

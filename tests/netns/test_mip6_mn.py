@@ -1,6 +1,7 @@
 # tests/netns/test_mip6_mn.py: a Mobile IPv6 mobile node for test_mip6_ha.sh, built on scapy's Mobile
 # IPv6 layers and its SecurityAssociation (nobody here wrote them). It registers with the home agent
-# (Binding Updates with a Home Address option, ESP transport mode), reports every Binding
+# (Binding Updates with a Home Address option and, as RFC 3776 3.1 requires, the care-of address in
+# an Alternate Care-of Address option, which ESP transport mode protects), reports every Binding
 # Acknowledgement it receives, and terminates its end of the ESP tunnel to the home agent: packets
 # the local kernel sends from the home address (a TUN device holds it) are tunnelled from the current
 # care-of address; tunnelled packets from the home agent are decrypted into the TUN device.
@@ -14,6 +15,11 @@
 #   bu-plain IFACE SEQ LIFETIME     the same without ESP (an unprotected one: must go unanswered)
 #   bu-hoa IFACE SEQ LIFETIME HOA   protected, but its Home Address option names another address
 #   bu-trunc IFACE SEQ              protected, with a Mobility Header whose length field lies
+#   bu-spoof IFACE SEQ LIFETIME SRC the BU `bu` would send, its outer source rewritten to SRC after
+#                                   ESP (as an on-path attacker would: ESP does not cover it)
+#   bu-alt IFACE SEQ LIFETIME ALT   protected, from IFACE's care-of address, but its Alternate
+#                                   Care-of Address option names ALT (a mobile node pointing its
+#                                   tunnel at a third party)
 #   hoti CN                         a Home Test Init to CN through the tunnel (RFC 6275 5.2.5: reverse
 #                                   tunnelled from the home address)
 #   counts                          print the counters
@@ -23,7 +29,7 @@ import fcntl, json, logging, os, select, socket, struct, sys, time
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
 from scapy.layers.inet6 import (HAO, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BU,
-                                MIP6MH_HoTI)
+                                MIP6MH_HoTI, MIP6OptAltCoA)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -69,9 +75,9 @@ def main():
             if i == ifc:
                 s.send(bytes(frame))
 
-    def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False):
+    def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False, alt=None, spoof=None):
         coa = links[ifc]['coa']
-        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4)
+        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4, options=[MIP6OptAltCoA(acoa=alt or coa)])
         p = IPv6(src=coa, dst=ha) / IPv6ExtHdrDestOpt(options=[HAO(hoa=hoa_opt or hoa)]) / mh
         p = IPv6(bytes(p))  # scapy computes the checksum (with the home address, RFC 6275 6.1.1)
         if trunc:
@@ -81,6 +87,12 @@ def main():
             p = IPv6(bytes(raw))
         if protect:
             p = bu_sa.encrypt(p)
+        if spoof:
+            # the IPv6 header is outside ESP's ICV and, with a Home Address option, outside the
+            # Mobility Header's checksum too: the packet stays valid for everything but its origin
+            p = IPv6(bytes(p))
+            p.src = spoof
+            p = IPv6(bytes(p))
         send(ifc, p)
         return coa
 
@@ -101,7 +113,7 @@ def main():
             a = line.split()
             if not a:
                 continue
-            if a[0] in ('bu', 'bu-plain', 'bu-hoa', 'bu-trunc'):
+            if a[0] in ('bu', 'bu-plain', 'bu-hoa', 'bu-trunc', 'bu-spoof', 'bu-alt'):
                 ifc, seq = a[1], int(a[2])
                 life = int(a[3]) if len(a) > 3 else 60
                 if a[0] == 'bu':
@@ -112,6 +124,10 @@ def main():
                     coa = bu(ifc, seq, life, protect=False)
                 elif a[0] == 'bu-hoa':
                     coa = bu(ifc, seq, life, hoa_opt=a[4])
+                elif a[0] == 'bu-spoof':
+                    coa = bu(ifc, seq, life, spoof=a[4])
+                elif a[0] == 'bu-alt':
+                    coa = bu(ifc, seq, life, alt=a[4])
                 else:
                     coa = bu(ifc, seq, 60, trunc=True)
                 out(ev='sent', cmd=a[0], iface=ifc, coa=coa, seq=seq, esp_seq=bu_sa.seq_num)

@@ -2,9 +2,9 @@
  * Acknowledgement and Error built and parsed back, a Binding Update scapy built and checksummed,
  * every drop reason of the parser on a packet broken in that one way), and the home agent's rules
  * (every status it answers with, every reason it drops for, the sequence window modulo 2^16, the
- * granted lifetime, the binding changes), with the binding cache compared before and after each
- * negative case (unchanged) and the counters checked; the cache's expiry against a naive model at
- * 10,000 mobile nodes. */
+ * granted lifetime, the binding changes, the care-of address bound to the Binding Update, the move
+ * bucket), with the binding cache compared before and after each negative case (unchanged) and the
+ * counters checked; the cache's expiry against a naive model at 10,000 mobile nodes. */
 #include "config.h"
 
 #include <errno.h>
@@ -616,13 +616,17 @@ static void assert_totals(const struct mip6_ha *ha)
 {
 	const struct mip6_ha_stats *st = mip6_ha_stats(ha);
 	assert_int_equal(st->bu_received, st->bu_accepted + st->bu_rejected + st->dropped);
-	uint64_t r = 0, d = 0;
+	uint64_t r = 0, d = 0, w = 0;
 	for (unsigned i = 0; i < 256; i++)
 		r += st->rejected[i];
 	for (unsigned i = 0; i < MIP6_DROP_MAX; i++)
 		d += st->drops[i];
+	for (unsigned i = 0; i < MIP6_REJECT_MAX; i++)
+		w += st->reject_why[i];
 	assert_int_equal(r, st->bu_rejected);
 	assert_int_equal(d, st->dropped);
+	assert_int_equal(w, st->bu_rejected);
+	assert_int_equal(st->reject_why[MIP6_REJECT_NONE], 0);
 }
 
 static void test_ha_register(void **state)
@@ -690,15 +694,15 @@ static void test_ha_register(void **state)
 	assert_int_equal(b->updated_ms, 2000);
 	assert_int_equal(b->expires_ms, 2000 + 3600000);
 
-	/* move: the Alternate CoA option names the new care-of address; the BA goes to the source */
-	send_bu(ha, (struct bu_args){ .src = COA1, .alt = COA2, .seq = 12, .lifetime = 10, .now = 3000 }, &r);
+	/* move: from the new care-of address, named in the Alternate CoA option; the BA goes there */
+	send_bu(ha, (struct bu_args){ .src = COA2, .seq = 12, .lifetime = 10, .now = 3000 }, &r);
 	assert_int_equal(r.change, MIP6_CHANGE_MOVE);
 	assert_memory_equal(r.old_coa, ad(COA1), 16);
 	assert_memory_equal(r.coa, ad(COA2), 16);
-	assert_memory_equal(r.ba.dst, ad(COA1), 16);
+	assert_memory_equal(r.ba.dst, ad(COA2), 16);
 	assert_memory_equal(mip6_ha_lookup(ha, ad(MN_A))->coa, ad(COA2), 16);
-	/* no Alternate CoA: the source is the care-of address */
-	send_bu(ha, (struct bu_args){ .src = COA1, .alt = "", .seq = 13, .lifetime = 10, .now = 3100 }, &r);
+	/* and back */
+	send_bu(ha, (struct bu_args){ .src = COA1, .seq = 13, .lifetime = 10, .now = 3100 }, &r);
 	assert_int_equal(r.change, MIP6_CHANGE_MOVE);
 	assert_memory_equal(mip6_ha_lookup(ha, ad(MN_A))->coa, ad(COA1), 16);
 
@@ -844,6 +848,199 @@ static void test_ha_rejections(void **state)
 	assert_int_equal(mip6_ha_lookup(ha, ad(MN_A))->seq, 2);
 	assert_int_equal(mip6_ha_count(ha), 2);
 	assert_totals(ha);
+	mip6_ha_destroy(ha);
+}
+
+#define VICTIM "2001:db9:66::1"  /* an address nobody here registered: a third party */
+
+/* One Binding Update and what must come of it: accepted (status 0) with that change, or rejected
+ * with that status for that reason, the cache as before and the reason counted once. */
+static void bu_step(struct mip6_ha *ha, struct bu_args a, uint8_t status, enum mip6_change change,
+		    enum mip6_reject why, const char *what)
+{
+	struct snap before, after;
+	struct mip6_ha_result r;
+	const struct mip6_ha_stats *st = mip6_ha_stats(ha);
+	uint64_t n = st->reject_why[why];
+	snap(ha, &before);
+	send_bu(ha, a, &r);
+	if (r.drop != MIP6_DROP_NONE || r.ba.status != status || r.change != change || r.reject != why)
+		fail_msg("%s: drop %s status %u change %s reason %s, expected status %u change %s reason %s",
+			 what, mip6_drop_name(r.drop), r.ba.status, mip6_change_name(r.change),
+			 mip6_reject_name(r.reject), status, mip6_change_name(change), mip6_reject_name(why));
+	/* every BA, accepted or not, goes back to the Binding Update's source (§9.5.4) */
+	assert_memory_equal(r.ba.dst, ad(a.src ? a.src : COA1), 16);
+	if (status >= 128) {
+		assert_int_equal(r.lifetime_s, 0);
+		assert_int_equal(r.ba.lifetime, 0);
+		snap(ha, &after);
+		assert_memory_equal(&before, &after, sizeof(before));
+		assert_int_equal(st->reject_why[why], n + 1);
+		assert_int_equal(mip6_reject_status(why), status);
+	}
+	assert_totals(ha);
+}
+
+/* The care-of address is bound to the Binding Update (RFC 3776 §3.1: the Alternate Care-of Address
+ * option is what ESP protects; it must also be the source): one row per case, on a fresh home agent
+ * with MN_A bound at COA1 (sequence 1) or not bound at all. */
+static void test_ha_coa_bound(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what;
+		bool bound;
+		struct bu_args bu;
+		uint8_t status;
+		enum mip6_change change;
+		enum mip6_reject why;
+	} rows[] = {
+		{ "registration without the Alternate CoA option (source alone is not covered by ESP)", true,
+		  { .alt = "", .seq = 2, .lifetime = 10 }, 174, MIP6_CHANGE_NONE, MIP6_REJECT_NO_ALT_COA },
+		{ "first registration without it", false,
+		  { .alt = "", .seq = 1, .lifetime = 10 }, 174, MIP6_CHANGE_NONE, MIP6_REJECT_NO_ALT_COA },
+		{ "move without it: the source alone names the new address", true,
+		  { .src = COA2, .alt = "", .seq = 2, .lifetime = 10 }, 174, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_NO_ALT_COA },
+		{ "Alternate CoA a third party's, source the mobile node's (reflection)", true,
+		  { .src = COA2, .alt = VICTIM, .seq = 2, .lifetime = 10 }, 174, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_ALT_COA_NOT_SRC },
+		{ "first registration pointed at a third party", false,
+		  { .src = COA1, .alt = VICTIM, .seq = 1, .lifetime = 10 }, 174, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_ALT_COA_NOT_SRC },
+		{ "source rewritten in flight, Alternate CoA the mobile node's", true,
+		  { .src = VICTIM, .alt = COA2, .seq = 2, .lifetime = 10 }, 174, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_ALT_COA_NOT_SRC },
+		{ "refresh whose source was rewritten", true,
+		  { .src = VICTIM, .alt = COA1, .seq = 2, .lifetime = 10 }, 174, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_ALT_COA_NOT_SRC },
+		{ "source rewritten to the home address, Home Address option stripped: no deregistration", true,
+		  { .src = MN_A, .alt = COA1, .seq = 2, .lifetime = 10 }, 174, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_ALT_COA_NOT_SRC },
+		{ "move with the Alternate CoA = source", true,
+		  { .src = COA2, .seq = 2, .lifetime = 10 }, 0, MIP6_CHANGE_MOVE, MIP6_REJECT_NONE },
+		{ "refresh with the Alternate CoA = source", true,
+		  { .src = COA1, .seq = 2, .lifetime = 10 }, 0, MIP6_CHANGE_REFRESH, MIP6_REJECT_NONE },
+		{ "first registration with the Alternate CoA = source", false,
+		  { .src = COA2, .seq = 1, .lifetime = 10 }, 0, MIP6_CHANGE_NEW, MIP6_REJECT_NONE },
+		/* §10.3.2 and §11.5.4: deregistrations redirect nothing and need no Alternate CoA */
+		{ "deregistration from home: no Home Address option, no Alternate CoA", true,
+		  { .src = MN_A, .alt = "", .seq = 2, .lifetime = 0 }, 0, MIP6_CHANGE_DELETE, MIP6_REJECT_NONE },
+		{ "from home with a lifetime: care-of address = home address", true,
+		  { .src = MN_A, .alt = "", .seq = 2, .lifetime = 10 }, 0, MIP6_CHANGE_DELETE, MIP6_REJECT_NONE },
+		{ "deregistration from away without the Alternate CoA", true,
+		  { .alt = "", .seq = 2, .lifetime = 0 }, 0, MIP6_CHANGE_DELETE, MIP6_REJECT_NONE },
+		{ "deregistration whose Alternate CoA is not the source", true,
+		  { .src = VICTIM, .alt = COA2, .seq = 2, .lifetime = 0 }, 0, MIP6_CHANGE_DELETE,
+		  MIP6_REJECT_NONE },
+		{ "deregistration by an Alternate CoA = home address", true,
+		  { .src = COA2, .alt = MN_A, .seq = 2, .lifetime = 10 }, 0, MIP6_CHANGE_DELETE,
+		  MIP6_REJECT_NONE },
+		{ "deregistration from home without a binding", false,
+		  { .src = MN_A, .alt = "", .seq = 1, .lifetime = 0 }, 133, MIP6_CHANGE_NONE,
+		  MIP6_REJECT_DEREG_UNBOUND },
+	};
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct mip6_ha *ha = mk_ha(0, false, 0);
+		struct mip6_ha_result r;
+		if (rows[i].bound) {
+			send_bu(ha, (struct bu_args){ .seq = 1, .lifetime = 10 }, &r);
+			assert_int_equal(r.change, MIP6_CHANGE_NEW);
+		}
+		bu_step(ha, rows[i].bu, rows[i].status, rows[i].change, rows[i].why, rows[i].what);
+		const struct mip6_binding *b = mip6_ha_lookup(ha, ad(MN_A));
+		if (rows[i].change == MIP6_CHANGE_DELETE || (!rows[i].bound && rows[i].status))
+			assert_null(b);
+		else if (rows[i].status)
+			assert_memory_equal(b->coa, ad(COA1), 16);  /* where it was */
+		else
+			assert_memory_equal(b->coa, ad(rows[i].bu.src), 16);
+		mip6_ha_destroy(ha);
+	}
+	/* every reason has its own name; 174's status has its name */
+	for (unsigned i = 0; i < MIP6_REJECT_MAX; i++) {
+		assert_string_not_equal(mip6_reject_name(i), "?");
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(mip6_reject_name(i), mip6_reject_name(j));
+		assert_true(i == MIP6_REJECT_NONE ? mip6_reject_status(i) == 0 : mip6_reject_status(i) >= 128);
+	}
+	assert_string_equal(mip6_reject_name(MIP6_REJECT_MAX), "?");
+	assert_string_equal(mip6_status_name(174), "invalid-care-of-address");
+}
+
+/* The move bucket: a new binding or a new care-of address takes a token (burst 4, one a second by
+ * default), a refresh or a deregistration none; one mobile node's bucket is not another's. One row
+ * per Binding Update, in order, on one home agent; each row's sequence number is the next. */
+static void test_ha_move_rate(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *hoa, *src;
+		uint64_t now;
+		uint16_t lifetime;
+		uint8_t status;
+		enum mip6_change change;
+	} rows[] = {
+		{ "new: token 1", MN_A, COA1, 0, 10, 0, MIP6_CHANGE_NEW },
+		{ "move: token 2", MN_A, COA2, 0, 10, 0, MIP6_CHANGE_MOVE },
+		{ "move: token 3", MN_A, COA1, 0, 10, 0, MIP6_CHANGE_MOVE },
+		{ "move: token 4", MN_A, COA2, 0, 10, 0, MIP6_CHANGE_MOVE },
+		{ "move over the burst", MN_A, COA1, 0, 10, 130, MIP6_CHANGE_NONE },
+		{ "refresh: not paced", MN_A, COA2, 0, 10, 0, MIP6_CHANGE_REFRESH },
+		{ "refresh again", MN_A, COA2, 10, 10, 0, MIP6_CHANGE_REFRESH },
+		{ "and again", MN_A, COA2, 20, 10, 0, MIP6_CHANGE_REFRESH },
+		{ "another mobile node has its own bucket", MN_B, COA1, 20, 10, 0, MIP6_CHANGE_NEW },
+		{ "move 1 ms before a token is back", MN_A, COA1, 999, 10, 130, MIP6_CHANGE_NONE },
+		{ "move when a token is back", MN_A, COA1, 1000, 10, 0, MIP6_CHANGE_MOVE },
+		{ "the next one is over again", MN_A, COA2, 1000, 10, 130, MIP6_CHANGE_NONE },
+		{ "deregistration: not paced", MN_A, COA1, 1000, 0, 0, MIP6_CHANGE_DELETE },
+		{ "deregistering did not refill the bucket", MN_A, COA1, 1500, 10, 130, MIP6_CHANGE_NONE },
+		{ "a token back", MN_A, COA1, 2000, 10, 0, MIP6_CHANGE_NEW },
+		{ "a quiet while refills the whole burst: 1", MN_A, COA2, 60000, 10, 0, MIP6_CHANGE_MOVE },
+		{ "2", MN_A, COA1, 60000, 10, 0, MIP6_CHANGE_MOVE },
+		{ "3", MN_A, COA2, 60000, 10, 0, MIP6_CHANGE_MOVE },
+		{ "4", MN_A, COA1, 60000, 10, 0, MIP6_CHANGE_MOVE },
+		{ "and no more", MN_A, COA2, 60000, 10, 130, MIP6_CHANGE_NONE },
+	};
+	struct mip6_ha *ha = mk_ha(0, false, 0);
+	assert_int_equal(mip6_ha_config(ha)->move_burst, 4);
+	assert_int_equal(mip6_ha_config(ha)->move_interval_ms, 1000);
+	uint16_t seq = 1;
+	for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		bool b = !strcmp(rows[i].hoa, MN_B);
+		bu_step(ha, (struct bu_args){ .hoa = rows[i].hoa, .src = rows[i].src, .sa = b ? 21 : 11,
+					      .seq = seq++, .lifetime = rows[i].lifetime, .now = rows[i].now },
+			rows[i].status, rows[i].change, rows[i].status ? MIP6_REJECT_MOVE_RATE : MIP6_REJECT_NONE,
+			rows[i].what);
+	}
+	assert_int_equal(mip6_ha_stats(ha)->reject_why[MIP6_REJECT_MOVE_RATE], 5);
+	assert_int_equal(mip6_ha_stats(ha)->rejected[130], 5);
+	mip6_ha_destroy(ha);
+
+	/* configured: one move, then one a minute */
+	struct mip6_ha_config c = *mip6_ha_config(ha = mk_ha(0, false, 0));
+	mip6_ha_destroy(ha);
+	c.move_burst = 1;
+	c.move_interval_ms = 60000;
+	assert_int_equal(mip6_ha_create(&c, &ha), 0);
+	struct mip6_mn m = { .bu_sa = 11, .ba_sa = 12 };
+	A(m.hoa, MN_A);
+	assert_int_equal(mip6_ha_mn_add(ha, &m), 0);
+	bu_step(ha, (struct bu_args){ .seq = 1, .lifetime = 10, .now = 0 }, 0, MIP6_CHANGE_NEW,
+		MIP6_REJECT_NONE, "configured: new");
+	bu_step(ha, (struct bu_args){ .src = COA2, .seq = 2, .lifetime = 10, .now = 59999 }, 130,
+		MIP6_CHANGE_NONE, MIP6_REJECT_MOVE_RATE, "configured: a minute not yet gone");
+	bu_step(ha, (struct bu_args){ .src = COA2, .seq = 3, .lifetime = 10, .now = 60000 }, 0,
+		MIP6_CHANGE_MOVE, MIP6_REJECT_NONE, "configured: a minute later");
+	mip6_ha_destroy(ha);
+	/* out of range */
+	c.move_burst = 1025;
+	assert_int_equal(mip6_ha_create(&c, &ha), -EINVAL);
+	c.move_burst = 1024;
+	c.move_interval_ms = 3600001;
+	assert_int_equal(mip6_ha_create(&c, &ha), -EINVAL);
+	c.move_interval_ms = 3600000;
+	assert_int_equal(mip6_ha_create(&c, &ha), 0);
 	mip6_ha_destroy(ha);
 }
 
@@ -1100,7 +1297,7 @@ static void test_ha_scale_expiry(void **state)
 			snprintf(s, sizeof(s), "2001:db8::%x:%x", i >> 16, i & 0xffff);
 			A(hoa, s);
 			uint16_t units = (uint16_t)(1 + rand() % 200);
-			int n = build_bu(b, COA1, HA1, s, ++seq[i], MIP6_BU_A | MIP6_BU_H, units, NULL);
+			int n = build_bu(b, COA1, HA1, s, ++seq[i], MIP6_BU_A | MIP6_BU_H, units, COA1);
 			mip6_ha_input(ha, b, (uint32_t)n, 1000 + i, now, &r);
 			assert_int_equal(r.drop, MIP6_DROP_NONE);
 			assert_int_equal(r.ba.status, 0);
@@ -1251,6 +1448,8 @@ int main(void)
 		cmocka_unit_test(test_ha_register),
 		cmocka_unit_test(test_ha_seq_window),
 		cmocka_unit_test(test_ha_rejections),
+		cmocka_unit_test(test_ha_coa_bound),
+		cmocka_unit_test(test_ha_move_rate),
 		cmocka_unit_test(test_ha_drops),
 		cmocka_unit_test(test_ha_k_and_refresh),
 		cmocka_unit_test(test_ha_config),
