@@ -213,4 +213,27 @@ int xm_http_parse(const char *buf, size_t len, struct xm_http_req *req);
  * another path, 400 a request with a body. */
 int xm_http_route(const struct xm_http_req *req);
 
+/* ---- the exporter's HTTP server (tools/metrics_http.c) ----
+ * Any local user can connect to it, so what one client can hold is bounded: */
+#define XM_HTTP_MAX_CLIENTS      32     /* connections held at once */
+#define XM_HTTP_MAX_PER_ADDR     8      /* of them from one source address */
+#define XM_HTTP_GRACE_MS         250    /* a new connection is not closed for another */
+#define XM_HTTP_HEAD_TIMEOUT_MS  2000   /* from the accept to the end of the request head */
+#define XM_HTTP_WRITE_TIMEOUT_MS 10000  /* for the client to take the answer */
+#define XM_HTTP_MIN_INTERVAL_MS  1000   /* default: a rendering is served this long */
+
+struct xm_http_server_cfg {
+	/* The exposition of a fresh snapshot in a malloc'ed buffer: 0, or -errno (answered 500). */
+	int (*render)(const struct xm_opts *xo, char **text, size_t *len);
+	const struct xm_opts *xo;
+	unsigned min_interval_ms;   /* scrapes within this of a rendering get that rendering */
+	/* Asked after every wake-up, at least once a second (a signal wakes the wait): true ends it. */
+	bool (*stop)(void);
+};
+
+/* Serve GET/HEAD /metrics on lfd (a listening socket, O_NONBLOCK, left open for the caller) until
+ * cfg->stop() says so. Single-threaded; cfg->render runs in this thread. 0, or -errno when poll
+ * fails or memory for the connection table is missing. */
+int xm_http_serve(int lfd, const struct xm_http_server_cfg *cfg);
+
 #endif

@@ -1,7 +1,8 @@
 # tests/netns/metrics.mk: the monitoring exporters' end-to-end tests in network namespaces:
 # `ipsecctl metrics --listen` scraped by a real Prometheus server while xipsecd carries traffic, and
-# the IKE metrics of two negotiating xipsec-iked (helpers in tests/netns/ike_common.sh).
-METRICS_NETNS_TESTS = tests/netns/test_metrics_prom.sh
+# the IKE metrics of two negotiating xipsec-iked (helpers in tests/netns/ike_common.sh), and the
+# exporter's limits against another local user's idle and slow connections.
+METRICS_NETNS_TESTS = tests/netns/test_metrics_prom.sh tests/netns/test_metrics_stall.sh
 METRICS_IKE_NETNS_TESTS = tests/netns/test_metrics_ike.sh
 NETNS_TESTS += $(METRICS_NETNS_TESTS)
 EXTRA_DIST += $(METRICS_NETNS_TESTS) $(METRICS_IKE_NETNS_TESTS)
