@@ -176,6 +176,12 @@ void ctl_json_end_obj(struct ctl_json *j);
 void ctl_json_end_arr(struct ctl_json *j);
 void ctl_json_str(struct ctl_json *j, const char *key, const char *v);
 void ctl_json_u64(struct ctl_json *j, const char *key, uint64_t v);
+/* A record's numbers written from one table, in its order: each row is ctl_json_u64(key, v). */
+struct ctl_json_num {
+	const char *key;
+	uint64_t v;
+};
+void ctl_json_u64s(struct ctl_json *j, const struct ctl_json_num *n, size_t count);
 void ctl_json_bool(struct ctl_json *j, const char *key, bool v);
 void ctl_json_null(struct ctl_json *j, const char *key);
 void ctl_json_hex(struct ctl_json *j, const char *key, const uint8_t *b, size_t n);

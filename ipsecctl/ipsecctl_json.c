@@ -100,6 +100,12 @@ void ctl_json_u64(struct ctl_json *j, const char *key, uint64_t v)
 	fprintf(j->f, "%" PRIu64, v);
 }
 
+void ctl_json_u64s(struct ctl_json *j, const struct ctl_json_num *n, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		ctl_json_u64(j, n[i].key, n[i].v);
+}
+
 void ctl_json_bool(struct ctl_json *j, const char *key, bool v)
 {
 	sep(j, key);

@@ -146,20 +146,41 @@ static int apply_home_agent(struct ctl_conf *c, struct sadb *db, bool clear, con
 	return 0;
 }
 
-/* Apply the parsed and validated items in one transaction. */
-static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, bool update)
+/* The sequence marks first (ahead of the SAs that need them), then one transaction for the whole
+ * file: CTL_EXIT_OK with the transaction open, or the exit code, said. */
+static int txn_begin(struct ctl_conf *c, struct sadb *db)
 {
-	char buf[INET6_ADDRSTRLEN];
-	unsigned nsa = 0, npol = 0;
-	const char *ha_what;
 	int rc;
 
 	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
 		return rc;
-	if ((rc = sadb_txn_begin(db))) {
+	if (sadb_txn_begin(db)) {
 		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));
 		return CTL_EXIT_ERR;
 	}
+	return CTL_EXIT_OK;
+}
+
+/* A failed add or update of the SA item it, said at its position in the file. */
+static void sa_write_error(struct ctl_conf *c, const struct ctl_item *it, bool update, struct sadb *db,
+			   int rc)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	ctl_conf_error(c, it->pos, "cannot %s SA spi 0x%08x %s to %s: %s", update ? "update" : "add",
+		       it->sa.spi, ctl_proto_name(it->sa.proto),
+		       ctl_addr_str(&it->sa.dst, buf, sizeof(buf)), ctl_db_err(db, rc));
+}
+
+/* Apply the parsed and validated items in one transaction. */
+static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, bool update)
+{
+	unsigned nsa = 0, npol = 0;
+	const char *ha_what;
+	int rc;
+
+	if ((rc = txn_begin(c, db)) != CTL_EXIT_OK)
+		return rc;
 	for (size_t i = 0; i < c->n; i++) {
 		struct ctl_item *it = &c->items[i];
 		uint32_t id = 0;
@@ -179,11 +200,7 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 		case CTL_IT_SA:
 			rc = update ? sadb_sa_update(db, &it->sa) : sadb_sa_add(db, &it->sa, NULL);
 			if (rc) {
-				ctl_conf_error(c, it->pos, "cannot %s SA spi 0x%08x %s to %s: %s",
-					       update ? "update" : "add", it->sa.spi,
-					       ctl_proto_name(it->sa.proto),
-					       ctl_addr_str(&it->sa.dst, buf, sizeof(buf)),
-					       ctl_db_err(db, rc));
+				sa_write_error(c, it, update, db, rc);
 				goto fail;
 			}
 			nsa++;
@@ -411,12 +428,8 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 	struct rl_plan pl;
 	int rc;
 
-	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
+	if ((rc = txn_begin(c, db)) != CTL_EXIT_OK)
 		return rc;
-	if ((rc = sadb_txn_begin(db))) {
-		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));
-		return CTL_EXIT_ERR;
-	}
 	if ((rc = rl_plan(c, db, &pl))) {
 		ctl_err("reload: cannot read the SADB: %s", strerror(-rc));
 		goto fail;
@@ -457,11 +470,7 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 				goto fail;
 			}
 			if (rc) {
-				ctl_conf_error(c, it->pos, "cannot %s SA spi 0x%08x %s to %s: %s",
-					       w == RL_UPDATE ? "update" : "add", it->sa.spi,
-					       ctl_proto_name(it->sa.proto),
-					       ctl_addr_str(&it->sa.dst, buf, sizeof(buf)),
-					       ctl_db_err(db, rc));
+				sa_write_error(c, it, w == RL_UPDATE, db, rc);
 				goto fail;
 			}
 		}

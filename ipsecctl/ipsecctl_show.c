@@ -145,6 +145,23 @@ static void counters_json(struct ctl_json *j, const struct sadb_sa *sa, const st
 	ctl_json_end_obj(j);
 }
 
+/* An SA's algorithm as KEY (its name, "unknown" for an id this ipsecctl has no name for, null for
+ * none), KEY_id and KEY_key_bits. */
+static void alg_json(struct ctl_json *j, const char *key, unsigned id, const char *name,
+		     unsigned key_len)
+{
+	char k[32];
+
+	if (id)
+		ctl_json_str(j, key, name ? name : "unknown");
+	else
+		ctl_json_null(j, key);
+	snprintf(k, sizeof(k), "%s_id", key);
+	ctl_json_u64(j, k, id);
+	snprintf(k, sizeof(k), "%s_key_bits", key);
+	ctl_json_u64(j, k, key_len * 8u);
+}
+
 void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, uint32_t slot,
 		 const struct ctl_opts *o, uint64_t now)
 {
@@ -170,19 +187,9 @@ void ctl_sa_json(struct ctl_json *j, struct sadb *db, const struct sadb_sa *sa, 
 	ctl_json_str(j, "src", ctl_addr_str(&sa->src, buf, sizeof(buf)));
 	ctl_json_str(j, "dst", ctl_addr_str(&sa->dst, buf, sizeof(buf)));
 	ctl_json_u64(j, "reqid", sa->reqid);
-	if (sa->enc_alg)
-		ctl_json_str(j, "enc", enc ? enc->name : "unknown");
-	else
-		ctl_json_null(j, "enc");
-	ctl_json_u64(j, "enc_id", sa->enc_alg);
-	ctl_json_u64(j, "enc_key_bits", sa->enc_key_len * 8u);
+	alg_json(j, "enc", sa->enc_alg, enc ? enc->name : NULL, sa->enc_key_len);
 	ctl_json_u64(j, "salt_bits", sa->salt_len * 8u);
-	if (sa->auth_alg)
-		ctl_json_str(j, "auth", auth ? auth->name : "unknown");
-	else
-		ctl_json_null(j, "auth");
-	ctl_json_u64(j, "auth_id", sa->auth_alg);
-	ctl_json_u64(j, "auth_key_bits", sa->auth_key_len * 8u);
+	alg_json(j, "auth", sa->auth_alg, auth ? auth->name : NULL, sa->auth_key_len);
 	ctl_json_u64(j, "icv_len", effective_icv(sa));
 	if (o->show_keys) {
 		ctl_json_obj(j, "keys");
@@ -353,14 +360,14 @@ static void info_json(struct ctl_json *j, const char *key, struct sadb *db)
 
 	memset(&in, 0, sizeof(in));
 	sadb_info(db, &in);
+	const struct ctl_json_num n[] = {
+		{ "layout_version", in.layout_version }, { "max_sa", in.max_sa },
+		{ "max_policy", in.max_policy }, { "n_sa", in.n_sa }, { "n_policy", in.n_policy },
+		{ "generation", in.generation }, { "size", in.size },
+	};
+
 	ctl_json_obj(j, key);
-	ctl_json_u64(j, "layout_version", in.layout_version);
-	ctl_json_u64(j, "max_sa", in.max_sa);
-	ctl_json_u64(j, "max_policy", in.max_policy);
-	ctl_json_u64(j, "n_sa", in.n_sa);
-	ctl_json_u64(j, "n_policy", in.n_policy);
-	ctl_json_u64(j, "generation", in.generation);
-	ctl_json_u64(j, "size", in.size);
+	ctl_json_u64s(j, n, sizeof(n) / sizeof(n[0]));
 	ctl_json_end_obj(j);
 }
 

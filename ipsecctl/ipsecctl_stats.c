@@ -76,18 +76,16 @@ static void drops_json(struct ctl_json *j, const char *key, const uint64_t *d)
  * either the same way). */
 static void worker_json(struct ctl_json *j, const struct sadb_worker_stats *w)
 {
-	ctl_json_u64(j, "rx_packets", LD(w->rx_packets));
-	ctl_json_u64(j, "rx_bytes", LD(w->rx_bytes));
-	ctl_json_u64(j, "tx_packets", LD(w->tx_packets));
-	ctl_json_u64(j, "tx_bytes", LD(w->tx_bytes));
-	ctl_json_u64(j, "frag_packets", LD(w->frag_packets));
-	ctl_json_u64(j, "frag_made", LD(w->frag_made));
-	ctl_json_u64(j, "reasm_packets", LD(w->reasm_packets));
-	ctl_json_u64(j, "reasm_frags", LD(w->reasm_frags));
-	ctl_json_u64(j, "handoff_done", LD(w->handoff_done));
-	ctl_json_u64(j, "handoff_jobs", LD(w->handoff_jobs));
-	ctl_json_u64(j, "handoff_pkts", LD(w->handoff_pkts));
-	ctl_json_u64(j, "handoff_back", LD(w->handoff_back));
+	const struct ctl_json_num n[] = {
+		{ "rx_packets", LD(w->rx_packets) }, { "rx_bytes", LD(w->rx_bytes) },
+		{ "tx_packets", LD(w->tx_packets) }, { "tx_bytes", LD(w->tx_bytes) },
+		{ "frag_packets", LD(w->frag_packets) }, { "frag_made", LD(w->frag_made) },
+		{ "reasm_packets", LD(w->reasm_packets) }, { "reasm_frags", LD(w->reasm_frags) },
+		{ "handoff_done", LD(w->handoff_done) }, { "handoff_jobs", LD(w->handoff_jobs) },
+		{ "handoff_pkts", LD(w->handoff_pkts) }, { "handoff_back", LD(w->handoff_back) },
+	};
+
+	ctl_json_u64s(j, n, sizeof(n) / sizeof(n[0]));
 }
 
 void ctl_stats_json(struct ctl_json *j, const char *key, struct sadb *db)

@@ -161,6 +161,20 @@ static int index_of(const char *const *names, unsigned n, const char *v)
 	return -1;
 }
 
+/* The value of the key vici_parse() is at, as a string in buf; false when it is empty or does not
+ * fit (no value this file reads is longer than a counter or a state name). */
+static bool value_str(vici_res_t *res, char *buf, size_t size)
+{
+	int len = 0;
+	char *v = vici_parse_value(res, &len);
+
+	if (!v || len <= 0 || (size_t)len >= size)
+		return false;
+	memcpy(buf, v, (size_t)len);
+	buf[len] = '\0';
+	return true;
+}
+
 /* One list-sa event: { NAME { state = S, child-sas { NAME-ID { state = S ... } } ... } }. The
  * IKE SA's state is at depth 1, a CHILD SA's at depth 3 under child-sas. */
 static void on_list_sa(void *user, char *name, vici_res_t *res)
@@ -171,8 +185,8 @@ static void on_list_sa(void *user, char *name, vici_res_t *res)
 
 	(void)name;
 	for (;;) {
-		int t = vici_parse(res), len = 0, i;
-		char *v, buf[32];
+		int t = vici_parse(res), i;
+		char buf[32];
 
 		switch (t) {
 		case VICI_PARSE_BEGIN_SECTION:
@@ -186,11 +200,8 @@ static void on_list_sa(void *user, char *name, vici_res_t *res)
 		case VICI_PARSE_KEY_VALUE:
 			if (strcmp(vici_parse_name(res), "state") != 0)
 				break;
-			v = vici_parse_value(res, &len);
-			if (len <= 0 || len >= (int)sizeof(buf))
+			if (!value_str(res, buf, sizeof(buf)))
 				break;
-			memcpy(buf, v, (size_t)len);
-			buf[len] = '\0';
 			if (depth == 1 && (i = index_of(xm_ike_state_names, XM_IKE_STATES, buf)) >= 0)
 				c->ike[i]++;
 			else if (depth == 3 && strcmp(sect[2], "child-sas") == 0 &&
@@ -231,8 +242,8 @@ static void query_counters(struct vici_found *f, vici_conn_t *conn)
 	if (!res)
 		return;
 	for (bool done = false; !done;) {
-		int t = vici_parse(res), len = 0, i;
-		char *v, buf[32];
+		int t = vici_parse(res), i;
+		char buf[32];
 
 		switch (t) {
 		case VICI_PARSE_BEGIN_SECTION:
@@ -245,11 +256,8 @@ static void query_counters(struct vici_found *f, vici_conn_t *conn)
 			if (depth != 2 || (i = index_of(xm_ike_event_names, XM_IKE_EVENTS_N,
 							vici_parse_name(res))) < 0)
 				break;
-			v = vici_parse_value(res, &len);
-			if (len <= 0 || len >= (int)sizeof(buf))
+			if (!value_str(res, buf, sizeof(buf)))
 				break;
-			memcpy(buf, v, (size_t)len);
-			buf[len] = '\0';
 			f->ev[i] = strtoull(buf, NULL, 10);
 			f->have_ev[i] = true;
 			break;
