@@ -5,16 +5,7 @@
  * once per SNMP request (so one GETBULK never sees two readings and no row it holds is freed under
  * it), and then all three tables are rebuilt from it together. Read-only: every registration is
  * HANDLER_CAN_RONLY, so the agent answers notWritable to a SET. */
-#include <net-snmp/net-snmp-config.h>
-#include <net-snmp/net-snmp-includes.h>
-#include <net-snmp/agent/net-snmp-agent-includes.h>
-/* Net-SNMP's config header defines the autoconf package macros too; ours follow. */
-#undef PACKAGE_BUGREPORT
-#undef PACKAGE_NAME
-#undef PACKAGE_STRING
-#undef PACKAGE_TARNAME
-#undef PACKAGE_URL
-#undef PACKAGE_VERSION
+#include "snmpd/netsnmp.h"
 #include "config.h"
 
 #include <errno.h>
@@ -41,6 +32,8 @@ enum {
 enum { COL_W_FIRST = 2, COL_W_LAST = COL_W_FIRST + XS_W_MAX - 1 };
 enum { COL_DROP_PACKETS = 2, COL_DROP_SA, COL_DROP_NOSA };
 
+enum xs_table { T_SA, T_WORKER, T_DROP, XS_TABLES };
+
 #define VIEW_MARK "xipsec-snmpd-view"
 
 static struct {
@@ -48,7 +41,7 @@ static struct {
 	struct xs_view view;
 	bool have_view;
 	struct timespec taken;
-	netsnmp_tdata *sa, *worker, *drop;
+	netsnmp_tdata *t[XS_TABLES];   /* indexed by enum xs_table */
 	unsigned long dups, dups_before; /* rows left out for a duplicate index: this view, the last */
 } M;
 
@@ -66,6 +59,13 @@ static void tdata_clear(netsnmp_tdata *t)
 
 	while ((row = netsnmp_tdata_row_first(t)))
 		netsnmp_tdata_remove_and_delete_row(t, row);
+}
+
+static void tables_clear(void)
+{
+	for (unsigned i = 0; i < XS_TABLES; i++)
+		if (M.t[i])
+			tdata_clear(M.t[i]);
 }
 
 static size_t addr_bytes(const struct sadb_addr *a, const u_char **p)
@@ -88,9 +88,7 @@ static void build_tables(void)
 {
 	struct xs_view *v = &M.view;
 
-	tdata_clear(M.sa);
-	tdata_clear(M.worker);
-	tdata_clear(M.drop);
+	tables_clear();
 	M.dups = 0;
 	for (size_t i = 0; i < v->n_sa; i++) {
 		const struct xm_sa_key *k = v->sa[i].key;
@@ -112,7 +110,7 @@ static void build_tables(void)
 		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dir, sizeof(dir));
 		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &proto, sizeof(proto));
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, dst, dlen);
-		row_add(M.sa, row);
+		row_add(M.t[T_SA], row);
 	}
 	for (size_t i = 0; i < v->n_worker; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
@@ -122,7 +120,7 @@ static void build_tables(void)
 			break;
 		row->data = &v->worker[i];
 		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
-		row_add(M.worker, row);
+		row_add(M.t[T_WORKER], row);
 	}
 	for (size_t i = 0; i < v->n_drop; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
@@ -132,7 +130,7 @@ static void build_tables(void)
 			break;
 		row->data = &v->drop[i];
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, name, strlen(name));
-		row_add(M.drop, row);
+		row_add(M.t[T_DROP], row);
 	}
 	/* said when it changes, not at every reading */
 	if (M.dups != M.dups_before && M.dups)
@@ -152,9 +150,7 @@ static void view_sync(netsnmp_agent_request_info *reqinfo)
 		netsnmp_agent_add_list_data(reqinfo, netsnmp_create_data_list(VIEW_MARK, &M, NULL));
 	if (M.have_view && since(&M.taken) < (double)M.conf.cache_seconds)
 		return;
-	tdata_clear(M.sa);
-	tdata_clear(M.worker);
-	tdata_clear(M.drop);
+	tables_clear();
 	if (xs_view_refresh(&M.view, &M.conf.opts))
 		snmp_log(LOG_ERR, "xipsec-snmpd: out of memory reading the metrics\n");
 	M.have_view = true;
@@ -223,99 +219,106 @@ static int globals_handler(netsnmp_mib_handler *handler, netsnmp_handler_registr
 	return SNMP_ERR_NOERROR;
 }
 
-static int sa_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
-		      netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+/* The value of column col of an SA row into vb: 0, or the SNMP error of the request. */
+static int sa_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 {
-	if (reqinfo->mode != MODE_GET)
-		return SNMP_ERR_NOERROR;
-	for (netsnmp_request_info *r = requests; r; r = r->next) {
-		const struct xs_sa_row *e = r->processed ? NULL : netsnmp_tdata_extract_entry(r);
-		netsnmp_table_request_info *ti = netsnmp_extract_table_info(r);
-		netsnmp_variable_list *vb = r->requestvb;
-		const u_char *src;
-		size_t slen;
+	const struct xs_sa_row *e = row;
+	const u_char *src;
+	size_t slen;
 
-		if (r->processed)
-			continue;
-		if (!e || !ti) {
-			netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHINSTANCE);
-			continue;
-		}
-		switch (ti->colnum) {
-		case COL_SA_SOURCE:
-			slen = addr_bytes(&e->key->src, &src);
-			snmp_set_var_typed_value(vb, ASN_OCTET_STR, src, slen);
-			break;
-		case COL_SA_MODE: set_int(vb, e->key->mode); break;
-		case COL_SA_REQID: set_u32(vb, ASN_UNSIGNED, e->key->reqid); break;
-		case COL_SA_IKE_ID: set_u32(vb, ASN_UNSIGNED, e->key->ike_id); break;
-		case COL_SA_STATE: set_int(vb, (long)e->state + 1); break;   /* larval(1).. */
-		case COL_SA_EXPIRY: set_int(vb, (long)e->expiry + 1); break; /* none(1).. */
-		case COL_SA_PACKETS: set_c64(vb, e->packets); break;
-		case COL_SA_OCTETS: set_c64(vb, e->bytes); break;
-		case COL_SA_DROPS: set_c64(vb, e->drops); break;
-		case COL_SA_CREATED: set_u32(vb, ASN_UNSIGNED, e->created); break;
-		case COL_SA_LAST_USED: set_u32(vb, ASN_UNSIGNED, e->last_used); break;
-		default:
-			if (ti->colnum >= COL_SA_SOFT_SECONDS && ti->colnum <= COL_SA_LAST) {
-				unsigned l = ti->colnum - COL_SA_SOFT_SECONDS;
-
-				/* a limit the SA does not have has no instance (the table is sparse) */
-				if (!(e->have_left & (1u << l)))
-					netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHINSTANCE);
-				else if (l == XS_LEFT_SOFT_SECONDS || l == XS_LEFT_HARD_SECONDS)
-					set_u32(vb, ASN_UNSIGNED, e->left[l]);
-				else
-					set_c64(vb, e->left[l]);
-			} else {
-				netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHOBJECT);
-			}
-		}
+	switch (col) {
+	case COL_SA_SOURCE:
+		slen = addr_bytes(&e->key->src, &src);
+		snmp_set_var_typed_value(vb, ASN_OCTET_STR, src, slen);
+		return 0;
+	case COL_SA_MODE: set_int(vb, e->key->mode); return 0;
+	case COL_SA_REQID: set_u32(vb, ASN_UNSIGNED, e->key->reqid); return 0;
+	case COL_SA_IKE_ID: set_u32(vb, ASN_UNSIGNED, e->key->ike_id); return 0;
+	case COL_SA_STATE: set_int(vb, (long)e->state + 1); return 0;   /* larval(1).. */
+	case COL_SA_EXPIRY: set_int(vb, (long)e->expiry + 1); return 0; /* none(1).. */
+	case COL_SA_PACKETS: set_c64(vb, e->packets); return 0;
+	case COL_SA_OCTETS: set_c64(vb, e->bytes); return 0;
+	case COL_SA_DROPS: set_c64(vb, e->drops); return 0;
+	case COL_SA_CREATED: set_u32(vb, ASN_UNSIGNED, e->created); return 0;
+	case COL_SA_LAST_USED: set_u32(vb, ASN_UNSIGNED, e->last_used); return 0;
 	}
-	return SNMP_ERR_NOERROR;
+	if (col < COL_SA_SOFT_SECONDS || col > COL_SA_LAST)
+		return SNMP_NOSUCHOBJECT;
+	unsigned l = col - COL_SA_SOFT_SECONDS;
+
+	/* a limit the SA does not have has no instance (the table is sparse) */
+	if (!(e->have_left & (1u << l)))
+		return SNMP_NOSUCHINSTANCE;
+	if (l == XS_LEFT_SOFT_SECONDS || l == XS_LEFT_HARD_SECONDS)
+		set_u32(vb, ASN_UNSIGNED, e->left[l]);
+	else
+		set_c64(vb, e->left[l]);
+	return 0;
 }
 
-static int worker_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
-			  netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+static int worker_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 {
-	if (reqinfo->mode != MODE_GET)
-		return SNMP_ERR_NOERROR;
-	for (netsnmp_request_info *r = requests; r; r = r->next) {
-		const struct xs_worker_row *e = r->processed ? NULL : netsnmp_tdata_extract_entry(r);
-		netsnmp_table_request_info *ti = netsnmp_extract_table_info(r);
+	const struct xs_worker_row *e = row;
 
-		if (r->processed)
-			continue;
-		if (!e || !ti || ti->colnum < COL_W_FIRST || ti->colnum > COL_W_LAST) {
-			netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHINSTANCE);
-			continue;
-		}
-		set_c64(r->requestvb, e->v[ti->colnum - COL_W_FIRST]);
-	}
-	return SNMP_ERR_NOERROR;
+	if (col < COL_W_FIRST || col > COL_W_LAST)
+		return SNMP_NOSUCHINSTANCE;
+	set_c64(vb, e->v[col - COL_W_FIRST]);
+	return 0;
 }
 
-static int drop_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
-			netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+static int drop_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 {
+	const struct xs_drop_row *e = row;
+
+	switch (col) {
+	case COL_DROP_PACKETS: set_c64(vb, e->total); return 0;
+	case COL_DROP_SA: set_c64(vb, e->sa); return 0;
+	case COL_DROP_NOSA: set_c64(vb, e->nosa); return 0;
+	}
+	return SNMP_NOSUCHOBJECT;
+}
+
+/* XIPSEC-MIB's tables: where each is registered, its columns and index, and how a column of one of
+ * its rows is read. */
+static const struct table {
+	const char *name;
+	const oid *oid;
+	size_t oid_len;
+	unsigned min_col, max_col;
+	int index[5];               /* ASN types of the index parts, 0-terminated */
+	int (*column)(netsnmp_variable_list *vb, const void *row, unsigned col);
+} tables[XS_TABLES] = {
+	[T_SA] = { "xipsecSaTable", sa_table_oid, OID_LENGTH(sa_table_oid), COL_SA_SOURCE,
+		   COL_SA_LAST, { ASN_UNSIGNED, ASN_INTEGER, ASN_INTEGER, ASN_OCTET_STR }, sa_column },
+	[T_WORKER] = { "xipsecWorkerTable", worker_table_oid, OID_LENGTH(worker_table_oid),
+		       COL_W_FIRST, COL_W_LAST, { ASN_UNSIGNED }, worker_column },
+	[T_DROP] = { "xipsecDropTable", drop_table_oid, OID_LENGTH(drop_table_oid),
+		     COL_DROP_PACKETS, COL_DROP_NOSA, { ASN_OCTET_STR }, drop_column },
+};
+
+/* Every table's GET: the row the table-data helper found for each request, read by the table's
+ * column function (handler->myvoid); a request without a row has no instance. */
+static int table_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
+			 netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+{
+	const struct table *t = handler->myvoid;
+
 	if (reqinfo->mode != MODE_GET)
 		return SNMP_ERR_NOERROR;
 	for (netsnmp_request_info *r = requests; r; r = r->next) {
-		const struct xs_drop_row *e = r->processed ? NULL : netsnmp_tdata_extract_entry(r);
-		netsnmp_table_request_info *ti = netsnmp_extract_table_info(r);
+		const void *e;
+		netsnmp_table_request_info *ti;
+		int err;
 
 		if (r->processed)
 			continue;
-		if (!e || !ti) {
-			netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHINSTANCE);
-			continue;
-		}
-		switch (ti->colnum) {
-		case COL_DROP_PACKETS: set_c64(r->requestvb, e->total); break;
-		case COL_DROP_SA: set_c64(r->requestvb, e->sa); break;
-		case COL_DROP_NOSA: set_c64(r->requestvb, e->nosa); break;
-		default: netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHOBJECT);
-		}
+		e = netsnmp_tdata_extract_entry(r);
+		ti = netsnmp_extract_table_info(r);
+		err = SNMP_NOSUCHINSTANCE;
+		if (e && ti)
+			err = t->column(r->requestvb, e, ti->colnum);
+		if (err)
+			netsnmp_set_request_error(reqinfo, r, err);
 	}
 	return SNMP_ERR_NOERROR;
 }
@@ -328,28 +331,26 @@ static int sync_handler(netsnmp_mib_handler *handler, netsnmp_handler_registrati
 	return netsnmp_call_next_handler(handler, reg, reqinfo, requests);
 }
 
-static int register_table(const char *name, const oid *o, size_t olen, Netsnmp_Node_Handler *h,
-			  netsnmp_tdata *t, unsigned min_col, unsigned max_col, ...)
+static int register_table(const struct table *t, netsnmp_tdata *data)
 {
 	netsnmp_handler_registration *reg;
 	netsnmp_table_registration_info *ti;
-	va_list ap;
-	int type;
 
-	reg = netsnmp_create_handler_registration(name, h, o, olen, HANDLER_CAN_RONLY);
+	reg = netsnmp_create_handler_registration(t->name, table_handler, t->oid, t->oid_len,
+						  HANDLER_CAN_RONLY);
 	ti = SNMP_MALLOC_TYPEDEF(netsnmp_table_registration_info);
 	if (!reg || !ti)
 		return -ENOMEM;
-	va_start(ap, max_col);
-	while ((type = va_arg(ap, int)) != 0)
-		netsnmp_table_helper_add_index(ti, type);
-	va_end(ap);
-	ti->min_column = min_col;
-	ti->max_column = max_col;
-	if (netsnmp_tdata_register(reg, t, ti) != MIB_REGISTERED_OK)
+	reg->handler->myvoid = (void *)t;
+	for (const int *type = t->index; *type; type++)
+		netsnmp_table_helper_add_index(ti, *type);
+	ti->min_column = t->min_col;
+	ti->max_column = t->max_col;
+	if (netsnmp_tdata_register(reg, data, ti) != MIB_REGISTERED_OK)
 		return -EINVAL;
 	/* first in the chain: the table-data registration looks rows up in its table helper already */
-	if (netsnmp_inject_handler(reg, netsnmp_create_handler("xipsec_view", sync_handler)) != SNMPERR_SUCCESS)
+	if (netsnmp_inject_handler(reg, netsnmp_create_handler("xipsec_view", sync_handler)) !=
+	    SNMPERR_SUCCESS)
 		return -EINVAL;
 	return 0;
 }
@@ -361,34 +362,23 @@ int xs_mib_init(const struct xs_mib_conf *conf)
 	M.conf = *conf;
 	if (!M.conf.cache_seconds)
 		M.conf.cache_seconds = 1;
-	M.sa = netsnmp_tdata_create_table("xipsecSaTable", 0);
-	M.worker = netsnmp_tdata_create_table("xipsecWorkerTable", 0);
-	M.drop = netsnmp_tdata_create_table("xipsecDropTable", 0);
-	if (!M.sa || !M.worker || !M.drop)
-		return -ENOMEM;
+	for (unsigned i = 0; i < XS_TABLES; i++)
+		if (!(M.t[i] = netsnmp_tdata_create_table(tables[i].name, 0)))
+			return -ENOMEM;
 
 	reg = netsnmp_create_handler_registration("xipsecGlobals", globals_handler, globals_oid,
 						  OID_LENGTH(globals_oid), HANDLER_CAN_RONLY);
 	if (!reg || netsnmp_register_scalar_group(reg, 1, XS_G_MAX) != MIB_REGISTERED_OK)
 		return -EINVAL;
-	if (register_table("xipsecSaTable", sa_table_oid, OID_LENGTH(sa_table_oid), sa_handler, M.sa,
-			   COL_SA_SOURCE, COL_SA_LAST, ASN_UNSIGNED, ASN_INTEGER, ASN_INTEGER, ASN_OCTET_STR, 0) ||
-	    register_table("xipsecWorkerTable", worker_table_oid, OID_LENGTH(worker_table_oid), worker_handler,
-			   M.worker, COL_W_FIRST, COL_W_LAST, ASN_UNSIGNED, 0) ||
-	    register_table("xipsecDropTable", drop_table_oid, OID_LENGTH(drop_table_oid), drop_handler, M.drop,
-			   COL_DROP_PACKETS, COL_DROP_NOSA, ASN_OCTET_STR, 0))
-		return -EINVAL;
+	for (unsigned i = 0; i < XS_TABLES; i++)
+		if (register_table(&tables[i], M.t[i]))
+			return -EINVAL;
 	return 0;
 }
 
 void xs_mib_shutdown(void)
 {
-	if (M.sa)
-		tdata_clear(M.sa);
-	if (M.worker)
-		tdata_clear(M.worker);
-	if (M.drop)
-		tdata_clear(M.drop);
+	tables_clear();
 	xs_view_free(&M.view);
 	M.have_view = false;
 }

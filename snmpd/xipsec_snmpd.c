@@ -5,16 +5,7 @@
  * (versions, users, communities, views); the subagent only ever reads. When the master goes away it
  * keeps running and reconnects every AgentX ping interval. This file owns the command line, the
  * Net-SNMP set-up and the main loop. xipsec-snmpd(8) is its manual. */
-#include <net-snmp/net-snmp-config.h>
-#include <net-snmp/net-snmp-includes.h>
-#include <net-snmp/agent/net-snmp-agent-includes.h>
-/* Net-SNMP's config header defines the autoconf package macros too; ours follow. */
-#undef PACKAGE_BUGREPORT
-#undef PACKAGE_NAME
-#undef PACKAGE_STRING
-#undef PACKAGE_TARNAME
-#undef PACKAGE_URL
-#undef PACKAGE_VERSION
+#include "snmpd/netsnmp.h"
 #include "config.h"
 
 #include <errno.h>
