@@ -24,14 +24,3 @@ ike_xipsec_iked_LDADD = $(SADB_LIBS) $(IKE_SWAN_LIBS)
 dist_man_MANS += ike/xipsec-iked.8
 
 endif
-
-# `ipsecctl ike` (tools/ike_cmd.c, ours) talks VICI through Debian's libvici (/usr/lib/ipsec): the
-# hooks tools/local.mk offers for it, plus the run path the library needs.
-if HAVE_STRONGSWAN
-IPSECCTL_IKE_CPPFLAGS += -DXIPSEC_HAVE_VICI -I$(SWAN_SRC)/src/libcharon/plugins/vici
-IPSECCTL_IKE_LIBS += -lvici
-IPSECCTL_IKE_LINK = -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
-else
-IPSECCTL_IKE_LINK =
-endif
-tools_ipsecctl_LDFLAGS = $(AM_LDFLAGS) $(IPSECCTL_IKE_LINK)

@@ -137,7 +137,7 @@ while read -r cmd args; do
 	vici) # shellcheck disable=SC2086
 		"$VICI" "$URI" $args 2>&1 || rc=$? ;;
 	cpu) echo "cpu $(cpu_ns "$PIDA") $(cpu_ns "$PIDB")" ;;
-	maxqm) XIPSEC_IKED_RUN="$XT_DIR/A/run" "$top_builddir/tools/ipsecctl" ike maxqm set "$args" >&2 || rc=$? ;;
+	maxqm) XIPSEC_IKED_RUN="$XT_DIR/A/run" "$top_builddir/ipsecctl/ipsecctl" ike maxqm set "$args" >&2 || rc=$? ;;
 	loss) loss "$args" || rc=$? ;;
 	status) ike_status A "$args" ;;
 	flush) xt_wait 20 flushed || rc=1 ;;

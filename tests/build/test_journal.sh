@@ -9,7 +9,7 @@ SADB=/dev/shm/xipsec-journal-test-$$
 trap 'rm -rf "$T"; rm -f "$SADB"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 DPD="$top_builddir/dataplane/xipsecd/xipsecd"
 printf 'esp tunnel from 10.1.0.0/24 to\n' > "$T/bad.conf"
 

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_http.c: libFuzzer target for the metrics exporter's HTTP request parser and router
- * (tools/metrics_http.c), which `ipsecctl metrics --listen` runs on bytes from any local client.
+ * (metrics/metrics_http.c), which `ipsecctl metrics --listen` runs on bytes from any local client.
  * Each input is a request as received, in an exact-size buffer (ASan sees a read past its end).
  * Any answer is fine as long as it is one the exporter knows how to send, and a parsed request
  * never claims more bytes than it was given, or a path that is not "/..." and NUL-terminated. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/metrics.h"
+#include "metrics/metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -126,11 +126,11 @@ tests/fuzz/obj/h_reasm.o: $(srcdir)/tests/fuzz/fuzz_reasm.c $(FUZZ_REASM_HDRS) c
 tests/fuzz/fuzz_reasm: tests/fuzz/obj/h_reasm.o tests/fuzz/obj/dp_frag.o
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_reasm.o tests/fuzz/obj/dp_frag.o -o $@
 
-# The metrics exporter's HTTP request parser (tools/metrics_http.c), on its own: no SADB, no VICI.
-FUZZ_HTTP_HDRS = $(srcdir)/tools/metrics.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h
-tests/fuzz/obj/metrics_http.o: $(srcdir)/tools/metrics_http.c $(FUZZ_HTTP_HDRS) config.h
+# The metrics exporter's HTTP request parser (metrics/metrics_http.c), on its own: no SADB, no VICI.
+FUZZ_HTTP_HDRS = $(srcdir)/metrics/metrics.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h
+tests/fuzz/obj/metrics_http.o: $(srcdir)/metrics/metrics_http.c $(FUZZ_HTTP_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj
-	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tools/metrics_http.c -o $@
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/metrics/metrics_http.c -o $@
 
 tests/fuzz/obj/h_http.o: $(srcdir)/tests/fuzz/fuzz_http.c $(FUZZ_HTTP_HDRS) config.h
 	@$(MKDIR_P) tests/fuzz/obj

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/ipsecctl.h"
+#include "ipsecctl/ipsecctl.h"
 
 static char *print(const struct ctl_conf *c, size_t *len)
 {

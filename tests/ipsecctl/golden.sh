@@ -12,7 +12,7 @@
 # UPDATE_GOLDEN=1 rewrites the .ok files from the current output (review the diff before committing).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 DIR="$top_srcdir/tests/ipsecctl"
 T=$(mktemp -d /tmp/ipsecctl-golden.XXXXXX)
 trap 'rm -rf "$T"' EXIT

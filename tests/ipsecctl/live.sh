@@ -8,7 +8,7 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 PY=${PYTHON:-/usr/bin/python3}
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 DRIVE="$top_builddir/tests/ipsecctl/esp-drive"
 T=$(mktemp -d /tmp/ipsecctl-live.XXXXXX)
 trap 'rm -rf "$T"' EXIT

@@ -28,14 +28,14 @@ tests_ipsecctl_esp_drive_SOURCES = tests/ipsecctl/esp-drive.c
 tests_ipsecctl_esp_drive_LDADD = sadb/libsadb.a $(ESP_LIBS)
 # fuzz-conf.sh: libFuzzer over the configuration parser and its -n round trip. Built with clang
 # straight from the sources (the automake objects are gcc-built, without the fuzzer's coverage):
-# tools/libipsecctl.a's and sadb/libsadb.a's sources, as their local.mk files list them, compiled
+# ipsecctl/libipsecctl.a's and sadb/libsadb.a's sources, as their local.mk files list them, compiled
 # again into clang archives of the same contents, so a file added to a library needs no rule here.
 IPSECCTL_FUZZ_CFLAGS = -g -O1 -std=gnu11 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
 	-I$(top_srcdir) -I$(top_builddir) -include config.h
 IPSECCTL_FUZZ_LIB = tests/ipsecctl/fz/libipsecctl.a tests/ipsecctl/fz/libsadb.a
 IPSECCTL_FUZZ_OBJS = tests/ipsecctl/fz/fuzz_conf.o
-IPSECCTL_FUZZ_HDRS = $(srcdir)/tools/ipsecctl.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h \
+IPSECCTL_FUZZ_HDRS = $(srcdir)/ipsecctl/ipsecctl.h $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_drops.h \
 	$(srcdir)/sadb/sadb_int.h config.h
 # the .c files of a library's source list ($$srcs) built with clang into the archive $@
 IPSECCTL_FUZZ_AR = set -e; rm -f $@; d=$@.d; $(MKDIR_P) $$d; objs=; \
@@ -46,8 +46,8 @@ IPSECCTL_FUZZ_AR = set -e; rm -f $@; d=$@.d; $(MKDIR_P) $$d; objs=; \
 		objs="$$objs $$o"; \
 	done; \
 	$(AR) cr $@ $$objs
-tests/ipsecctl/fz/libipsecctl.a: $(tools_libipsecctl_a_SOURCES) $(IPSECCTL_FUZZ_HDRS)
-	$(AM_V_CC)srcs='$(tools_libipsecctl_a_SOURCES)'; $(IPSECCTL_FUZZ_AR)
+tests/ipsecctl/fz/libipsecctl.a: $(ipsecctl_libipsecctl_a_SOURCES) $(IPSECCTL_FUZZ_HDRS)
+	$(AM_V_CC)srcs='$(ipsecctl_libipsecctl_a_SOURCES)'; $(IPSECCTL_FUZZ_AR)
 tests/ipsecctl/fz/libsadb.a: $(sadb_libsadb_a_SOURCES) $(IPSECCTL_FUZZ_HDRS)
 	$(AM_V_CC)srcs='$(sadb_libsadb_a_SOURCES)'; $(IPSECCTL_FUZZ_AR)
 tests/ipsecctl/fz/fuzz_conf.o: $(srcdir)/tests/ipsecctl/fuzz_conf.c $(IPSECCTL_FUZZ_HDRS)

@@ -6,7 +6,7 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 PY=${PYTHON:-/usr/bin/python3}
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 POKE="$top_builddir/tests/ipsecctl/rt-poke"
 T=$(mktemp -d /tmp/ipsecctl-monitor.XXXXXX)
 pid=

@@ -8,7 +8,7 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 PY=${PYTHON:-/usr/bin/python3}
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 POKE="$top_builddir/tests/ipsecctl/rt-poke"
 TESTCTL="$top_builddir/tests/tools/dp_testctl"
 T=$(mktemp -d /tmp/ipsecctl-reload.XXXXXX)

@@ -7,7 +7,7 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 PY=${PYTHON:-/usr/bin/python3}
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 T=$(mktemp -d /tmp/ipsecctl-tshark.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 command -v tshark >/dev/null || { echo "tshark missing (apt-get install tshark)"; exit 77; }

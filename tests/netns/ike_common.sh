@@ -8,7 +8,7 @@
 #   ike_swanctl SIDE ME PEER SPEC write SIDE's swanctl.conf: connections, CHILD SAs, the PSK
 #   ike_start SIDE [ARGS]         start xipsec-iked for SIDE and wait for its VICI socket
 #   ike_ctl SIDE ARGS             swanctl against SIDE's daemon
-#   ike_ipsecctl SIDE ARGS        `ipsecctl ike` against SIDE's daemon (tools/ipsecctl, or skip)
+#   ike_ipsecctl SIDE ARGS        `ipsecctl ike` against SIDE's daemon (ipsecctl/ipsecctl, or skip)
 #   ike_dump SIDE [ARGS]          sadb-dump of SIDE's SADB
 #   ike_match A B                 A's inbound SAs == B's outbound SAs and vice versa (fail otherwise)
 #   ike_status SIDE KEY           a counter from SIDE's status file
@@ -84,8 +84,8 @@ ike_ctl() {
 
 ike_ipsecctl() {
 	local side=$1; shift
-	[ -x "$top_builddir/tools/ipsecctl" ] || return 77
-	XIPSEC_IKED_RUN="$XT_DIR/$side/run" timeout 30 "$top_builddir/tools/ipsecctl" ike "$@"
+	[ -x "$top_builddir/ipsecctl/ipsecctl" ] || return 77
+	XIPSEC_IKED_RUN="$XT_DIR/$side/run" timeout 30 "$top_builddir/ipsecctl/ipsecctl" ike "$@"
 }
 
 ike_dump() {
@@ -145,7 +145,7 @@ ike_match() {
 # an outbound SA of the other (SPI, endpoints, mode, transforms, keys, NAT-T ports) and the other way
 # round. Prints the number of SAs on A; returns 77 when ipsecctl is not built.
 ike_ipsecctl_match() {
-	local ctl="$top_builddir/tools/ipsecctl"
+	local ctl="$top_builddir/ipsecctl/ipsecctl"
 	[ -x "$ctl" ] || return 77
 	"$ctl" --json --show-keys --sadb "$(ike_sadb "$1")" show sa > "$XT_DIR/show-$1.json" || return 1
 	"$ctl" --json --show-keys --sadb "$(ike_sadb "$2")" show sa > "$XT_DIR/show-$2.json" || return 1

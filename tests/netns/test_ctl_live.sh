@@ -6,7 +6,7 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require tcpdump tshark ping
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 
 dp_topo 1

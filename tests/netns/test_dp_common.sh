@@ -248,7 +248,7 @@ dp_inner() {
 
 # dp_tshark_rows GW: the tshark esp_sa rows of GW's SAs: `ipsecctl export wireshark --tshark`
 dp_tshark_args() {
-	local ctl="$DP_BUILD/tools/ipsecctl" gw=$1
+	local ctl="$DP_BUILD/ipsecctl/ipsecctl" gw=$1
 	[ -x "$ctl" ] || xt_skip "ipsecctl not built (needed to export keys for tshark)"
 	timeout 30 "$ctl" --sadb "$(dp_sadb_of "$gw")" export wireshark --tshark
 }

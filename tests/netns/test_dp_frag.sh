@@ -17,7 +17,7 @@
 xt_require ip ethtool ping tcpdump tshark
 . "$top_srcdir/tests/netns/test_dp_common.sh"
 "$PYTHON" -c 'import scapy.layers.ipsec' 2>/dev/null || xt_skip "scapy missing for $PYTHON"
-CTL="$DP_BUILD/tools/ipsecctl"
+CTL="$DP_BUILD/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 
 dp_topo 1

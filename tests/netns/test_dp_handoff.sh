@@ -121,7 +121,7 @@ jobs=$(w gw2 $own handoff_jobs); pk=$(w gw2 $own handoff_pkts); done_o=$(w gw2 $
 u=$(w gw2 $own unprotect)
 [ "$u" -ge "$pk" ] || xt_fail "gw2 worker $own forwarded $u decrypted packets, fewer than the $pk decrypted for it"
 # the SADB's worker records (ipsecctl show stats, metrics, SNMP) count the same as the status
-timeout 30 "$DP_BUILD/tools/ipsecctl" --sadb "$(dp_sadb_of gw2)" --json show stats > "$XT_DIR/gw2-stats.json" ||
+timeout 30 "$DP_BUILD/ipsecctl/ipsecctl" --sadb "$(dp_sadb_of gw2)" --json show stats > "$XT_DIR/gw2-stats.json" ||
 	xt_fail "ipsecctl show stats on gw2"
 for k in handoff_jobs handoff_pkts handoff_back handoff_done; do
 	for i in 0 1; do

@@ -93,7 +93,7 @@ blocked() {
 dp_ctl gw3 del 0x202 esp 192.0.2.2
 blocked nosa sa_state "a hub -> B SA"
 # No hub -> B policy either: no_policy.
-timeout 30 "$top_builddir/tools/ipsecctl" --sadb "$(dp_sadb_of gw3)" policy delete out \
+timeout 30 "$top_builddir/ipsecctl/ipsecctl" --sadb "$(dp_sadb_of gw3)" policy delete out \
 	from 10.0.0.0/8 to 10.2.0.0/24 || xt_fail "cannot delete the hub -> B policy"
 blocked nopol no_policy "a hub -> B policy"
 xt_log "without the hub -> B SA: sa_state drops; without its policy: no_policy drops; nothing in clear"

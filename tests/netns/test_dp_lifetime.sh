@@ -14,7 +14,7 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ping
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 
 export XIPSEC_STATE_DIR="$XT_DIR/state"   # the GCM SAs' sequence marks (dp_seqmark.c)

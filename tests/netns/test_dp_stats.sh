@@ -8,7 +8,7 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool ping
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 "$PYTHON" -c "import scapy.layers.ipsec" 2>/dev/null || xt_skip "scapy not available for $PYTHON"
 

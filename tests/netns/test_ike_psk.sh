@@ -63,7 +63,7 @@ if out=$(ike_ipsecctl A list); then
 	echo "$out" | grep -q "net1\[.*INSTALLED TUNNEL ESP" || { echo "$out" >&2; xt_fail "ipsecctl ike list: no CHILD SA net1"; }
 	ike_ipsecctl A terminate --ike v2 || xt_fail "ipsecctl ike terminate failed"
 	# bad input: a clear error and the right exit code (2 usage, 1 runtime), nothing changed
-	ctl="$top_builddir/tools/ipsecctl"
+	ctl="$top_builddir/ipsecctl/ipsecctl"
 	out=$("$ctl" ike --run-dir "$XT_DIR/nowhere" list 2>&1); rc=$?
 	[ "$rc" -eq 1 ] && echo "$out" | grep -q "cannot connect to xipsec-iked" || xt_fail "ike list without a daemon: rc $rc: $out"
 	"$ctl" ike bogus >/dev/null 2>&1; [ $? -eq 2 ] || xt_fail "ike bogus: not a usage error"

@@ -18,7 +18,7 @@
 xt_require ethtool socat ping ss tcpdump tshark
 ike_require
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-IPSECCTL="$top_builddir/tools/ipsecctl"
+IPSECCTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$IPSECCTL" ] || xt_skip "ipsecctl not built"
 
 dp_topo 1

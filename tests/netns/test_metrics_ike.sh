@@ -8,7 +8,7 @@
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 ike_require
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 ike_pair
 

@@ -10,7 +10,7 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool ping curl prometheus promtool
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 
 N=9 SPI1=0x1000 SPI2=0x2000 PORT1=9786 PORT2=9787 PROM=9090

@@ -9,7 +9,7 @@
 # not show until the interval has passed).
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip curl setpriv promtool
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 PY=${PYTHON:-/usr/bin/python3}
 id nobody >/dev/null 2>&1 || xt_skip "no user nobody"

@@ -5,7 +5,7 @@
 # SNMPv3 only, authPriv (SHA + AES) user, read-only view of the xipsec subtree; plus, for this test
 # only, a read-write user, to show that the subagent itself refuses SET. Traffic is known: exactly
 # N_PING pings h1 -> h2 through the AES-GCM tunnel and N_NOPOL plaintext pings to gw2 without a
-# policy. Over SNMP (MIB names resolved with mib/): every SA's packet and octet counters equal the
+# policy. Over SNMP (MIB names resolved with snmpd/mib/): every SA's packet and octet counters equal the
 # SADB's (ipsecctl), the Prometheus export's and N_PING, the drop-reason table counts the no_policy
 # drops as ipsecctl does, the scalars and the worker table agree, the remaining lifetimes exist
 # exactly where limits are set;
@@ -14,13 +14,13 @@
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool ping snmpd snmpget snmpwalk snmpbulkwalk snmpset snmptranslate
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-CTL="$top_builddir/tools/ipsecctl"
-AGENT="$top_builddir/tools/xipsec-snmpd"
+CTL="$top_builddir/ipsecctl/ipsecctl"
+AGENT="$top_builddir/snmpd/xipsec-snmpd"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 [ -x "$AGENT" ] || xt_skip "xipsec-snmpd not built (configure found no libsnmp-dev)"
 
 N_PING=7 N_NOPOL=3
-MIBDIRS="$top_srcdir/mib/ietf:$top_srcdir/mib"
+MIBDIRS="$top_srcdir/snmpd/mib/ietf:$top_srcdir/snmpd/mib"
 SD="$XT_DIR/snmp"
 SOCK="$SD/agentx.sock"
 PORT=1161
@@ -86,7 +86,7 @@ xt_bg gw2 snmp-agent "$AGENT" --agentx-socket "$SOCK" --sadb "$(dp_sadb_of gw2)"
 xt_wait 10 grep -q "subagent connected" "$XT_DIR/snmp-agent.log" ||
 	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not connect"; }
 
-snmp() { # snmp CMD [-OPTIONS...] OIDS...: a v3 authPriv request in gw2, MIB names via mib/
+snmp() { # snmp CMD [-OPTIONS...] OIDS...: a v3 authPriv request in gw2, MIB names via snmpd/mib/
 	local cmd=$1 opts=(); shift
 	while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do opts+=("$1"); shift; done
 	xt_exec gw2 "$cmd" $V3 -m XIPSEC-MIB -M "$MIBDIRS" -t 3 -r 1 "${opts[@]}" "127.0.0.1:$PORT" "$@"

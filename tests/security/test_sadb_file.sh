@@ -10,7 +10,7 @@
 # at any interface, and the interfaces named here do not exist.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require setpriv mkfifo cmp xxd
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 XIPSECD="$top_builddir/dataplane/xipsecd/xipsecd"
 TESTCTL="$top_builddir/tests/tools/dp_testctl"
 IKED="$top_builddir/ike/xipsec-iked"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# tests/snmp/test_mib.sh: XIPSEC-MIB (mib/XIPSEC-MIB.txt) is a clean SMIv2 module: libsmi's smilint
+# tests/snmp/test_mib.sh: XIPSEC-MIB (snmpd/mib/XIPSEC-MIB.txt) is a clean SMIv2 module: libsmi's smilint
 # finds nothing at level 3 (errors and severe warnings; it exits 0 either way, so its output is what
-# counts), and Net-SNMP loads it from mib/ with the IETF base modules of mib/ietf/: every object of
-# the module translates, and the OIDs the subagent registers (tools/snmp_mib.c) are the module's.
+# counts), and Net-SNMP loads it from snmpd/mib/ with the IETF base modules of snmpd/mib/ietf/:
+# every object of the module translates, and the OIDs the subagent registers (snmpd/snmp_mib.c) are
+# the module's.
 set -u
 for c in smilint snmptranslate; do
 	command -v "$c" >/dev/null || { echo "SKIP: needs $c (smitools, snmp)"; exit 77; }
 done
-mib="$top_srcdir/mib"
+mib="$top_srcdir/snmpd/mib"
 # Net-SNMP's tools keep state in a persistent directory and say so on stderr the first time they
 # create its cert_indexes/ (on a fresh machine, /var/lib/snmp has none): the test gives them a
 # directory of its own, already made, so that their stderr carries only what the module causes.

@@ -1,4 +1,4 @@
-/* tests/snmp/test_snmp_view.c: unit tests of xipsec-snmpd's view (tools/snmp_view.c), the join of one
+/* tests/snmp/test_snmp_view.c: unit tests of xipsec-snmpd's view (snmpd/snmp_view.c), the join of one
  * metrics snapshot into XIPSEC-MIB's scalars and table rows, over a real SADB whose runtime counters
  * and dataplane records the test sets: every SA row carries its key and counters, drops summed over
  * reasons, state and expiry as counted, remaining lifetimes only where a limit is set; worker rows
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "tools/snmp_view.h"
+#include "snmpd/snmp_view.h"
 #include "tests/unit/sadb_testlib.h"
 
 static const struct xs_drop_row *drop_row(const struct xs_view *v, const char *name)

@@ -1,4 +1,4 @@
-/* tests/unit/test_ipsecctl.c: unit tests of ipsecctl's parsers (tools/libipsecctl.a): hex keys,
+/* tests/unit/test_ipsecctl.c: unit tests of ipsecctl's parsers (ipsecctl/libipsecctl.a): hex keys,
  * prefixes, numbers and durations, the algorithm table checked against libsadb's own transform
  * table, JSON escaping (RFC 8259 §7), statement parsing into SADB records, keys shared between
  * many SAs, the Mobile IPv6 statements' expansion, a randomised parse -> print -> parse round
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "tools/ipsecctl.h"
+#include "ipsecctl/ipsecctl.h"
 
 /* ---- hex keys ---- */
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_metrics.c: unit tests of the metrics collection layer and its Prometheus text
- * writer and HTTP parser (tools/libxmetrics.a): label and help escaping, the HELP/TYPE lines and
+ * writer and HTTP parser (metrics/libxmetrics.a): label and help escaping, the HELP/TYPE lines and
  * the sample lines of every family over a real SADB whose runtime counters the test sets (the values
  * must come out exactly, lifetimes remaining included), the family table's naming rules (counters
  * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "tools/metrics.h"
+#include "metrics/metrics.h"
 #include "tests/unit/sadb_testlib.h"
 
 static char *memout(void (*fn)(FILE *, const char *), const char *in)

@@ -1,0 +1,236 @@
+/* ipsecctl/ipsecctl_bindings.c: `ipsecctl show bindings`: the Mobile IPv6 home agent's binding cache and
+ * counters, asked of the running xipsecd over its control socket (bindings are the dataplane's
+ * state, not the SADB's) and shown as text or JSON. The answer is xipsecd's tab-separated lines
+ * (dataplane/xipsecd/dp_mip6.c); a line this version does not know is skipped, a malformed one is
+ * an error naming it. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ipsecctl/ipsecctl.h"
+
+#define CTL_DEFAULT_XIPSECD "/run/xipsecd.sock"
+#define MAX_FIELDS 12
+
+/* Split line at tabs into f[]; returns the number of fields. */
+static int fields(char *line, char **f)
+{
+	int n = 0;
+
+	for (char *p = line; n < MAX_FIELDS;) {
+		f[n++] = p;
+		p = strchr(p, '\t');
+		if (!p)
+			break;
+		*p++ = 0;
+	}
+	return n;
+}
+
+static int ask(const char *path, char **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t cap = 65536, len = 0;
+	char *buf;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		ctl_err("control socket path too long: %s", path);
+		return CTL_EXIT_USAGE;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ctl_err("cannot reach xipsecd at %s: %s (is it running? --ctl PATH names its socket)", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return CTL_EXIT_ERR;
+	}
+	if (write(fd, "bindings\n", 9) != 9 || (buf = malloc(cap + 1)) == NULL) {
+		ctl_err("%s: %s", path, strerror(errno));
+		close(fd);
+		return CTL_EXIT_ERR;
+	}
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		/* a wedged daemon must not wedge the command */
+		if (poll(&pf, 1, 5000) <= 0) {
+			ctl_err("%s: no answer from xipsecd within 5 s", path);
+			break;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == cap) {
+			char *nb = realloc(buf, 2 * cap + 1);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = 0;
+	if (len < 4 || strcmp(buf + len - 4, "end\n")) {
+		ctl_err("%s: incomplete answer from xipsecd%s", path,
+			!strncmp(buf, "error:", 6) ? " (an xipsecd without a home agent?)" : "");
+		free(buf);
+		return CTL_EXIT_ERR;
+	}
+	*out = buf;
+	return CTL_EXIT_OK;
+}
+
+static uint64_t num(const char *s)
+{
+	return strtoull(s, NULL, 10);
+}
+
+static void traffic_json(struct ctl_json *j, const char *key, char **f)
+{
+	ctl_json_obj(j, key);
+	ctl_json_u64(j, "packets", num(f[0]));
+	ctl_json_u64(j, "bytes", num(f[1]));
+	ctl_json_end_obj(j);
+}
+
+/* One section's lines, in xipsecd's order. */
+struct sect {
+	char **v;
+	size_t n;
+};
+
+static int keep(struct sect *s, char *line)
+{
+	char **nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	s->v = nv;
+	s->v[s->n++] = line;
+	return 0;
+}
+
+enum { S_HA, S_BIND, S_COUNTER, S_REJECTED, S_DROPPED, S_N };
+
+int ctl_show_bindings(const struct ctl_opts *o)
+{
+	static const struct { const char *name, *json; int nf; } sec[S_N] = {
+		{ "home-agent", "home_agent", 6 }, { "binding", "bindings", 11 },
+		{ "counter", "counters", 3 }, { "rejected", "rejected", 3 }, { "dropped", "dropped", 3 },
+	};
+	const char *path = o->ctl_path ? o->ctl_path : CTL_DEFAULT_XIPSECD;
+	char *ans, *line, *save = NULL, *f[MAX_FIELDS];
+	struct sect v[S_N] = { { 0 } };
+	struct ctl_json j;
+	int rc = ask(path, &ans), lineno = 0;
+
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	for (line = strtok_r(ans, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strcspn(line, "\t");
+
+		lineno++;
+		if (!strcmp(line, "end"))
+			break;
+		for (int k = 0; k < S_N; k++) {
+			if (strlen(sec[k].name) != len || strncmp(line, sec[k].name, len))
+				continue;
+			char copy[512];
+			snprintf(copy, sizeof(copy), "%s", line);
+			if (fields(copy, f) != sec[k].nf) {
+				ctl_err("%s: malformed line %d of xipsecd's answer: '%.60s'", path, lineno, line);
+				rc = CTL_EXIT_ERR;
+				goto out;
+			}
+			if (keep(&v[k], line)) {
+				ctl_err("out of memory");
+				rc = CTL_EXIT_ERR;
+				goto out;
+			}
+		}
+	}
+	if (o->json) {
+		ctl_json_init(&j, stdout);
+		ctl_json_obj(&j, NULL);
+		if (!v[S_HA].n) {
+			ctl_json_null(&j, "home_agent");
+		} else {
+			fields(v[S_HA].v[0], f);
+			ctl_json_obj(&j, "home_agent");
+			ctl_json_str(&j, "address", f[1]);
+			ctl_json_str(&j, "link", f[2]);
+			ctl_json_u64(&j, "max_lifetime", num(f[3]));
+			ctl_json_u64(&j, "mobile_nodes", num(f[4]));
+			ctl_json_arr(&j, "prefixes");
+			for (char *s2 = NULL, *p = strtok_r(f[5], ",", &s2); p; p = strtok_r(NULL, ",", &s2))
+				ctl_json_str(&j, NULL, p);
+			ctl_json_end_arr(&j);
+			ctl_json_end_obj(&j);
+		}
+		ctl_json_arr(&j, "bindings");
+		for (size_t i = 0; i < v[S_BIND].n; i++) {
+			fields(v[S_BIND].v[i], f);
+			ctl_json_obj(&j, NULL);
+			ctl_json_str(&j, "home_address", f[1]);
+			ctl_json_str(&j, "care_of_address", f[2]);
+			ctl_json_u64(&j, "sequence", num(f[3]));
+			ctl_json_u64(&j, "lifetime", num(f[4]));
+			ctl_json_u64(&j, "lifetime_left", o->no_times ? 0 : num(f[5]));
+			ctl_json_u64(&j, "age", o->no_times ? 0 : num(f[6]));
+			traffic_json(&j, "to_mobile_node", f + 7);
+			traffic_json(&j, "from_mobile_node", f + 9);
+			ctl_json_end_obj(&j);
+		}
+		ctl_json_end_arr(&j);
+		for (int k = S_COUNTER; k < S_N; k++) {
+			ctl_json_obj(&j, sec[k].json);
+			for (size_t i = 0; i < v[k].n; i++) {
+				fields(v[k].v[i], f);
+				ctl_json_u64(&j, f[1], num(f[2]));
+			}
+			ctl_json_end_obj(&j);
+		}
+		ctl_json_end_obj(&j);
+		ctl_json_done(&j);
+	} else {
+		if (!v[S_HA].n) {
+			printf("# no home agent configured in xipsecd (%s)\n", path);
+		} else {
+			fields(v[S_HA].v[0], f);
+			printf("# home agent %s on %s: %s mobile node(s), bindings up to %s s, home prefixes %s\n",
+			       f[1], f[2], f[4], f[3], f[5]);
+		}
+		for (size_t i = 0; i < v[S_BIND].n; i++) {
+			fields(v[S_BIND].v[i], f);
+			printf("binding %s care-of %s sequence %s lifetime %s", f[1], f[2], f[3], f[4]);
+			if (!o->no_times)
+				printf(" (%s s left, registered %s s ago)", f[5], f[6]);
+			printf("\n\tto the mobile node %s packets %s bytes, from it %s packets %s bytes\n",
+			       f[7], f[8], f[9], f[10]);
+		}
+		for (int k = S_COUNTER; k < S_N; k++)
+			for (size_t i = 0; i < v[k].n; i++) {
+				fields(v[k].v[i], f);
+				printf("# %s %s %s\n", k == S_COUNTER ? "counter" : k == S_REJECTED ?
+				       "rejected with status" : "dropped:", f[1], f[2]);
+			}
+	}
+out:
+	for (int k = 0; k < S_N; k++)
+		free(v[k].v);
+	free(ans);
+	return rc;
+}

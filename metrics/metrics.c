@@ -1,0 +1,441 @@
+/* metrics/metrics.c: the metrics collection layer's families and its SADB part: the table of every
+ * family (name, help, type, row set, extra label), a snapshot's set-up and rows, and the reading of
+ * the SADB — per-SA runtime counters, lifetimes and expiry, the dataplane workers' records, SA and
+ * policy counts. The xipsec-iked part, with charon's names, is metrics/metrics_ike.c; samples are
+ * stored by metrics/metrics_snapshot.c; both are below this file. Reads the runtime areas the way
+ * ipsecctl's `show` does: each counter once with a relaxed load, the record as the owner writes it
+ * (doc/architecture.md rule 5). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "metrics/metrics.h"
+#include "metrics/metrics_int.h"
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static const char *reason_names[SADB_DROP_MAX];
+static pthread_once_t reason_once = PTHREAD_ONCE_INIT;
+
+static void reason_init(void)
+{
+	for (unsigned i = 0; i < SADB_DROP_MAX; i++)
+		reason_names[i] = i ? sadb_drop_name(i) : NULL; /* 0 is "none": never a drop */
+}
+
+static const char *const limit_names[] = { "soft", "hard" };
+
+enum sub_kind { SUB_NONE, SUB_REASON, SUB_LIMIT, SUB_IKE_STATE, SUB_CHILD_STATE, SUB_IKE_EVENT };
+
+struct fam_def {
+	const char *name, *help;
+	enum xm_type type;
+	enum xm_rows_kind rows;
+	enum sub_kind sub;
+};
+
+#define C XM_COUNTER
+#define G XM_GAUGE
+#define RG XM_ROWS_GLOBAL
+#define RS XM_ROWS_SA
+#define RW XM_ROWS_WORKER
+static const struct fam_def defs[XM_FAMILIES] = {
+	[XM_SADB_UP] = { "xipsec_sadb_up", "1 when the SADB could be opened and read, else 0", G, RG, 0 },
+	[XM_SADB_SAS] = { "xipsec_sadb_sas", "SAs in the SADB", G, RG, 0 },
+	[XM_SADB_SA_CAPACITY] = { "xipsec_sadb_sa_capacity", "SAs the SADB can hold", G, RG, 0 },
+	[XM_SADB_POLICIES] = { "xipsec_sadb_policies", "Policies in the SADB", G, RG, 0 },
+	[XM_SADB_POLICY_CAPACITY] = { "xipsec_sadb_policy_capacity", "Policies the SADB can hold", G, RG, 0 },
+	[XM_SADB_CHANGES] = { "xipsec_sadb_changes_total",
+		"Changes published to the SADB (its generation)", C, RG, 0 },
+	[XM_DP_UP] = { "xipsec_dataplane_up", "1 when the dataplane (xipsecd) that set up the SADB's "
+		"stats area is running, else 0", G, RG, 0 },
+	[XM_DP_START_TIME] = { "xipsec_dataplane_start_time_seconds",
+		"When the dataplane started, seconds since the epoch (0 = never)", G, RG, 0 },
+	[XM_DP_WORKERS] = { "xipsec_dataplane_workers", "Dataplane worker threads", G, RG, 0 },
+	[XM_DROPS] = { "xipsec_drops_total", "Packets the dataplane dropped, by reason (the SAs' "
+		"drops plus the drops that belong to no SA)", C, RG, SUB_REASON },
+	[XM_SA_PACKETS] = { "xipsec_sa_packets_total", "Packets the SA processed successfully", C, RS, 0 },
+	[XM_SA_BYTES] = { "xipsec_sa_bytes_total", "Bytes the SA processed successfully", C, RS, 0 },
+	[XM_SA_DROPS] = { "xipsec_sa_drops_total", "Packets of the SA dropped, by reason", C, RS,
+		SUB_REASON },
+	[XM_SA_STATE] = { "xipsec_sa_state", "SA state: 0 larval, 1 mature, 2 dying, 3 dead", G, RS, 0 },
+	[XM_SA_EXPIRY] = { "xipsec_sa_expiry", "SA lifetime reached: 0 none, 1 soft (to be replaced), "
+		"2 hard (every packet dropped)", G, RS, 0 },
+	[XM_SA_CREATED] = { "xipsec_sa_created_timestamp_seconds",
+		"When the SA was added, seconds since the epoch", G, RS, 0 },
+	[XM_SA_LAST_USED] = { "xipsec_sa_last_used_timestamp_seconds",
+		"When the SA last carried a packet, seconds since the epoch (0 = never)", G, RS, 0 },
+	[XM_SA_REMAIN_SECONDS] = { "xipsec_sa_lifetime_remaining_seconds",
+		"Seconds until the SA's soft or hard time limit", G, RS, SUB_LIMIT },
+	[XM_SA_REMAIN_BYTES] = { "xipsec_sa_lifetime_remaining_bytes",
+		"Bytes the SA may still carry before its soft or hard byte limit", G, RS, SUB_LIMIT },
+	[XM_SA_REMAIN_PACKETS] = { "xipsec_sa_lifetime_remaining_packets",
+		"Packets the SA may still carry before its soft or hard packet limit", G, RS, SUB_LIMIT },
+	[XM_W_RX_PACKETS] = { "xipsec_worker_rx_packets_total", "Packets the worker received", C, RW, 0 },
+	[XM_W_RX_BYTES] = { "xipsec_worker_rx_bytes_total", "Bytes the worker received", C, RW, 0 },
+	[XM_W_TX_PACKETS] = { "xipsec_worker_tx_packets_total", "Packets the worker transmitted", C, RW, 0 },
+	[XM_W_TX_BYTES] = { "xipsec_worker_tx_bytes_total", "Bytes the worker transmitted", C, RW, 0 },
+	[XM_W_FRAG_PACKETS] = { "xipsec_worker_fragmented_packets_total",
+		"IPv4 packets the worker cut into fragments", C, RW, 0 },
+	[XM_W_FRAG_MADE] = { "xipsec_worker_fragments_made_total",
+		"Fragments the worker's fragmented packets became", C, RW, 0 },
+	[XM_W_REASM_PACKETS] = { "xipsec_worker_reassembled_packets_total",
+		"Datagrams the worker reassembled from received fragments", C, RW, 0 },
+	[XM_W_REASM_FRAGS] = { "xipsec_worker_reassembled_fragments_total",
+		"Fragments that went into the worker's reassembled datagrams", C, RW, 0 },
+	[XM_W_HANDOFF_DONE] = { "xipsec_worker_handoff_decrypted_packets_total",
+		"Inbound packets the worker decrypted for other workers (hand-off)", C, RW, 0 },
+	[XM_W_HANDOFF_JOBS] = { "xipsec_worker_handoff_jobs_total",
+		"Jobs of inbound crypto the worker handed to other workers", C, RW, 0 },
+	[XM_W_HANDOFF_PKTS] = { "xipsec_worker_handoff_helped_packets_total",
+		"Packets of the worker's handed-off jobs that other workers decrypted", C, RW, 0 },
+	[XM_W_HANDOFF_BACK] = { "xipsec_worker_handoff_jobs_taken_back_total",
+		"Handed-off jobs the worker took back because no other worker claimed them in time", C, RW, 0 },
+	[XM_W_DROPS] = { "xipsec_worker_drops_total",
+		"Packets the worker dropped that belong to no SA, by reason", C, RW, SUB_REASON },
+	[XM_IKE_UP] = { "xipsec_ike_up", "1 when xipsec-iked answered over VICI, else 0", G, RG, 0 },
+	[XM_IKE_SAS] = { "xipsec_ike_sas", "IKE SAs by state", G, RG, SUB_IKE_STATE },
+	[XM_IKE_HALF_OPEN] = { "xipsec_ike_half_open_sas", "IKE SAs being set up (half-open)", G, RG, 0 },
+	[XM_IKE_CHILD_SAS] = { "xipsec_ike_child_sas", "CHILD SAs by state", G, RG, SUB_CHILD_STATE },
+	[XM_IKE_EVENTS] = { "xipsec_ike_events_total",
+		"IKE messages and rekeyings counted by charon, by event", C, RG, SUB_IKE_EVENT },
+	[XM_IKE_ESTABLISHED] = { "xipsec_ike_sa_established_total",
+		"IKE SAs established (IKEv1 Main/Aggressive Modes, IKEv2 IKE_AUTH and IKE SA rekeys)", C, RG, 0 },
+	[XM_IKE_MAIN_MODES] = { "xipsec_ike_main_modes_total", "IKEv1 SAs established", C, RG, 0 },
+	[XM_IKE_V2_SAS] = { "xipsec_ike_ikev2_sas_total", "IKEv2 SAs established or rekeyed", C, RG, 0 },
+	[XM_IKE_CHILD_ESTABLISHED] = { "xipsec_ike_child_sa_established_total",
+		"CHILD SAs (Quick Modes) established", C, RG, 0 },
+	[XM_IKE_CHILD_REKEYED] = { "xipsec_ike_child_sa_rekeyed_total", "CHILD SAs rekeyed", C, RG, 0 },
+	[XM_IKE_MAXQM_RENEWALS] = { "xipsec_ike_maxqm_renewals_total",
+		"IKE SAs renewed because they keyed maxqm CHILD SAs", C, RG, 0 },
+	[XM_IKE_SADB_ADDED] = { "xipsec_ike_sadb_sa_added_total",
+		"SAs xipsec-iked added to the SADB", C, RG, 0 },
+	[XM_IKE_SADB_DELETED] = { "xipsec_ike_sadb_sa_deleted_total",
+		"SAs xipsec-iked deleted from the SADB", C, RG, 0 },
+	[XM_IKE_SOFT_EXPIRED] = { "xipsec_ike_sadb_soft_expired_total",
+		"Negotiated SAs that reached their soft lifetime", C, RG, 0 },
+	[XM_IKE_HARD_EXPIRED] = { "xipsec_ike_sadb_hard_expired_total",
+		"Negotiated SAs that reached their hard lifetime", C, RG, 0 },
+	[XM_IKE_SEQ_SOFT_EXPIRED] = { "xipsec_ike_sadb_seq_soft_expired_total",
+		"Negotiated SAs that neared the end of their sequence number space", C, RG, 0 },
+};
+#undef C
+#undef G
+#undef RG
+#undef RS
+#undef RW
+
+/* ---- snapshots (their samples: metrics_snapshot.c) ---- */
+
+/* A new row whose label values are the n strings in vals. Returns the row or -ENOMEM. */
+static long rows_add(struct xm_rowset *r, const char *const *vals)
+{
+	size_t need = 0;
+
+	for (unsigned i = 0; i < r->n_labels; i++)
+		need += strlen(vals[i]) + 1;
+	if (r->text_len + need > r->text_cap) {
+		size_t cap = r->text_cap ? r->text_cap : 1024;
+		char *t;
+
+		while (cap < r->text_len + need)
+			cap *= 2;
+		if (!(t = realloc(r->text, cap)))
+			return -ENOMEM;
+		r->text = t;
+		r->text_cap = cap;
+	}
+	if ((r->n_rows + 1) * r->n_labels > r->off_cap) {
+		size_t cap = r->off_cap ? r->off_cap * 2 : 64 * (size_t)r->n_labels;
+		size_t *o = realloc(r->off, cap * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		r->off = o;
+		r->off_cap = cap;
+	}
+	for (unsigned i = 0; i < r->n_labels; i++) {
+		size_t l = strlen(vals[i]) + 1;
+
+		r->off[r->n_rows * r->n_labels + i] = r->text_len;
+		memcpy(r->text + r->text_len, vals[i], l);
+		r->text_len += l;
+	}
+	return (long)r->n_rows++;
+}
+
+static void snapshot_init(struct xm_snapshot *s, uint64_t now)
+{
+	memset(s, 0, sizeof(*s));
+	s->now = now;
+	s->global.kind = XM_ROWS_GLOBAL;
+	s->sa.kind = XM_ROWS_SA;
+	s->sa.n_labels = 5;
+	s->sa.label_names[0] = "spi";
+	s->sa.label_names[1] = "proto";
+	s->sa.label_names[2] = "dir";
+	s->sa.label_names[3] = "local";
+	s->sa.label_names[4] = "peer";
+	s->worker.kind = XM_ROWS_WORKER;
+	s->worker.n_labels = 1;
+	s->worker.label_names[0] = "worker";
+	for (unsigned i = 0; i < XM_FAMILIES; i++) {
+		struct xm_family *f = &s->fam[i];
+		const struct fam_def *d = &defs[i];
+
+		f->id = (enum xm_id)i;
+		f->name = d->name;
+		f->help = d->help;
+		f->type = d->type;
+		f->rows = d->rows == XM_ROWS_SA ? &s->sa : d->rows == XM_ROWS_WORKER ? &s->worker : &s->global;
+		switch (d->sub) {
+		case SUB_NONE:
+			break;
+		case SUB_REASON:
+			f->sub_label = "reason";
+			f->sub_values = reason_names;
+			f->n_sub = SADB_DROP_MAX;
+			break;
+		case SUB_LIMIT:
+			f->sub_label = "limit";
+			f->sub_values = limit_names;
+			f->n_sub = 2;
+			break;
+		case SUB_IKE_STATE:
+			f->sub_label = "state";
+			f->sub_values = xm_ike_state_names;
+			f->n_sub = XM_IKE_STATES;
+			break;
+		case SUB_CHILD_STATE:
+			f->sub_label = "state";
+			f->sub_values = xm_child_state_names;
+			f->n_sub = XM_CHILD_STATES;
+			break;
+		case SUB_IKE_EVENT:
+			f->sub_label = "event";
+			f->sub_values = xm_ike_event_names;
+			f->n_sub = XM_IKE_EVENTS_N;
+			break;
+		}
+	}
+}
+
+/* ---- the SADB ---- */
+
+static const char *proto_name(uint8_t p)
+{
+	return p == SADB_PROTO_ESP ? "esp" : p == SADB_PROTO_AH ? "ah" : "any";
+}
+
+static const char *dir_name(uint8_t d)
+{
+	return d == SADB_DIR_IN ? "in" : d == SADB_DIR_OUT ? "out" : d == SADB_DIR_FWD ? "fwd" : "?";
+}
+
+/* Seconds left of one time limit set (soft or hard): the earlier of the add and use limits; the use
+ * limit counts from the first packet, so an unused SA has all of it. UINT64_MAX: no time limit. */
+static uint64_t remain_seconds(const struct sadb_lifetime *lt, uint64_t created, uint64_t first_used,
+			       uint64_t now)
+{
+	uint64_t r = UINT64_MAX, used;
+
+	if (lt->add_seconds) {
+		used = now > created ? now - created : 0;
+		r = lt->add_seconds > used ? lt->add_seconds - used : 0;
+	}
+	if (lt->use_seconds) {
+		uint64_t u = lt->use_seconds;
+
+		if (first_used) {
+			used = now > first_used ? now - first_used : 0;
+			u = lt->use_seconds > used ? lt->use_seconds - used : 0;
+		}
+		if (u < r)
+			r = u;
+	}
+	return r;
+}
+
+static int sa_one(struct xm_snapshot *s, struct sadb *db, const struct sadb_sa *sa, uint32_t slot)
+{
+	struct sadb_runtime *rt = sadb_runtime(db, slot);
+	char spi[16], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	const char *vals[5];
+	uint64_t packets = 0, bytes = 0, first = 0, last = 0, drops[SADB_DROP_MAX] = { 0 };
+	uint32_t expired = 0;
+	struct xm_sa_key *k;
+	long row;
+	int rc = 0;
+
+	if (rt && LD(rt->instance) == sa->instance) {
+		packets = LD(rt->packets);
+		bytes = LD(rt->bytes);
+		first = LD(rt->first_used);
+		last = LD(rt->last_used);
+		for (unsigned i = 1; i < SADB_DROP_MAX; i++)
+			drops[i] = LD(rt->drops[i]);
+		expired = LD(rt->expired);
+	}
+	snprintf(spi, sizeof(spi), "0x%08" PRIx32, sa->spi);
+	sadb_addr_str(&sa->src, src, sizeof(src));
+	sadb_addr_str(&sa->dst, dst, sizeof(dst));
+	vals[0] = spi;
+	vals[1] = proto_name(sa->proto);
+	vals[2] = dir_name(sa->dir);
+	/* Inbound SAs come from the peer to us; outbound ones go to it. */
+	vals[3] = sa->dir == SADB_DIR_IN ? dst : src;
+	vals[4] = sa->dir == SADB_DIR_IN ? src : dst;
+	if ((row = rows_add(&s->sa, vals)) < 0)
+		return -ENOMEM;
+	if (s->sa.n_rows > s->sa_key_cap) {
+		size_t cap = s->sa_key_cap ? s->sa_key_cap * 2 : 64;
+		struct xm_sa_key *v = realloc(s->sa.sa, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->sa.sa = v;
+		s->sa_key_cap = cap;
+	}
+	k = &s->sa.sa[row];
+	*k = (struct xm_sa_key){ slot, sa->spi, sa->proto, sa->dir, sa->mode, sa->state, sa->reqid,
+				 sa->ike_id, sa->instance, sa->src, sa->dst };
+	rc |= xm_add(s, XM_SA_PACKETS, (uint32_t)row, 0, packets);
+	rc |= xm_add(s, XM_SA_BYTES, (uint32_t)row, 0, bytes);
+	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
+		if (drops[i])
+			rc |= xm_add(s, XM_SA_DROPS, (uint32_t)row, i, drops[i]);
+	rc |= xm_add(s, XM_SA_STATE, (uint32_t)row, 0, sa->state);
+	rc |= xm_add(s, XM_SA_EXPIRY, (uint32_t)row, 0, expired & 2 ? 2 : expired & 1 ? 1 : 0);
+	rc |= xm_add(s, XM_SA_CREATED, (uint32_t)row, 0, sa->created);
+	rc |= xm_add(s, XM_SA_LAST_USED, (uint32_t)row, 0, last);
+	for (unsigned l = 0; l < 2; l++) {
+		const struct sadb_lifetime *lt = l ? &sa->hard : &sa->soft;
+		uint64_t sec = remain_seconds(lt, sa->created, first, s->now);
+
+		if (sec != UINT64_MAX)
+			rc |= xm_add(s, XM_SA_REMAIN_SECONDS, (uint32_t)row, l, sec);
+		if (lt->bytes)
+			rc |= xm_add(s, XM_SA_REMAIN_BYTES, (uint32_t)row, l,
+				     lt->bytes > bytes ? lt->bytes - bytes : 0);
+		if (lt->packets)
+			rc |= xm_add(s, XM_SA_REMAIN_PACKETS, (uint32_t)row, l,
+				     lt->packets > packets ? lt->packets - packets : 0);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* Whether the process that set the stats area up still runs (EPERM: it does, as another user). */
+static bool pid_alive(uint64_t pid)
+{
+	return pid && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+static int collect_sadb(struct xm_snapshot *s, struct sadb *db, bool no_sa)
+{
+	const struct sadb_dp_stats *ds = sadb_dp_stats(db);
+	uint64_t drops[SADB_DROP_MAX] = { 0 };
+	struct sadb_info info;
+	struct sadb_sa sa;
+	uint32_t cur = 0, slot, nw;
+	int rc = 0;
+
+	if (sadb_info(db, &info) < 0) {
+		snprintf(s->sadb_err, sizeof(s->sadb_err), "%s", sadb_errmsg(db));
+		return xm_add(s, XM_SADB_UP, 0, 0, 0);
+	}
+	rc |= xm_add(s, XM_SADB_UP, 0, 0, 1);
+	rc |= xm_add(s, XM_SADB_SAS, 0, 0, info.n_sa);
+	rc |= xm_add(s, XM_SADB_SA_CAPACITY, 0, 0, info.max_sa);
+	rc |= xm_add(s, XM_SADB_POLICIES, 0, 0, info.n_policy);
+	rc |= xm_add(s, XM_SADB_POLICY_CAPACITY, 0, 0, info.max_policy);
+	rc |= xm_add(s, XM_SADB_CHANGES, 0, 0, info.generation);
+	while (sadb_sa_next(db, &cur, &sa, &slot) == 0) {
+		struct sadb_runtime *rt = sadb_runtime(db, slot);
+
+		/* The totals by reason count every SA, even with the per-SA families left out. */
+		if (rt && LD(rt->instance) == sa.instance)
+			for (unsigned i = 1; i < SADB_DROP_MAX; i++)
+				drops[i] += LD(rt->drops[i]);
+		if (!no_sa && (rc |= sa_one(s, db, &sa, slot)) != 0)
+			break;
+	}
+	explicit_bzero(&sa, sizeof(sa));
+	nw = ds ? LD(ds->n_workers) : 0;
+	if (nw > SADB_MAX_WORKERS)
+		nw = SADB_MAX_WORKERS;
+	rc |= xm_add(s, XM_DP_UP, 0, 0, ds && pid_alive(LD(ds->pid)) ? 1 : 0);
+	rc |= xm_add(s, XM_DP_START_TIME, 0, 0, ds ? LD(ds->started) : 0);
+	rc |= xm_add(s, XM_DP_WORKERS, 0, 0, nw);
+	for (uint32_t w = 0; w < nw && !rc; w++) {
+		const struct sadb_worker_stats *ws = sadb_worker_stats(db, w);
+		char name[16];
+		const char *v[1] = { name };
+		long row;
+
+		snprintf(name, sizeof(name), "%" PRIu32, w);
+		if ((row = rows_add(&s->worker, v)) < 0)
+			return -ENOMEM;
+		rc |= xm_add(s, XM_W_RX_PACKETS, (uint32_t)row, 0, LD(ws->rx_packets));
+		rc |= xm_add(s, XM_W_RX_BYTES, (uint32_t)row, 0, LD(ws->rx_bytes));
+		rc |= xm_add(s, XM_W_TX_PACKETS, (uint32_t)row, 0, LD(ws->tx_packets));
+		rc |= xm_add(s, XM_W_TX_BYTES, (uint32_t)row, 0, LD(ws->tx_bytes));
+		rc |= xm_add(s, XM_W_FRAG_PACKETS, (uint32_t)row, 0, LD(ws->frag_packets));
+		rc |= xm_add(s, XM_W_FRAG_MADE, (uint32_t)row, 0, LD(ws->frag_made));
+		rc |= xm_add(s, XM_W_REASM_PACKETS, (uint32_t)row, 0, LD(ws->reasm_packets));
+		rc |= xm_add(s, XM_W_REASM_FRAGS, (uint32_t)row, 0, LD(ws->reasm_frags));
+		rc |= xm_add(s, XM_W_HANDOFF_DONE, (uint32_t)row, 0, LD(ws->handoff_done));
+		rc |= xm_add(s, XM_W_HANDOFF_JOBS, (uint32_t)row, 0, LD(ws->handoff_jobs));
+		rc |= xm_add(s, XM_W_HANDOFF_PKTS, (uint32_t)row, 0, LD(ws->handoff_pkts));
+		rc |= xm_add(s, XM_W_HANDOFF_BACK, (uint32_t)row, 0, LD(ws->handoff_back));
+		for (unsigned i = 1; i < SADB_DROP_MAX; i++) {
+			uint64_t d = LD(ws->drops[i]);
+
+			drops[i] += d;
+			rc |= xm_add(s, XM_W_DROPS, (uint32_t)row, i, d);
+		}
+	}
+	for (unsigned i = 1; i < SADB_DROP_MAX && !rc; i++)
+		rc |= xm_add(s, XM_DROPS, 0, i, drops[i]);
+	return rc ? -ENOMEM : 0;
+}
+
+int xm_collect(struct xm_snapshot *s, const struct xm_opts *o)
+{
+	static const struct xm_opts none = { 0 };
+	struct sadb *db;
+	int rc = 0;
+
+	if (!o)
+		o = &none;
+	pthread_once(&reason_once, reason_init);
+	snapshot_init(s, o->now ? o->now : (uint64_t)time(NULL));
+	db = o->db;
+	if (!db) {
+		char msg[256];
+		int r = sadb_open(o->sadb_path, SADB_RDONLY, NULL, &db, msg, sizeof(msg));
+
+		if (r < 0) {
+			db = NULL;
+			snprintf(s->sadb_err, sizeof(s->sadb_err), "%s", msg);
+			rc = xm_add(s, XM_SADB_UP, 0, 0, 0);
+		}
+	}
+	if (db) {
+		rc = collect_sadb(s, db, o->no_sa);
+		if (db != o->db)
+			sadb_close(db);
+	}
+	if (!rc && !o->no_ike)
+		rc = xm_collect_ike(s, o);
+	if (rc) {
+		xm_snapshot_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}

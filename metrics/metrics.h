@@ -1,0 +1,239 @@
+/* metrics/metrics.h: xipsec's monitoring metrics collection layer (metrics/libxmetrics.a). One call,
+ * xm_collect(), reads every counter an operator monitors — from the SADB (per-SA counters, drops by
+ * reason, lifetime remaining and expiry state; the dataplane workers' records; SA and policy counts)
+ * and from xipsec-iked (IKE SA and CHILD SA counts by state over VICI, charon's message counters, and
+ * the daemon's own counters from its status file) — into a snapshot of metric families. The
+ * exporters walk that snapshot: the Prometheus text writer (ipsecctl metrics, metrics/metrics_prom.c)
+ * and the SNMP AgentX subagent serve the same families, so both always show the same numbers under
+ * the same meaning. Readers only: nothing here writes the SADB or talks to the dataplane.
+ *
+ * Model. A snapshot holds every family of enum xm_id, always all of them, at index id
+ * (snap->fam[XM_SA_PACKETS]); a family whose source is down simply has no samples. A family has a
+ * Prometheus name (with its _total suffix for counters), a help text and a type. Its samples carry:
+ *  - row: the entity the sample belongs to, an index into the family's row set (rows): the SA row
+ *    set (one row per SA; labels spi, proto, dir, local, peer; rows->sa[row] holds its key fields
+ *    for table indexes), the worker row set (label worker; row = worker number), or the global row
+ *    set (one row 0, no labels);
+ *  - sub: the value of the family's one extra label (sub_label, e.g. "reason"), an index into
+ *    sub_values; 0 and meaningless when sub_label is NULL. For drop families sub is the drop
+ *    reason's number (sadb/sadb_drops.h), which is stable within a SADB layout version;
+ *  - value: an unsigned 64-bit integer (counters never go down while their source runs; gauges are
+ *    whole numbers: seconds, bytes, packets, states).
+ * Families over the same row set list their samples in row order, and every SA family has one
+ * sample per SA row except where said (drops: only the reasons that counted; remaining lifetime:
+ * only limits that are set), so a table handler can join them by row.
+ *
+ * Stability: enum xm_id values, names, row sets and sub tables only ever grow (new values at the
+ * end); an exporter may map ids to OIDs. Strings in a snapshot live until xm_snapshot_free().
+ *
+ * Threads: xm_collect() may run in any one thread at a time per snapshot; xm_global_init() once per
+ * process before the first xm_collect() (it starts libvici), xm_global_deinit() at exit.
+ *
+ * Linking: metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm, with $(VICI_LDFLAGS) in
+ * the program's LDFLAGS (configure.ac, metrics/local.mk). */
+#ifndef XIPSEC_METRICS_H
+#define XIPSEC_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sadb/sadb.h"
+
+enum xm_type { XM_COUNTER = 1, XM_GAUGE = 2 };
+
+/* Every family; the comment is the Prometheus name (help texts in metrics.c, ipsecctl(8)). */
+enum xm_id {
+	/* SADB and dataplane, global row set */
+	XM_SADB_UP,                 /* xipsec_sadb_up: 1 when the SADB could be read */
+	XM_SADB_SAS,                /* xipsec_sadb_sas */
+	XM_SADB_SA_CAPACITY,        /* xipsec_sadb_sa_capacity */
+	XM_SADB_POLICIES,           /* xipsec_sadb_policies */
+	XM_SADB_POLICY_CAPACITY,    /* xipsec_sadb_policy_capacity */
+	XM_SADB_CHANGES,            /* xipsec_sadb_changes_total (the SADB generation) */
+	XM_DP_UP,                   /* xipsec_dataplane_up */
+	XM_DP_START_TIME,           /* xipsec_dataplane_start_time_seconds */
+	XM_DP_WORKERS,              /* xipsec_dataplane_workers */
+	XM_DROPS,                   /* xipsec_drops_total{reason}: per-SA + SA-less */
+	/* per SA, SA row set */
+	XM_SA_PACKETS,              /* xipsec_sa_packets_total */
+	XM_SA_BYTES,                /* xipsec_sa_bytes_total */
+	XM_SA_DROPS,                /* xipsec_sa_drops_total{reason} (reasons that counted) */
+	XM_SA_STATE,                /* xipsec_sa_state: 0 larval 1 mature 2 dying 3 dead */
+	XM_SA_EXPIRY,               /* xipsec_sa_expiry: 0 none 1 soft lifetime reached 2 hard */
+	XM_SA_CREATED,              /* xipsec_sa_created_timestamp_seconds */
+	XM_SA_LAST_USED,            /* xipsec_sa_last_used_timestamp_seconds (0 = never) */
+	XM_SA_REMAIN_SECONDS,       /* xipsec_sa_lifetime_remaining_seconds{limit} */
+	XM_SA_REMAIN_BYTES,         /* xipsec_sa_lifetime_remaining_bytes{limit} */
+	XM_SA_REMAIN_PACKETS,       /* xipsec_sa_lifetime_remaining_packets{limit} */
+	/* per worker, worker row set */
+	XM_W_RX_PACKETS,            /* xipsec_worker_rx_packets_total */
+	XM_W_RX_BYTES,              /* xipsec_worker_rx_bytes_total */
+	XM_W_TX_PACKETS,            /* xipsec_worker_tx_packets_total */
+	XM_W_TX_BYTES,              /* xipsec_worker_tx_bytes_total */
+	XM_W_FRAG_PACKETS,          /* xipsec_worker_fragmented_packets_total */
+	XM_W_FRAG_MADE,             /* xipsec_worker_fragments_made_total */
+	XM_W_REASM_PACKETS,         /* xipsec_worker_reassembled_packets_total */
+	XM_W_REASM_FRAGS,           /* xipsec_worker_reassembled_fragments_total */
+	XM_W_HANDOFF_DONE,          /* xipsec_worker_handoff_decrypted_packets_total */
+	XM_W_HANDOFF_JOBS,          /* xipsec_worker_handoff_jobs_total */
+	XM_W_HANDOFF_PKTS,          /* xipsec_worker_handoff_helped_packets_total */
+	XM_W_HANDOFF_BACK,          /* xipsec_worker_handoff_jobs_taken_back_total */
+	XM_W_DROPS,                 /* xipsec_worker_drops_total{reason}: drops that belong to no SA */
+	/* xipsec-iked, global row set */
+	XM_IKE_UP,                  /* xipsec_ike_up: 1 when VICI answered */
+	XM_IKE_SAS,                 /* xipsec_ike_sas{state} */
+	XM_IKE_HALF_OPEN,           /* xipsec_ike_half_open_sas */
+	XM_IKE_CHILD_SAS,           /* xipsec_ike_child_sas{state} */
+	XM_IKE_EVENTS,              /* xipsec_ike_events_total{event}: charon's counters plugin */
+	XM_IKE_ESTABLISHED,         /* xipsec_ike_sa_established_total (status file from here on) */
+	XM_IKE_MAIN_MODES,          /* xipsec_ike_main_modes_total */
+	XM_IKE_V2_SAS,              /* xipsec_ike_ikev2_sas_total */
+	XM_IKE_CHILD_ESTABLISHED,   /* xipsec_ike_child_sa_established_total */
+	XM_IKE_CHILD_REKEYED,       /* xipsec_ike_child_sa_rekeyed_total */
+	XM_IKE_MAXQM_RENEWALS,      /* xipsec_ike_maxqm_renewals_total */
+	XM_IKE_SADB_ADDED,          /* xipsec_ike_sadb_sa_added_total */
+	XM_IKE_SADB_DELETED,        /* xipsec_ike_sadb_sa_deleted_total */
+	XM_IKE_SOFT_EXPIRED,        /* xipsec_ike_sadb_soft_expired_total */
+	XM_IKE_HARD_EXPIRED,        /* xipsec_ike_sadb_hard_expired_total */
+	XM_IKE_SEQ_SOFT_EXPIRED,    /* xipsec_ike_sadb_seq_soft_expired_total */
+	XM_FAMILIES                 /* how many there are */
+};
+
+#define XM_MAX_LABELS 6
+
+/* The key fields of one SA row: what a table index is made of. */
+struct xm_sa_key {
+	uint32_t slot;              /* SADB slot, stable for the SA's life */
+	uint32_t spi;
+	uint8_t proto, dir, mode, state; /* enum sadb_proto, sadb_dir, sadb_mode, sadb_state */
+	uint32_t reqid;
+	uint32_t ike_id;            /* 0 = manual */
+	uint64_t instance;          /* unique per SA ever added */
+	struct sadb_addr src, dst;
+};
+
+enum xm_rows_kind { XM_ROWS_GLOBAL, XM_ROWS_SA, XM_ROWS_WORKER };
+
+struct xm_rowset {
+	enum xm_rows_kind kind;
+	unsigned n_labels;
+	const char *label_names[XM_MAX_LABELS];
+	size_t n_rows;
+	struct xm_sa_key *sa;       /* XM_ROWS_SA: n_rows keys; else NULL */
+	/* label values: label i of row r at text + off[r * n_labels + i] (internal) */
+	size_t *off;
+	char *text;
+	size_t text_len, text_cap, off_cap;
+};
+
+struct xm_sample {
+	uint32_t row;
+	uint32_t sub;
+	uint64_t value;
+};
+
+struct xm_family {
+	enum xm_id id;
+	const char *name;           /* Prometheus metric name */
+	const char *help;           /* one line, no newline */
+	enum xm_type type;
+	const struct xm_rowset *rows;
+	const char *sub_label;      /* NULL: none */
+	const char *const *sub_values; /* n_sub strings; NULL entries are never used by a sample */
+	unsigned n_sub;
+	struct xm_sample *s;
+	size_t n, cap;
+};
+
+struct xm_snapshot {
+	struct xm_family fam[XM_FAMILIES];
+	struct xm_rowset global, sa, worker;
+	uint64_t now;               /* CLOCK_REALTIME seconds the lifetimes were computed at */
+	char sadb_err[256];         /* why xipsec_sadb_up is 0 ("" when up) */
+	char ike_err[256];          /* why xipsec_ike_up is 0 ("" when up or not asked) */
+	size_t sa_key_cap;          /* internal */
+};
+
+struct xm_opts {
+	const char *sadb_path;      /* NULL: sadb_default_path() */
+	struct sadb *db;            /* an open handle to read instead of opening sadb_path (kept open) */
+	bool no_sa;                 /* leave out the per-SA families (a million SAs) */
+	bool no_ike;                /* do not ask xipsec-iked */
+	const char *ike_run_dir;    /* NULL: $XIPSEC_IKED_RUN, else /run/xipsec-iked */
+	const char *vici_uri;       /* NULL: unix://RUN_DIR/charon.vici */
+	uint64_t now;               /* 0: the current CLOCK_REALTIME second */
+};
+
+/* Process-wide set-up and tear-down (libvici). 0 or a negative errno. */
+int xm_global_init(void);
+void xm_global_deinit(void);
+
+/* Fill snap (uninitialised memory is fine) with one reading of every source. A source that cannot
+ * be read is not an error: its *_up gauge is 0 and the reason is in snap->sadb_err / ike_err.
+ * Returns 0, or -ENOMEM (snap is then empty but valid for xm_snapshot_free). */
+int xm_collect(struct xm_snapshot *snap, const struct xm_opts *o);
+void xm_snapshot_free(struct xm_snapshot *snap);
+
+/* The labels of a sample: how many, and the name and value of label i (the row set's labels first,
+ * then sub_label). */
+unsigned xm_n_labels(const struct xm_family *f);
+const char *xm_label_name(const struct xm_family *f, unsigned i);
+const char *xm_label_value(const struct xm_family *f, const struct xm_sample *s, unsigned i);
+
+/* ---- Prometheus text exposition format 0.0.4 (metrics/metrics_prom.c) ---- */
+
+#define XM_PROM_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* Every family: "# HELP", "# TYPE" and its samples, one a line. 0 or -EIO (write error). */
+int xm_prom_write(FILE *f, const struct xm_snapshot *snap);
+/* A label value as the format quotes it (without the quotes): \ " and newline escaped. */
+void xm_prom_label_escape(FILE *f, const char *s);
+/* A help text: \ and newline escaped. */
+void xm_prom_help_escape(FILE *f, const char *s);
+
+/* ---- HTTP/1.x request line and headers, for the exporter (metrics/metrics_http.c) ---- */
+
+#define XM_HTTP_MAX_REQUEST 8192    /* bytes of request line + headers accepted */
+
+struct xm_http_req {
+	char method[16];
+	char path[256];             /* without the query string */
+	int minor;                  /* HTTP/1.minor */
+	size_t header_len;          /* bytes up to and including the blank line */
+	bool has_body;              /* Content-Length > 0 or Transfer-Encoding given */
+};
+
+/* Parse buf[0..len). Returns 0 when a whole header block is there (req filled), 1 when more bytes
+ * are needed, or the HTTP status to answer with: 400 (malformed), 414 (path over 255 bytes), 431
+ * (headers over XM_HTTP_MAX_REQUEST), 505 (not HTTP/1.x). Never reads past len. */
+int xm_http_parse(const char *buf, size_t len, struct xm_http_req *req);
+/* What to answer a parsed request: 200 for GET or HEAD of /metrics, 405 another method on it, 404
+ * another path, 400 a request with a body. */
+int xm_http_route(const struct xm_http_req *req);
+
+/* ---- the exporter's HTTP server (metrics/metrics_http.c) ----
+ * Any local user can connect to it, so what one client can hold is bounded: */
+#define XM_HTTP_MAX_CLIENTS      32     /* connections held at once */
+#define XM_HTTP_MAX_PER_ADDR     8      /* of them from one source address */
+#define XM_HTTP_GRACE_MS         250    /* a new connection is not closed for another */
+#define XM_HTTP_HEAD_TIMEOUT_MS  2000   /* from the accept to the end of the request head */
+#define XM_HTTP_WRITE_TIMEOUT_MS 10000  /* for the client to take the answer */
+#define XM_HTTP_MIN_INTERVAL_MS  1000   /* default: a rendering is served this long */
+
+struct xm_http_server_cfg {
+	/* The exposition of a fresh snapshot in a malloc'ed buffer: 0, or -errno (answered 500). */
+	int (*render)(const struct xm_opts *xo, char **text, size_t *len);
+	const struct xm_opts *xo;
+	unsigned min_interval_ms;   /* scrapes within this of a rendering get that rendering */
+	/* Asked after every wake-up, at least once a second (a signal wakes the wait): true ends it. */
+	bool (*stop)(void);
+};
+
+/* Serve GET/HEAD /metrics on lfd (a listening socket, O_NONBLOCK, left open for the caller) until
+ * cfg->stop() says so. Single-threaded; cfg->render runs in this thread. 0, or -errno when poll
+ * fails or memory for the connection table is missing. */
+int xm_http_serve(int lfd, const struct xm_http_server_cfg *cfg);
+
+#endif

@@ -1,0 +1,70 @@
+/* metrics/metrics_snapshot.c: a snapshot's samples: adding one to a family (the SADB part in
+ * metrics.c and the xipsec-iked part in metrics_ike.c both fill the snapshot through xm_add()),
+ * the label names and values an exporter reads back, and freeing it all. The bottom of
+ * libxmetrics.a: it calls neither part. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "metrics/metrics_int.h"
+
+int xm_add(struct xm_snapshot *s, enum xm_id id, uint32_t row, uint32_t sub, uint64_t value)
+{
+	struct xm_family *f = &s->fam[id];
+
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 16;
+		struct xm_sample *v = realloc(f->s, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		f->s = v;
+		f->cap = cap;
+	}
+	f->s[f->n++] = (struct xm_sample){ row, sub, value };
+	return 0;
+}
+
+unsigned xm_n_labels(const struct xm_family *f)
+{
+	return f->rows->n_labels + (f->sub_label ? 1u : 0u);
+}
+
+const char *xm_label_name(const struct xm_family *f, unsigned i)
+{
+	if (i < f->rows->n_labels)
+		return f->rows->label_names[i];
+	return i == f->rows->n_labels ? f->sub_label : NULL;
+}
+
+const char *xm_label_value(const struct xm_family *f, const struct xm_sample *s, unsigned i)
+{
+	const struct xm_rowset *r = f->rows;
+
+	if (i < r->n_labels)
+		return s->row < r->n_rows ? r->text + r->off[(size_t)s->row * r->n_labels + i] : "";
+	if (i == r->n_labels && f->sub_label && s->sub < f->n_sub && f->sub_values[s->sub])
+		return f->sub_values[s->sub];
+	return "";
+}
+
+void xm_snapshot_free(struct xm_snapshot *s)
+{
+	struct xm_rowset *r[] = { &s->global, &s->sa, &s->worker };
+
+	for (unsigned i = 0; i < XM_FAMILIES; i++) {
+		free(s->fam[i].s);
+		s->fam[i].s = NULL;
+		s->fam[i].n = s->fam[i].cap = 0;
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		free(r[i]->sa);
+		free(r[i]->off);
+		free(r[i]->text);
+		r[i]->sa = NULL;
+		r[i]->off = NULL;
+		r[i]->text = NULL;
+		r[i]->n_rows = r[i]->text_len = r[i]->text_cap = r[i]->off_cap = 0;
+	}
+}

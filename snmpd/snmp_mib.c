@@ -1,0 +1,384 @@
+/* snmpd/snmp_mib.c: XIPSEC-MIB's handlers inside Net-SNMP's agent library, for xipsec-snmpd. It owns
+ * the OIDs: the xipsecGlobals scalar group and the three tables (SA, worker, drop reason) as
+ * table-data registrations whose rows point into one shared view (snmpd/snmp_view.h). The view is
+ * rebuilt from a fresh reading of the metrics layer when it is older than the cache period, at most
+ * once per SNMP request (so one GETBULK never sees two readings and no row it holds is freed under
+ * it), and then all three tables are rebuilt from it together. Read-only: every registration is
+ * HANDLER_CAN_RONLY, so the agent answers notWritable to a SET. */
+#include "snmpd/netsnmp.h"
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "snmpd/snmp_mib.h"
+#include "snmpd/snmp_view.h"
+
+/* xipsecMIB: enterprises.32473 (see snmpd/mib/XIPSEC-MIB.txt on the placeholder PEN). */
+#define XS_ROOT 1, 3, 6, 1, 4, 1, 32473
+static const oid globals_oid[] = { XS_ROOT, 1, 1 };
+static const oid sa_table_oid[] = { XS_ROOT, 1, 2 };
+static const oid worker_table_oid[] = { XS_ROOT, 1, 3 };
+static const oid drop_table_oid[] = { XS_ROOT, 1, 4 };
+
+/* xipsecSaEntry columns */
+enum {
+	COL_SA_SOURCE = 5, COL_SA_MODE, COL_SA_REQID, COL_SA_IKE_ID, COL_SA_STATE, COL_SA_EXPIRY,
+	COL_SA_PACKETS, COL_SA_OCTETS, COL_SA_DROPS, COL_SA_CREATED, COL_SA_LAST_USED,
+	COL_SA_SOFT_SECONDS, /* .. COL_SA_SOFT_SECONDS + XS_LEFT_MAX - 1 */
+	COL_SA_LAST = COL_SA_SOFT_SECONDS + XS_LEFT_MAX - 1
+};
+enum { COL_W_FIRST = 2, COL_W_LAST = COL_W_FIRST + XS_W_MAX - 1 };
+enum { COL_DROP_PACKETS = 2, COL_DROP_SA, COL_DROP_NOSA };
+
+enum xs_table { T_SA, T_WORKER, T_DROP, XS_TABLES };
+
+#define VIEW_MARK "xipsec-snmpd-view"
+
+static struct {
+	struct xs_mib_conf conf;
+	struct xs_view view;
+	bool have_view;
+	struct timespec taken;
+	netsnmp_tdata *t[XS_TABLES];   /* indexed by enum xs_table */
+	unsigned long dups, dups_before; /* rows left out for a duplicate index: this view, the last */
+} M;
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void tdata_clear(netsnmp_tdata *t)
+{
+	netsnmp_tdata_row *row;
+
+	while ((row = netsnmp_tdata_row_first(t)))
+		netsnmp_tdata_remove_and_delete_row(t, row);
+}
+
+static void tables_clear(void)
+{
+	for (unsigned i = 0; i < XS_TABLES; i++)
+		if (M.t[i])
+			tdata_clear(M.t[i]);
+}
+
+static size_t addr_bytes(const struct sadb_addr *a, const u_char **p)
+{
+	*p = a->a.b;
+	return a->family == AF_INET6 ? 16 : 4;
+}
+
+/* A new row of t with its index already set; false (counted, row freed) when the index exists. */
+static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row)
+{
+	if (netsnmp_tdata_add_row(t, row) == SNMPERR_SUCCESS)
+		return true;
+	M.dups++;
+	netsnmp_tdata_delete_row(row);
+	return false;
+}
+
+static void build_tables(void)
+{
+	struct xs_view *v = &M.view;
+
+	tables_clear();
+	M.dups = 0;
+	for (size_t i = 0; i < v->n_sa; i++) {
+		const struct xm_sa_key *k = v->sa[i].key;
+		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+		u_long spi = k->spi;
+		long dir = k->dir, proto = k->proto;
+		const u_char *dst;
+		size_t dlen = addr_bytes(&k->dst, &dst);
+
+		if (!row)
+			break;
+		/* xipsecSaDirection has inbound(1) and outbound(2) only, as the SADB's SAs do */
+		if ((dir != SADB_DIR_IN && dir != SADB_DIR_OUT) || spi < 256) {
+			netsnmp_tdata_delete_row(row);
+			continue;
+		}
+		row->data = &v->sa[i];
+		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &spi, sizeof(spi));
+		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dir, sizeof(dir));
+		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &proto, sizeof(proto));
+		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, dst, dlen);
+		row_add(M.t[T_SA], row);
+	}
+	for (size_t i = 0; i < v->n_worker; i++) {
+		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+		u_long id = v->worker[i].id;
+
+		if (!row)
+			break;
+		row->data = &v->worker[i];
+		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
+		row_add(M.t[T_WORKER], row);
+	}
+	for (size_t i = 0; i < v->n_drop; i++) {
+		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+		const char *name = v->drop[i].name;
+
+		if (!row)
+			break;
+		row->data = &v->drop[i];
+		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, name, strlen(name));
+		row_add(M.t[T_DROP], row);
+	}
+	/* said when it changes, not at every reading */
+	if (M.dups != M.dups_before && M.dups)
+		snmp_log(LOG_WARNING, "xipsec-snmpd: %lu rows left out: another row has the same index (two "
+			 "SAs with the same SPI, direction, protocol and destination)\n", M.dups);
+	M.dups_before = M.dups;
+}
+
+/* The view for this request: the one already used by it, else a fresh one if the cache period is
+ * over. A reading that fails keeps an empty view (the *Up scalars say why not in the log). */
+static void view_sync(netsnmp_agent_request_info *reqinfo)
+{
+	/* the mark's data must not be NULL: a NULL is what the look-up answers for "absent" */
+	if (reqinfo && netsnmp_agent_get_list_data(reqinfo, VIEW_MARK))
+		return;
+	if (reqinfo)
+		netsnmp_agent_add_list_data(reqinfo, netsnmp_create_data_list(VIEW_MARK, &M, NULL));
+	if (M.have_view && since(&M.taken) < (double)M.conf.cache_seconds)
+		return;
+	tables_clear();
+	if (xs_view_refresh(&M.view, &M.conf.opts))
+		snmp_log(LOG_ERR, "xipsec-snmpd: out of memory reading the metrics\n");
+	M.have_view = true;
+	clock_gettime(CLOCK_MONOTONIC, &M.taken);
+	build_tables();
+}
+
+static void set_c64(netsnmp_variable_list *vb, uint64_t v)
+{
+	struct counter64 c = { .high = (u_long)(v >> 32), .low = (u_long)(v & 0xffffffffu) };
+
+	snmp_set_var_typed_value(vb, ASN_COUNTER64, &c, sizeof(c));
+}
+
+static void set_u32(netsnmp_variable_list *vb, u_char type, uint64_t v)
+{
+	u_long u = v > 0xffffffffu ? 0xffffffffu : (u_long)v;
+
+	snmp_set_var_typed_value(vb, type, &u, sizeof(u));
+}
+
+static void set_int(netsnmp_variable_list *vb, long v)
+{
+	snmp_set_var_typed_value(vb, ASN_INTEGER, &v, sizeof(v));
+}
+
+static void set_truth(netsnmp_variable_list *vb, uint64_t v)
+{
+	set_int(vb, v ? 1 : 2);     /* TruthValue: true(1), false(2) */
+}
+
+static int globals_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
+			   netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+{
+	view_sync(reqinfo);
+	if (reqinfo->mode != MODE_GET)
+		return SNMP_ERR_NOERROR;
+	for (netsnmp_request_info *r = requests; r; r = r->next) {
+		netsnmp_variable_list *vb = r->requestvb;
+		oid n;
+
+		/* the scalar-group helper hands down GROUP.N.0 with the registration's root set to it */
+		if (r->processed || vb->name_length < OID_LENGTH(globals_oid) + 2)
+			continue;
+		n = vb->name[OID_LENGTH(globals_oid)];
+		if (n < 1 || n > XS_G_MAX) {
+			netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHOBJECT);
+			continue;
+		}
+		uint64_t v = M.view.g[n - 1];
+
+		switch (n - 1) {
+		case XS_G_SADB_UP: case XS_G_DP_UP: case XS_G_IKE_UP:
+			set_truth(vb, v);
+			break;
+		case XS_G_SADB_CHANGES: case XS_G_DROPS_TOTAL:
+			set_c64(vb, v);
+			break;
+		case XS_G_DP_START_TIME:
+			set_u32(vb, ASN_UNSIGNED, v);
+			break;
+		default:
+			set_u32(vb, ASN_GAUGE, v);
+		}
+	}
+	return SNMP_ERR_NOERROR;
+}
+
+/* The value of column col of an SA row into vb: 0, or the SNMP error of the request. */
+static int sa_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_sa_row *e = row;
+	const u_char *src;
+	size_t slen;
+
+	switch (col) {
+	case COL_SA_SOURCE:
+		slen = addr_bytes(&e->key->src, &src);
+		snmp_set_var_typed_value(vb, ASN_OCTET_STR, src, slen);
+		return 0;
+	case COL_SA_MODE: set_int(vb, e->key->mode); return 0;
+	case COL_SA_REQID: set_u32(vb, ASN_UNSIGNED, e->key->reqid); return 0;
+	case COL_SA_IKE_ID: set_u32(vb, ASN_UNSIGNED, e->key->ike_id); return 0;
+	case COL_SA_STATE: set_int(vb, (long)e->state + 1); return 0;   /* larval(1).. */
+	case COL_SA_EXPIRY: set_int(vb, (long)e->expiry + 1); return 0; /* none(1).. */
+	case COL_SA_PACKETS: set_c64(vb, e->packets); return 0;
+	case COL_SA_OCTETS: set_c64(vb, e->bytes); return 0;
+	case COL_SA_DROPS: set_c64(vb, e->drops); return 0;
+	case COL_SA_CREATED: set_u32(vb, ASN_UNSIGNED, e->created); return 0;
+	case COL_SA_LAST_USED: set_u32(vb, ASN_UNSIGNED, e->last_used); return 0;
+	}
+	if (col < COL_SA_SOFT_SECONDS || col > COL_SA_LAST)
+		return SNMP_NOSUCHOBJECT;
+	unsigned l = col - COL_SA_SOFT_SECONDS;
+
+	/* a limit the SA does not have has no instance (the table is sparse) */
+	if (!(e->have_left & (1u << l)))
+		return SNMP_NOSUCHINSTANCE;
+	if (l == XS_LEFT_SOFT_SECONDS || l == XS_LEFT_HARD_SECONDS)
+		set_u32(vb, ASN_UNSIGNED, e->left[l]);
+	else
+		set_c64(vb, e->left[l]);
+	return 0;
+}
+
+static int worker_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_worker_row *e = row;
+
+	if (col < COL_W_FIRST || col > COL_W_LAST)
+		return SNMP_NOSUCHINSTANCE;
+	set_c64(vb, e->v[col - COL_W_FIRST]);
+	return 0;
+}
+
+static int drop_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_drop_row *e = row;
+
+	switch (col) {
+	case COL_DROP_PACKETS: set_c64(vb, e->total); return 0;
+	case COL_DROP_SA: set_c64(vb, e->sa); return 0;
+	case COL_DROP_NOSA: set_c64(vb, e->nosa); return 0;
+	}
+	return SNMP_NOSUCHOBJECT;
+}
+
+/* XIPSEC-MIB's tables: where each is registered, its columns and index, and how a column of one of
+ * its rows is read. */
+static const struct table {
+	const char *name;
+	const oid *oid;
+	size_t oid_len;
+	unsigned min_col, max_col;
+	int index[5];               /* ASN types of the index parts, 0-terminated */
+	int (*column)(netsnmp_variable_list *vb, const void *row, unsigned col);
+} tables[XS_TABLES] = {
+	[T_SA] = { "xipsecSaTable", sa_table_oid, OID_LENGTH(sa_table_oid), COL_SA_SOURCE,
+		   COL_SA_LAST, { ASN_UNSIGNED, ASN_INTEGER, ASN_INTEGER, ASN_OCTET_STR }, sa_column },
+	[T_WORKER] = { "xipsecWorkerTable", worker_table_oid, OID_LENGTH(worker_table_oid),
+		       COL_W_FIRST, COL_W_LAST, { ASN_UNSIGNED }, worker_column },
+	[T_DROP] = { "xipsecDropTable", drop_table_oid, OID_LENGTH(drop_table_oid),
+		     COL_DROP_PACKETS, COL_DROP_NOSA, { ASN_OCTET_STR }, drop_column },
+};
+
+/* Every table's GET: the row the table-data helper found for each request, read by the table's
+ * column function (handler->myvoid); a request without a row has no instance. */
+static int table_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
+			 netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+{
+	const struct table *t = handler->myvoid;
+
+	if (reqinfo->mode != MODE_GET)
+		return SNMP_ERR_NOERROR;
+	for (netsnmp_request_info *r = requests; r; r = r->next) {
+		const void *e;
+		netsnmp_table_request_info *ti;
+		int err;
+
+		if (r->processed)
+			continue;
+		e = netsnmp_tdata_extract_entry(r);
+		ti = netsnmp_extract_table_info(r);
+		err = SNMP_NOSUCHINSTANCE;
+		if (e && ti)
+			err = t->column(r->requestvb, e, ti->colnum);
+		if (err)
+			netsnmp_set_request_error(reqinfo, r, err);
+	}
+	return SNMP_ERR_NOERROR;
+}
+
+/* Runs before a table's helpers: the rows they look up are the current view's. */
+static int sync_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
+			netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
+{
+	view_sync(reqinfo);
+	return netsnmp_call_next_handler(handler, reg, reqinfo, requests);
+}
+
+static int register_table(const struct table *t, netsnmp_tdata *data)
+{
+	netsnmp_handler_registration *reg;
+	netsnmp_table_registration_info *ti;
+
+	reg = netsnmp_create_handler_registration(t->name, table_handler, t->oid, t->oid_len,
+						  HANDLER_CAN_RONLY);
+	ti = SNMP_MALLOC_TYPEDEF(netsnmp_table_registration_info);
+	if (!reg || !ti)
+		return -ENOMEM;
+	reg->handler->myvoid = (void *)t;
+	for (const int *type = t->index; *type; type++)
+		netsnmp_table_helper_add_index(ti, *type);
+	ti->min_column = t->min_col;
+	ti->max_column = t->max_col;
+	if (netsnmp_tdata_register(reg, data, ti) != MIB_REGISTERED_OK)
+		return -EINVAL;
+	/* first in the chain: the table-data registration looks rows up in its table helper already */
+	if (netsnmp_inject_handler(reg, netsnmp_create_handler("xipsec_view", sync_handler)) !=
+	    SNMPERR_SUCCESS)
+		return -EINVAL;
+	return 0;
+}
+
+int xs_mib_init(const struct xs_mib_conf *conf)
+{
+	netsnmp_handler_registration *reg;
+
+	M.conf = *conf;
+	if (!M.conf.cache_seconds)
+		M.conf.cache_seconds = 1;
+	for (unsigned i = 0; i < XS_TABLES; i++)
+		if (!(M.t[i] = netsnmp_tdata_create_table(tables[i].name, 0)))
+			return -ENOMEM;
+
+	reg = netsnmp_create_handler_registration("xipsecGlobals", globals_handler, globals_oid,
+						  OID_LENGTH(globals_oid), HANDLER_CAN_RONLY);
+	if (!reg || netsnmp_register_scalar_group(reg, 1, XS_G_MAX) != MIB_REGISTERED_OK)
+		return -EINVAL;
+	for (unsigned i = 0; i < XS_TABLES; i++)
+		if (register_table(&tables[i], M.t[i]))
+			return -EINVAL;
+	return 0;
+}
+
+void xs_mib_shutdown(void)
+{
+	tables_clear();
+	xs_view_free(&M.view);
+	M.have_view = false;
+}
