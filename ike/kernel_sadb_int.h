@@ -90,9 +90,10 @@ void ks_lingers_finish(private_kernel_sadb_t *this);
  * (kernel_sadb_sa.c): a job never reaches a backend being freed. */
 void ks_jobs_gate_lock(void);
 void ks_jobs_gate_unlock(void);
-/* Runtime counters of a tracked SA, or NULL when the dataplane has not (yet) attached state to this
- * instance of the SA. Called with the mutex held. */
-const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t);
+/* Runtime counters of a tracked SA into *out (sadb_runtime_read): FALSE, with *out zeroed, when the
+ * slot's runtime area is not this instance's (the SA was replaced or is being added). Called with
+ * the mutex held. */
+bool ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t, struct sadb_runtime_view *out);
 /* Realtime seconds (SADB) to charon's monotonic clock. */
 time_t ks_real2mono(uint64_t real);
 

@@ -76,9 +76,9 @@ static void drops_json(struct ctl_json *j, const char *key, const uint64_t *d)
  * either the same way). */
 static void worker_json(struct ctl_json *j, const struct sadb_worker_stats *w)
 {
-	ctl_json_u64(j, "rx_packets", LD(w->rx_packets));
+	ctl_json_u64(j, "rx_packets", sadb_worker_rx_packets(w));
 	ctl_json_u64(j, "rx_bytes", LD(w->rx_bytes));
-	ctl_json_u64(j, "tx_packets", LD(w->tx_packets));
+	ctl_json_u64(j, "tx_packets", sadb_worker_tx_packets(w));
 	ctl_json_u64(j, "tx_bytes", LD(w->tx_bytes));
 	ctl_json_u64(j, "frag_packets", LD(w->frag_packets));
 	ctl_json_u64(j, "frag_made", LD(w->frag_made));
@@ -149,8 +149,8 @@ void ctl_stats_text(FILE *f, struct sadb *db)
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++)
 			nd += LD(w->drops[r]);
 		fprintf(f, "  worker %d: rx %" PRIu64 " packets %" PRIu64 " bytes, tx %" PRIu64 " packets %"
-			PRIu64 " bytes, drops without SA %" PRIu64 "\n", i, LD(w->rx_packets),
-			LD(w->rx_bytes), LD(w->tx_packets), LD(w->tx_bytes), nd);
+			PRIu64 " bytes, drops without SA %" PRIu64 "\n", i, sadb_worker_rx_packets(w),
+			LD(w->rx_bytes), sadb_worker_tx_packets(w), LD(w->tx_bytes), nd);
 		if (LD(w->frag_packets) || LD(w->reasm_packets))
 			fprintf(f, "    fragmented %" PRIu64 " packets into %" PRIu64 ", reassembled %"
 				PRIu64 " from %" PRIu64 " fragments\n", LD(w->frag_packets),

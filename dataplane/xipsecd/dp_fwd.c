@@ -56,8 +56,8 @@ int dp_cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t src_
 		out->addr[0] = src_addr;
 		out->len[0] = dp_frag4_write(&f, 0, dp_mem(w, src_addr));
 	}
-	DP_COUNT(w, frag_packets, 1);
-	DP_COUNT(w, frag_made, f.n);
+	DP_STAT(w, frag_packets, 1);
+	DP_STAT(w, frag_made, f.n);
 	return (int)f.n;
 }
 
@@ -150,7 +150,7 @@ void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
 		if (dp_tun_write(w->ctx, l3, len) == 0)
 			DP_STAT(w, to_tun, 1);
 		else
-			DP_COUNT(w, drops[SADB_DROP_TX_FULL], 1);
+			DP_STAT(w, drops[SADB_DROP_TX_FULL], 1);
 		dp_frame_free(w, addr);
 		return;
 	}
@@ -311,7 +311,7 @@ void dp_hold_retry(struct dp_worker *w, bool force)
 		 * from here) */
 		if (r != DP_ROUTE_DROP)
 			why = r == DP_ROUTE_PENDING ? SADB_DROP_NO_NEIGH : SADB_DROP_NO_ROUTE;
-		DP_COUNT(w, drops[why], 1);
+		DP_STAT(w, drops[why], 1);
 		dp_frame_free(w, h->addr);
 	}
 	w->n_hold = keep;
