@@ -231,9 +231,9 @@ int main(int argc, char **argv)
 		if (pthread_create(&th, NULL, helper, NULL))
 			die("pthread_create", errno);
 		pin(0);
-		done0 = atomic_load(&ctx.w[1].st.handoff_done);
-		jobs0 = atomic_load(&ctx.w[0].st.handoff_jobs);
-		back0 = atomic_load(&ctx.w[0].st.handoff_back);
+		done0 = __atomic_load_n(&ctx.w[1].sst->handoff_done, __ATOMIC_RELAXED);
+		jobs0 = __atomic_load_n(&ctx.w[0].sst->handoff_jobs, __ATOMIC_RELAXED);
+		back0 = __atomic_load_n(&ctx.w[0].sst->handoff_back, __ATOMIC_RELAXED);
 		for (unsigned r = 0; r < reps; r++) {
 			one[r] = pass(false, rt, &good);
 			bad += POOL - good;
@@ -248,9 +248,9 @@ int main(int argc, char **argv)
 		qsort(ratio, reps, sizeof(double), cmp);
 		printf("%-12s %14.0f %14.0f %8.2f %13.1f%% %6llu/%llu\n", cbc ? "cbc-sha256" : "aes-gcm-128",
 		       one[reps / 2], two[reps / 2], ratio[reps / 2],
-		       100.0 * (double)(atomic_load(&ctx.w[1].st.handoff_done) - done0) / ((double)POOL * reps),
-		       (unsigned long long)(atomic_load(&ctx.w[0].st.handoff_back) - back0),
-		       (unsigned long long)(atomic_load(&ctx.w[0].st.handoff_jobs) - jobs0));
+		       100.0 * (double)(__atomic_load_n(&ctx.w[1].sst->handoff_done, __ATOMIC_RELAXED) - done0) / ((double)POOL * reps),
+		       (unsigned long long)(__atomic_load_n(&ctx.w[0].sst->handoff_back, __ATOMIC_RELAXED) - back0),
+		       (unsigned long long)(__atomic_load_n(&ctx.w[0].sst->handoff_jobs, __ATOMIC_RELAXED) - jobs0));
 		if (bad) {
 			fprintf(stderr, "handoff-mem: %llu packets did not decrypt\n", (unsigned long long)bad);
 			return 1;

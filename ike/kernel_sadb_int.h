@@ -1,7 +1,8 @@
-/* ike/kernel_sadb_int.h: what the three files of xipsec-iked's kernel-ipsec backend share: the backend
+/* ike/kernel_sadb_int.h: what the files of xipsec-iked's kernel-ipsec backend share: the backend
  * object, the record of each SA it installed, the process-wide counters and the calls one file makes
- * into another. kernel_sadb.c owns the object and the translations, kernel_sadb_sa.c the SAs and their
- * expiry, kernel_sadb_policy.c the policies. Nothing outside those files includes it. */
+ * into another. kernel_sadb.c owns the object, kernel_sadb_sa.c the SAs and their expiry,
+ * kernel_sadb_policy.c the policies, kernel_sadb_xlate.c (below both) the translations, settings and
+ * counters. Nothing outside those files includes it. */
 #ifndef XIPSEC_IKE_KERNEL_SADB_INT_H
 #define XIPSEC_IKE_KERNEL_SADB_INT_H
 
@@ -55,7 +56,7 @@ struct private_kernel_sadb_t {
 	bool stopping;
 };
 
-/* Process-wide settings and counters (kernel_sadb.c): set before charon creates the backend. */
+/* Process-wide settings and counters (kernel_sadb_xlate.c): set before charon creates the backend. */
 extern uint64_t ks_seq_soft_override;
 extern struct kernel_sadb_stats ks_stats;
 extern mutex_t *ks_stats_mutex;
@@ -90,9 +91,10 @@ void ks_lingers_finish(private_kernel_sadb_t *this);
  * (kernel_sadb_sa.c): a job never reaches a backend being freed. */
 void ks_jobs_gate_lock(void);
 void ks_jobs_gate_unlock(void);
-/* Runtime counters of a tracked SA, or NULL when the dataplane has not (yet) attached state to this
- * instance of the SA. Called with the mutex held. */
-const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t);
+/* Runtime counters of a tracked SA into *out (sadb_runtime_read): FALSE, with *out zeroed, when the
+ * slot's runtime area is not this instance's (the SA was replaced or is being added). Called with
+ * the mutex held. */
+bool ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t, struct sadb_runtime_view *out);
 /* Realtime seconds (SADB) to charon's monotonic clock. */
 time_t ks_real2mono(uint64_t real);
 

@@ -297,14 +297,10 @@ METHOD(kernel_ipsec_t, query_policy, status_t, private_kernel_sadb_t *this, kern
 	inbound = dir != SADB_DIR_OUT;
 	r = ks_reqid_get(this, reqid);
 	for (t = r ? r->head : NULL; t; t = t->rq_next) {
-		const struct sadb_runtime *rt;
-		uint64_t lu;
+		struct sadb_runtime_view rt;
 
-		if (t->inbound != inbound || !(rt = ks_sa_runtime(this, t)))
-			continue;
-		lu = __atomic_load_n(&rt->last_used, __ATOMIC_RELAXED);
-		if (lu > last)
-			last = lu;
+		if (t->inbound == inbound && ks_sa_runtime(this, t, &rt) && rt.last_used > last)
+			last = rt.last_used;
 	}
 	this->mutex->unlock(this->mutex);
 	*use_time = ks_real2mono(last);

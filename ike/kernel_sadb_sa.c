@@ -621,13 +621,9 @@ METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_
 	return SUCCESS;
 }
 
-const struct sadb_runtime *ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t)
+bool ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t, struct sadb_runtime_view *out)
 {
-	const struct sadb_runtime *rt = sadb_runtime(this->db, t->slot);
-
-	if (!rt || __atomic_load_n(&rt->instance, __ATOMIC_ACQUIRE) != t->instance)
-		return NULL;
-	return rt;
+	return sadb_runtime_read(this->db, t->slot, t->instance, 0, out) == 0;
 }
 
 time_t ks_real2mono(uint64_t real)
@@ -646,7 +642,7 @@ METHOD(kernel_ipsec_t, query_sa, status_t, private_kernel_sadb_t *this, kernel_i
 {
 	struct sadb_addr dst;
 	struct sadb_sa sa;
-	const struct sadb_runtime *rt;
+	struct sadb_runtime_view rt;
 	uint32_t slot;
 	int rc;
 
@@ -659,22 +655,14 @@ METHOD(kernel_ipsec_t, query_sa, status_t, private_kernel_sadb_t *this, kernel_i
 		DBG2(DBG_KNL, "xipsec: querying SA %.8x: not found", ntohl(id->spi));
 		return NOT_FOUND;
 	}
-	rt = sadb_runtime(this->db, slot);
-	if (rt && __atomic_load_n(&rt->instance, __ATOMIC_ACQUIRE) == sa.instance) {
-		if (bytes)
-			*bytes = __atomic_load_n(&rt->bytes, __ATOMIC_RELAXED);
-		if (packets)
-			*packets = __atomic_load_n(&rt->packets, __ATOMIC_RELAXED);
-		if (time_out)
-			*time_out = ks_real2mono(__atomic_load_n(&rt->last_used, __ATOMIC_RELAXED));
-	} else {
-		if (bytes)
-			*bytes = 0;
-		if (packets)
-			*packets = 0;
-		if (time_out)
-			*time_out = 0;
-	}
+	/* an area that is not this instance's reads as zero: nothing counted for it yet */
+	sadb_runtime_read(this->db, slot, sa.instance, 0, &rt);
+	if (bytes)
+		*bytes = rt.bytes;
+	if (packets)
+		*packets = rt.packets;
+	if (time_out)
+		*time_out = ks_real2mono(rt.last_used);
 	this->mutex->unlock(this->mutex);
 	memwipe(&sa, sizeof(sa));
 	return SUCCESS;
@@ -792,18 +780,17 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 	}
 	e = this->sas->create_enumerator(this->sas);
 	while (n < countof(ev) && e->enumerate(e, NULL, &t)) {
-		const struct sadb_runtime *rt = ks_sa_runtime(this, t);
-		uint64_t bytes = 0, packets = 0, seq = 0, age_ms;
-		bool hard, soft, seq_hit;
+		struct sadb_runtime_view rt;
+		uint64_t bytes, packets, seq, age_ms;
+		bool hard, soft, seq_hit, ours;
 
-		if (rt) {
-			bytes = __atomic_load_n(&rt->bytes, __ATOMIC_RELAXED);
-			packets = __atomic_load_n(&rt->packets, __ATOMIC_RELAXED);
-			/* what the dataplane reserved, not what it sent: a number reserved is spent even if
-			 * the packet was dropped or the dataplane restarted (it resumes above the mark) */
-			if (t->seq_soft)
-				seq = __atomic_load_n(&rt->seq_reserved, __ATOMIC_ACQUIRE);
-		}
+		/* all zero when the area is not this instance's */
+		ours = ks_sa_runtime(this, t, &rt);
+		bytes = rt.bytes;
+		packets = rt.packets;
+		/* what the dataplane reserved, not what it sent: a number reserved is spent even if the
+		 * packet was dropped or the dataplane restarted (it resumes above the mark) */
+		seq = t->seq_soft ? rt.seq_reserved : 0;
 		age_ms = kernel_sadb_age_ms(&now, &t->added);
 		/* the limit is reached when the full second has passed, not when it started */
 		hard = !t->hard_raised && limit_hit(&t->hard, age_ms / 1000, bytes, packets);
@@ -815,9 +802,10 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 		if (hard)
 			t->hard_raised = TRUE;
 		t->soft_raised = TRUE;
-		if (rt) {
+		if (ours) {
 			/* runtime is the dataplane's area; only the expired bits are ours to set */
-			__atomic_fetch_or((uint32_t *)&rt->expired, hard ? 3u : 1u, __ATOMIC_RELEASE);
+			__atomic_fetch_or(&sadb_runtime(this->db, t->slot)->expired, hard ? 3u : 1u,
+					  __ATOMIC_RELEASE);
 		}
 		ev[n++] = (struct ks_expire){ .proto = t->proto, .spi = t->spi, .dst = t->dst, .hard = hard,
 					      .seq = !hard && seq_hit ? seq : 0, .seq_soft = t->seq_soft };

@@ -13,42 +13,40 @@
 void ctl_rt_read(struct sadb *db, const struct sadb_sa *sa, uint32_t slot, struct rt_copy *c,
 		 bool want_replay)
 {
-	struct sadb_runtime *rt = db ? sadb_runtime(db, slot) : NULL;
+	struct sadb_runtime_view v;
 
 	memset(c, 0, sizeof(*c));
-	if (!rt || LD(rt->instance) != sa->instance)
+	if (sadb_runtime_read(db, slot, sa->instance, want_replay ? SADB_RTV_REPLAY : 0, &v) < 0)
 		return;
 	c->valid = true;
-	c->packets = LD(rt->packets);
-	c->bytes = LD(rt->bytes);
-	c->first_used = LD(rt->first_used);
-	c->last_used = LD(rt->last_used);
-	c->seq_reserved = LD(rt->seq_reserved);
-	c->replay_top = LD(rt->replay_top);
-	for (unsigned i = 0; i < SADB_DROP_MAX; i++) {
-		c->drops[i] = LD(rt->drops[i]);
-		c->drops_total += c->drops[i];
-	}
+	c->packets = v.packets;
+	c->bytes = v.bytes;
+	c->first_used = v.first_used;
+	c->last_used = v.last_used;
+	c->seq_reserved = v.seq_reserved;
+	c->replay_top = v.replay_top;
+	memcpy(c->drops, v.drops, sizeof(c->drops));
+	c->drops_total = v.drops_total;
 	/* The bitmap is a ring indexed by sequence number modulo SADB_REPLAY_MAX (RFC 6479, as
 	 * dataplane/engine/replay.c keeps it); only [top - window + 1, top] is the window, older bits are
 	 * stale. Sequence number 0 is never sent. */
 	if (want_replay && sa->replay_window && c->replay_top) {
 		uint64_t lo = c->replay_top >= sa->replay_window ? c->replay_top - sa->replay_window + 1 : 1;
 
-		/* Word by word: at most window/64 + 2 loads. */
+		/* Word by word: at most window/64 + 2 words. */
 		for (uint64_t s = lo; s <= c->replay_top;) {
 			uint64_t bit = s % SADB_REPLAY_MAX, n = 64 - bit % 64, w;
 
 			if (n > c->replay_top - s + 1)
 				n = c->replay_top - s + 1;
-			w = LD(rt->replay_bitmap[bit / 64]) >> (bit % 64);
+			w = v.replay_bitmap[bit / 64] >> (bit % 64);
 			if (n < 64)
 				w &= (1ULL << n) - 1;
 			c->replay_seen += (unsigned)__builtin_popcountll(w);
 			s += n;
 		}
 	}
-	c->expired = LD(rt->expired);
+	c->expired = v.expired;
 }
 
 const char *ctl_expiry_name(uint32_t expired)

@@ -77,8 +77,8 @@ static void drops_json(struct ctl_json *j, const char *key, const uint64_t *d)
 static void worker_json(struct ctl_json *j, const struct sadb_worker_stats *w)
 {
 	const struct ctl_json_num n[] = {
-		{ "rx_packets", LD(w->rx_packets) }, { "rx_bytes", LD(w->rx_bytes) },
-		{ "tx_packets", LD(w->tx_packets) }, { "tx_bytes", LD(w->tx_bytes) },
+		{ "rx_packets", sadb_worker_rx_packets(w) }, { "rx_bytes", LD(w->rx_bytes) },
+		{ "tx_packets", sadb_worker_tx_packets(w) }, { "tx_bytes", LD(w->tx_bytes) },
 		{ "frag_packets", LD(w->frag_packets) }, { "frag_made", LD(w->frag_made) },
 		{ "reasm_packets", LD(w->reasm_packets) }, { "reasm_frags", LD(w->reasm_frags) },
 		{ "handoff_done", LD(w->handoff_done) }, { "handoff_jobs", LD(w->handoff_jobs) },
@@ -147,8 +147,8 @@ void ctl_stats_text(FILE *f, struct sadb *db)
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++)
 			nd += LD(w->drops[r]);
 		fprintf(f, "  worker %d: rx %" PRIu64 " packets %" PRIu64 " bytes, tx %" PRIu64 " packets %"
-			PRIu64 " bytes, drops without SA %" PRIu64 "\n", i, LD(w->rx_packets),
-			LD(w->rx_bytes), LD(w->tx_packets), LD(w->tx_bytes), nd);
+			PRIu64 " bytes, drops without SA %" PRIu64 "\n", i, sadb_worker_rx_packets(w),
+			LD(w->rx_bytes), sadb_worker_tx_packets(w), LD(w->tx_bytes), nd);
 		if (LD(w->frag_packets) || LD(w->reasm_packets))
 			fprintf(f, "    fragmented %" PRIu64 " packets into %" PRIu64 ", reassembled %"
 				PRIu64 " from %" PRIu64 " fragments\n", LD(w->frag_packets),

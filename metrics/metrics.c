@@ -264,24 +264,14 @@ static uint64_t remain_seconds(const struct sadb_lifetime *lt, uint64_t created,
 
 static int sa_one(struct xm_snapshot *s, struct sadb *db, const struct sadb_sa *sa, uint32_t slot)
 {
-	struct sadb_runtime *rt = sadb_runtime(db, slot);
+	struct sadb_runtime_view rv;  /* all zero when the slot holds another instance */
 	char spi[16], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	const char *vals[5];
-	uint64_t packets = 0, bytes = 0, first = 0, last = 0, drops[SADB_DROP_MAX] = { 0 };
-	uint32_t expired = 0;
 	struct xm_sa_key *k;
 	long row;
 	int rc = 0;
 
-	if (rt && LD(rt->instance) == sa->instance) {
-		packets = LD(rt->packets);
-		bytes = LD(rt->bytes);
-		first = LD(rt->first_used);
-		last = LD(rt->last_used);
-		for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-			drops[i] = LD(rt->drops[i]);
-		expired = LD(rt->expired);
-	}
+	sadb_runtime_read(db, slot, sa->instance, 0, &rv);
 	snprintf(spi, sizeof(spi), "0x%08" PRIx32, sa->spi);
 	sadb_addr_str(&sa->src, src, sizeof(src));
 	sadb_addr_str(&sa->dst, dst, sizeof(dst));
@@ -305,27 +295,27 @@ static int sa_one(struct xm_snapshot *s, struct sadb *db, const struct sadb_sa *
 	k = &s->sa.sa[row];
 	*k = (struct xm_sa_key){ slot, sa->spi, sa->proto, sa->dir, sa->mode, sa->state, sa->reqid,
 				 sa->ike_id, sa->instance, sa->src, sa->dst };
-	rc |= xm_add(s, XM_SA_PACKETS, (uint32_t)row, 0, packets);
-	rc |= xm_add(s, XM_SA_BYTES, (uint32_t)row, 0, bytes);
+	rc |= xm_add(s, XM_SA_PACKETS, (uint32_t)row, 0, rv.packets);
+	rc |= xm_add(s, XM_SA_BYTES, (uint32_t)row, 0, rv.bytes);
 	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-		if (drops[i])
-			rc |= xm_add(s, XM_SA_DROPS, (uint32_t)row, i, drops[i]);
+		if (rv.drops[i])
+			rc |= xm_add(s, XM_SA_DROPS, (uint32_t)row, i, rv.drops[i]);
 	rc |= xm_add(s, XM_SA_STATE, (uint32_t)row, 0, sa->state);
-	rc |= xm_add(s, XM_SA_EXPIRY, (uint32_t)row, 0, expired & 2 ? 2 : expired & 1 ? 1 : 0);
+	rc |= xm_add(s, XM_SA_EXPIRY, (uint32_t)row, 0, rv.expired & 2 ? 2 : rv.expired & 1 ? 1 : 0);
 	rc |= xm_add(s, XM_SA_CREATED, (uint32_t)row, 0, sa->created);
-	rc |= xm_add(s, XM_SA_LAST_USED, (uint32_t)row, 0, last);
+	rc |= xm_add(s, XM_SA_LAST_USED, (uint32_t)row, 0, rv.last_used);
 	for (unsigned l = 0; l < 2; l++) {
 		const struct sadb_lifetime *lt = l ? &sa->hard : &sa->soft;
-		uint64_t sec = remain_seconds(lt, sa->created, first, s->now);
+		uint64_t sec = remain_seconds(lt, sa->created, rv.first_used, s->now);
 
 		if (sec != UINT64_MAX)
 			rc |= xm_add(s, XM_SA_REMAIN_SECONDS, (uint32_t)row, l, sec);
 		if (lt->bytes)
 			rc |= xm_add(s, XM_SA_REMAIN_BYTES, (uint32_t)row, l,
-				     lt->bytes > bytes ? lt->bytes - bytes : 0);
+				     lt->bytes > rv.bytes ? lt->bytes - rv.bytes : 0);
 		if (lt->packets)
 			rc |= xm_add(s, XM_SA_REMAIN_PACKETS, (uint32_t)row, l,
-				     lt->packets > packets ? lt->packets - packets : 0);
+				     lt->packets > rv.packets ? lt->packets - rv.packets : 0);
 	}
 	return rc ? -ENOMEM : 0;
 }
@@ -356,12 +346,12 @@ static int collect_sadb(struct xm_snapshot *s, struct sadb *db, bool no_sa)
 	rc |= xm_add(s, XM_SADB_POLICY_CAPACITY, 0, 0, info.max_policy);
 	rc |= xm_add(s, XM_SADB_CHANGES, 0, 0, info.generation);
 	while (sadb_sa_next(db, &cur, &sa, &slot) == 0) {
-		struct sadb_runtime *rt = sadb_runtime(db, slot);
+		struct sadb_runtime_view v;
 
 		/* The totals by reason count every SA, even with the per-SA families left out. */
-		if (rt && LD(rt->instance) == sa.instance)
+		if (sadb_runtime_read(db, slot, sa.instance, 0, &v) == 0)
 			for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-				drops[i] += LD(rt->drops[i]);
+				drops[i] += v.drops[i];
 		if (!no_sa && (rc |= sa_one(s, db, &sa, slot)) != 0)
 			break;
 	}
@@ -381,9 +371,9 @@ static int collect_sadb(struct xm_snapshot *s, struct sadb *db, bool no_sa)
 		snprintf(name, sizeof(name), "%" PRIu32, w);
 		if ((row = rows_add(&s->worker, v)) < 0)
 			return -ENOMEM;
-		rc |= xm_add(s, XM_W_RX_PACKETS, (uint32_t)row, 0, LD(ws->rx_packets));
+		rc |= xm_add(s, XM_W_RX_PACKETS, (uint32_t)row, 0, sadb_worker_rx_packets(ws));
 		rc |= xm_add(s, XM_W_RX_BYTES, (uint32_t)row, 0, LD(ws->rx_bytes));
-		rc |= xm_add(s, XM_W_TX_PACKETS, (uint32_t)row, 0, LD(ws->tx_packets));
+		rc |= xm_add(s, XM_W_TX_PACKETS, (uint32_t)row, 0, sadb_worker_tx_packets(ws));
 		rc |= xm_add(s, XM_W_TX_BYTES, (uint32_t)row, 0, LD(ws->tx_bytes));
 		rc |= xm_add(s, XM_W_FRAG_PACKETS, (uint32_t)row, 0, LD(ws->frag_packets));
 		rc |= xm_add(s, XM_W_FRAG_MADE, (uint32_t)row, 0, LD(ws->frag_made));

@@ -38,11 +38,12 @@
 #define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 7u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+#define SADB_LAYOUT_VERSION 8u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
                                 * 4: fragmentation drop reasons and counters; 5: the dataplane's
                                 * hold on SA slots, stale-SA and sequence-lease drop reasons,
                                 * runtime seq_lease; 6: the home agent record; 7: the workers'
-                                * hand-off counters */
+                                * hand-off counters; 8: the workers' records hold every worker
+                                * counter (per port, per path, SA-charged drops) */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -216,14 +217,26 @@ struct sadb_runtime {
 	uint32_t pad;
 };
 
-/* Counters of one dataplane worker, written by that worker only (relaxed atomics), read by anyone.
+/* Counters of one dataplane worker: the only copy of them (xipsecd's control socket, ipsecctl, the
+ * exporter and the SNMP subagent all read this record). Written with relaxed atomic adds by that
+ * worker, and by its dataplane's control thread for the frames the XDP program dropped on the
+ * worker's queue, so every write is an add, never a store; read by anyone with relaxed loads.
  * drops[] holds only the drops that belong to no SA (unknown SPI, no policy, no route, ...): a drop
- * attributed to an SA is counted in that SA's sadb_runtime.drops instead, never in both. One record
- * per 64-byte line group so that workers never share a cache line. */
+ * attributed to an SA is counted in that SA's sadb_runtime.drops instead, never in both, so that
+ * per-SA + drops[] is the total. sa_drops[] is this worker's share of those SA-charged drops (the
+ * worker's own view, not added into any total). One record per 64-byte line group so that workers
+ * never share a cache line. Every field is a uint64_t (sadb_worker_stats_sum adds them word by word). */
 #define SADB_MAX_WORKERS 64u
+enum sadb_port { SADB_PORT_INSIDE = 0, SADB_PORT_OUTSIDE = 1, SADB_NPORTS = 2 };
 struct sadb_worker_stats {
-	_Alignas(64) uint64_t rx_packets, rx_bytes;
-	uint64_t tx_packets, tx_bytes;
+	_Alignas(64) uint64_t rx[SADB_NPORTS];  /* packets received, by port */
+	uint64_t tx[SADB_NPORTS];               /* packets transmitted, by port */
+	uint64_t rx_bytes, tx_bytes;
+	uint64_t bypass, protect, unprotect;    /* packets by SPD verdict and ESP/AH done */
+	uint64_t to_tun, from_tun;              /* through the dataplane's TUN device */
+	uint64_t held;                          /* packets held waiting for a neighbour */
+	uint64_t icmp_sent;                     /* ICMP errors the dataplane generated */
+	uint64_t spd_out;                       /* from the outside and back out: the outbound SPD */
 	uint64_t frag_packets;      /* IPv4 packets cut into fragments (before ESP/AH or to a link) */
 	uint64_t frag_made;         /* fragments those became */
 	uint64_t reasm_packets;     /* datagrams reassembled from received fragments */
@@ -233,7 +246,21 @@ struct sadb_worker_stats {
 	 * it took back because no helper claimed them in time. */
 	uint64_t handoff_done, handoff_jobs, handoff_pkts, handoff_back;
 	uint64_t drops[SADB_DROP_MAX];
+	uint64_t sa_drops[SADB_DROP_MAX];
 };
+
+/* Packets a worker record counts received / transmitted on both ports (relaxed loads). */
+static inline uint64_t sadb_worker_rx_packets(const struct sadb_worker_stats *w)
+{
+	return __atomic_load_n(&w->rx[SADB_PORT_INSIDE], __ATOMIC_RELAXED) +
+	       __atomic_load_n(&w->rx[SADB_PORT_OUTSIDE], __ATOMIC_RELAXED);
+}
+
+static inline uint64_t sadb_worker_tx_packets(const struct sadb_worker_stats *w)
+{
+	return __atomic_load_n(&w->tx[SADB_PORT_INSIDE], __ATOMIC_RELAXED) +
+	       __atomic_load_n(&w->tx[SADB_PORT_OUTSIDE], __ATOMIC_RELAXED);
+}
 
 /* The dataplane stats area: who runs the dataplane and its workers' records. A dataplane that starts
  * zeroes every record, then sets n_workers, started (CLOCK_REALTIME seconds) and pid. */
@@ -412,8 +439,40 @@ bool sadb_selector_match(const struct sadb_selector *sel, const struct sadb_pkt_
  * generations are returned; a single transaction with more than max changes also gives -ESTALE. */
 int sadb_changes(const struct sadb *db, uint64_t *since, struct sadb_change *out, unsigned max);
 
-/* Runtime area of a slot (read-write mapping needed to write). NULL for a bad slot. */
+/* Runtime area of a slot, for its one writer: the dataplane (read-write mapping needed to write)
+ * and libsadb itself. NULL for a bad slot. Everyone else reads it through sadb_runtime_read. */
 struct sadb_runtime *sadb_runtime(const struct sadb *db, uint32_t slot);
+
+/* A copy of one SA's runtime area, as sadb_runtime_read gives it. */
+struct sadb_runtime_view {
+	uint64_t packets, bytes, first_used, last_used;
+	uint64_t seq_reserved, seq_lease, replay_top;
+	uint64_t replay_bitmap[SADB_REPLAY_MAX / 64];  /* only with SADB_RTV_REPLAY, else zero */
+	uint64_t drops[SADB_DROP_MAX];
+	uint64_t drops_total;                          /* sum of drops[] */
+	uint32_t expired;                              /* bit 0 soft, bit 1 hard */
+};
+#define SADB_RTV_REPLAY 0x1u  /* copy the replay bitmap too (4096 bits: only when it is shown) */
+
+/* The one reader of the runtime area: copies slot's area into *out if it belongs to SA instance
+ * `instance` (sadb_sa.instance, as the caller read it with the SA).
+ * Memory-order rule, the same for every reader: the area's instance word is loaded with acquire
+ * before the copy; every other word is copied with relaxed loads (each counter is exact, the set is
+ * not one instant: counters move while they are read); then an acquire fence and a second load of
+ * the instance word. A slot is given to a new SA instance (sadb_sa_add) by storing 0 into its
+ * instance word, a release fence, zeroing every other word, then storing the new instance; the
+ * dataplane writes the words of the new instance only after that. A copy that took any word of the
+ * reset or of the later instance took a value after a zero store that follows the release fence,
+ * so its acquire fence orders the second load after the store of 0 (for the later read-modify-writes
+ * by the C11 release-sequence rule, for the later plain stores (last_used, the replay window) by each
+ * word's coherence order, which x86-64 and ARMv8 give): the second load sees 0 or a newer instance.
+ * Both loads must equal `instance`.
+ * Returns 0 with the copy; -ESTALE when the area belongs to another instance, or was given to one
+ * while it was read (a deleted SA whose slot was reused, an SA being added): *out is then all zero,
+ * never a mix of two instances; -EINVAL for a NULL db or out, or a slot beyond the capacity (*out
+ * zeroed). flags: SADB_RTV_REPLAY or 0. */
+int sadb_runtime_read(const struct sadb *db, uint32_t slot, uint64_t instance, unsigned flags,
+		      struct sadb_runtime_view *out);
 
 /* The dataplane stats area (writable through a SADB_RUNTIME or SADB_RDWR handle). NULL for NULL. */
 struct sadb_dp_stats *sadb_dp_stats(const struct sadb *db);

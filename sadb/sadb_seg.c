@@ -1,7 +1,7 @@
 /* sadb/sadb_seg.c: libsadb's segment: its layout, its creation (built privately, then linked into
  * place), the checks every opener makes before trusting it, open and close, and the areas that hold
  * no records (the SA runtime areas and the dataplane's statistics), whose places follow from the
- * layout. The multi-version scheme that makes every change atomic for readers is explained at the
+ * layout (sadb_runtime.c reads them). The multi-version scheme that makes every change atomic for readers is explained at the
  * top of sadb_int.h. */
 #include "config.h"
 
@@ -457,54 +457,4 @@ struct sadb_dp_stats *sadb_dp_stats(const struct sadb *db)
 	/* Not in the header: its place is implied by the layout version and the capacities. */
 	compute_layout(db->h->max_sa, db->h->max_policy, &l);
 	return (struct sadb_dp_stats *)(db->base + l.off_dp);
-}
-
-struct sadb_worker_stats *sadb_worker_stats(const struct sadb *db, unsigned worker)
-{
-	struct sadb_dp_stats *d = sadb_dp_stats(db);
-
-	if (!d || worker >= SADB_MAX_WORKERS)
-		return NULL;
-	return &d->w[worker];
-}
-
-static inline uint64_t ld(const uint64_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-int sadb_worker_stats_sum(const struct sadb *db, struct sadb_worker_stats *total)
-{
-	struct sadb_dp_stats *d = sadb_dp_stats(db);
-
-	if (!d || !total)
-		return -EINVAL;
-	memset(total, 0, sizeof(*total));
-	/* Every record, not only n_workers: a starting dataplane zeroes them all, so unused ones are 0. */
-	for (unsigned i = 0; i < SADB_MAX_WORKERS; i++) {
-		const struct sadb_worker_stats *w = &d->w[i];
-
-		total->rx_packets += ld(&w->rx_packets);
-		total->rx_bytes += ld(&w->rx_bytes);
-		total->tx_packets += ld(&w->tx_packets);
-		total->tx_bytes += ld(&w->tx_bytes);
-		total->frag_packets += ld(&w->frag_packets);
-		total->frag_made += ld(&w->frag_made);
-		total->reasm_packets += ld(&w->reasm_packets);
-		total->reasm_frags += ld(&w->reasm_frags);
-		total->handoff_done += ld(&w->handoff_done);
-		total->handoff_jobs += ld(&w->handoff_jobs);
-		total->handoff_pkts += ld(&w->handoff_pkts);
-		total->handoff_back += ld(&w->handoff_back);
-		for (unsigned r = 0; r < SADB_DROP_MAX; r++)
-			total->drops[r] += ld(&w->drops[r]);
-	}
-	return (int)__atomic_load_n(&d->n_workers, __ATOMIC_RELAXED);
-}
-
-struct sadb_runtime *sadb_runtime(const struct sadb *db, uint32_t slot)
-{
-	if (!db || slot >= db->h->max_sa)
-		return NULL;
-	return (struct sadb_runtime *)(db->rt + (size_t)slot * db->h->rt_size);
 }

@@ -12,6 +12,7 @@
 #include "dataplane/engine/esp_ip.h"
 #include "dataplane/engine/esp_replay.h"
 #include "dataplane/engine/esp_sa.h"
+#include "dataplane/engine/esp_seq.h"
 
 /* Protocol halves (esp_out.c, esp_in.c, ah.c): process up to ESP_BURST_MAX packets; set drop. */
 void esp_proto_out(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n);

@@ -1,6 +1,7 @@
-/* dataplane/engine/esp_sa.c: the engine's SA object (esp_sa_create/destroy), the choice of crypto backend,
- * outbound sequence number reservation (doc/architecture.md rule 1) and the burst entry points that split
- * good packets from bad ones (the DPDK burst contract written in esp.h). */
+/* dataplane/engine/esp_sa.c: the engine's SA object (esp_sa_create/destroy), the choice of crypto backend
+ * and the burst entry points that split good packets from bad ones (the DPDK burst contract written in
+ * esp.h). The burst entries call down into the stages (esp_out.c, esp_in.c, ah.c), which call down into
+ * the shared helpers (esp_seq.c, esp_mtu.c, replay.c); nothing below calls back up. */
 #include "config.h"
 
 #include <errno.h>
@@ -556,107 +557,6 @@ void esp_sa_destroy(struct esp_sa *sa)
 	free(sa);
 }
 
-/* Whether the runtime area still belongs to this object's SA instance. */
-static inline bool rt_ours(const struct esp_sa *sa)
-{
-	return atomic_load_explicit((_Atomic uint64_t *)&sa->rt->instance, memory_order_acquire) ==
-	       sa->instance;
-}
-
-/* The lease on disk runs low: tell its owner (a load first, so that the line is written once per
- * lease, not once per refill while the extension is on its way). */
-static void lease_tell(const struct esp_sa *sa)
-{
-	if (sa->lease_hint && !atomic_load_explicit(sa->lease_hint, memory_order_relaxed))
-		atomic_store_explicit(sa->lease_hint, 1, memory_order_release);
-}
-
-bool esp_seq_refill(struct esp_sa *sa)
-{
-	struct sadb_runtime *rt = sa->rt;
-
-	if (sa->seq_done)
-		return false;
-	/* Reserve a block in the shared runtime before using any number of it: a crash loses at most
-	 * the rest of the block, never reuses one. A CAS rather than a fetch-add so that the recorded
-	 * mark never wraps past the end of the space, nor passes the lease recorded on disk. */
-	_Atomic uint64_t *res = (_Atomic uint64_t *)&rt->seq_reserved;
-	uint64_t cap = sa->seq_max;
-	bool leased = false;
-	if (sa->flags & SADB_SAF_SEQ_PERSIST) {
-		uint64_t lease = atomic_load_explicit((_Atomic uint64_t *)&rt->seq_lease, memory_order_acquire);
-		if (lease < cap) {
-			cap = lease;
-			leased = true;
-		}
-	}
-	uint64_t blk = sa->seq_block;
-	if (sa->seq_shared && sa->seq_want < blk)
-		blk = sa->seq_want ? sa->seq_want : 1; /* only what the burst still needs */
-	uint64_t old = atomic_load_explicit(res, memory_order_acquire), want;
-	do {
-		if (old >= sa->seq_max) {
-			sa->seq_done = true; /* used up: the SA must be rekeyed */
-			sa->seq_why = SADB_DROP_SEQ_OVERFLOW;
-			return false;
-		}
-		if (old >= cap) {
-			sa->seq_why = SADB_DROP_SEQ_LEASE; /* the control thread extends the lease */
-			lease_tell(sa);
-			return false;
-		}
-		want = cap - old < blk ? cap : old + blk;
-	} while (!atomic_compare_exchange_weak_explicit(res, &old, want, memory_order_acq_rel,
-						       memory_order_acquire));
-	if (leased && cap - want <= sa->lease_low)
-		lease_tell(sa);
-	/* Checked after the CAS, not before: if the counter we just advanced was reset for another SA
-	 * instance (its zero, or a value its own objects reserved), the reset's instance store is
-	 * ordered before what the CAS read (rt_reset in libsadb), so this load sees it. The numbers
-	 * taken are then abandoned: they may be the new SA's, never reused under this object's key. */
-	if (ESP_UNLIKELY(!rt_ours(sa))) {
-		sa->seq_done = true;
-		sa->seq_why = SADB_DROP_STALE_SA;
-		return false;
-	}
-	sa->seq_next = old + 1;
-	sa->seq_limit = want;
-	if (sa->seq_shared)
-		sa->seq_want -= (uint32_t)(want - old) < sa->seq_want ? (uint32_t)(want - old) : sa->seq_want;
-	return true;
-}
-
-uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family,
-			   uint32_t prefix)
-{
-	uint32_t fixed; /* bytes added that are not padded: outer header (tunnel), headers kept in
-	                 * front (transport), UDP, ESP header, IV, ICV */
-	uint8_t ofam = sa->mode == SADB_MODE_TUNNEL ? sa->dst.family : inner_family;
-	if (sa->mode == SADB_MODE_TUNNEL)
-		fixed = ofam == AF_INET6 ? 40 : 20;
-	else
-		fixed = prefix;
-	if (sa->proto == SADB_PROTO_AH) {
-		fixed += ofam == AF_INET6 ? sa->ah_hdr_len6 : sa->ah_hdr_len;
-		if (sa->mode == SADB_MODE_TRANSPORT)
-			fixed -= prefix; /* the headers are part of the packet given */
-		return outer_mtu > fixed ? outer_mtu - fixed : 0;
-	}
-	fixed += (sa->encap_dport ? 8u : 0u) + 8u + sa->iv_len + sa->icv_len;
-	if (outer_mtu < fixed + sa->align)
-		return 0;
-	/* The padded part (payload + 2) must fit in what is left, rounded down to the alignment. */
-	uint32_t room = (outer_mtu - fixed) & ~(uint32_t)(sa->align - 1);
-	uint32_t kept = sa->mode == SADB_MODE_TRANSPORT ? prefix : 0;
-	return kept + room - 2;
-}
-
-uint32_t esp_sa_inner_mtu(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family)
-{
-	/* Transport mode: a packet without options or extension headers. */
-	return esp_inner_mtu_hdr(sa, outer_mtu, inner_family, inner_family == AF_INET6 ? 40 : 20);
-}
-
 static void count_time(struct sadb_runtime *rt)
 {
 	struct timespec ts;
@@ -681,7 +581,7 @@ static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, 
 	else
 		for (unsigned i = 0; i < n; i++)
 			pkts[i]->drop = SADB_DROP_NONE;
-	if (ESP_UNLIKELY(!rt_ours(sa))) {
+	if (ESP_UNLIKELY(!esp_rt_ours(sa))) {
 		/* The area belongs to another SA now: touch nothing of it, count nothing in it. */
 		for (unsigned i = 0; i < n; i++)
 			pkts[i]->drop = SADB_DROP_STALE_SA;
@@ -701,7 +601,7 @@ static unsigned run_chunk(struct esp_sa *sa, struct esp_pkt **pkts, unsigned n, 
 		else
 			ah_proto_in(sa, pkts, n);
 	}
-	if (ESP_UNLIKELY(!rt_ours(sa))) {
+	if (ESP_UNLIKELY(!esp_rt_ours(sa))) {
 		/* Given to another SA instance while this burst ran: what it accepted was judged
 		 * against a window that was no longer its own. */
 		for (unsigned i = 0; i < n; i++)

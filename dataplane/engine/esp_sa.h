@@ -1,5 +1,5 @@
 /* dataplane/engine/esp_sa.h: the engine's SA object (struct esp_sa, made by esp_sa.c), its outbound
- * sequence numbers and its counters: what every packet path reads. Internal to the engine (esp.h is
+ * instance check and its counters: what every packet path reads. Internal to the engine (esp.h is
  * the API); the crypto backends see only the session embedded in it (crypto/esp_crypto.h). */
 #ifndef XIPSEC_ESP_SA_H
 #define XIPSEC_ESP_SA_H
@@ -66,34 +66,14 @@ struct esp_sa {
 	struct esp_crypto_sa cs;
 };
 
-/* esp_sa_inner_mtu for a packet whose transport-mode headers kept in front are prefix bytes. */
+/* esp_sa_inner_mtu for a packet whose transport-mode headers kept in front are prefix bytes (esp_mtu.c). */
 uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family,
 			   uint32_t prefix);
-/* Reserve the next block of outbound numbers in the runtime; false when none can be had now:
- * sa->seq_why says why (the space is used up, the runtime area belongs to another SA instance, or
- * the numbers above rt->seq_lease are not yet recorded on disk). */
-bool esp_seq_refill(struct esp_sa *sa);
-/* Start of an outbound burst of n packets. A shared SA (esp_sa_opts.seq_share > 1) abandons the
- * numbers left from an earlier burst, which another worker has long since overtaken, and reserves
- * for this one no more than it needs. */
-static inline void esp_seq_burst(struct esp_sa *sa, unsigned n)
+/* Whether the runtime area still belongs to this object's SA instance. */
+static inline bool esp_rt_ours(const struct esp_sa *sa)
 {
-	if (sa->seq_shared) {
-		sa->seq_limit = sa->seq_next - 1; /* seq_next >= 1: no wrap */
-		sa->seq_want = n;
-	}
-}
-/* Take one outbound sequence number; false (drop with sa->seq_why) when none can be had. */
-static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
-{
-	if (ESP_UNLIKELY(sa->seq_next > sa->seq_limit || sa->seq_done) && !esp_seq_refill(sa))
-		return false;
-	*seq = sa->seq_next;
-	if (ESP_UNLIKELY(sa->seq_next == sa->seq_max))
-		sa->seq_done = true; /* the last number of the space: no wrap to 0 afterwards */
-	else
-		sa->seq_next++;
-	return true;
+	return atomic_load_explicit((_Atomic uint64_t *)&sa->rt->instance, memory_order_acquire) ==
+	       sa->instance;
 }
 
 /* Counters: relaxed atomics, the owner is the only writer (doc/architecture.md rule 5). */

@@ -66,17 +66,6 @@ struct dp_config {
 };
 
 /* Per-worker counters. Written by the worker (relaxed atomic adds), read by the control socket. */
-struct dp_wstats {
-	_Atomic uint64_t rx[DP_NPORTS], tx[DP_NPORTS];
-	_Atomic uint64_t bypass, protect, unprotect, to_tun, from_tun, held, icmp_sent;
-	_Atomic uint64_t spd_out;    /* from the outside and back out: through the outbound SPD */
-	_Atomic uint64_t frag_packets, frag_made, reasm_packets, reasm_frags;
-	/* dp_handoff.c: packets it decrypted for other workers; jobs it handed off, packets of them
-	 * other workers decrypted, jobs it took back (no helper claimed them in time) */
-	_Atomic uint64_t handoff_done, handoff_jobs, handoff_pkts, handoff_back;
-	_Atomic uint64_t drops[SADB_DROP_MAX];
-};
-
 struct dp_port {
 	struct xsk_socket *xsk;
 	struct xsk_ring_cons rx;
@@ -137,15 +126,13 @@ struct dp_group;
 
 _Static_assert(DP_MAX_WORKERS <= SADB_MAX_WORKERS, "every worker needs a record in the SADB stats area");
 
-/* A worker's counters live in two places: its struct dp_wstats (the control socket's status) and its
- * record in the SADB stats area (ipsecctl show stats). It writes both with relaxed atomic adds; the
- * control thread adds to them too, for the frames the XDP program dropped on the worker's queue
- * (unknown SPIs, dp_xdp_fold_drops), so every write is an add, never a store. An event both count is written through DP_COUNT (a field of the same name in both: drops,
- * fragmentation, reassembly) or dp_count_rx/dp_count_tx, so that the two never disagree; DP_STAT and
- * DP_SST_ADD write one side only (what the other does not have, or a drop an SA was charged with). */
-#define DP_STAT(w, field, n) atomic_fetch_add_explicit(&(w)->st.field, (n), memory_order_relaxed)
-#define DP_SST_ADD(w, field, n) __atomic_fetch_add(&(w)->sst->field, (n), __ATOMIC_RELAXED)
-#define DP_COUNT(w, field, n) do { DP_STAT(w, field, n); DP_SST_ADD(w, field, n); } while (0)
+/* A worker's counters have one copy: its record in the SADB stats area (struct sadb_worker_stats,
+ * read by the control socket's status, ipsecctl, the exporter). The worker writes it with relaxed
+ * atomic adds; the control thread adds to it too, for the frames the XDP program dropped on the
+ * worker's queue (unknown SPIs, dp_xdp_fold_drops), so every write is an add, never a store. */
+#define DP_STAT(w, field, n) __atomic_fetch_add(&(w)->sst->field, (n), __ATOMIC_RELAXED)
+_Static_assert((int)DP_IN == (int)SADB_PORT_INSIDE && (int)DP_OUT == (int)SADB_PORT_OUTSIDE,
+	       "the SADB worker record counts packets by the dataplane's port number");
 
 struct dp_worker {
 	struct dp_ctx *ctx;
@@ -167,26 +154,23 @@ struct dp_worker {
 	uint64_t hold_retry_ns;
 	uint64_t icmp_tokens_ns;     /* rate limit of the ICMP errors it sends */
 	uint16_t icmp_ipid;            /* IPv4 identification of those errors */
-	struct dp_wstats st;
-	struct sadb_worker_stats *sst; /* this worker's record in the SADB stats area (ipsecctl) */
+	struct sadb_worker_stats *sst; /* this worker's counters: its record in the SADB stats area */
 	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
 	struct dp_group *regroup;    /* dp_path.h: outbound burst of packets that came in from the
 	                              * outside (decapsulated or bypassed) and leave through it again */
 	uint64_t reasm_expire_ns;    /* next look for timed-out datagrams */
 };
 
-/* n packets received on port (the SADB record counts both ports together; bytes per packet). */
+/* n packets received on port (bytes are counted per packet). */
 static inline void dp_count_rx(struct dp_worker *w, unsigned port, uint32_t n)
 {
 	DP_STAT(w, rx[port], n);
-	DP_SST_ADD(w, rx_packets, n);
 }
 
 static inline void dp_count_tx(struct dp_worker *w, unsigned port, uint32_t len)
 {
 	DP_STAT(w, tx[port], 1);
-	DP_SST_ADD(w, tx_packets, 1);
-	DP_SST_ADD(w, tx_bytes, len);
+	DP_STAT(w, tx_bytes, len);
 }
 
 struct dp_ctx {

@@ -88,10 +88,10 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 	    (unsigned long long)dp_xdp_spi_drops(ctx),
 	    ctx->tun_fd >= 0 ? (ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0") : "");
 	for (unsigned i = 0; i < ctx->n_workers; i++) {
-		struct dp_wstats *s = &ctx->w[i].st;
+		const struct sadb_worker_stats *s = ctx->w[i].sst;
 		bool first = true;
 
-#define L(x) (unsigned long long)atomic_load_explicit(&(x), memory_order_relaxed)
+#define L(x) (unsigned long long)__atomic_load_n(&(x), __ATOMIC_RELAXED)
 		put(&p, &left, "%s{\"id\":%u,\"queue\":%u,\"cpu\":%d,\"rx_inside\":%llu,"
 		    "\"rx_outside\":%llu,\"tx_inside\":%llu,\"tx_outside\":%llu,\"bypass\":%llu,"
 		    "\"protect\":%llu,\"unprotect\":%llu,\"to_tun\":%llu,\"from_tun\":%llu,"
@@ -106,7 +106,8 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 		    L(s->frag_packets), L(s->frag_made), L(s->reasm_packets), L(s->reasm_frags),
 		    L(s->handoff_done), L(s->handoff_jobs), L(s->handoff_pkts), L(s->handoff_back));
 		for (unsigned r = 1; r < SADB_DROP_MAX; r++) {
-			unsigned long long v = L(s->drops[r]);
+			/* the worker's view: the drops it charged to an SA as well as those of no SA */
+			unsigned long long v = L(s->drops[r]) + L(s->sa_drops[r]);
 
 			if (!v)
 				continue;

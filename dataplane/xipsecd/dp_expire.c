@@ -73,21 +73,21 @@ static const char *limit_hit(const struct sadb_lifetime *l, uint64_t add_ns, uin
 
 static void check(struct dp_ctx *ctx, struct dp_sa *s, uint64_t now)
 {
-	struct sadb_runtime *rt = s->rt;
+	struct sadb_runtime_view v;
 	uint64_t bytes, packets, first_used, add_ns, use_ns = 0;
 	const char *why, *kind;
 	uint32_t bits, set, old;
 	char a[64];
 
 	/* the area may hold another SA instance already (a delete not applied yet): not ours */
-	if (__atomic_load_n(&rt->instance, __ATOMIC_ACQUIRE) != s->sa.instance)
+	if (sadb_runtime_read(ctx->db, s->slot, s->sa.instance, 0, &v) < 0)
 		return;
-	bits = __atomic_load_n(&rt->expired, __ATOMIC_ACQUIRE);
+	bits = v.expired;
 	if (bits & 2)
 		return;
-	bytes = __atomic_load_n(&rt->bytes, __ATOMIC_RELAXED);
-	packets = __atomic_load_n(&rt->packets, __ATOMIC_RELAXED);
-	first_used = __atomic_load_n(&rt->first_used, __ATOMIC_RELAXED);
+	bytes = v.bytes;
+	packets = v.packets;
+	first_used = v.first_used;
 	if (first_used && !s->use_seen_ns)
 		s->use_seen_ns = now;
 	add_ns = sub0(now, min64(s->seen_ns, (s->sa.created + 1) * NS));
@@ -104,7 +104,7 @@ static void check(struct dp_ctx *ctx, struct dp_sa *s, uint64_t now)
 		return;
 	}
 	/* the runtime area is the workers'; only the expired bits are the expiry owner's to set */
-	old = __atomic_fetch_or(&rt->expired, set, __ATOMIC_RELEASE);
+	old = __atomic_fetch_or(&s->rt->expired, set, __ATOMIC_RELEASE);
 	if ((old & set) == set)
 		return;
 	if (set & 2)

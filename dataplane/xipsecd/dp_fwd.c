@@ -111,7 +111,7 @@ void dp_fwd(struct dp_worker *w, uint64_t addr, uint32_t len, unsigned flags)
 		if (dp_tun_write(w->ctx, l3, len) == 0)
 			DP_STAT(w, to_tun, 1);
 		else
-			DP_COUNT(w, drops[SADB_DROP_TX_FULL], 1);
+			DP_STAT(w, drops[SADB_DROP_TX_FULL], 1);
 		dp_frame_free(w, addr);
 		return;
 	}
@@ -258,7 +258,7 @@ void dp_hold_retry(struct dp_worker *w, bool force)
 		 * from here) */
 		if (r != DP_ROUTE_DROP)
 			why = r == DP_ROUTE_PENDING ? SADB_DROP_NO_NEIGH : SADB_DROP_NO_ROUTE;
-		DP_COUNT(w, drops[why], 1);
+		DP_STAT(w, drops[why], 1);
 		dp_frame_free(w, h->addr);
 	}
 	w->n_hold = keep;

@@ -227,7 +227,7 @@ static unsigned run_job(struct dp_worker *w, struct dp_hjob *j, uint64_t ticket)
 	unsigned n = j->n;
 
 	j->k = esp_inbound_burst(j->sa->e[w->id], j->pp, n);
-	DP_COUNT(w, handoff_done, n);
+	DP_STAT(w, handoff_done, n);
 	/* from here on the job is the owner's again (it may reuse it at once) */
 	atomic_store_explicit(&j->state, ticket << 3 | JOB_DONE, memory_order_release);
 	return n;
@@ -382,7 +382,7 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 		asleep[i] = posted_to[i] && wake(h, helper[i]);
 		claimed[i] = 0;
 	}
-	DP_COUNT(w, handoff_jobs, nj);
+	DP_STAT(w, handoff_jobs, nj);
 	esp_inbound_burst(sa->e[w->id], pp, own);
 	t1 = dp_now_ns();
 	/* What no helper has claimed by now, the owner runs itself, from the end (helpers claim from
@@ -395,7 +395,7 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 		    atomic_compare_exchange_strong_explicit(&j->state, &s, (s & ~(uint64_t)7) | JOB_BACK,
 							    memory_order_acquire, memory_order_relaxed)) {
 			j->k = esp_inbound_burst(sa->e[w->id], j->pp, j->n);
-			DP_COUNT(w, handoff_back, 1);
+			DP_STAT(w, handoff_back, 1);
 		}
 	}
 	t2 = dp_now_ns();
@@ -413,7 +413,7 @@ unsigned dp_handoff_inbound(struct dp_worker *w, struct dp_sa *sa, struct esp_pk
 				sched_yield();
 		}
 		if ((s & 7) == JOB_DONE) {
-			DP_COUNT(w, handoff_pkts, j->n);
+			DP_STAT(w, handoff_pkts, j->n);
 			for (unsigned c = 0; c < m; c++)
 				claimed[c] += helper[c] == j->helper;
 		}

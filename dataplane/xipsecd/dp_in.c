@@ -53,7 +53,7 @@ static void inbound_large(struct dp_worker *w, uint32_t len)
 	k = esp_inbound_burst(sa->e[w->id], &pp, 1);
 	if (!k) {
 		/* counted in the SA by the engine */
-		DP_STAT(w, drops[p.drop], 1);
+		DP_STAT(w, sa_drops[p.drop], 1);
 		return;
 	}
 	DP_STAT(w, unprotect, 1);
@@ -88,8 +88,8 @@ static void reassemble(struct dp_worker *w, struct dp_group *g, uint64_t addr, u
 	default:
 		break;
 	}
-	DP_COUNT(w, reasm_packets, 1);
-	DP_COUNT(w, reasm_frags, res.n_frags);
+	DP_STAT(w, reasm_packets, 1);
+	DP_STAT(w, reasm_frags, res.n_frags);
 	if (res.len > DP_FRAME_SIZE - FRESH_L3) {
 		dp_frame_free(w, base);
 		inbound_large(w, res.len);

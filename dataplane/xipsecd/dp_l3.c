@@ -57,7 +57,7 @@ int dp_l3_cut(struct dp_worker *w, const uint8_t *src, bool in_place, uint64_t s
 		out->addr[0] = src_addr;
 		out->len[0] = dp_frag4_write(&f, 0, dp_mem(w, src_addr));
 	}
-	DP_COUNT(w, frag_packets, 1);
-	DP_COUNT(w, frag_made, f.n);
+	DP_STAT(w, frag_packets, 1);
+	DP_STAT(w, frag_made, f.n);
 	return (int)f.n;
 }

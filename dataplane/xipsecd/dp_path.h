@@ -100,10 +100,10 @@ static inline bool dp_ttl_expiring(const uint8_t *l3)
 	return (l3[0] >> 4) == 4 ? l3[8] <= 1 : l3[7] <= 1;
 }
 
-/* A drop that belongs to no SA: counted in the worker's SADB record as well (ipsecctl show stats). */
+/* A drop that belongs to no SA: the worker's drops[] (ipsecctl show stats adds it to the SAs'). */
 static inline void dp_drop(struct dp_worker *w, uint64_t addr, unsigned reason)
 {
-	DP_COUNT(w, drops[reason], 1);
+	DP_STAT(w, drops[reason], 1);
 	dp_frame_free(w, addr);
 }
 
@@ -112,23 +112,23 @@ static inline void dp_drop_count(struct dp_worker *w, unsigned reason, uint64_t 
 {
 	if (!n)
 		return;
-	DP_COUNT(w, drops[reason], n);
+	DP_STAT(w, drops[reason], n);
 }
 
-/* A drop already counted in an SA's runtime drops (by the engine): not again in the SADB worker
- * record, so that per-SA + SA-less is the total. */
+/* A drop already counted in an SA's runtime drops (by the engine): in the worker's sa_drops[], not
+ * its drops[], so that per-SA + SA-less is the total. */
 static inline void dp_drop_charged(struct dp_worker *w, uint64_t addr, unsigned reason)
 {
-	DP_STAT(w, drops[reason], 1);
+	DP_STAT(w, sa_drops[reason], 1);
 	dp_frame_free(w, addr);
 }
 
 /* A drop of a packet of sa, found here rather than by the engine: charged to the SA (its runtime
- * drops), so, as for dp_drop_charged, not in the SADB worker record. */
+ * drops), so, as for dp_drop_charged, in the worker's sa_drops[]. */
 static inline void dp_drop_sa_count(struct dp_worker *w, struct dp_sa *sa, unsigned reason)
 {
 	__atomic_fetch_add(&sa->rt->drops[reason], 1, __ATOMIC_RELAXED);
-	DP_STAT(w, drops[reason], 1);
+	DP_STAT(w, sa_drops[reason], 1);
 }
 
 static inline void dp_drop_sa(struct dp_worker *w, struct dp_sa *sa, uint64_t addr, unsigned reason)

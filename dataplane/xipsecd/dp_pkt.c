@@ -61,7 +61,7 @@ bool dp_tx(struct dp_worker *w, unsigned port, uint64_t addr, uint32_t len)
 		dp_tx_kick(pt);
 		if (xsk_ring_prod__reserve(&pt->tx, 1, &idx) == 1)
 			goto put;
-		DP_COUNT(w, drops[SADB_DROP_TX_FULL], 1);
+		DP_STAT(w, drops[SADB_DROP_TX_FULL], 1);
 		dp_frame_free(w, addr);
 		return false;
 	}

@@ -57,7 +57,7 @@ static unsigned rx_burst(struct dp_worker *w, struct dp_group *g, unsigned p)
 
 		if (i + RX_AHEAD < n)
 			rx_prefetch(w, pt, idx + i + RX_AHEAD);
-		DP_SST_ADD(w, rx_bytes, d->len);
+		DP_STAT(w, rx_bytes, d->len);
 
 		if (d->len < L2 + 20 || !dp_l3_len(eth + L2, d->len - L2, &len) ||
 		    (eth[12] != 0x08 && eth[12] != 0x86)) {

@@ -396,7 +396,7 @@ void dp_xdp_fold_drops(struct dp_ctx *ctx)
 		/* the program is the first stage of the queue's worker: received, dropped bad_spi */
 		/* atomic adds: the worker adds to the same counters at the same time */
 		dp_count_rx(w, DP_OUT, (uint32_t)d);
-		DP_COUNT(w, drops[SADB_DROP_BAD_SPI], d);
+		DP_STAT(w, drops[SADB_DROP_BAD_SPI], d);
 	}
 }
 

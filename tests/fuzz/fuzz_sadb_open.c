@@ -161,7 +161,7 @@ static void build(void)
 	sadb_runtime(db, 0)->packets = 5;
 	dp = sadb_dp_stats(db);
 	dp->n_workers = 2;
-	dp->w[1].rx_packets = 9;
+	dp->w[1].rx[SADB_PORT_INSIDE] = 9;
 	off_dp = (uint64_t)((uint8_t *)dp - db->base);
 	sadb_close(db);
 
@@ -291,7 +291,7 @@ static void read_all(const struct sadb *db)
 	if (sadb_changes(db, &since, ch, 3) > 0)
 		sink += ch[0].op;
 	n = sadb_worker_stats_sum(db, &ws);
-	sink += ws.rx_packets + (uint64_t)n;
+	sink += sadb_worker_rx_packets(&ws) + (uint64_t)n;
 	const struct sadb_dp_stats *d = sadb_dp_stats(db);
 	if (d)
 		sink += d->pid + d->n_workers;

@@ -66,7 +66,7 @@ static void test_view(void **state)
 	ds->started = 99;
 	ds->n_workers = 2;
 	w = sadb_worker_stats(db, 1);
-	w->rx_packets = 11;
+	w->rx[SADB_PORT_OUTSIDE] = 11;
 	w->tx_bytes = 22;
 	w->drops[SADB_DROP_BAD_SPI] = 7;
 	w->drops[SADB_DROP_NO_POLICY] = 1;

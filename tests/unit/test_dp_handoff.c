@@ -183,10 +183,10 @@ static void *helper(void *arg)
 	return NULL;
 }
 
-static uint64_t st(unsigned w, _Atomic uint64_t *f)
+static uint64_t st(unsigned w, uint64_t *f)
 {
 	(void)w;
-	return atomic_load(f);
+	return __atomic_load_n(f, __ATOMIC_RELAXED);
 }
 
 /* A running helper: everything decrypts, in order, and the helper did some of it. */
@@ -223,26 +223,21 @@ static void test_helper_shares(void **state)
 		tag += DP_BATCH;
 		bursts++;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((bursts >= BURSTS && st(0, &ctx.w[0].st.handoff_pkts) > 0) || t.tv_sec - t0.tv_sec > 20)
+		if ((bursts >= BURSTS && st(0, &ctx.w[0].sst->handoff_pkts) > 0) || t.tv_sec - t0.tv_sec > 20)
 			break;
 	}
 	atomic_store(&stop_helper, true);
 	pthread_join(th, NULL);
 	print_message("%u bursts: %llu jobs, %llu packets decrypted by the helper, %llu jobs taken back\n",
-		      bursts, (unsigned long long)st(0, &ctx.w[0].st.handoff_jobs),
-		      (unsigned long long)st(0, &ctx.w[0].st.handoff_pkts),
-		      (unsigned long long)st(0, &ctx.w[0].st.handoff_back));
-	assert_true(st(0, &ctx.w[0].st.handoff_jobs) > 0);
-	assert_true(st(0, &ctx.w[0].st.handoff_pkts) > 0);
+		      bursts, (unsigned long long)st(0, &ctx.w[0].sst->handoff_jobs),
+		      (unsigned long long)st(0, &ctx.w[0].sst->handoff_pkts),
+		      (unsigned long long)st(0, &ctx.w[0].sst->handoff_back));
+	assert_true(st(0, &ctx.w[0].sst->handoff_jobs) > 0);
+	assert_true(st(0, &ctx.w[0].sst->handoff_pkts) > 0);
 	/* each side counts the same packets; every job was run by one of them */
-	assert_int_equal(st(1, &ctx.w[1].st.handoff_done), st(0, &ctx.w[0].st.handoff_pkts));
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_pkts) / 8 + st(0, &ctx.w[0].st.handoff_back),
-			 st(0, &ctx.w[0].st.handoff_jobs));
-	/* the SADB's worker records (ipsecctl, metrics, SNMP) count what the status counts */
-	assert_int_equal(sst[0].handoff_jobs, st(0, &ctx.w[0].st.handoff_jobs));
-	assert_int_equal(sst[0].handoff_pkts, st(0, &ctx.w[0].st.handoff_pkts));
-	assert_int_equal(sst[0].handoff_back, st(0, &ctx.w[0].st.handoff_back));
-	assert_int_equal(sst[1].handoff_done, st(1, &ctx.w[1].st.handoff_done));
+	assert_int_equal(st(1, &ctx.w[1].sst->handoff_done), st(0, &ctx.w[0].sst->handoff_pkts));
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_pkts) / 8 + st(0, &ctx.w[0].sst->handoff_back),
+			 st(0, &ctx.w[0].sst->handoff_jobs));
 	assert_int_equal(rt.replay_top, tag);
 	teardown_all();
 }
@@ -341,22 +336,22 @@ static void test_stopped_helper(void **state)
 	setup(2, 1024, false);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	bursts_alone(0, 1);
-	first = st(0, &ctx.w[0].st.handoff_jobs);
+	first = st(0, &ctx.w[0].sst->handoff_jobs);
 	assert_int_equal(first, 4);                 /* half of 64 in jobs of 8 */
 	bursts_alone(1, 1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (secs(&t0, &t1) < 0.001)                 /* (a slow machine may take longer) */
-		assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), first);
+		assert_int_equal(st(0, &ctx.w[0].sst->handoff_jobs), first);
 	bursts_alone(2, 62);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	assert_true(st(0, &ctx.w[0].st.handoff_jobs) <= 16);
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), st(0, &ctx.w[0].st.handoff_jobs));
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_pkts), 0);
+	assert_true(st(0, &ctx.w[0].sst->handoff_jobs) <= 16);
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_back), st(0, &ctx.w[0].sst->handoff_jobs));
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_pkts), 0);
 	/* 64 bursts of a few hundred bytes: far below a second unless something waited */
 	assert_true(secs(&t0, &t1) < 5);
 	/* the stale entries are skipped when the worker runs its rings again */
 	assert_int_equal(dp_handoff_serve(&ctx.w[1]), 0);
-	assert_int_equal(st(1, &ctx.w[1].st.handoff_done), 0);
+	assert_int_equal(st(1, &ctx.w[1].sst->handoff_done), 0);
 	teardown_all();
 }
 
@@ -370,8 +365,8 @@ static void test_asleep_helper(void **state)
 	setup(2, 1024, false);
 	assert_true(dp_handoff_sleep(&ctx.w[1]));
 	bursts_alone(0, 16);
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), 16);  /* 4 bursts fill the ring */
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), 16);
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_jobs), 16);  /* 4 bursts fill the ring */
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_back), 16);
 	pf = (struct pollfd){ .fd = dp_handoff_fd(&ctx.w[1]), .events = POLLIN };
 	assert_int_equal(poll(&pf, 1, 0), 1);
 	teardown_all();
@@ -395,11 +390,11 @@ static void test_three_workers(void **state)
 		assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH), DP_BATCH);
 		if (b == 0)
 			/* an equal share for each of the three: the others get 64 - 64 / 3 = 43, so 5 jobs of 8 */
-			assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), 5);
+			assert_int_equal(st(0, &ctx.w[0].sst->handoff_jobs), 5);
 	}
-	jobs = st(0, &ctx.w[0].st.handoff_jobs);
+	jobs = st(0, &ctx.w[0].sst->handoff_jobs);
 	assert_int_equal(jobs, 2 * 16);    /* two rings of DP_HANDOFF_RING, all stale now */
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_back), jobs);
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_back), jobs);
 	assert_int_equal(dp_handoff_serve(&ctx.w[1]) + dp_handoff_serve(&ctx.w[2]), 0);
 	dp_handoff_woke(&ctx.w[1], true);
 	dp_handoff_woke(&ctx.w[2], true);
@@ -417,8 +412,8 @@ static void test_three_workers(void **state)
 	atomic_store(&stop_helper, true);
 	for (unsigned i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
-	assert_int_equal(st(1, &ctx.w[1].st.handoff_done) + st(2, &ctx.w[2].st.handoff_done),
-			 st(0, &ctx.w[0].st.handoff_pkts));
+	assert_int_equal(st(1, &ctx.w[1].sst->handoff_done) + st(2, &ctx.w[2].sst->handoff_done),
+			 st(0, &ctx.w[0].sst->handoff_pkts));
 	assert_int_equal(rt.replay_top, (16 + BURSTS) * DP_BATCH);
 	teardown_all();
 }
@@ -431,10 +426,10 @@ static void test_small_window(void **state)
 	fill(DP_BATCH, 0);
 	/* a burst of 64 with a window of 32: the engine alone, as without hand-off */
 	dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH);
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), 0);
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_jobs), 0);
 	fill(16, DP_BATCH);
 	assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, 16), 16);
-	assert_true(st(0, &ctx.w[0].st.handoff_jobs) > 0);
+	assert_true(st(0, &ctx.w[0].sst->handoff_jobs) > 0);
 	teardown_all();
 }
 
@@ -454,7 +449,7 @@ static void test_off(void **state)
 	assert_null(ctx.handoff);
 	fill(DP_BATCH, 0);
 	assert_int_equal(dp_handoff_inbound(&ctx.w[0], sa, pp, DP_BATCH), DP_BATCH);
-	assert_int_equal(st(0, &ctx.w[0].st.handoff_jobs), 0);
+	assert_int_equal(st(0, &ctx.w[0].sst->handoff_jobs), 0);
 	teardown_all();
 }
 

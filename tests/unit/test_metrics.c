@@ -213,7 +213,7 @@ static void test_collect_sadb(void **state)
 	ds->started = 99;
 	ds->n_workers = 2;
 	w = sadb_worker_stats(db, 1);
-	w->rx_packets = 11;
+	w->rx[SADB_PORT_OUTSIDE] = 11;
 	w->tx_bytes = 22;
 	w->drops[SADB_DROP_BAD_SPI] = 7;
 

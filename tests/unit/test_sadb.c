@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <cmocka.h>
@@ -721,6 +723,132 @@ static void test_runtime(void **state)
 	sadb_close(db);
 }
 
+/* sadb_runtime_read: the one reader of the runtime area (its memory-order rule is in sadb.h). */
+static void test_runtime_read(void **state)
+{
+	const char *path = t_path("rtread");
+	struct sadb *db = t_open(path, 16, 4);
+	struct sadb_sa sa = t_sa(556, "10.0.0.1", "10.0.0.2"), out;
+	struct sadb_runtime_view v;
+	struct sadb_runtime *rt;
+	uint64_t old;
+	uint32_t slot, slot2;
+
+	assert_int_equal(sadb_sa_add(db, &sa, &slot), 0);
+	assert_int_equal(sadb_sa_get(db, slot, &out), 0);
+	rt = sadb_runtime(db, slot);
+	rt->packets = 7; rt->bytes = 700; rt->first_used = 1; rt->last_used = 2;
+	rt->seq_reserved = 64; rt->seq_lease = 128; rt->replay_top = 63; rt->replay_bitmap[0] = 0xff;
+	rt->drops[SADB_DROP_REPLAY] = 3; rt->drops[SADB_DROP_ICV] = 4; rt->expired = 1;
+	/* The area's instance: a copy, the bitmap only when asked for. */
+	assert_int_equal(sadb_runtime_read(db, slot, out.instance, 0, &v), 0);
+	assert_true(v.packets == 7 && v.bytes == 700 && v.first_used == 1 && v.last_used == 2);
+	assert_true(v.seq_reserved == 64 && v.seq_lease == 128 && v.replay_top == 63);
+	assert_true(v.replay_bitmap[0] == 0 && v.drops[SADB_DROP_REPLAY] == 3 && v.drops_total == 7);
+	assert_int_equal(v.expired, 1);
+	assert_int_equal(sadb_runtime_read(db, slot, out.instance, SADB_RTV_REPLAY, &v), 0);
+	assert_true(v.replay_bitmap[0] == 0xff);
+	/* Another instance, none, or a bad slot: an error and nothing else. */
+	static const struct { uint64_t instance; uint32_t slot; bool db; int rc; } rows[] = {
+		{ 0, 0, true, -ESTALE },               /* instance 0 is never an SA's */
+		{ 12345, 0, true, -ESTALE },           /* not the slot's instance */
+		{ 1, 16, true, -EINVAL },              /* beyond the capacity */
+		{ 1, 0, false, -EINVAL },              /* no SADB */
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		memset(&v, 0xa5, sizeof(v));
+		assert_int_equal(sadb_runtime_read(rows[i].db ? db : NULL,
+						   rows[i].slot == 0 ? slot : rows[i].slot,
+						   rows[i].instance, SADB_RTV_REPLAY, &v), rows[i].rc);
+		assert_true(v.packets == 0 && v.replay_bitmap[0] == 0 && v.drops_total == 0 && !v.expired);
+	}
+	assert_int_equal(sadb_runtime_read(db, slot, out.instance, 0, NULL), -EINVAL);
+	/* The slot reused by a new SA: the old instance reads as stale, the new one as fresh state. */
+	old = out.instance;
+	assert_int_equal(sadb_sa_delete(db, 556, SADB_PROTO_ESP, &sa.dst), 0);
+	assert_int_equal(sadb_sa_add(db, &sa, &slot2), 0);
+	assert_int_equal(slot2, slot);
+	assert_int_equal(sadb_sa_get(db, slot, &out), 0);
+	assert_true(out.instance != old);
+	assert_int_equal(sadb_runtime_read(db, slot, old, 0, &v), -ESTALE);
+	assert_true(v.packets == 0 && v.drops_total == 0);
+	assert_int_equal(sadb_runtime_read(db, slot, out.instance, 0, &v), 0);
+	assert_true(v.packets == 0 && v.seq_reserved == 0 && v.drops_total == 0);
+	sadb_close(db);
+}
+
+/* A slot reused under the reader, again and again: a writer gives the one slot to new SA instances
+ * and fills each instance's words with its instance number; a reader copies whatever instance it
+ * finds. Every copy it gets is of one instance (each word that instance's number, or the reset's 0),
+ * never a mix of two; the others come back -ESTALE and all zero. */
+struct reuse_run {
+	struct sadb *db;
+	uint32_t slot;
+	_Atomic bool done;
+};
+
+static void *reuse_writer(void *arg)
+{
+	struct reuse_run *r = arg;
+	struct sadb_sa sa = t_sa(557, "10.0.0.1", "10.0.0.2"), out;
+
+	for (unsigned i = 0; i < 3000; i++) {
+		struct sadb_runtime *rt;
+		uint64_t *w;
+		uint32_t slot;
+
+		sadb_sa_delete(r->db, 557, SADB_PROTO_ESP, &sa.dst);
+		if (sadb_sa_add(r->db, &sa, &slot) != 0 || slot != r->slot ||
+		    sadb_sa_get(r->db, slot, &out) != 0)
+			break;
+		rt = sadb_runtime(r->db, slot);
+		w = (uint64_t *)rt;
+		/* every word after the instance word (expired and its pad as one word) */
+		for (size_t k = 1; k < sizeof(*rt) / sizeof(uint64_t); k++)
+			__atomic_store_n(&w[k], out.instance, __ATOMIC_RELAXED);
+	}
+	atomic_store(&r->done, true);
+	return NULL;
+}
+
+static void test_runtime_read_reused(void **state)
+{
+	const char *path = t_path("rtreuse");
+	struct sadb *db = t_open(path, 1, 4);
+	struct sadb_sa sa = t_sa(557, "10.0.0.1", "10.0.0.2");
+	struct reuse_run r = { .db = db };
+	unsigned long copies = 0, stale = 0;
+	pthread_t th;
+
+	assert_int_equal(sadb_sa_add(db, &sa, &r.slot), 0);
+	assert_int_equal(pthread_create(&th, NULL, reuse_writer, &r), 0);
+	while (!atomic_load(&r.done)) {
+		uint64_t inst = __atomic_load_n(&sadb_runtime(db, r.slot)->instance, __ATOMIC_RELAXED);
+		struct sadb_runtime_view v;
+		int rc = sadb_runtime_read(db, r.slot, inst, SADB_RTV_REPLAY, &v);
+		const uint64_t words[] = { v.packets, v.bytes, v.first_used, v.last_used, v.seq_reserved,
+					   v.seq_lease, v.replay_top, v.replay_bitmap[0],
+					   v.replay_bitmap[SADB_REPLAY_MAX / 64 - 1], v.drops[0],
+					   v.drops[SADB_DROP_MAX - 1] };
+
+		if (rc == -ESTALE) {
+			stale++;
+			for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+				assert_true(words[k] == 0);
+			assert_true(v.drops_total == 0 && v.expired == 0);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		copies++;
+		for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+			assert_true(words[k] == 0 || words[k] == inst);
+		assert_true(v.expired == 0 || v.expired == (uint32_t)inst);
+	}
+	pthread_join(th, NULL);
+	print_message("runtime read under reuse: %lu copies, %lu stale\n", copies, stale);
+	sadb_close(db);
+}
+
 /* ---------------- dataplane stats area ---------------- */
 
 static void test_worker_stats(void **state)
@@ -737,7 +865,7 @@ static void test_worker_stats(void **state)
 	assert_non_null(sadb_dp_stats(w));
 	assert_true(sadb_dp_stats(w)->pid == 0 && sadb_dp_stats(w)->n_workers == 0);
 	assert_int_equal(sadb_worker_stats_sum(w, &tot), 0);
-	assert_true(tot.rx_packets == 0 && tot.drops[SADB_DROP_BAD_SPI] == 0);
+	assert_true(sadb_worker_rx_packets(&tot) == 0 && tot.drops[SADB_DROP_BAD_SPI] == 0);
 	assert_null(sadb_worker_stats(w, SADB_MAX_WORKERS));
 	assert_null(sadb_worker_stats(NULL, 0));
 	assert_null(sadb_dp_stats(NULL));
@@ -756,10 +884,10 @@ static void test_worker_stats(void **state)
 	assert_int_equal(((uintptr_t)a) % 64, 0);
 	assert_int_equal(((uintptr_t)sadb_worker_stats(r, 1)) % 64, 0);
 	assert_true((uint8_t *)sadb_worker_stats(r, 1) - (uint8_t *)a >= (ptrdiff_t)sizeof(*a));
-	__atomic_fetch_add(&a->rx_packets, 10, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&a->rx[SADB_PORT_OUTSIDE], 10, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&a->rx_bytes, 1000, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&b->rx_packets, 5, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&b->tx_packets, 4, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->rx[SADB_PORT_INSIDE], 5, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&b->tx[SADB_PORT_OUTSIDE], 4, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->tx_bytes, 400, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&a->drops[SADB_DROP_BAD_SPI], 3, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&b->drops[SADB_DROP_BAD_SPI], 2, __ATOMIC_RELAXED);
@@ -774,8 +902,8 @@ static void test_worker_stats(void **state)
 	}
 	assert_int_equal(sadb_worker_stats_sum(w, &tot), 2);
 	assert_true(sadb_dp_stats(w)->pid == 1234);
-	assert_true(tot.rx_packets == 15 && tot.rx_bytes == 1000);
-	assert_true(tot.tx_packets == 4 && tot.tx_bytes == 400);
+	assert_true(sadb_worker_rx_packets(&tot) == 15 && tot.rx[SADB_PORT_OUTSIDE] == 10 && tot.rx_bytes == 1000);
+	assert_true(sadb_worker_tx_packets(&tot) == 4 && tot.tx_bytes == 400);
 	assert_true(tot.drops[SADB_DROP_BAD_SPI] == 5 && tot.drops[SADB_DROP_NO_POLICY] == 7);
 	assert_true(tot.drops[SADB_DROP_REPLAY] == 0);
 	assert_true(sadb_worker_stats(w, 0)->drops[SADB_DROP_BAD_SPI] == 3);
@@ -1298,6 +1426,8 @@ int main(void)
 		cmocka_unit_test(test_sa_migrate),
 		cmocka_unit_test(test_keys_wiped),
 		cmocka_unit_test(test_runtime),
+		cmocka_unit_test(test_runtime_read),
+		cmocka_unit_test(test_runtime_read_reused),
 		cmocka_unit_test(test_worker_stats),
 		cmocka_unit_test(test_policy_api),
 		cmocka_unit_test(test_policy_validation),
