@@ -418,6 +418,51 @@ static bool move_take(const struct mip6_ha *ha, struct ent *e, uint64_t now_ms)
 	return true;
 }
 
+/* An accepted home registration (§10.3.1): the entry at idx gets (or keeps) its binding to coa,
+ * its lifetime capped by the home agent's, and the acknowledgement says so with a refresh
+ * interval below that lifetime. */
+static void accept_binding(struct mip6_ha *ha, uint32_t idx, const struct mip6_bu *bu,
+			   const uint8_t *coa, bool bound, uint64_t now_ms, struct mip6_ha_result *res)
+{
+	struct ent *e = &ha->ents[idx];
+	struct mip6_binding *b = &e->b;
+	uint16_t units = bu->lifetime < ha->max_units ? bu->lifetime : ha->max_units;
+	uint32_t r = ha->cfg.refresh_s / 4;
+
+	if (!bound) {
+		memset(b, 0, sizeof(*b));
+		memcpy(b->hoa, res->hoa, 16);
+		b->created_ms = now_ms;
+		b->mn = &e->mn;
+		res->change = MIP6_CHANGE_NEW;
+		ha->st.bindings_added++;
+	} else if (memcmp(b->coa, coa, 16)) {
+		memcpy(res->old_coa, b->coa, 16);
+		res->change = MIP6_CHANGE_MOVE;
+		ha->st.bindings_moved++;
+	} else {
+		res->change = MIP6_CHANGE_REFRESH;
+		ha->st.bindings_refreshed++;
+	}
+	memcpy(b->coa, coa, 16);
+	b->seq = bu->seq;
+	b->bu_flags = bu->flags;
+	b->k = res->ba.k;
+	b->lifetime_s = units * 4u;
+	b->updated_ms = now_ms;
+	b->expires_ms = now_ms + (uint64_t)units * 4000u;
+	if (bound)
+		heap_fix(ha, e->heap_pos);
+	else
+		bind(ha, idx);
+
+	res->lifetime_s = b->lifetime_s;
+	res->ba.status = MIP6_ST_ACCEPTED;
+	res->ba.lifetime = units;
+	res->ba.refresh = (uint16_t)(r < units ? r : units - 1u);  /* below the lifetime (§6.2.4) */
+	ha->st.bu_accepted++;
+}
+
 void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, uint64_t now_ms,
 		struct mip6_ha_result *res)
 {
@@ -540,41 +585,7 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		return;
 	}
 
-	uint16_t units = bu->lifetime < ha->max_units ? bu->lifetime : ha->max_units;
-	struct mip6_binding *b = &e->b;
-	if (!bound) {
-		memset(b, 0, sizeof(*b));
-		memcpy(b->hoa, hoa, 16);
-		b->created_ms = now_ms;
-		b->mn = &e->mn;
-		res->change = MIP6_CHANGE_NEW;
-		ha->st.bindings_added++;
-	} else if (memcmp(b->coa, coa, 16)) {
-		memcpy(res->old_coa, b->coa, 16);
-		res->change = MIP6_CHANGE_MOVE;
-		ha->st.bindings_moved++;
-	} else {
-		res->change = MIP6_CHANGE_REFRESH;
-		ha->st.bindings_refreshed++;
-	}
-	memcpy(b->coa, coa, 16);
-	b->seq = bu->seq;
-	b->bu_flags = bu->flags;
-	b->k = res->ba.k;
-	b->lifetime_s = units * 4u;
-	b->updated_ms = now_ms;
-	b->expires_ms = now_ms + (uint64_t)units * 4000u;
-	if (bound)
-		heap_fix(ha, e->heap_pos);
-	else
-		bind(ha, idx);
-
-	res->lifetime_s = b->lifetime_s;
-	res->ba.status = MIP6_ST_ACCEPTED;
-	res->ba.lifetime = units;
-	uint32_t r = ha->cfg.refresh_s / 4;
-	res->ba.refresh = (uint16_t)(r < units ? r : units - 1u);  /* below the lifetime (§6.2.4) */
-	ha->st.bu_accepted++;
+	accept_binding(ha, idx, bu, coa, bound, now_ms, res);
 }
 
 void mip6_ha_input(struct mip6_ha *ha, const uint8_t *pkt, uint32_t len, uint32_t sa_id,
