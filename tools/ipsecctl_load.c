@@ -63,19 +63,13 @@ static int read_all(const char *path, char **out, size_t *len)
 	return 0;
 }
 
-/* Counter-mode ciphers take their nonce from the sequence number. */
-static bool counter_mode(const struct sadb_sa *sa)
-{
-	return sa->enc_alg == SADB_ENC_AES_GCM16 || sa->enc_alg == SADB_ENC_AES_GMAC ||
-	       sa->enc_alg == SADB_ENC_AES_CTR || sa->enc_alg == SADB_ENC_CHACHA20_POLY1305 ||
-	       sa->auth_alg == SADB_AUTH_AES_128_GMAC || sa->auth_alg == SADB_AUTH_AES_256_GMAC;
-}
-
 /* A manual key outlives the SADB: flushed and loaded again, or after a reboot, an outbound SA with
  * a counter-mode cipher would start at sequence 1 and send its nonces again. xipsecd leases such
  * SAs' numbers from a mark in the state directory (SADB_SAF_SEQ_PERSIST); without a usable state
- * directory they are refused here, before anything changes. */
-static int seq_persist(struct ctl_conf *c)
+ * directory they are refused here, before anything changes. A key with no mark yet is used only
+ * when the operator says it is new (--new-keys: SADB_SAF_SEQ_NEW): a lost, rolled-back or copied
+ * mark looks the same as none, and xipsecd refuses the SA rather than send its nonces again. */
+static int seq_persist(struct ctl_conf *c, const struct ctl_opts *o)
 {
 	char msg[300];
 	bool checked = false;
@@ -84,9 +78,9 @@ static int seq_persist(struct ctl_conf *c)
 		struct ctl_item *it = &c->items[i];
 
 		if (it->kind != CTL_IT_SA || it->sa.dir != SADB_DIR_OUT || it->sa.ike_id ||
-		    !counter_mode(&it->sa))
+		    !sadb_sa_counter_mode(&it->sa))
 			continue;
-		it->sa.flags |= SADB_SAF_SEQ_PERSIST;
+		it->sa.flags |= SADB_SAF_SEQ_PERSIST | (o->new_keys ? SADB_SAF_SEQ_NEW : 0);
 		if (checked)
 			continue;
 		int fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
@@ -154,7 +148,7 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 	const char *ha_what;
 	int rc;
 
-	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
+	if ((rc = seq_persist(c, o)) != CTL_EXIT_OK)
 		return rc;
 	if ((rc = sadb_txn_begin(db))) {
 		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));
@@ -411,7 +405,7 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 	struct rl_plan pl;
 	int rc;
 
-	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
+	if ((rc = seq_persist(c, o)) != CTL_EXIT_OK)
 		return rc;
 	if ((rc = sadb_txn_begin(db))) {
 		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));

@@ -94,7 +94,7 @@ unit_root() {
 		echo "XIPSECD_OUTSIDE=out$n"
 		echo "XIPSECD_OPTIONS=\"--ctl $XT_DIR/$gw.sock --workers 1\""
 		echo "XIPSEC_SADB=$(dp_sadb_of "$gw")"
-		echo "XIPSEC_STATE_DIR=$XT_DIR/state-$gw"
+		echo "XIPSEC_STATE_DIR=$XT_DISK_DIR/state-$gw"
 		echo "XIPSEC_XDP_OBJ=$root$pkglibdir/xipsec_xdp.o"
 		printf '%s\n' "$@"
 	} > "$root$sysconfdir/xipsec/xipsec.env"
