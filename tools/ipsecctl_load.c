@@ -338,6 +338,10 @@ static int rl_plan(struct ctl_conf *c, struct sadb *db, struct rl_plan *pl)
 			f->encap_dport = sa.encap_dport;
 		}
 		if (i < c->n && sa_same_keys(&sa, &c->items[i].sa)) {
+			/* The operator's word that the key is new (--new-keys) stays with the SA while
+			 * the key does: the units' plain reload neither takes it back nor counts as a
+			 * change. Its numbers stay bounded by the SA's runtime area and its mark. */
+			c->items[i].sa.flags |= sa.flags & SADB_SAF_SEQ_NEW;
 			pl->what[i] = sa_unchanged(&sa, &c->items[i].sa) ? RL_KEEP : RL_UPDATE;
 			gone = false;
 		} else if (i < c->n) {

@@ -5,7 +5,8 @@
 # from their Depends alone (no Recommends). Then two gateways, each its own copy of that root, run
 # the installed xipsecd with the command line of the installed xipsecd.service and the installed
 # /etc/xipsec/xipsec.env, load keys with the installed ipsecctl from /etc/xipsec/ipsec.conf as
-# xipsec-load.service does, and carry pings between the hosts behind them; the wire between the
+# xipsec-load.service does (and, at this first boot, `ipsecctl --new-keys reload` as the operator
+# says the keys are new), and carry pings between the hosts behind them; the wire between the
 # gateways must show only ESP, and the installed ipsecctl must count the packets.
 #
 #   h1 (10.1.0.2) -- gw1 [in0 | out0] -- sw (bridge) -- [out0 | in0] gw2 -- h2 (10.2.0.2)
@@ -57,10 +58,10 @@ mount_root() {
 		xt_fail "overlay mount for $1"
 }
 # runtime_mounts ROOT: what the programs need in the root: /proc, /sys (for libbpf's CPU count and
-# the interfaces' queues), a tmpfs /dev/shm of its own (the root's SADB), /dev/net/tun.
+# the interfaces' queues), a tmpfs /run of its own (the root's SADB in /run/xipsec), /dev/net/tun.
 runtime_mounts() {
 	mount --bind /proc "$1/proc" && mount --bind /sys "$1/sys" &&
-		mount -t tmpfs -o mode=1777,size=64m "shm-$XT_ID" "$1/dev/shm" ||
+		mount -t tmpfs -o mode=0755,size=64m "run-$XT_ID" "$1/run" ||
 		xt_fail "mounts in $1"
 	mkdir -p "$1/dev/net"
 	[ -c "$1/dev/net/tun" ] || mknod -m 0666 "$1/dev/net/tun" c 10 200
@@ -186,6 +187,9 @@ for n in 1 2; do
 	xt_log "gw$n: ${cmd[*]}"
 	xt_exec "gw$n" chroot "$G" "${cmd[@]}" >"$XT_DIR/load-gw$n.log" 2>&1 ||
 		{ cat "$XT_DIR/load-gw$n.log" >&2; xt_fail "xipsec-load's command failed on gw$n"; }
+	# First boot: no sequence mark yet, so the operator says once that the keys are new (README).
+	xt_exec "gw$n" chroot "$G" ipsecctl -v --new-keys reload /etc/xipsec/ipsec.conf >>"$XT_DIR/load-gw$n.log" 2>&1 ||
+		{ cat "$XT_DIR/load-gw$n.log" >&2; xt_fail "ipsecctl --new-keys reload failed on gw$n"; }
 done
 lap "both gateways up"
 
