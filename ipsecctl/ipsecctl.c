@@ -166,7 +166,8 @@ static const struct ctl_cmd {
 	{ "destroy", cmd_destroy, NULL,
 	  "destroy                            remove the SADB file" },
 	{ "load", ctl_cmd_load, NULL,
-	  "load FILE                          apply a configuration file (all or nothing; -n: print it)" },
+	  "load FILE                          apply a configuration file (all or nothing; -n: print it)\n"
+	  "load --new-keys FILE               ... whose manual GCM/GMAC/CTR/ChaCha20 keys were never used" },
 	{ "reload", ctl_cmd_reload, NULL,
 	  "reload FILE                        make the manual SAs and policies the file's (all or nothing)" },
 	{ "show", cmd_show, NULL,
@@ -247,7 +248,7 @@ static const struct ctl_cmd *raw_cmd(int argc, char **argv, int *at)
 }
 
 enum { OPT_SADB = 256, OPT_JSON, OPT_SHOW_KEYS, OPT_NO_TIMES, OPT_INTERVAL, OPT_COUNT, OPT_TSHARK,
-       OPT_HELP, OPT_VERSION, OPT_CTL };
+       OPT_HELP, OPT_VERSION, OPT_CTL, OPT_NEW_KEYS };
 
 static const struct option lopts[] = {
 	{ "sadb", required_argument, NULL, OPT_SADB },
@@ -258,6 +259,7 @@ static const struct option lopts[] = {
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "tshark", no_argument, NULL, OPT_TSHARK },
 	{ "ctl", required_argument, NULL, OPT_CTL },
+	{ "new-keys", no_argument, NULL, OPT_NEW_KEYS },
 	{ "dry-run", no_argument, NULL, 'n' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -304,6 +306,7 @@ static int parse_options(int argc, char **argv, struct ctl_opts *o, const char *
 		case OPT_NO_TIMES: o->no_times = true; break;
 		case OPT_TSHARK: o->tshark = true; break;
 		case OPT_CTL: o->ctl_path = optarg; break;
+		case OPT_NEW_KEYS: o->new_keys = true; break;
 		case 'n': o->dry_run = true; break;
 		case 'v': o->verbose = true; break;
 		case OPT_INTERVAL: case OPT_COUNT:

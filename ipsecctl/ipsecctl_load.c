@@ -63,19 +63,13 @@ static int read_all(const char *path, char **out, size_t *len)
 	return 0;
 }
 
-/* Counter-mode ciphers take their nonce from the sequence number. */
-static bool counter_mode(const struct sadb_sa *sa)
-{
-	return sa->enc_alg == SADB_ENC_AES_GCM16 || sa->enc_alg == SADB_ENC_AES_GMAC ||
-	       sa->enc_alg == SADB_ENC_AES_CTR || sa->enc_alg == SADB_ENC_CHACHA20_POLY1305 ||
-	       sa->auth_alg == SADB_AUTH_AES_128_GMAC || sa->auth_alg == SADB_AUTH_AES_256_GMAC;
-}
-
 /* A manual key outlives the SADB: flushed and loaded again, or after a reboot, an outbound SA with
  * a counter-mode cipher would start at sequence 1 and send its nonces again. xipsecd leases such
  * SAs' numbers from a mark in the state directory (SADB_SAF_SEQ_PERSIST); without a usable state
- * directory they are refused here, before anything changes. */
-static int seq_persist(struct ctl_conf *c)
+ * directory they are refused here, before anything changes. A key with no mark yet is used only
+ * when the operator says it is new (--new-keys: SADB_SAF_SEQ_NEW): a lost, rolled-back or copied
+ * mark looks the same as none, and xipsecd refuses the SA rather than send its nonces again. */
+static int seq_persist(struct ctl_conf *c, const struct ctl_opts *o)
 {
 	char msg[300];
 	bool checked = false;
@@ -84,9 +78,9 @@ static int seq_persist(struct ctl_conf *c)
 		struct ctl_item *it = &c->items[i];
 
 		if (it->kind != CTL_IT_SA || it->sa.dir != SADB_DIR_OUT || it->sa.ike_id ||
-		    !counter_mode(&it->sa))
+		    !sadb_sa_counter_mode(&it->sa))
 			continue;
-		it->sa.flags |= SADB_SAF_SEQ_PERSIST;
+		it->sa.flags |= SADB_SAF_SEQ_PERSIST | (o->new_keys ? SADB_SAF_SEQ_NEW : 0);
 		if (checked)
 			continue;
 		int fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
@@ -148,11 +142,11 @@ static int apply_home_agent(struct ctl_conf *c, struct sadb *db, bool clear, con
 
 /* The sequence marks first (ahead of the SAs that need them), then one transaction for the whole
  * file: CTL_EXIT_OK with the transaction open, or the exit code, said. */
-static int txn_begin(struct ctl_conf *c, struct sadb *db)
+static int txn_begin(struct ctl_conf *c, const struct ctl_opts *o, struct sadb *db)
 {
 	int rc;
 
-	if ((rc = seq_persist(c)) != CTL_EXIT_OK)
+	if ((rc = seq_persist(c, o)) != CTL_EXIT_OK)
 		return rc;
 	if (sadb_txn_begin(db)) {
 		ctl_err("cannot start a transaction: %s", sadb_errmsg(db));
@@ -179,7 +173,7 @@ static int apply(struct ctl_conf *c, struct sadb *db, const struct ctl_opts *o, 
 	const char *ha_what;
 	int rc;
 
-	if ((rc = txn_begin(c, db)) != CTL_EXIT_OK)
+	if ((rc = txn_begin(c, o, db)) != CTL_EXIT_OK)
 		return rc;
 	for (size_t i = 0; i < c->n; i++) {
 		struct ctl_item *it = &c->items[i];
@@ -361,6 +355,10 @@ static int rl_plan(struct ctl_conf *c, struct sadb *db, struct rl_plan *pl)
 			f->encap_dport = sa.encap_dport;
 		}
 		if (i < c->n && sa_same_keys(&sa, &c->items[i].sa)) {
+			/* The operator's word that the key is new (--new-keys) stays with the SA while
+			 * the key does: the units' plain reload neither takes it back nor counts as a
+			 * change. Its numbers stay bounded by the SA's runtime area and its mark. */
+			c->items[i].sa.flags |= sa.flags & SADB_SAF_SEQ_NEW;
 			pl->what[i] = sa_unchanged(&sa, &c->items[i].sa) ? RL_KEEP : RL_UPDATE;
 			gone = false;
 		} else if (i < c->n) {
@@ -428,7 +426,7 @@ static int apply_reload(struct ctl_conf *c, struct sadb *db, const struct ctl_op
 	struct rl_plan pl;
 	int rc;
 
-	if ((rc = txn_begin(c, db)) != CTL_EXIT_OK)
+	if ((rc = txn_begin(c, o, db)) != CTL_EXIT_OK)
 		return rc;
 	if ((rc = rl_plan(c, db, &pl))) {
 		ctl_err("reload: cannot read the SADB: %s", strerror(-rc));

@@ -90,6 +90,7 @@ static const struct { uint32_t flag; const char *name; } sa_flags[] = {
 	{ SADB_SAF_DECAP_DSCP, "decap-dscp" }, { SADB_SAF_NO_ECN, "noecn" },
 	{ SADB_SAF_DF_CLEAR, "df-clear" }, { SADB_SAF_DF_SET, "df-set" },
 	{ SADB_SAF_NO_REPLAY, "no-replay" }, { SADB_SAF_SEQ_PERSIST, "seq-persist" },
+	{ SADB_SAF_SEQ_NEW, "new-key" },
 	{ SADB_SAF_MOBILE, "mobile" },
 };
 

@@ -35,7 +35,8 @@
 
 #include "sadb/sadb_drops.h"
 
-#define SADB_DEFAULT_PATH   "/dev/shm/xipsec.sadb"
+#define SADB_RUN_DIR        "/run/xipsec" /* the default SADB's directory (sadb_run_dir_open) */
+#define SADB_DEFAULT_PATH   SADB_RUN_DIR "/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
 #define SADB_LAYOUT_VERSION 8u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
@@ -112,6 +113,9 @@ enum sadb_auth {
                                        * an inbound SA, the destination of an outbound one); in
                                        * transport mode the Home Address option and the type 2
                                        * routing header select (mip6_sel_addrs) */
+#define SADB_SAF_SEQ_NEW      0x0200u /* outbound, manual counter-mode key: the operator said the key
+                                       * is new, so xipsecd may start its sequence mark when none is
+                                       * on disk (without it a missing mark refuses the SA) */
 
 /* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
 struct sadb_lifetime {
@@ -330,11 +334,26 @@ struct sadb;
 #define SADB_CREATE  0x2  /* create (mode 0600) if missing, with params (ignored if it exists) */
 #define SADB_RUNTIME 0x4  /* read-only, except the runtime area (the dataplane's mapping) */
 
+/* Whether the SA's nonces are its sequence numbers (GCM, GMAC, CTR, ChaCha20-Poly1305): a manual
+ * key of these may send only numbers leased from a mark on disk (SADB_SAF_SEQ_PERSIST). */
+static inline bool sadb_sa_counter_mode(const struct sadb_sa *sa)
+{
+	return sa->enc_alg == SADB_ENC_AES_GCM16 || sa->enc_alg == SADB_ENC_AES_GMAC ||
+	       sa->enc_alg == SADB_ENC_AES_CTR || sa->enc_alg == SADB_ENC_CHACHA20_POLY1305 ||
+	       sa->auth_alg == SADB_AUTH_AES_128_GMAC || sa->auth_alg == SADB_AUTH_AES_256_GMAC;
+}
+
 /* Path to use: $XIPSEC_SADB if set and non-empty, else SADB_DEFAULT_PATH. Never NULL. */
 const char *sadb_default_path(void);
 
-/* The state directory: state that must outlive /dev/shm (a reboot), e.g. sequence-number
- * high-water marks. */
+/* The default SADB's directory (path NULL = SADB_RUN_DIR), made with create (mode 0700) when missing;
+ * every opener of a SADB in SADB_RUN_DIR goes through it. An fd as sadb_state_dir_open's, or -errno
+ * with a message: anything but a directory owned by the effective uid with mode 0700 (a symbolic
+ * link, another owner, a wider mode) is refused, since whoever made it could remove or replace the
+ * SADB. */
+int sadb_run_dir_open(const char *path, bool create, char *errmsg, size_t errlen);
+
+/* The state directory: state that must outlive a reboot, e.g. sequence-number high-water marks. */
 #define SADB_STATE_DIR_DEFAULT "/var/lib/xipsec"
 #define SADB_ENV_STATE_DIR     "XIPSEC_STATE_DIR"
 /* $XIPSEC_STATE_DIR if set and non-empty, else SADB_STATE_DIR_DEFAULT. Never NULL. */
@@ -342,7 +361,8 @@ const char *sadb_state_dir(void);
 /* Open the state directory (path NULL = sadb_state_dir()); with create, make it (mode 0700; the parent
  * must exist) when missing. Returns an O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC fd, or -errno with a message
  * in errmsg naming the path, what was found (type, owner, mode) and what is expected: a directory
- * owned by the effective uid with mode 0700. */
+ * owned by the effective uid with mode 0700. A directory on tmpfs or ramfs is refused (-EXDEV): its
+ * marks would not outlive a reboot. */
 int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errlen);
 
 /* Open (and with SADB_CREATE, create) the segment at path (NULL = sadb_default_path()).

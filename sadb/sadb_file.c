@@ -1,11 +1,15 @@
-/* sadb/sadb_file.c: which files and directories libsadb trusts. The SADB lives in a world-writable
- * directory (/dev/shm) and holds keys, so a name there proves nothing: anyone could have made it
- * first, as a file they can read, a symbolic link to a file of ours, a FIFO that blocks the opener or
- * a directory. This file owns the one check every opener goes through (opened without following a
- * symbolic link and without blocking, then fstat: the expected type, owned by the effective uid,
- * mode exactly 0600 for a file and 0700 for a directory), the messages that say what was found and
- * what is expected, the removal of a SADB name (sadb_unlink), and the project's state directory
- * (sadb_state_dir, sadb_state_dir_open) where state that must outlive /dev/shm is kept. */
+/* sadb/sadb_file.c: which files and directories libsadb trusts. The SADB holds keys, and a name in
+ * a directory others can write proves nothing: anyone could have made it first, as a file they can
+ * read, a symbolic link to a file of ours, a FIFO that blocks the opener or a directory (or merely
+ * to keep the gateway from starting). So the default SADB lives in a directory of its own,
+ * SADB_RUN_DIR, which the programs create (0700, ours) and refuse when anything else is there; a SADB
+ * elsewhere (an old /dev/shm path given with --sadb) is still accepted, on the file checks alone.
+ * This file owns the one check every opener goes through (opened without following a symbolic link
+ * and without blocking, then fstat: the expected type, owned by the effective uid, mode exactly 0600
+ * for a file and 0700 for a directory), the messages that say what was found and what is expected,
+ * the removal of a SADB name (sadb_unlink), the runtime directory (sadb_run_dir_open), and the
+ * project's state directory (sadb_state_dir, sadb_state_dir_open) where state that must outlive a
+ * reboot is kept, refused on a filesystem held in memory. */
 #include "config.h"
 
 #include <errno.h>
@@ -13,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "sadb/sadb_int.h"
@@ -58,7 +64,7 @@ static int judge(const struct stat *st, const char *path, bool dir, char *errmsg
 		target[n > 0 ? n : 0] = '\0';
 		FERR("%s: a symbolic link (to %s, owned by uid %u); %s (%s is never opened through a symbolic "
 		     "link: remove it if you did not make it)", path, n > 0 ? target : "?", (unsigned)st->st_uid,
-		     exp, dir ? "the state directory" : "a SADB");
+		     exp, dir ? "a directory of ours" : "a SADB");
 		return -ELOOP;
 	}
 	if (!type_ok) {
@@ -97,8 +103,26 @@ static int open_failed(const char *path, int err, bool dir, char *errmsg, size_t
 	return -err;
 }
 
+/* Whether path names a file directly in SADB_RUN_DIR. */
+static bool in_run_dir(const char *path)
+{
+	size_t n = strlen(SADB_RUN_DIR);
+
+	return !strncmp(path, SADB_RUN_DIR "/", n + 1) && !strchr(path + n + 1, '/');
+}
+
 int sadb__open_file(const char *path, bool rw, char *errmsg, size_t errlen)
 {
+	if (in_run_dir(path)) {
+		/* Made here when missing, by whoever opens first; a reader that cannot make it fails
+		 * below on the missing SADB, as it would anyway. */
+		int dfd = sadb_run_dir_open(NULL, true, errmsg, errlen);
+
+		if (dfd < 0 && dfd != -EACCES)
+			return dfd;
+		if (dfd >= 0)
+			close(dfd);
+	}
 	/* O_NONBLOCK: a FIFO planted under our name must not hang the opener until it is refused. */
 	int fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), r, fl;
 
@@ -140,16 +164,17 @@ const char *sadb_state_dir(void)
 	return p && *p ? p : SADB_STATE_DIR_DEFAULT;
 }
 
-int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errlen)
+/* Open the directory path, made (0700) when missing with create, and judge it; what names it in
+ * messages, env the variable that can move it (NULL: none). */
+static int dir_open(const char *path, bool create, const char *what, const char *env, char *errmsg,
+		    size_t errlen)
 {
 	int fd, r;
 
 	if (errmsg && errlen)
 		errmsg[0] = '\0';
-	if (!path)
-		path = sadb_state_dir();
 	if (!*path) {
-		FERR("state directory: empty path");
+		FERR("%s: empty path", what);
 		return -EINVAL;
 	}
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -158,7 +183,7 @@ int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errl
 
 		if (!made && errno != EEXIST) {
 			r = -errno;
-			FERR("cannot create the state directory %s: %s%s", path, strerror(errno),
+			FERR("cannot create the %s %s: %s%s", what, path, strerror(errno),
 			     errno == ENOENT ? " (its parent must exist)" : "");
 			return r;
 		}
@@ -171,8 +196,8 @@ int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errl
 	if (fd < 0) {
 		int e = errno;
 		if (e == ENOENT) {
-			FERR("%s: no state directory here (expected a directory owned by uid %u with mode 0700; "
-			     "path from $%s)", path, (unsigned)geteuid(), SADB_ENV_STATE_DIR);
+			FERR("%s: no %s here (expected a directory owned by uid %u with mode 0700%s%s)", path,
+			     what, (unsigned)geteuid(), env ? "; path from $" : "", env ? env : "");
 			return -ENOENT;
 		}
 		/* ENOTDIR for a file, ELOOP for a symbolic link: open_failed says which. */
@@ -182,6 +207,40 @@ int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errl
 	if (r) {
 		close(fd);
 		return r;
+	}
+	return fd;
+}
+
+int sadb_run_dir_open(const char *path, bool create, char *errmsg, size_t errlen)
+{
+	return dir_open(path ? path : SADB_RUN_DIR, create, "SADB directory", NULL, errmsg, errlen);
+}
+
+int sadb_state_dir_open(const char *path, bool create, char *errmsg, size_t errlen)
+{
+	struct statfs sf;
+	int fd;
+
+	if (!path)
+		path = sadb_state_dir();
+	fd = dir_open(path, create, "state directory", SADB_ENV_STATE_DIR, errmsg, errlen);
+	if (fd < 0)
+		return fd;
+	/* What is kept here must outlive a reboot: a sequence mark on a filesystem held in memory is
+	 * gone at the next boot, and the manual keys it guarded would send their nonces again. */
+	if (fstatfs(fd, &sf) < 0) {
+		int r = -errno;
+		FERR("cannot statfs the state directory %s: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC) {
+		FERR("%s: the state directory is on %s, which forgets it at reboot; the sequence marks kept "
+		     "there would be lost and manual keys would send the same nonces again. Point $%s at a "
+		     "directory on a disk", path, sf.f_type == TMPFS_MAGIC ? "tmpfs" : "ramfs",
+		     SADB_ENV_STATE_DIR);
+		close(fd);
+		return -EXDEV;
 	}
 	return fd;
 }

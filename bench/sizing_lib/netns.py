@@ -9,8 +9,10 @@ import atexit
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 # id -> (protocol, dp_testctl key arguments as (kind, alg, key bytes)); kind "enc" or "auth"
@@ -107,10 +109,13 @@ class Topo:
         # $SIZING_RUN_ID (a caller's name for the run, e.g. a test that cleans up after a killed run)
         base = os.environ.get("SIZING_RUN_ID") or "sz%d" % os.getpid()
         self.id = "%s-%04x%s" % (base, int.from_bytes(os.urandom(2), "big"), tag)
-        # the sequence marks of manually keyed SAs in the run's directory, not the machine's
-        # /var/lib/xipsec, unless the caller chose a state directory (tests/run-test does)
+        # the sequence marks of manually keyed SAs in a directory of the run's, not the machine's
+        # /var/lib/xipsec, unless the caller chose a state directory (tests/run-test does); on a disk
+        # (/var/tmp): a state directory on tmpfs is refused, and the run's directory may be on one
+        self.state_dir = None
         if not os.environ.get("XIPSEC_STATE_DIR"):
-            os.environ["XIPSEC_STATE_DIR"] = os.path.join(self.tmp, "state")
+            self.state_dir = tempfile.mkdtemp(prefix="xipsec-%s." % self.id, dir="/var/tmp")
+            os.environ["XIPSEC_STATE_DIR"] = os.path.join(self.state_dir, "state")
         self.namespaces = []
         self.procs = {}          # name -> (Popen, logfile)
         self.files = []
@@ -362,5 +367,8 @@ class Topo:
                 os.unlink(f)
             except OSError:
                 pass
+        if self.state_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            os.environ.pop("XIPSEC_STATE_DIR", None)
         if self in _live:
             _live.remove(self)

@@ -194,11 +194,19 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	 * the table that holds it is published: until then no worker sees it, and the engine never
 	 * reserves above rt->seq_lease. */
 	if (rec->dir == SADB_DIR_OUT) {
+		/* A manual counter-mode key is held to its lease whatever wrote it (dp_seqmark.c): the
+		 * engine obeys rt->seq_lease only for SADB_SAF_SEQ_PERSIST, so it gets the flag here.
+		 * s->sa stays the record as written (dp_sa_sync compares them). */
+		struct sadb_sa leased = *rec;
+
+		if (dp_seqmark_needed(rec))
+			leased.flags |= SADB_SAF_SEQ_PERSIST;
 		o.id_parts = (uint16_t)ctx->n_workers;
 		for (unsigned i = 0; i < ctx->n_workers && !err; i++) {
 			o.id_part = (uint16_t)i;
-			err = esp_sa_create(rec, s->rt, &o, &s->e[i]);
+			err = esp_sa_create(&leased, s->rt, &o, &s->e[i]);
 		}
+		explicit_bzero(&leased, sizeof(leased));
 	} else {
 		/* one per worker: each decrypts on its own crypto context, the window update is
 		 * serialised by the slot's lock (rule 5) */

@@ -1,5 +1,5 @@
 /* dataplane/xipsecd/dp_seqmark.c: persistent high-water marks of outbound sequence numbers, for SAs whose
- * key outlives the SADB (manual keys, SADB_SAF_SEQ_PERSIST).
+ * key outlives the SADB (manual keys with counter-mode ciphers, whatever wrote them).
  *
  * Why: with AES-GCM, AES-GMAC, AES-CTR and ChaCha20-Poly1305 the sequence number is the nonce. The
  * SADB's runtime area (rt->seq_reserved) survives a restart of xipsecd, but not a flush and reload of
@@ -18,6 +18,19 @@
  * at most the unused rest of a lease (L numbers of 2^32). The control thread extends a lease when
  * less than half of it is left; the read-modify-write of a mark holds an flock on the directory, so
  * several xipsecd (one per SADB) may share it.
+ *
+ * What decides is the SA itself, not a flag a writer may forget: every outbound SA of a manual key
+ * (ike_id 0) with a counter-mode cipher is leased, SADB_SAF_SEQ_PERSIST or not (dp_sa.c hands the
+ * engine the flag), so an SA from any libsadb writer sends nothing beyond its lease.
+ *
+ * A missing mark is not "mark 0". The argument above holds only while the mark file lives as long as
+ * the key: a wiped or reinstalled state directory, a restored VM snapshot (the mark rolls back with
+ * the disk), the same configuration on a clone or a standby (two boxes, one key, two marks) all
+ * send nonces a second time, and no box can tell that from the inside. So a key without a mark is
+ * leased only when the operator said it is new (SADB_SAF_SEQ_NEW, `ipsecctl load --new-keys`);
+ * otherwise it is refused, its packets dropped as seq_lease and the risk logged. What remains — a
+ * snapshot or a clone that carries the mark along with the key — is a copy of the whole box, and
+ * the answer is IKE, whose keys die with the box (ipsecctl(8)).
  *
  * The file is named by a fingerprint of the key, never the key: SHA-256 over a domain label, the
  * transform, the key and the salt, truncated to 128 bits. It holds one line "xipsec-seqmark 1 MARK".
@@ -76,7 +89,8 @@ uint64_t dp_seqmark_lease_size(void)
 
 bool dp_seqmark_needed(const struct sadb_sa *sa)
 {
-	return sa->dir == SADB_DIR_OUT && (sa->flags & SADB_SAF_SEQ_PERSIST);
+	return sa->dir == SADB_DIR_OUT &&
+	       ((sa->flags & SADB_SAF_SEQ_PERSIST) || (!sa->ike_id && sadb_sa_counter_mode(sa)));
 }
 
 static int fingerprint(const struct sadb_sa *sa, char name[64])
@@ -111,8 +125,10 @@ static int fingerprint(const struct sadb_sa *sa, char name[64])
 	return 0;
 }
 
-/* The mark recorded in dirfd/name: 0 and *mark = 0 when there is none yet. */
-static int read_mark(int dirfd, const char *name, uint64_t *mark, char *msg, size_t len)
+/* The mark recorded in dirfd/name for sa. None yet: *mark = 0 for a key the operator said is new
+ * (SADB_SAF_SEQ_NEW), else -ENOENT, since a lost mark cannot be told from a new key. */
+static int read_mark(int dirfd, const char *name, const struct sadb_sa *sa, uint64_t *mark, char *msg,
+		     size_t len)
 {
 	char buf[128];
 	struct stat st;
@@ -121,8 +137,14 @@ static int read_mark(int dirfd, const char *name, uint64_t *mark, char *msg, siz
 
 	*mark = 0;
 	if (fd < 0) {
-		if (errno == ENOENT)
+		if (errno == ENOENT && (sa->flags & SADB_SAF_SEQ_NEW))
 			return 0;
+		if (errno == ENOENT) {
+			snprintf(msg, len, "no sequence mark %s: a lost, wiped or copied mark would send "
+				 "the key's nonces again, so the SA sends nothing (a key never used before: "
+				 "ipsecctl load --new-keys; else a new key, or IKE)", name);
+			return -ENOENT;
+		}
 		snprintf(msg, len, "cannot open %s: %s", name, strerror(errno));
 		return -errno;
 	}
@@ -250,7 +272,7 @@ int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *r
 		snprintf(msg, len, "cannot lock the state directory: %s", strerror(errno));
 		return -errno;
 	}
-	r = read_mark(dirfd, name, &mark, msg, len);
+	r = read_mark(dirfd, name, sa, &mark, msg, len);
 	if (r)
 		goto out;
 	if (!lease_range(sa, rt, mark, &start, &end))
@@ -333,7 +355,7 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 
 		if (q->err || q->state == DP_SEQMARK_AGAIN)
 			continue;
-		q->err = read_mark(dirfd, q->name, &mark, q->msg, sizeof(q->msg));
+		q->err = read_mark(dirfd, q->name, q->sa, &mark, q->msg, sizeof(q->msg));
 		if (q->err)
 			continue;
 		if (!lease_range(q->sa, q->rt, mark, &q->start, &q->end)) {

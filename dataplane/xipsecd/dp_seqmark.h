@@ -1,5 +1,5 @@
-/* dataplane/xipsecd/dp_seqmark.h: persistent sequence-number marks for SAs with SADB_SAF_SEQ_PERSIST
- * (dp_seqmark.c explains the scheme). Control thread only. */
+/* dataplane/xipsecd/dp_seqmark.h: persistent sequence-number marks for outbound SAs of manual
+ * counter-mode keys (dp_seqmark.c explains the scheme). Control thread only. */
 #ifndef XIPSEC_DP_SEQMARK_H
 #define XIPSEC_DP_SEQMARK_H
 
@@ -11,18 +11,19 @@
 
 #define DP_ENV_SEQ_LEASE "XIPSEC_SEQ_LEASE" /* numbers per lease (default 2^20) */
 
-/* Whether the SA's outbound numbers must be leased from a mark on disk. */
+/* Whether the SA's outbound numbers must be leased from a mark on disk: SADB_SAF_SEQ_PERSIST, or a
+ * manual counter-mode key whoever wrote it. */
 bool dp_seqmark_needed(const struct sadb_sa *sa);
 /* Lease the next numbers for sa (whose runtime area is rt) from the mark in the state directory
  * dirfd: the new mark is on disk before rt->seq_reserved / rt->seq_lease let the engine use them.
- * 0 or -errno with a message (never key bytes). */
+ * No mark yet: -ENOENT unless sa has SADB_SAF_SEQ_NEW. 0 or -errno with a message (never key bytes). */
 int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, char *msg, size_t len);
 /* One SA's lease in a batch: sa and rt in; err (0 or -errno) and msg (never key bytes) out. */
 struct dp_seqmark_req {
 	const struct sadb_sa *sa;
 	struct sadb_runtime *rt;
 	int err;
-	char msg[200];
+	char msg[256];
 	/* the batch's own */
 	char name[64];
 	uint64_t start, end;

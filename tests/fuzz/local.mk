@@ -19,11 +19,11 @@ FUZZ_ENGINE_HDRS = $(FUZZ_ENGINE_SRCS) $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb
 FUZZ_ENGINE_LIB = tests/fuzz/libesp-fuzz.a
 FUZZ_BINS = tests/fuzz/fuzz_parse tests/fuzz/fuzz_esp_in tests/fuzz/fuzz_udp_in tests/fuzz/fuzz_ah_in \
 	tests/fuzz/fuzz_esp_plain tests/fuzz/fuzz_roundtrip tests/fuzz/fuzz_burst tests/fuzz/fuzz_ah_plain \
-	tests/fuzz/fuzz_sadb_open tests/fuzz/fuzz_reasm tests/fuzz/fuzz_http
+	tests/fuzz/fuzz_sadb_open tests/fuzz/fuzz_reasm tests/fuzz/fuzz_http tests/fuzz/fuzz_mip6
 FUZZ_HARNESS_OBJS = tests/fuzz/obj/h_parse.o tests/fuzz/obj/h_esp_in.o tests/fuzz/obj/h_udp_in.o \
 	tests/fuzz/obj/h_ah_in.o tests/fuzz/obj/h_esp_plain.o tests/fuzz/obj/h_roundtrip.o tests/fuzz/obj/h_burst.o \
 	tests/fuzz/obj/h_ah_plain.o tests/fuzz/obj/h_sadb_open.o tests/fuzz/obj/h_reasm.o \
-	tests/fuzz/obj/h_http.o tests/fuzz/obj/metrics_http.o
+	tests/fuzz/obj/h_http.o tests/fuzz/obj/metrics_http.o tests/fuzz/obj/h_mip6.o tests/fuzz/obj/mip6.o
 
 # One rule for the archive: the objects are built in parallel (as many as there are CPUs) and a
 # failing one fails the rule; every object is rebuilt when any engine source or header changes.
@@ -139,6 +139,18 @@ tests/fuzz/obj/h_http.o: $(srcdir)/tests/fuzz/fuzz_http.c $(FUZZ_HTTP_HDRS) conf
 tests/fuzz/fuzz_http: tests/fuzz/obj/h_http.o tests/fuzz/obj/metrics_http.o
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_http.o tests/fuzz/obj/metrics_http.o -o $@
 
+# The Mobility Header parser (mobility/mip6.c), on its own: libmip6 depends on nothing but libc.
+tests/fuzz/obj/mip6.o: $(srcdir)/mobility/mip6.c $(srcdir)/mobility/mip6.h config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -c $(srcdir)/mobility/mip6.c -o $@
+
+tests/fuzz/obj/h_mip6.o: $(srcdir)/tests/fuzz/fuzz_mip6.c $(srcdir)/mobility/mip6.h config.h
+	@$(MKDIR_P) tests/fuzz/obj
+	$(AM_V_CC)$(CLANG) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -c $(srcdir)/tests/fuzz/fuzz_mip6.c -o $@
+
+tests/fuzz/fuzz_mip6: tests/fuzz/obj/h_mip6.o tests/fuzz/obj/mip6.o
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_mip6.o tests/fuzz/obj/mip6.o -o $@
+
 fuzz: $(FUZZ_BINS)
 fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 	top_srcdir='$(abs_top_srcdir)' top_builddir='$(abs_top_builddir)' PYTHON='$(DEBIAN_PYTHON)' \
@@ -149,6 +161,6 @@ fuzz-long: $(FUZZ_BINS) tests/oracle/oracle_drv
 FUZZ_TESTS += tests/fuzz/run-fuzz.sh
 # The runner needs the targets and, for the seed corpus, the oracle driver (our engine's outbound).
 tests/fuzz/run-fuzz.log: $(FUZZ_BINS) tests/oracle/oracle_drv
-CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_LIB) tests/fuzz/obj/engine/*.o $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/sadb/*.o tests/fuzz/obj/dp_frag.o
-EXTRA_DIST += tests/fuzz/fuzz_http.c tests/fuzz/fuzz_reasm.c tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
+CLEANFILES += $(FUZZ_BINS) $(FUZZ_ENGINE_LIB) tests/fuzz/obj/engine/*.o $(FUZZ_HARNESS_OBJS) $(FUZZ_SADB_OBJS) tests/fuzz/obj/sadb/*.o tests/fuzz/obj/dp_frag.o tests/fuzz/obj/mip6.o
+EXTRA_DIST += tests/fuzz/fuzz_mip6.c tests/fuzz/fuzz_http.c tests/fuzz/fuzz_reasm.c tests/fuzz/fuzz_sadb_open.c tests/fuzz/fuzz_common.h tests/fuzz/fuzz_ref.h tests/fuzz/fuzz_burst.c tests/fuzz/fuzz_ah_plain.c tests/fuzz/fuzz_parse.c tests/fuzz/fuzz_in.c tests/fuzz/fuzz_esp_plain.c \
 	tests/fuzz/fuzz_roundtrip.c tests/fuzz/gen_seeds.py tests/fuzz/run-fuzz.sh

@@ -11,7 +11,7 @@ set -u
 PY=${PYTHON:-/usr/bin/python3}
 secs=${FUZZ_SECONDS:-15}
 bin=$top_builddir/tests/fuzz
-targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open fuzz_reasm fuzz_http}
+targets=${FUZZ_TARGETS:-fuzz_parse fuzz_esp_in fuzz_udp_in fuzz_ah_in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_sadb_open fuzz_reasm fuzz_http fuzz_mip6}
 
 tmp=$(mktemp -d /tmp/xipsec-fuzz.XXXXXX) || exit 99
 cleanup() { rm -rf "$tmp"; }
@@ -29,6 +29,13 @@ mkdir -p "$tmp/seeds/fuzz_sadb_open"
 printf '\000' >"$tmp/seeds/fuzz_sadb_open/none"
 printf '\001' >"$tmp/seeds/fuzz_sadb_open/sums"
 printf '\001\002\030\000\003\377\377\377\377' >"$tmp/seeds/fuzz_sadb_open/sa-slot"
+# fuzz_mip6: a home registration Binding Update (checksum made by the harness: first byte 1), the
+# same with a Home Address option, and a Binding Acknowledgement with a type 2 routing header.
+mkdir -p "$tmp/seeds/fuzz_mip6"
+mip6_a='\040\001\015\270\000\000\000\000\000\000\000\000\000\000\000'
+printf "\001\140\000\000\000\000\020\207\100${mip6_a}\001${mip6_a}\002\073\001\005\000\000\000\000\001\300\000\000\020\001\002\000\000" >"$tmp/seeds/fuzz_mip6/bu"
+printf "\001\140\000\000\000\000\050\074\100${mip6_a}\001${mip6_a}\002\207\002\001\002\000\000\311\020${mip6_a}\003\073\001\005\000\000\000\000\001\300\000\000\020\001\002\000\000" >"$tmp/seeds/fuzz_mip6/bu-hao"
+printf "\001\140\000\000\000\000\050\053\100${mip6_a}\002${mip6_a}\001\207\002\002\001\000\000\000\000${mip6_a}\003\073\001\006\000\000\000\000\200\000\001\000\020\001\002\000\000" >"$tmp/seeds/fuzz_mip6/ba-rh2"
 # fuzz_http: requests as a scraper, a browser and a confused client send them.
 mkdir -p "$tmp/seeds/fuzz_http"
 printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9786\r\nUser-Agent: Prometheus/2.42.0\r\nAccept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nX-Prometheus-Scrape-Timeout-Seconds: 1\r\n\r\n' >"$tmp/seeds/fuzz_http/prometheus"

@@ -11,7 +11,7 @@ PY=${PYTHON:-/usr/bin/python3}
 CTL="$top_builddir/ipsecctl/ipsecctl"
 POKE="$top_builddir/tests/ipsecctl/rt-poke"
 TESTCTL="$top_builddir/tests/tools/dp_testctl"
-T=$(mktemp -d /tmp/ipsecctl-reload.XXXXXX)
+T=$(mktemp -d /var/tmp/ipsecctl-reload.XXXXXX) # a disk: a state directory on tmpfs is refused
 trap 'rm -rf "$T"' EXIT
 DB="$T/sadb"
 export XIPSEC_STATE_DIR="$T/state"

@@ -26,8 +26,11 @@ XT_ID="xt$$$(printf '%04x' $((RANDOM % 65536)))"
 XT_DIR=$(mktemp -d "/tmp/xipsec-$XT_ID.XXXXXX")
 # Sequence marks of manually keyed SAs (xipsecd's state directory) stay in the run's own directory
 # when no caller chose one (tests/run-test does): a benchmark or a test run by hand never writes the
-# machine's /var/lib/xipsec, where they would pile up (20,000 files per 10,000 mobile nodes).
-[ -n "${XIPSEC_STATE_DIR:-}" ] || export XIPSEC_STATE_DIR="$XT_DIR/state"
+# machine's /var/lib/xipsec, where they would pile up (20,000 files per 10,000 mobile nodes). On a
+# disk (/var/tmp): a state directory on tmpfs is refused, and /tmp may be one.
+# XT_DISK_DIR is the run's directory on a disk, removed with XT_DIR.
+XT_DISK_DIR=$(mktemp -d "/var/tmp/xipsec-$XT_ID.XXXXXX")
+[ -n "${XIPSEC_STATE_DIR:-}" ] || export XIPSEC_STATE_DIR="$XT_DISK_DIR/state"
 XT_TIMEOUT=${XT_TIMEOUT:-60}
 XT_BG_TIMEOUT=${XT_BG_TIMEOUT:-300}
 XT_NAMESPACES=()
@@ -147,6 +150,7 @@ xt_cleanup() {
 	for ns in "${XT_NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null; done
 	for f in "${XT_FILES[@]}"; do rm -f "$f"; done
 	[ "${XT_KEEP_DIR:-}" = 1 ] && xt_log "logs kept in $XT_DIR" || rm -rf "$XT_DIR"
+	rm -rf "$XT_DISK_DIR"
 
 	# The leak check: nothing of this run may survive it.
 	sleep 0.2

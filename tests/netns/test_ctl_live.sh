@@ -22,7 +22,7 @@ esp tunnel from 10.2.0.0/24 to 10.1.0.0/24 local 192.0.2.2 peer 192.0.2.1 \\
 CONF
 for n in 1 2; do
 	dp_sadb "gw$n"
-	timeout 30 "$CTL" --sadb "$(dp_sadb_of "gw$n")" load "$XT_DIR/gw$n.conf" ||
+	timeout 30 "$CTL" --sadb "$(dp_sadb_of "gw$n")" --new-keys load "$XT_DIR/gw$n.conf" ||
 		xt_fail "ipsecctl load on gw$n"
 done
 dp_start gw1

@@ -10,6 +10,7 @@
 # dp_start GW [ARGS]   start xipsecd on gw1/gw2 (in a background job with a timeout), wait until up
 # dp_status GW         its control socket's JSON
 # dp_ctl GW ARGS...    dp_testctl on the gateway's SADB
+# dp_sadb_default      after dp_topo: the gateways' SADBs in the programs' default directory
 # dp_bypass_all        bypass policies both ways on both gateways (v4 and v6)
 
 DP_BUILD=${top_builddir:?}
@@ -73,6 +74,18 @@ dp_topo() {
 }
 
 dp_sadb_of() { eval "printf '%s' \"\$DP_SADB_$1\""; }
+
+# dp_sadb_default: the gateways' SADBs in /run/xipsec, the directory every program's default SADB
+# lives in (made 0700 by the first of them), for the demos, which show the product as installed; two
+# gateways on one machine need one name each there. Removed at cleanup like xt_sadb's.
+dp_sadb_default() {
+	local gw p
+	for gw in gw1 gw2; do
+		p=/run/xipsec/xipsec-$XT_ID-$gw.sadb
+		XT_FILES+=("$p")
+		eval "DP_SADB_$gw=\$p"
+	done
+}
 
 dp_ctl() {
 	local gw=$1; shift

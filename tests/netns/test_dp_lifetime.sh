@@ -17,7 +17,7 @@ xt_require ping
 CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 
-export XIPSEC_STATE_DIR="$XT_DIR/state"   # the GCM SAs' sequence marks (dp_seqmark.c)
+export XIPSEC_STATE_DIR="$XT_DISK_DIR/state"   # the GCM SAs' sequence marks (dp_seqmark.c)
 K1=0x0102030405060708090a0b0c0d0e0f1011121314
 K2=0x2122232425262728292a2b2c2d2e2f3031323334
 K3=0x4142434445464748494a4b4c4d4e4f5051525354
@@ -37,9 +37,9 @@ conf() {
 	printf 'esp tunnel from %s to %s local %s peer %s \\\n    spi %s enc aes128gcm16 key %s %s\n' \
 		"$ln" "$rn" "$l" "$r" "$spis" "$keys" "$opts" > "$XT_DIR/$gw.conf"
 }
-load() { # load GW [ipsecctl options]
+load() { # load GW [ipsecctl options] (every key here is made for this run: --new-keys)
 	local gw=$1; shift
-	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$gw")" "$@" -f "$XT_DIR/$gw.conf" ||
+	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$gw")" --new-keys "$@" -f "$XT_DIR/$gw.conf" ||
 		xt_fail "ipsecctl $* -f $gw.conf"
 }
 # state SPI: "EXPIRY SOFT HARD PACKETS BYTES SA_EXPIRED_DROPS" of gw1's SA SPI (from ipsecctl)

@@ -14,7 +14,7 @@ CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 ROUNDS=${XIPSEC_READD_ROUNDS:-1000}
 
-export XIPSEC_STATE_DIR="$XT_DIR/state"
+export XIPSEC_STATE_DIR="$XT_DISK_DIR/state"
 K1=0x0102030405060708090a0b0c0d0e0f1011121314
 K2=0x2122232425262728292a2b2c2d2e2f3031323334
 dp_topo 2
@@ -28,8 +28,8 @@ cat > "$XT_DIR/gw2.conf" <<CONF
 esp tunnel from 10.2.0.0/24 to 10.1.0.0/24 local 192.0.2.2 peer 192.0.2.1 \\
     spi 0x1001:0x1000 enc aes128gcm16 key $K2:$K1
 CONF
-timeout 30 "$CTL" --sadb "$(dp_sadb_of gw1)" -f "$XT_DIR/gw1-0x1000.conf" || xt_fail "load gw1"
-timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" -f "$XT_DIR/gw2.conf" || xt_fail "load gw2"
+timeout 30 "$CTL" --new-keys --sadb "$(dp_sadb_of gw1)" -f "$XT_DIR/gw1-0x1000.conf" || xt_fail "load gw1"
+timeout 30 "$CTL" --new-keys --sadb "$(dp_sadb_of gw2)" -f "$XT_DIR/gw2.conf" || xt_fail "load gw2"
 # gw2 also accepts the second SPI (a test tool: ipsecctl refuses two SAs with one key)
 dp_ctl gw2 sa in 0x1002 esp tunnel 192.0.2.1 192.0.2.2 reqid 0 enc aes-gcm-16 "${K1#0x}"
 dp_start gw1 --workers 2

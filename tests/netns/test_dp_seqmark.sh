@@ -4,15 +4,19 @@
 # (the SADB file removed, every daemon restarted): the numbers are leased from a mark in the state
 # directory. Checked in a capture between the gateways: every (SPI, sequence) at most once. Small
 # leases (XIPSEC_SEQ_LEASE) make xipsecd extend them many times during the run. Then: the state
-# files are ours (0600 in a 0700 directory) and hold no key, and without a usable state directory
-# `ipsecctl load` refuses the SA with a message naming the risk and changes nothing.
+# files are ours (0600 in a 0700 directory) and hold no key; a lost mark (the file removed) keeps
+# the SA from sending, its packets dropped as seq_lease and the log naming the risk, until the
+# operator loads it with --new-keys; an SA another writer put in without SADB_SAF_SEQ_PERSIST
+# (dp_testctl ... flags 0) is held to a lease all the same, so with no mark it sends nothing; and
+# without a usable state directory `ipsecctl load` refuses the SA with a message naming the risk
+# and changes nothing.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require tcpdump tshark ping
 . "$top_srcdir/tests/netns/test_dp_common.sh"
 CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 
-export XIPSEC_STATE_DIR="$XT_DIR/state"
+export XIPSEC_STATE_DIR="$XT_DISK_DIR/state"
 export XIPSEC_SEQ_LEASE=16
 K1=0x0102030405060708090a0b0c0d0e0f1011121314
 K2=0x2122232425262728292a2b2c2d2e2f3031323334
@@ -39,7 +43,7 @@ traffic() { # traffic PHASE: 30 pings each way must get through
 		{ cat "$XT_DIR/ping2-$1.out" >&2; xt_fail "$1: ping h2 -> h1"; }
 }
 
-load
+load --new-keys
 dp_start gw1
 dp_start gw2
 dp_capture_start seq sw s1
@@ -88,6 +92,34 @@ for f in "$XIPSEC_STATE_DIR"/*.seq; do
 done
 [ "$n" -eq 2 ] || xt_fail "$n state files (expected 2: one per outbound key)"
 ! grep -rqi -e "${K1#0x}" -e "${K2#0x}" "$XIPSEC_STATE_DIR" || xt_fail "a key in the state directory"
+
+# A lost mark: gw1's removed, gw1 "rebooted" and loaded as usual. Its outbound SA sends nothing.
+xt_stop xipsecd-gw1
+rm -f "$(dp_sadb_of gw1)"
+rm -f "$XIPSEC_STATE_DIR"/*.seq
+timeout 30 "$CTL" --sadb "$(dp_sadb_of gw1)" -f "$XT_DIR/gw1.conf" || xt_fail "load gw1 after the mark was lost"
+dp_start gw1
+if xt_exec h1 ping -c 3 -i 0.2 -W 1 10.2.0.2 >/dev/null; then
+	xt_fail "gw1 sent under a key whose mark was lost"
+fi
+grep -q "spi 0x0000100[01].*no sequence mark.*--new-keys" "$XT_DIR/xipsecd-gw1.log" ||
+	{ tail -5 "$XT_DIR/xipsecd-gw1.log" >&2; xt_fail "xipsecd did not say why the SA sends nothing"; }
+timeout 30 "$CTL" --sadb "$(dp_sadb_of gw1)" --json show sa > "$XT_DIR/lost.json"
+[ "$(dp_json "$XT_DIR/lost.json" "sum(x['counters']['drops'].get('seq_lease', 0) for x in (j['sas'] if isinstance(j, dict) else j))")" -gt 0 ] ||
+	xt_fail "the refused SA's packets are not counted as seq_lease drops"
+# The operator says the key is new: it sends again.
+timeout 30 "$CTL" --sadb "$(dp_sadb_of gw1)" --new-keys -F -f "$XT_DIR/gw1.conf" || xt_fail "load --new-keys"
+sleep 0.3
+xt_exec h1 ping -c 3 -i 0.2 -W 2 10.2.0.2 >/dev/null || xt_fail "gw1 did not send after load --new-keys"
+xt_log "lost mark: refused until --new-keys"
+
+# Another writer's counter-mode SA without SADB_SAF_SEQ_PERSIST: leased all the same, so with no
+# mark for its key it sends nothing and xipsecd says why.
+"$DP_TESTCTL" "$(dp_sadb_of gw1)" sa out 0x2000 esp tunnel 192.0.2.1 192.0.2.2 reqid 77 \
+	enc aes-gcm-16 "$(dp_key 0x2000 20)" flags 0 || xt_fail "dp_testctl sa (flags 0)"
+for i in $(seq 50); do grep -q "spi 0x00002000.*no sequence mark" "$XT_DIR/xipsecd-gw1.log" && break; sleep 0.1; done
+grep -q "spi 0x00002000.*no sequence mark" "$XT_DIR/xipsecd-gw1.log" ||
+	{ tail -5 "$XT_DIR/xipsecd-gw1.log" >&2; xt_fail "xipsecd took a counter-mode SA without a lease"; }
 
 # Without a usable state directory the SA is refused, and nothing changes.
 before=$(timeout 30 "$CTL" --sadb "$(dp_sadb_of gw1)" show info)

@@ -74,7 +74,7 @@ mobile-node $HOA \\
 	signalling spi 0x2000:0x2001 enc aes128gcm16 key 0x$K_BA:0x$K_BU \\
 	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI
 EOF
-ctl load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
+ctl --new-keys load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
 dp_start_ha() {
 	xt_bg ha xipsecd-ha "$XIPSECD" --inside in0 --outside out0 --sadb "$SADB" --ctl "$XT_DIR/ha.sock" "$@"
 	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" ||
@@ -300,7 +300,7 @@ mobile-node $HOA2 \\
 	signalling spi 0x2100:0x2101 enc aes128gcm16 key 0x$(key):0x$(key) \\
 	tunnel spi 0x3100:0x3101 enc aes128gcm16 key 0x$(key):0x$(key)
 EOF
-ctl load "$XT_DIR/mn2.conf" || xt_fail "ipsecctl load of a second mobile node"
+ctl --new-keys load "$XT_DIR/mn2.conf" || xt_fail "ipsecctl load of a second mobile node"
 xt_wait 5 mns 2 || xt_fail "the second mobile node was not taken up: $(cat "$XT_DIR/b.json")"
 bound_at $COA2 || xt_fail "the first mobile node lost its binding when a second was added"
 # the second one has no binding: an update of its tunnel SA in place does not send its traffic away

@@ -58,7 +58,7 @@ done
 printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0x3000 in reqid 9 enc aes128gcm16 key %s %s\n' \
 	0x0102030405060708090a0b0c0d0e0f1011121314 'soft time 1h packets 1000 hard time 2h bytes 5000000' \
 	> "$XT_DIR/lt.conf"
-timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" -f "$XT_DIR/lt.conf" || xt_fail "ipsecctl -f lt.conf"
+timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --new-keys -f "$XT_DIR/lt.conf" || xt_fail "ipsecctl -f lt.conf"
 # gw1 -> gw2 under SPI 0x2000 (8192), gw2 -> gw1 under 0x2001 (8193)
 dp_tunnel gcm 4 1 8192 8193
 dp_start gw1

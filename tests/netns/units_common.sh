@@ -11,6 +11,9 @@
 #   unit_lines ROOT UNIT KEY    the KEY= lines of the installed unit
 #   unit_run GW UNIT KEY [N]    run its N-th KEY= command in GW (log $XT_DIR/GW-UNIT-KEY.log)
 #   unit_start_xipsecd GW       xipsecd.service's ExecStart in the background (xt_bg xipsecd-GW)
+#   unit_ctl GW ARGS            the root's ipsecctl as the operator runs it by hand on GW (the
+#                               environment file's XIPSEC_SADB and XIPSEC_STATE_DIR; log
+#                               $XT_DIR/GW-ipsecctl.log)
 . "$top_srcdir/tests/build/install_common.sh"
 UNIT_VARS=()       # more VAR=value words for the expansion (MAINPID=...)
 UNIT_ENV=()        # more environment for the command (sanitizer options)
@@ -84,6 +87,15 @@ unit_start_xipsecd() {
 		{ cat "$XT_DIR/xipsecd-$gw.log" >&2; xt_fail "xipsecd.service's ExecStart on $gw did not start"; }
 }
 
+# unit_ctl GW ARGS: the root's ipsecctl in GW, with the environment file's settings, as README tells
+# the operator to run it by hand; a path under \$sysconfdir in ARGS is given as the root's copy
+unit_ctl() {
+	local gw=$1 root=$XT_DIR/root-$1 env=()
+	shift
+	mapfile -t env < <(unit_env "$root")
+	xt_exec "$gw" env "${env[@]}" timeout 30 "$root$sbindir/ipsecctl" "$@" > "$XT_DIR/$gw-ipsecctl.log" 2>&1
+}
+
 unit_root() {
 	local gw=$1 n=${1#gw} root=$XT_DIR/root-$1
 	shift
@@ -94,7 +106,7 @@ unit_root() {
 		echo "XIPSECD_OUTSIDE=out$n"
 		echo "XIPSECD_OPTIONS=\"--ctl $XT_DIR/$gw.sock --workers 1\""
 		echo "XIPSEC_SADB=$(dp_sadb_of "$gw")"
-		echo "XIPSEC_STATE_DIR=$XT_DIR/state-$gw"
+		echo "XIPSEC_STATE_DIR=$XT_DISK_DIR/state-$gw"
 		echo "XIPSEC_XDP_OBJ=$root$pkglibdir/xipsec_xdp.o"
 		printf '%s\n' "$@"
 	} > "$root$sysconfdir/xipsec/xipsec.env"

@@ -5,7 +5,8 @@
 # from their Depends alone (no Recommends). Then two gateways, each its own copy of that root, run
 # the installed xipsecd with the command line of the installed xipsecd.service and the installed
 # /etc/xipsec/xipsec.env, load keys with the installed ipsecctl from /etc/xipsec/ipsec.conf as
-# xipsec-load.service does, and carry pings between the hosts behind them; the wire between the
+# xipsec-load.service does (and, at this first boot, `ipsecctl --new-keys reload` as the operator
+# says the keys are new), and carry pings between the hosts behind them; the wire between the
 # gateways must show only ESP, and the installed ipsecctl must count the packets. Then the same with
 # IKE (the installed xipsec-iked), an upgrade to a version one higher under that running tunnel
 # (xipsec-iked neither stopped nor restarted, xipsecd restarted on the same SAs), and a purge that
@@ -60,10 +61,10 @@ mount_root() {
 		xt_fail "overlay mount for $1"
 }
 # runtime_mounts ROOT: what the programs need in the root: /proc, /sys (for libbpf's CPU count and
-# the interfaces' queues), a tmpfs /dev/shm of its own (the root's SADB), /dev/net/tun.
+# the interfaces' queues), a tmpfs /run of its own (the root's SADB in /run/xipsec), /dev/net/tun.
 runtime_mounts() {
 	mount --bind /proc "$1/proc" && mount --bind /sys "$1/sys" &&
-		mount -t tmpfs -o mode=1777,size=64m "shm-$XT_ID" "$1/dev/shm" ||
+		mount -t tmpfs -o mode=0755,size=64m "run-$XT_ID" "$1/run" ||
 		xt_fail "mounts in $1"
 	mkdir -p "$1/dev/net"
 	[ -c "$1/dev/net/tun" ] || mknod -m 0666 "$1/dev/net/tun" c 10 200
@@ -200,6 +201,9 @@ for n in 1 2; do
 	xt_log "gw$n: ${cmd[*]}"
 	xt_exec "gw$n" chroot "$G" "${cmd[@]}" >"$XT_DIR/load-gw$n.log" 2>&1 ||
 		{ cat "$XT_DIR/load-gw$n.log" >&2; xt_fail "xipsec-load's command failed on gw$n"; }
+	# First boot: no sequence mark yet, so the operator says once that the keys are new (README).
+	xt_exec "gw$n" chroot "$G" ipsecctl -v --new-keys reload /etc/xipsec/ipsec.conf >>"$XT_DIR/load-gw$n.log" 2>&1 ||
+		{ cat "$XT_DIR/load-gw$n.log" >&2; xt_fail "ipsecctl --new-keys reload failed on gw$n"; }
 done
 lap "both gateways up"
 
@@ -396,7 +400,7 @@ grep -q "notice: stopped" "$XT_DIR/xipsecd-gw1-upgraded.log" ||
 	{ cat "$XT_DIR/xipsecd-gw1-upgraded.log" >&2; xt_fail "xipsecd on gw1 did not stop cleanly"; }
 rm -rf "$G/run/xipsec-iked"
 # the SADB where the runtime directory is its default: ipsecctl makes one there
-mkdir -m 0700 "$G/run/xipsec"
+mkdir -p -m 0700 "$G/run/xipsec"
 XIPSEC_SADB=/run/xipsec/xipsec.sadb chroot "$G" ipsecctl load /etc/xipsec/ipsec.conf >/dev/null 2>&1 ||
 	xt_fail "ipsecctl could not make a SADB in /run/xipsec"
 purge_checked=(/var/lib/xipsec /run/xipsec /run/xipsec/xipsec.sadb /dev/shm/xipsec.sadb /run/xipsecd.sock
@@ -427,12 +431,12 @@ lap "purge: none of ${#purge_checked[@]} paths checked and no file named *xipsec
 # Purge on gw2 while its xipsecd still runs (started by hand, which no unit stops): the SADB it
 # maps and the state directory stay, and the purge says so.
 G="$roots/gw2/merged"
-[ -e "$G/dev/shm/xipsec.sadb" ] || xt_fail "gw2 has no SADB"
+[ -e "$G/run/xipsec/xipsec.sadb" ] || xt_fail "gw2 has no SADB"
 chroot "$G" dpkg --purge xipsec-snmp xipsec-iked xipsec >"$XT_DIR/purge2.log" 2>&1 ||
 	{ cat "$XT_DIR/purge2.log" >&2; xt_fail "dpkg --purge on gw2"; }
-grep -q "a running process uses /dev/shm/xipsec.sadb" "$XT_DIR/purge2.log" ||
+grep -q "a running process uses /run/xipsec/xipsec.sadb" "$XT_DIR/purge2.log" ||
 	{ cat "$XT_DIR/purge2.log" >&2; xt_fail "the purge on gw2 did not say that the SADB is in use"; }
-[ -e "$G/dev/shm/xipsec.sadb" ] || xt_fail "the purge removed the SADB that xipsecd on gw2 uses"
+[ -e "$G/run/xipsec/xipsec.sadb" ] || xt_fail "the purge removed the SADB that xipsecd on gw2 uses"
 xt_stop iked-gw2 TERM
 xt_stop xipsecd-gw2 TERM
 grep -q "notice: stopped" "$XT_DIR/xipsecd-gw2.log" ||

@@ -5,8 +5,11 @@
  *   dp_testctl SADB policy DIR ACTION SRC DST [proto N] [reqid N] [esp|ah] [tunnel TSRC TDST |
  *              transport] [prio N] [ike ID]
  *   dp_testctl SADB sa DIR SPI esp|ah tunnel|transport SRC DST [reqid N] [enc ALG HEXKEY]
- *              [auth ALG HEXKEY] [encap SPORT DPORT] [window N] [ike ID]
- * (ike ID: the entry is owned by IKE SA ID, as xipsec-iked's would be.)
+ *              [auth ALG HEXKEY] [encap SPORT DPORT] [window N] [ike ID] [flags N]
+ * (ike ID: the entry is owned by IKE SA ID, as xipsec-iked's would be. An outbound manual key of a
+ * counter-mode cipher is written as `ipsecctl load --new-keys` writes it, SADB_SAF_SEQ_PERSIST and
+ * SADB_SAF_SEQ_NEW, since every test starts with a state directory of its own; flags N writes
+ * exactly the SADB_SAF_* bits N instead, as another writer might.)
  *   dp_testctl SADB del SPI esp|ah DST
  *   dp_testctl SADB rt SPI esp|ah DST        (runtime counters as key=value lines)
  *   dp_testctl SADB flush                    (every SA and policy)
@@ -167,6 +170,7 @@ static int sa(struct sadb *db, int argc, char **argv)
 	uint8_t key[SADB_ENC_KEY_MAX + SADB_SALT_MAX];
 	char msg[256];
 	int i = 6, err;
+	bool raw_flags = false;
 
 	if (argc < 6)
 		die("sa DIR SPI esp|ah tunnel|transport SRC DST ...", NULL);
@@ -217,12 +221,17 @@ static int sa(struct sadb *db, int argc, char **argv)
 			s.replay_window = (uint32_t)num(argv[i++]);
 		} else if (!strcmp(k, "ike") && i < argc) {
 			s.ike_id = (uint32_t)num(argv[i++]);
+		} else if (!strcmp(k, "flags") && i < argc) {
+			s.flags = (uint32_t)num(argv[i++]);
+			raw_flags = true;
 		} else {
 			die("bad sa argument", k);
 		}
 	}
-	if (s.enc_alg == SADB_ENC_3DES_CBC || s.auth_alg == SADB_AUTH_HMAC_MD5_96)
+	if (!raw_flags && (s.enc_alg == SADB_ENC_3DES_CBC || s.auth_alg == SADB_AUTH_HMAC_MD5_96))
 		s.flags |= SADB_SAF_LEGACY_OK;
+	if (!raw_flags && s.dir == SADB_DIR_OUT && !s.ike_id && sadb_sa_counter_mode(&s))
+		s.flags |= SADB_SAF_SEQ_PERSIST | SADB_SAF_SEQ_NEW;
 	if (sadb_sa_validate(&s, msg, sizeof(msg)))
 		die("invalid SA", msg);
 	err = sadb_sa_add(db, &s, NULL);

@@ -3,10 +3,14 @@
  * the mark on disk and above what the SA had reserved, the mark on disk covers the lease before the
  * runtime area lets the engine use it, two SAs of one key in one batch get disjoint leases, a bad mark
  * file fails its own SA only (with a message naming the file), and without a state directory
- * nothing is leased. In a private temporary directory. */
+ * nothing is leased. A missing mark is not mark 0: a key is started without one only when the
+ * operator said it is new (SADB_SAF_SEQ_NEW); a lost mark refuses the SA, alone and in a batch. Every
+ * outbound manual counter-mode SA needs a lease, whether its writer set SADB_SAF_SEQ_PERSIST or not.
+ * In a private temporary directory. */
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,7 +37,7 @@ static void mk_sa(struct sadb_sa *s, uint8_t keybyte)
 	memset(s, 0, sizeof(*s));
 	s->dir = SADB_DIR_OUT;
 	s->proto = SADB_PROTO_ESP;
-	s->flags = SADB_SAF_SEQ_PERSIST;
+	s->flags = SADB_SAF_SEQ_PERSIST | SADB_SAF_SEQ_NEW; /* as ipsecctl load --new-keys */
 	s->enc_alg = SADB_ENC_AES_GCM16;
 	s->enc_key_len = 16;
 	memset(s->enc_key, keybyte, 16);
@@ -44,7 +48,7 @@ static void mk_sa(struct sadb_sa *s, uint8_t keybyte)
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(dir, "/tmp/xipsec-seqmark-XXXXXX");
+	strcpy(dir, "/var/tmp/xipsec-seqmark-XXXXXX");
 	if (!mkdtemp(dir))
 		return -1;
 	dirfd_ = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -232,6 +236,69 @@ static void test_no_dir(void **state)
 	}
 }
 
+/* The mark of a key removed (a wiped state directory, a reinstall): the key is refused, alone and in
+ * a batch, with a message naming the risk and the way out, until the operator says it is new. */
+static void test_lost_mark(void **state)
+{
+	(void)state;
+	struct dp_seqmark_req rq[2];
+	char msg[256], path[256];
+
+	batch(sa, rt, 2, rq);
+	assert_int_equal(rq[0].err, 0);
+	assert_int_equal(rt[0].seq_lease, 1000);
+	snprintf(path, sizeof(path), "%s/%s", dir, rq[0].name);
+	assert_int_equal(unlink(path), 0);
+	sa[0].flags &= ~SADB_SAF_SEQ_NEW; /* loaded again without --new-keys */
+	sa[1].flags &= ~SADB_SAF_SEQ_NEW;
+	memset(rt, 0, sizeof(rt));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(rt[0].seq_lease, 0);
+	assert_non_null(strstr(msg, "nonces"));
+	assert_non_null(strstr(msg, "--new-keys"));
+	batch(sa, rt, 2, rq);
+	assert_int_equal(rq[0].err, -ENOENT);
+	assert_int_equal(rt[0].seq_lease, 0);
+	assert_non_null(strstr(rq[0].msg, "--new-keys"));
+	assert_int_equal(rq[1].err, 0); /* its mark is still there */
+	assert_int_equal(rt[1].seq_lease, 2000);
+	/* the operator says the key is new: started again */
+	sa[0].flags |= SADB_SAF_SEQ_NEW;
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(rt[0].seq_lease, 1000);
+}
+
+/* Which SAs are leased: the SA decides, not the writer's flag. */
+static void test_needed(void **state)
+{
+	static const struct {
+		uint8_t dir;
+		uint16_t enc;
+		uint32_t flags, ike_id;
+		bool needed;
+	} rows[] = {
+		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, SADB_SAF_SEQ_PERSIST, 0, true },
+		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, 0, 0, true },             /* another writer's */
+		{ SADB_DIR_OUT, SADB_ENC_CHACHA20_POLY1305, 0, 0, true },
+		{ SADB_DIR_OUT, SADB_ENC_AES_CTR, 0, 0, true },
+		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, 0, 7, false },            /* IKE's: keys die with it */
+		{ SADB_DIR_IN, SADB_ENC_AES_GCM16, 0, 0, false },
+		{ SADB_DIR_OUT, SADB_ENC_AES_CBC, 0, 0, false },              /* random IVs */
+	};
+	struct sadb_sa s;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		memset(&s, 0, sizeof(s));
+		s.dir = rows[i].dir;
+		s.enc_alg = rows[i].enc;
+		s.flags = rows[i].flags;
+		s.ike_id = rows[i].ike_id;
+		if (dp_seqmark_needed(&s) != rows[i].needed)
+			fail_msg("row %zu: needed %d", i, !rows[i].needed);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +306,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_same_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_mark, setup, teardown),
+		cmocka_unit_test(test_needed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

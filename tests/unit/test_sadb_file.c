@@ -1,6 +1,8 @@
 /* tests/unit/test_sadb_file.c: which files and directories libsadb trusts (sadb/sadb_file.c). The
  * state directory: created 0700 when missing (whatever the umask), refused with a message naming
- * what was found when it has the wrong mode, another owner, is a symbolic link or a file. The SADB:
+ * what was found when it has the wrong mode, another owner, is a symbolic link or a file, and refused
+ * on tmpfs (its marks would not outlive a reboot). The default SADB's directory: the same checks, and
+ * a SADB in it is not opened while the directory is wrong. The SADB:
  * refused when it has the wrong mode or owner, is a symbolic link, a directory or a FIFO (without
  * blocking), even when the opener meant to create it; the refused file is left as it was; a header
  * whose counts exceed its capacities is refused; sadb_unlink removes a link, never its target. */
@@ -12,6 +14,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <cmocka.h>
 
 #include "sadb/sadb_int.h"
@@ -22,7 +26,8 @@ static char tdir[64];
 static int setup_dir(void **state)
 {
 	(void)state;
-	snprintf(tdir, sizeof(tdir), "/tmp/xipsec-test-state.XXXXXX");
+	/* /var/tmp, not /tmp: a state directory on tmpfs is refused, and /tmp may be one. */
+	snprintf(tdir, sizeof(tdir), "/var/tmp/xipsec-test-state.XXXXXX");
 	return mkdtemp(tdir) ? 0 : -1;
 }
 
@@ -170,6 +175,80 @@ static void test_state_dir_symlink_and_file(void **state)
 	expect_in(msg, file);
 	expect_in(msg, "a regular file");
 	expect_in(msg, "expected a directory");
+}
+
+static void test_state_dir_tmpfs(void **state)
+{
+	char p[64] = "/dev/shm/xipsec-test-state.XXXXXX", msg[512];
+	struct statfs sf;
+	int fd;
+
+	(void)state;
+	if (statfs("/dev/shm", &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		skip();
+	assert_non_null(mkdtemp(p));
+	assert_int_equal(chmod(p, 0700), 0);
+	for (int create = 0; create < 2; create++) {
+		fd = sadb_state_dir_open(p, create, msg, sizeof(msg));
+		if (fd >= 0)
+			close(fd);
+		assert_int_equal(fd, -EXDEV);
+		expect_in(msg, p);
+		expect_in(msg, "tmpfs");
+		expect_in(msg, "nonces");
+		expect_in(msg, SADB_ENV_STATE_DIR);
+	}
+	rmdir(p);
+}
+
+/* ---- the default SADB's directory ---- */
+
+static void test_run_dir_default(void **state)
+{
+	(void)state;
+	assert_string_equal(SADB_DEFAULT_PATH, "/run/xipsec/xipsec.sadb");
+	unsetenv(SADB_ENV_PATH);
+	assert_string_equal(sadb_default_path(), SADB_DEFAULT_PATH);
+}
+
+static void test_run_dir_checks(void **state)
+{
+	const char *p = sub("run"), *link = sub("runlink");
+	char msg[512];
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	(void)state;
+	/* Made 0700 when missing, whatever the umask. */
+	old = umask(0);
+	fd = sadb_run_dir_open(p, true, msg, sizeof(msg));
+	umask(old);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	close(fd);
+	/* A symbolic link to it is refused. */
+	assert_int_equal(symlink(p, link), 0);
+	fd = sadb_run_dir_open(link, true, msg, sizeof(msg));
+	assert_int_equal(fd, -ELOOP);
+	expect_in(msg, "a symbolic link");
+	/* Another mode: refused, not repaired. */
+	assert_int_equal(chmod(p, 0755), 0);
+	fd = sadb_run_dir_open(p, true, msg, sizeof(msg));
+	assert_int_equal(fd, -EPERM);
+	expect_in(msg, p);
+	expect_in(msg, "mode 0755");
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	/* Another owner, as a local user who made /run/xipsec first would be. */
+	if (geteuid() != 0)
+		return;
+	assert_int_equal(chmod(p, 0700), 0);
+	assert_int_equal(chown(p, 65534, 65534), 0);
+	fd = sadb_run_dir_open(p, true, msg, sizeof(msg));
+	assert_int_equal(fd, -EPERM);
+	expect_in(msg, "owned by uid 65534");
 }
 
 /* ---- the SADB file ---- */
@@ -339,6 +418,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_state_dir_wrong_mode, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_state_dir_other_owner, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_state_dir_symlink_and_file, setup_dir, teardown_dir),
+		cmocka_unit_test(test_state_dir_tmpfs),
+		cmocka_unit_test(test_run_dir_default),
+		cmocka_unit_test_setup_teardown(test_run_dir_checks, setup_dir, teardown_dir),
 		cmocka_unit_test(test_sadb_wrong_mode),
 		cmocka_unit_test(test_sadb_other_owner),
 		cmocka_unit_test(test_sadb_symlink),
