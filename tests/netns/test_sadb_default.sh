@@ -17,7 +17,7 @@ unset XIPSEC_SADB
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require nsenter stat
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 IKED="$top_builddir/ike/xipsec-iked"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 RUN_DIR=/run/xipsec
