@@ -44,7 +44,8 @@
                                 * hold on SA slots, stale-SA and sequence-lease drop reasons,
                                 * runtime seq_lease; 6: the home agent record; 7: the workers'
                                 * hand-off counters; 8: the workers' records hold every worker
-                                * counter (per port, per path, SA-charged drops) */
+                                * counter (per port, per path, SA-charged drops) and the ICMP_DECAP
+                                * drop reason */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u

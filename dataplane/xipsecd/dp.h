@@ -89,13 +89,15 @@ struct dp_iface {
 	unsigned queues;
 };
 
-/* The source addresses of ICMP errors the dataplane sends: the inside interface's (an address of the
- * protected site, so that an error towards a remote site matches the tunnel's selectors and is
- * protected like the traffic it is about). Double-buffered: the control thread fills the other one,
+/* The source addresses of ICMP errors the dataplane sends: the inside interface's global addresses,
+ * addresses of the protected site, first one first (the source of an error about a packet that came
+ * in clear). An error about a decapsulated packet takes the first of them its tunnel's outbound
+ * policy and SA cover (dp_pkt.c says why). Double-buffered: the control thread fills the other one,
  * then switches dp_ctx.src_cur. */
+#define DP_SRC_MAX 8
 struct dp_srcaddr {
-	uint8_t v4[4], v6[16];
-	bool has4, has6;
+	uint8_t v4[DP_SRC_MAX][4], v6[DP_SRC_MAX][16];
+	uint8_t n4, n6;
 };
 
 /* One cached answer of the kernel's FIB + neighbour table for a destination. */
@@ -123,6 +125,7 @@ struct dp_held {
 
 struct dp_ctx;
 struct dp_group;
+struct dp_sa;
 
 _Static_assert(DP_MAX_WORKERS <= SADB_MAX_WORKERS, "every worker needs a record in the SADB stats area");
 
@@ -154,6 +157,10 @@ struct dp_worker {
 	uint64_t hold_retry_ns;
 	uint64_t icmp_tokens_ns;     /* rate limit of the ICMP errors it sends */
 	uint16_t icmp_ipid;            /* IPv4 identification of those errors */
+	/* The inbound SA of the decapsulated packet the stages handle now (NULL: a packet that did not
+	 * arrive in an SA): an ICMP error about it goes back only through that SA's pair (dp_pkt.c).
+	 * Set by the engine stage around the packet's forwarding, inside the RCU read-side section. */
+	const struct dp_sa *decap_sa;
 	struct sadb_worker_stats *sst; /* this worker's counters: its record in the SADB stats area */
 	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
 	struct dp_group *regroup;    /* dp_path.h: outbound burst of packets that came in from the
@@ -322,11 +329,15 @@ static inline uint64_t dp_frame_take(struct dp_worker *w)
 	return addr;
 }
 /* Build the ICMP(v6) error owed to the source of the packet at l3 in a fresh frame: its length, with
- * its address in *addr, or 0 when none is sent (not owed, rate limited, no frame, no source). The
- * caller sends it on (dp_fwd.c, or dp_out.c through its caller). */
+ * its address in *addr, or 0 when none is sent (not owed, rate limited, no frame, no source; an
+ * error about a decapsulated packet that its tunnel cannot carry is counted as ICMP_DECAP). *via is
+ * the outbound SA the error must be protected with, and by no other way (w->decap_sa was set: RFC
+ * 4301 section 6.2), or NULL: then it is forwarded like a packet from the outside (FWD_SPD_OUT). The
+ * caller sends it on (dp_fwd.c, or dp_out.c). */
 uint32_t dp_icmp_too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu,
-			 uint64_t *addr);
-uint32_t dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint64_t *addr);
+			 uint64_t *addr, struct dp_sa **via);
+uint32_t dp_icmp_ttl(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint64_t *addr,
+		     struct dp_sa **via);
 
 /* ---- dp_rx.c: the worker loop (the packet path's stages: dp_path.h) ---- */
 void *dp_worker_main(void *arg);

@@ -57,7 +57,12 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 				dp_frame_free(w, base);
 				continue;
 			}
+			/* an ICMP error about it goes back only through this SA's pair (dp_pkt.c) */
+			const struct dp_sa *prev = w->decap_sa;
+
+			w->decap_sa = sa;
 			dp_fwd(w, base + p->off, p->len, FWD_DEC_TTL | FWD_SPD_OUT);
+			w->decap_sa = prev;
 		}
 	}
 	if (!g->out)

@@ -15,24 +15,37 @@
 #include "dataplane/xipsecd/dp_path.h"
 #include "dataplane/xipsecd/dp_spd.h"
 
-/* The ICMP errors go their way like packets that came from the outside: through the outbound SPD if
- * that way leaves by the outside (dp_pkt.c says why). */
+/* An ICMP error dp_pkt.c built (n bytes at a; 0: none): about a decapsulated packet, protected by
+ * the one SA via and by no other way; otherwise it goes its way like a packet that came from the
+ * outside, through the outbound SPD if that way leaves by the outside (dp_pkt.c says why). */
+static void icmp_send(struct dp_worker *w, uint64_t a, uint32_t n, struct dp_sa *via)
+{
+	struct dp_next nx;
+
+	if (!n)
+		return;
+	if (!via)
+		dp_fwd(w, a, n, FWD_SPD_OUT);
+	else if (dp_out_via(w, w->regroup, via, a, n, &nx))
+		dp_fwd(w, nx.addr, nx.len, nx.flags);
+}
+
 static void too_big(struct dp_worker *w, const uint8_t *l3, uint32_t len, uint32_t mtu)
 {
+	struct dp_sa *via;
 	uint64_t a;
-	uint32_t n = dp_icmp_too_big(w, l3, len, mtu, &a);
+	uint32_t n = dp_icmp_too_big(w, l3, len, mtu, &a, &via);
 
-	if (n)
-		dp_fwd(w, a, n, FWD_SPD_OUT);
+	icmp_send(w, a, n, via);
 }
 
 static void ttl_exceeded(struct dp_worker *w, const uint8_t *l3, uint32_t len)
 {
+	struct dp_sa *via;
 	uint64_t a;
-	uint32_t n = dp_icmp_ttl(w, l3, len, &a);
+	uint32_t n = dp_icmp_ttl(w, l3, len, &a, &via);
 
-	if (n)
-		dp_fwd(w, a, n, FWD_SPD_OUT);
+	icmp_send(w, a, n, via);
 }
 
 /* The TTL / hop limit of a forwarded packet (RFC 1812 5.3.1): decremented, or "time exceeded" sent

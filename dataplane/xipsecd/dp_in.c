@@ -62,7 +62,9 @@ static void inbound_large(struct dp_worker *w, uint32_t len)
 		dp_drop_sa_count(w, sa, r);
 		return;
 	}
+	w->decap_sa = sa; /* an ICMP error about it goes back only through this SA's pair (dp_pkt.c) */
 	dp_fwd_large(w, p.buf + p.off, p.len);
+	w->decap_sa = NULL;
 }
 
 /* An outer fragment of ESP, AH or ESP-in-UDP: into the shared table; a datagram it completes goes on

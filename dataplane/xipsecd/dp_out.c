@@ -13,10 +13,17 @@
 #include "dataplane/xipsecd/dp_path.h"
 #include "dataplane/xipsecd/dp_spd.h"
 
-/* An ICMP error built about the packet at l3 (0 bytes: none is owed): forwarded by the caller like a
- * packet from the outside (dp_pkt.c says why). */
-static bool icmp_back(uint32_t n, uint64_t a, struct dp_next *nx)
+static bool protect(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, uint64_t addr,
+		    uint32_t len, unsigned flags, struct dp_next *nx);
+
+/* An ICMP error built about the packet at l3 (0 bytes: none is owed): about a decapsulated packet,
+ * protected here by the one SA via; otherwise forwarded by the caller like a packet from the outside
+ * (dp_pkt.c says why). */
+static bool icmp_back(struct dp_worker *w, struct dp_group *g, uint32_t n, uint64_t a,
+		      struct dp_sa *via, struct dp_next *nx)
 {
+	if (n && via)
+		return protect(w, g, via, a, n, 0, nx);
 	nx->addr = a;
 	nx->len = n;
 	nx->flags = FWD_SPD_OUT;
@@ -28,6 +35,7 @@ static bool protect(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, u
 		    uint32_t len, unsigned flags, struct dp_next *nx)
 {
 	uint8_t *l3 = dp_mem(w, addr);
+	struct dp_sa *via;
 	uint64_t a = 0;
 	uint32_t mtu, n;
 
@@ -37,15 +45,15 @@ static bool protect(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, u
 							      memory_order_relaxed);
 	mtu = esp_sa_inner_mtu(sa->e[w->id], mtu, dp_l3_family(l3));
 	if (dp_l3_too_big(l3, len, mtu, flags & FWD_DEC_TTL)) {
-		n = dp_icmp_too_big(w, l3, len, mtu, &a);
+		n = dp_icmp_too_big(w, l3, len, mtu, &a, &via);
 		dp_drop_sa(w, sa, addr, SADB_DROP_MTU);
-		return icmp_back(n, a, nx);
+		return icmp_back(w, g, n, a, via, nx);
 	}
 	/* As a router we decrement the inner TTL before encapsulating (RFC 4301 5.1.2.1). */
 	if ((flags & FWD_DEC_TTL) && !dp_l3_dec_ttl(l3)) {
-		n = dp_icmp_ttl(w, l3, len, &a);
+		n = dp_icmp_ttl(w, l3, len, &a, &via);
 		dp_drop(w, addr, SADB_DROP_TTL);
-		return icmp_back(n, a, nx);
+		return icmp_back(w, g, n, a, via, nx);
 	}
 	if (len > mtu && sa->sa.mode != SADB_MODE_TUNNEL) {
 		/* transport mode protects whole datagrams only (RFC 4303 3.3.4) */
@@ -103,4 +111,10 @@ bool dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 		return false;
 	}
 	return protect(w, g, sa, addr, len, flags, nx);
+}
+
+bool dp_out_via(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, uint64_t addr,
+		uint32_t len, struct dp_next *nx)
+{
+	return protect(w, g, sa, addr, len, 0, nx);
 }

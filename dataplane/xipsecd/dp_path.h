@@ -149,6 +149,11 @@ struct dp_next {
  * ICMP error owed to the source of a packet dropped as too big or expiring. */
 bool dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len, unsigned flags,
 	    struct dp_next *nx);
+/* The gateway's own packet at addr protected by sa, whatever the outbound SPD would choose for it:
+ * an ICMP error about a packet that came out of sa's tunnel, which dp_pkt.c checked sa may carry.
+ * Consumes the frame as dp_out does. */
+bool dp_out_via(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, uint64_t addr,
+		uint32_t len, struct dp_next *nx);
 
 /* ---- dp_in.c: from the outside interface; whole: a reassembled datagram ---- */
 void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len, bool whole);

@@ -69,3 +69,17 @@ unsigned dp_spd_in_check(const struct sadb *db, const struct sadb_sa *sa, const 
 		return SADB_DROP_POLICY_MISMATCH;
 	return SADB_DROP_NONE;
 }
+
+unsigned dp_spd_icmp_via(const struct sadb *db, const struct sadb_sa *out, const uint8_t *l3,
+			 uint32_t len)
+{
+	struct sadb_pkt_sel sel;
+	struct sadb_policy pol;
+
+	if (pkt_sel(l3, len, false, &sel) != SADB_DROP_NONE)
+		return SADB_DROP_TRUNCATED;
+	if (!sadb_selector_match(&out->sel, &sel) || sadb_policy_lookup(db, SADB_DIR_OUT, &sel, &pol) ||
+	    pol.action != SADB_ACT_PROTECT || pol.proto != out->proto || pol.reqid != out->reqid)
+		return SADB_DROP_ICMP_DECAP;
+	return SADB_DROP_NONE;
+}

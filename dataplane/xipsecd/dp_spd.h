@@ -2,7 +2,8 @@
  * below the stages that act on it: the outbound SPD for plaintext about to leave through the outside
  * (the outbound stage dp_out.c, and the forwarding stage for a datagram too large for a frame), the
  * forward-then-inbound policy for plaintext that arrived from the outside (the inbound stage), and
- * the check of a decapsulated packet against its SA and that policy (the engine stage). Each takes
+ * the check of a decapsulated packet against its SA and that policy (the engine stage), and the way
+ * back for an ICMP error about a decapsulated packet (dp_pkt.c). Each takes
  * the SADB and the packet and returns a verdict: SADB_DROP_NONE or the reason to drop it, so the
  * stages count every drop with its reason (doc/architecture.md rule 4). A mobile node's packets are
  * selected by their home address (RFC 3776 section 4: the Home Address option, the type 2 routing
@@ -32,6 +33,13 @@ unsigned dp_spd_in(const struct sadb *db, const uint8_t *l3, uint32_t len);
  * mobile node's transport-mode packet is selected by its Home Address option, which the SA that
  * authenticated it names (RFC 3776 section 4.1). */
 unsigned dp_spd_in_check(const struct sadb *db, const struct sadb_sa *sa, const uint8_t *l3,
+			 uint32_t len);
+
+/* An ICMP error the gateway built about a packet that arrived in an SA, to leave through out, the
+ * outbound SA of that SA's reqid: SADB_DROP_NONE when out's selector covers it and the outbound
+ * policy for it protects it with out's protocol and reqid; TRUNCATED, or ICMP_DECAP (then it must
+ * not be sent at all: RFC 4301 section 6.2, dp_pkt.c). */
+unsigned dp_spd_icmp_via(const struct sadb *db, const struct sadb_sa *out, const uint8_t *l3,
 			 uint32_t len);
 
 #endif

@@ -230,13 +230,10 @@ static void collect(uint8_t family, const uint8_t *addr, const struct dp_nl_addr
 	struct dp_xdp_addr *k;
 
 	if (info->ifindex == s->inside && info->own && info->scope == 0) {
-		if (family == AF_INET && !s->src.has4) {
-			memcpy(s->src.v4, addr, 4);
-			s->src.has4 = true;
-		} else if (family == AF_INET6 && !s->src.has6) {
-			memcpy(s->src.v6, addr, 16);
-			s->src.has6 = true;
-		}
+		if (family == AF_INET && s->src.n4 < DP_SRC_MAX)
+			memcpy(s->src.v4[s->src.n4++], addr, 4);
+		else if (family == AF_INET6 && s->src.n6 < DP_SRC_MAX)
+			memcpy(s->src.v6[s->src.n6++], addr, 16);
 	}
 
 	if (s->n >= DP_LOCAL_ADDR_MAX)

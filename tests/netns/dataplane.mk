@@ -8,7 +8,8 @@ DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_dp_scapy.sh tests/netns/test_dp_stats.sh tests/netns/test_dp_frag.sh \
 	tests/netns/test_dp_frag_mq.sh tests/netns/test_dp_seqmark.sh \
 	tests/netns/test_dp_readd.sh tests/netns/test_dp_hub.sh \
-	tests/netns/test_dp_icmp.sh tests/netns/test_dp_lifetime.sh tests/netns/test_mip6_ha.sh \
+	tests/netns/test_dp_icmp.sh tests/netns/test_dp_icmp_decap.sh tests/netns/test_dp_lifetime.sh \
+	tests/netns/test_mip6_ha.sh \
 	tests/netns/test_dp_xsk_opts.sh \
 	tests/netns/test_dp_handoff.sh
 NETNS_TESTS += $(DP_NETNS_TESTS)
