@@ -284,7 +284,7 @@ static int parse_args(int argc, char *argv[], const char **conf_dir, const char 
 			break;
 		case 'n': *load = FALSE; break;
 		case 'h': usage(stdout, argv[0]); return 0;
-		case 'v': printf("xipsec-iked (xipsec) with strongSwan %s\n", VERSION); return 0;
+		case 'v': printf("xipsec-iked %s (strongSwan %s)\n", XIPSEC_VERSION, VERSION); return 0;
 		default: usage(stderr, argv[0]); return 1;
 		}
 	}

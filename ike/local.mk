@@ -19,7 +19,8 @@ IKE_KERNEL_SADB_SOURCES = ike/kernel_sadb.c ike/kernel_sadb_sa.c ike/kernel_sadb
 if HAVE_STRONGSWAN
 sbin_PROGRAMS += ike/xipsec-iked
 ike_xipsec_iked_SOURCES = ike/iked.c $(IKE_KERNEL_SADB_SOURCES) ike/maxqm.c ike/maxqm.h ike/swan.h
-ike_xipsec_iked_CPPFLAGS = $(AM_CPPFLAGS) $(IKE_SWAN_CPPFLAGS) -DXIPSEC_SYSCONFDIR='"$(sysconfdir)"'
+ike_xipsec_iked_CPPFLAGS = $(AM_CPPFLAGS) $(IKE_SWAN_CPPFLAGS) -DXIPSEC_SYSCONFDIR='"$(sysconfdir)"' \
+	-DXIPSEC_VERSION='"$(PACKAGE_VERSION)"'
 ike_xipsec_iked_LDFLAGS = $(AM_LDFLAGS) $(IKE_SWAN_LINKFLAGS)
 ike_xipsec_iked_LDADD = $(SADB_LIBS) $(IKE_SWAN_LIBS)
 dist_man_MANS += ike/xipsec-iked.8

@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"  initiate --child NAME [--ike NAME] [--timeout MS]\n"
 		"  terminate (--ike NAME | --child NAME | --ike-id N | --child-id N) [--force]\n"
 		"  stats                               the daemon's counters (Main Modes, CHILD SAs, expiries)\n"
+		"  help                                this list\n"
 		"run directory: --run-dir, else $" IKE_ENV_RUN_DIR ", else " IKE_DEFAULT_RUN_DIR
 		" (VICI socket charon.vici in it)\n");
 }
@@ -364,7 +365,7 @@ static int cmd_list(struct ike_ctx *c)
 	vici_register(c->conn, "list-sa", NULL, NULL);
 
 	if (c->json) {
-		printf("{\n  \"ike_sas\": [");
+		printf("{\n  \"schema\": %d,\n  \"ike_sas\": [", CTL_JSON_SCHEMA);
 		for (ike = c->sas->child; ike; ike = ike->next) {
 			const struct ike_status_sa *q = status_sa(&st, strtoul(vstr(ike, "uniqueid", "0"), NULL, 10));
 
@@ -536,7 +537,8 @@ static int cmd_maxqm(struct ike_ctx *c, int argc, char **argv)
 		return 1;
 	}
 	if (c->json) {
-		printf("{\n  \"maxqm\": %u,\n  \"ike_sas\": [", st.maxqm);
+		printf("{\n  \"schema\": %d,\n  \"maxqm\": %u,\n  \"ike_sas\": [", CTL_JSON_SCHEMA,
+		       st.maxqm);
 		for (i = 0; i < st.n_sa; i++) {
 			printf("%s\n    {\"id\": %u, \"conn\": ", i ? "," : "", st.sa[i].id);
 			json_str(stdout, st.sa[i].conn);
@@ -569,6 +571,22 @@ static int result(vici_res_t *res, const char *what)
 	}
 	vici_free_res(res);
 	return rc;
+}
+
+/* What initiate and terminate did, as one JSON document. */
+static void done_json(const char *what, const char *child, const char *ike)
+{
+	printf("{\n  \"schema\": %d,\n  \"%s\": true,\n  \"child\": ", CTL_JSON_SCHEMA, what);
+	if (child)
+		json_str(stdout, child);
+	else
+		fputs("null", stdout);
+	fputs(",\n  \"ike\": ", stdout);
+	if (ike)
+		json_str(stdout, ike);
+	else
+		fputs("null", stdout);
+	fputs("\n}\n", stdout);
 }
 
 static int cmd_initiate(struct ike_ctx *c, int argc, char **argv)
@@ -606,7 +624,9 @@ static int cmd_initiate(struct ike_ctx *c, int argc, char **argv)
 	vici_add_key_valuef(req, "init-limits", "no");
 	if (result(vici_submit(req, c->conn), "initiate"))
 		return 1;
-	if (!c->json)
+	if (c->json)
+		done_json("initiated", child, ike);
+	else
 		printf("initiated %s%s%s\n", child ? child : "", child && ike ? " of " : "", ike ? ike : "");
 	return 0;
 }
@@ -614,6 +634,7 @@ static int cmd_initiate(struct ike_ctx *c, int argc, char **argv)
 static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 {
 	vici_req_t *req = vici_begin("terminate");
+	const char *child = NULL, *ike = NULL;
 	bool which = false;
 	int i;
 
@@ -633,6 +654,10 @@ static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 			vici_free_req(req);
 			return 2;
 		}
+		if (!strcmp(k, "child") || !strcmp(k, "child-id"))
+			child = argv[i + 1];
+		else
+			ike = argv[i + 1];
 		vici_add_key_valuef(req, (char *)k, "%s", argv[++i]);
 		which = true;
 	}
@@ -642,7 +667,11 @@ static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 		return 2;
 	}
 	vici_add_key_valuef(req, "timeout", "10000");
-	return result(vici_submit(req, c->conn), "terminate");
+	if (result(vici_submit(req, c->conn), "terminate"))
+		return 1;
+	if (c->json)
+		done_json("terminated", child, ike);
+	return 0;
 }
 
 static int cmd_stats(struct ike_ctx *c)
@@ -656,7 +685,8 @@ static int cmd_stats(struct ike_ctx *c)
 		return 1;
 	}
 	if (c->json) {
-		printf("{\n  \"pid\": %ld,\n  \"maxqm\": %u", st.pid, st.maxqm);
+		printf("{\n  \"schema\": %d,\n  \"pid\": %ld,\n  \"maxqm\": %u", CTL_JSON_SCHEMA, st.pid,
+		       st.maxqm);
 		for (i = 0; i < st.n_counters; i++)
 			printf(",\n  \"%s\": %s", st.counters[i][0], st.counters[i][1]);
 		printf("\n}\n");
@@ -707,6 +737,10 @@ int ipsecctl_ike_main(int argc, char **argv)
 	else
 		snprintf(c.uri, sizeof(c.uri), "unix://%s/charon.vici", c.run_dir);
 
+	if (strcmp(argv[i], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
 	if (strcmp(argv[i], "maxqm") == 0)
 		return cmd_maxqm(&c, argc - i - 1, argv + i + 1);
 	if (strcmp(argv[i], "stats") == 0)

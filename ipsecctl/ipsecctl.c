@@ -208,6 +208,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: ipsecctl [--sadb PATH] [--json] [-n] [-v] [--show-keys] [--no-times] COMMAND ...\n"
 	      "       ipsecctl [--sadb PATH] [-nv] [-F] -f FILE    (OpenBSD style: -F flushes first)\n"
+	      "       ipsecctl [--sadb PATH] [--json] [-v] -s all|sa|flow   (OpenBSD style: show)\n"
+	      "       ipsecctl --version | --help\n"
 	      "\n", f);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		for (const char *l = cmds[i].usage; l && *l;) {
@@ -230,10 +232,12 @@ static int cmd_help(const struct ctl_opts *o, int argc, char **argv)
 	return CTL_EXIT_OK;
 }
 
-/* A command that takes the command line as it is (`ipsecctl [--sadb P] ike ...`), found before
- * the options are read: everything after its name is its own. NULL if the first word is not one. */
-static const struct ctl_cmd *raw_cmd(int argc, char **argv, int *at)
+/* A command that takes the command line as it is (`ipsecctl [--sadb P] [--json] ike ...`), found
+ * before the options are read: everything after its name is its own. NULL if the first word is not
+ * one. *json: --json (or -j) came before it. */
+static const struct ctl_cmd *raw_cmd(int argc, char **argv, int *at, bool *json)
 {
+	*json = false;
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] != '-') {
 			const struct ctl_cmd *c = cmd_find(argv[i]);
@@ -243,8 +247,51 @@ static const struct ctl_cmd *raw_cmd(int argc, char **argv, int *at)
 		}
 		if (!strcmp(argv[i], "--sadb"))
 			i++;
+		else if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+			*json = true;
 	}
 	return NULL;
+}
+
+/* Runs the raw command c on argv[at..]: --sadb reaches it as $XIPSEC_SADB, --json as its own
+ * option (ike answers in JSON; the metrics are Prometheus text, which has no JSON form). */
+static int run_raw(const struct ctl_cmd *c, int argc, char **argv, int at, bool json)
+{
+	char **v;
+	int rc;
+
+	for (int i = 1; i + 1 < at; i++)
+		if (!strcmp(argv[i], "--sadb") && setenv(SADB_ENV_PATH, argv[i + 1], 1) != 0)
+			return CTL_EXIT_ERR;
+	if (!json)
+		return c->raw(argc - at, argv + at);
+	if (c->raw != ipsecctl_ike_main) {
+		ctl_err("%s: no JSON form (the metrics are Prometheus text; 'ipsecctl --json show stats' "
+			"lists the counters as JSON)", c->name);
+		return CTL_EXIT_USAGE;
+	}
+	v = calloc((size_t)(argc - at) + 2, sizeof(*v));
+	if (!v)
+		return CTL_EXIT_ERR;
+	v[0] = argv[at];
+	v[1] = (char *)"--json";
+	for (int i = at + 1; i < argc; i++)
+		v[i - at + 1] = argv[i];
+	rc = c->raw(argc - at + 1, v);
+	free(v);
+	return rc;
+}
+
+/* OpenBSD's -s all|sa|flow: the listing of `show all`, `show sa` or `show policy`. */
+static int show_modifier(const struct ctl_opts *o, const char *what)
+{
+	static const char *const map[][2] = { { "all", "all" }, { "sa", "sa" }, { "flow", "policy" } };
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(what, map[i][0]))
+			return ctl_show_cmd(o, map[i][1], 0, NULL);
+	ctl_err("-s: expected all, sa or flow, got '%s'", what);
+	return CTL_EXIT_USAGE;
 }
 
 enum { OPT_SADB = 256, OPT_JSON, OPT_SHOW_KEYS, OPT_NO_TIMES, OPT_INTERVAL, OPT_COUNT, OPT_TSHARK,
@@ -291,14 +338,16 @@ static int opt_value(int c, struct ctl_opts *o)
 
 /* Reads ipsecctl's options into o (and -f's file into *load_file). -1 to go on, else the exit
  * code (--help, --version, a bad option). */
-static int parse_options(int argc, char **argv, struct ctl_opts *o, const char **load_file)
+static int parse_options(int argc, char **argv, struct ctl_opts *o, const char **load_file,
+			 const char **show)
 {
 	int c, rc;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "nvhjf:F", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nvhjf:Fs:", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': *load_file = optarg; break;
+		case 's': *show = optarg; break;
 		case 'F': o->flush = true; break;
 		case OPT_SADB: o->sadb_path = optarg; break;
 		case OPT_JSON: case 'j': o->json = true; break;
@@ -330,21 +379,24 @@ static int parse_options(int argc, char **argv, struct ctl_opts *o, const char *
 int main(int argc, char **argv)
 {
 	struct ctl_opts o = { .interval = 1.0 };
-	const char *load_file = NULL;
+	const char *load_file = NULL, *show = NULL;
 	const struct ctl_cmd *cmd;
+	bool json;
 	int at, rc;
 
-	if ((cmd = raw_cmd(argc, argv, &at))) {
-		/* --sadb before a raw command reaches it as $XIPSEC_SADB (raw_cmd skips only that) */
-		for (int i = 1; i + 1 < at; i++)
-			if (!strcmp(argv[i], "--sadb") && setenv(SADB_ENV_PATH, argv[i + 1], 1) != 0)
-				return CTL_EXIT_ERR;
-		return cmd->raw(argc - at, argv + at);
-	}
-	if ((rc = parse_options(argc, argv, &o, &load_file)) >= 0)
+	if ((cmd = raw_cmd(argc, argv, &at, &json)))
+		return run_raw(cmd, argc, argv, at, json);
+	if ((rc = parse_options(argc, argv, &o, &load_file, &show)) >= 0)
 		return rc;
 	if (!o.sadb_path)
 		o.sadb_path = sadb_default_path();
+	if (show) {
+		if (optind < argc || load_file || o.flush) {
+			ctl_err("-s takes no command, -f or -F");
+			return CTL_EXIT_USAGE;
+		}
+		return show_modifier(&o, show);
+	}
 	/* OpenBSD's spelling: ipsecctl [-nv] [-F] -f FILE, and -F alone flushes everything. */
 	if (load_file || o.flush) {
 		if (optind < argc) {

@@ -53,6 +53,27 @@ void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "<N>" (syslog priority prio, LOG_*) when standard error is systemd's journal stream, else "". */
 const char *ctl_pri(int prio);
 
+/* ---- The files ipsecctl trusts (ipsecctl_file.c) ---- */
+
+/* Set to 1, it relaxes the owner and mode checks of configuration and key files. For tests that
+ * must read a file they do not own; never for production. */
+#define CTL_ENV_TRUST_ANY_FILE "XIPSEC_TRUST_ANY_FILE"
+/* The largest configuration file and key file read. */
+#define CTL_CONF_MAX (64u << 20)
+#define CTL_KEY_FILE_MAX 4096u
+/* Opens a configuration file (secret: a key file) for reading: a regular file, not a symbolic
+ * link, owned by the euid or root, not writable by group or others, and for a key file not
+ * readable by them either. The descriptor, or -errno with the reason ("gw.conf: writable by others
+ * (mode 0666); chmod go-w") in msg. */
+int ctl_file_open(const char *path, bool secret, char *msg, size_t mlen);
+/* The whole of such a file ("-": standard input, unchecked), at most about max bytes, into *out
+ * (NUL-terminated, the caller wipes and frees it). 0 or -errno with the reason in msg. */
+int ctl_file_read(const char *path, bool secret, size_t max, char **out, size_t *len, char *msg,
+		  size_t mlen);
+/* The same from fd, opened by ctl_file_open (or standard input); closes it (not standard input). */
+int ctl_fd_read(int fd, const char *path, size_t max, char **out, size_t *len, char *msg,
+		size_t mlen);
+
 /* ---- Small parsers (ipsecctl_util.c); all return 0 or -EINVAL and write a reason to msg ---- */
 
 /* Hex key: "0x0102..." or "0102...". At most max bytes. */
@@ -83,6 +104,7 @@ const char *ctl_action_name(uint8_t action);
 /* Where a token came from, for "file:line:column:" (or "argument N:" on the command line). */
 struct ctl_pos {
 	unsigned line, col;     /* line 0: command-line argument number col */
+	const char *file;       /* the included file it is in (owned by the ctl_conf); NULL: src */
 };
 
 enum ctl_item_kind { CTL_IT_SA = 1, CTL_IT_POLICY, CTL_IT_FLUSH };
@@ -111,6 +133,18 @@ struct ctl_conf {
 	bool manual;                /* reload: the items replace every manually keyed SA (ike_id 0,
 	                             * not larval) and policy of the SADB; IKE's stay */
 	FILE *err;                  /* where errors go (stderr; tests may redirect) */
+	/* Errors kept until ctl_conf_report, then printed sorted by file and line, each once: so
+	 * the syntax errors and the semantic checks of a file come in one list. */
+	bool defer;
+	struct ctl_msg *msgs;
+	size_t nmsg, capmsg;
+	/* Files read (ctl_conf_parse_file): their names, which positions point at, in the order
+	 * first read; the chain of includes being read now, for cycles and the depth limit. */
+	char **files;
+	size_t nfiles;
+	const char *cur_file;       /* the file being lexed; NULL: src */
+	struct ctl_file_id *chain;
+	unsigned depth;
 	/* the home-agent statement (at most one): the SADB's home agent record */
 	bool have_ha;
 	struct sadb_home_agent ha;
@@ -121,6 +155,20 @@ struct ctl_conf {
 };
 
 struct ctl_json;
+
+struct ctl_msg {
+	struct ctl_pos pos;
+	size_t file_rank;           /* order of pos.file among c->files (0: src) */
+	size_t seq;                 /* order reported: ties keep it */
+	char *text;
+};
+
+struct ctl_file_id {
+	unsigned long long dev, ino;
+};
+
+/* Includes nest at most this deep. */
+#define CTL_MAX_INCLUDE_DEPTH 8
 
 struct ctl_mobile_node {
 	struct sadb_addr hoa;
@@ -142,6 +190,13 @@ void ctl_conf_free(struct ctl_conf *c);
 /* Parse a whole configuration text (need not be NUL-terminated). Every error is printed as
  * "src:line:col: message"; returns 0 or -EINVAL if any error was found. */
 int ctl_conf_parse(struct ctl_conf *c, const char *text, size_t len);
+/* Parse the configuration file path ("-": standard input) after the checks of ctl_file_open, and
+ * the files it includes (`include "FILE"`, relative to its directory, checked the same way; a
+ * cycle or more than CTL_MAX_INCLUDE_DEPTH levels is an error). 0 or -EINVAL (reported). */
+int ctl_conf_parse_file(struct ctl_conf *c, const char *path);
+/* Prints the errors kept while c->defer, sorted by file and position, each once, and forgets
+ * them. */
+void ctl_conf_report(struct ctl_conf *c);
 /* Parse one statement given as command-line words (first word the statement keyword, e.g. "sa"). */
 int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv);
 /* Semantic checks over the whole set (duplicates, reqids, keys shared between SAs) against an
@@ -162,6 +217,10 @@ void ctl_conf_error(struct ctl_conf *c, struct ctl_pos pos, const char *fmt, ...
 bool ctl_action_word(const char *s, uint8_t *action);
 
 /* ---- JSON (ipsecctl_json.c): pretty-printed, keys in the order emitted ---- */
+
+/* The version of the JSON schema of every ipsecctl document (ipsecctl(8), JSON OUTPUT): its first
+ * field "schema". Raised when a field changes meaning or type or goes away; new fields do not. */
+#define CTL_JSON_SCHEMA 1
 
 struct ctl_json {
 	FILE *f;

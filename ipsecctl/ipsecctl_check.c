@@ -538,7 +538,7 @@ int ctl_conf_validate(struct ctl_conf *c, const struct sadb *db)
 		vstate_free(&v);
 		free(refs);
 		free(mnd.v);
-		ctl_conf_error(c, (struct ctl_pos){ 0, 0 }, "out of memory while validating");
+		ctl_conf_error(c, (struct ctl_pos){ 0, 0, NULL }, "out of memory while validating");
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < c->n; i++) {

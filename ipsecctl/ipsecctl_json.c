@@ -62,11 +62,17 @@ key:
 
 static void open_(struct ctl_json *j, const char *key, char c)
 {
+	bool document = j->depth == 0;
+
 	sep(j, key);
 	putc(c, j->f);
 	if (j->depth < (int)(sizeof(j->first) / sizeof(j->first[0])) - 1)
 		j->depth++;
 	j->first[j->depth] = true;
+	/* Every document says which schema it follows, first, so a script can refuse one it was
+	 * not written for before it reads a field. */
+	if (document && c == '{')
+		ctl_json_u64(j, "schema", CTL_JSON_SCHEMA);
 }
 
 static void close_(struct ctl_json *j, char c)

@@ -57,25 +57,99 @@ int conf_toks_push(struct toks *ts, enum tok_type t, const char *s, size_t len, 
 	return 0;
 }
 
-void ctl_conf_error(struct ctl_conf *c, struct ctl_pos pos, const char *fmt, ...)
+static void error_print(struct ctl_conf *c, struct ctl_pos pos, const char *text)
 {
-	va_list ap;
+	const char *file = pos.file ? pos.file : c->src;
 
-	c->nerr++;
-	if (c->nerr > CTL_MAX_ERRORS)
-		return;
 	if (c->err == stderr)
 		fputs(ctl_pri(LOG_ERR), c->err);
 	if (pos.line)
-		fprintf(c->err, "%s:%u:%u: ", c->src, pos.line, pos.col);
+		fprintf(c->err, "%s:%u:%u: %s\n", file, pos.line, pos.col, text);
 	else
-		fprintf(c->err, "%s: argument %u: ", c->src, pos.col);
+		fprintf(c->err, "%s: argument %u: %s\n", file, pos.col, text);
+}
+
+/* Keeps an error for ctl_conf_report; one already kept at the same place is not kept again. */
+static void error_keep(struct ctl_conf *c, struct ctl_pos pos, const char *text)
+{
+	struct ctl_msg *m;
+	size_t rank = 0;
+
+	for (size_t i = 0; i < c->nmsg; i++)
+		if (c->msgs[i].pos.line == pos.line && c->msgs[i].pos.col == pos.col &&
+		    c->msgs[i].pos.file == pos.file && !strcmp(c->msgs[i].text, text)) {
+			c->nerr--;
+			return;
+		}
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (c->files[i] == pos.file)
+			rank = i;
+	if (c->nmsg == c->capmsg) {
+		size_t cap = c->capmsg ? 2 * c->capmsg : 16;
+
+		if (!(m = realloc(c->msgs, cap * sizeof(*m))))
+			goto print;
+		c->msgs = m;
+		c->capmsg = cap;
+	}
+	m = &c->msgs[c->nmsg];
+	if (!(m->text = strdup(text)))
+		goto print;
+	m->pos = pos;
+	m->file_rank = rank;
+	m->seq = c->nmsg++;
+	return;
+print:
+	error_print(c, pos, text);
+}
+
+void ctl_conf_error(struct ctl_conf *c, struct ctl_pos pos, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	c->nerr++;
 	va_start(ap, fmt);
-	vfprintf(c->err, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	fputc('\n', c->err);
+	if (c->defer) {
+		error_keep(c, pos, text);
+		return;
+	}
+	if (c->nerr > CTL_MAX_ERRORS)
+		return;
+	error_print(c, pos, text);
 	if (c->nerr == CTL_MAX_ERRORS)
 		fprintf(c->err, "%s: too many errors, giving up\n", c->src);
+}
+
+static int msg_cmp(const void *a, const void *b)
+{
+	const struct ctl_msg *x = a, *y = b;
+
+	if (x->file_rank != y->file_rank)
+		return x->file_rank < y->file_rank ? -1 : 1;
+	if (x->pos.line != y->pos.line)
+		return x->pos.line < y->pos.line ? -1 : 1;
+	if (x->pos.col != y->pos.col)
+		return x->pos.col < y->pos.col ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void ctl_conf_report(struct ctl_conf *c)
+{
+	if (c->nmsg)
+		qsort(c->msgs, c->nmsg, sizeof(*c->msgs), msg_cmp);
+	for (size_t i = 0; i < c->nmsg; i++) {
+		if (i < CTL_MAX_ERRORS)
+			error_print(c, c->msgs[i].pos, c->msgs[i].text);
+		free(c->msgs[i].text);
+	}
+	if (c->nmsg >= CTL_MAX_ERRORS)
+		fprintf(c->err, "%s: too many errors, giving up\n", c->src);
+	free(c->msgs);
+	c->msgs = NULL;
+	c->nmsg = c->capmsg = 0;
 }
 
 /* Where the lexer is in the text; line and col are those of text[i]. */
@@ -161,7 +235,7 @@ int conf_lex(struct ctl_conf *c, const char *text, size_t len, struct toks *ts)
 
 	while (lx.i < lx.len && rc == 0) {
 		unsigned char ch = (unsigned char)text[lx.i];
-		struct ctl_pos pos = { lx.line, lx.col };
+		struct ctl_pos pos = { lx.line, lx.col, c->cur_file };
 
 		if (ch == ' ' || ch == '\t' || ch == '\r') {
 			lx_adv(&lx);
@@ -192,7 +266,7 @@ int conf_lex(struct ctl_conf *c, const char *text, size_t len, struct toks *ts)
 	}
 	if (rc)
 		return rc;
-	return conf_toks_push(ts, T_EOF, NULL, 0, false, (struct ctl_pos){ lx.line, lx.col });
+	return conf_toks_push(ts, T_EOF, NULL, 0, false, (struct ctl_pos){ lx.line, lx.col, c->cur_file });
 }
 
 /* ---- macros ---- */

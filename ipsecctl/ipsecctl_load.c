@@ -11,57 +11,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <syslog.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ipsecctl/ipsecctl_cmd.h"
-
-/* Read a whole file ("-" = stdin), at most 64 MiB. */
-static int read_all(const char *path, char **out, size_t *len)
-{
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-	size_t cap = 4096, n = 0;
-	char *buf;
-	ssize_t r;
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	buf = malloc(cap);
-	if (!buf)
-		rc = -ENOMEM;
-	while (!rc && (r = read(fd, buf + n, cap - n)) != 0) {
-		if (r < 0) {
-			if (errno != EINTR)
-				rc = -errno;
-			continue;
-		}
-		n += (size_t)r;
-		if (n == cap) {
-			char *nb = cap >= (64u << 20) ? NULL : realloc(buf, cap * 2);
-
-			if (!nb) {
-				rc = cap >= (64u << 20) ? -EFBIG : -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (fd != STDIN_FILENO)
-		close(fd);
-	if (rc) {
-		if (buf)
-			explicit_bzero(buf, n);
-		free(buf);
-		return rc;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
 
 /* A manual key outlives the SADB: flushed and loaded again, or after a reboot, an outbound SA with
  * a counter-mode cipher would start at sequence 1 and send its nonces again. xipsecd leases such
@@ -553,6 +509,7 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 		rc = ctl_conf_validate(c, db);
 		if (db)
 			sadb_close(db);
+		ctl_conf_report(c);
 		if (rc)
 			return CTL_EXIT_ERR;
 		if (o->json)
@@ -564,7 +521,11 @@ static int run_conf(struct ctl_conf *c, const struct ctl_opts *o, bool update)
 	}
 	if ((rc = ctl_open_rw(o, &db)))
 		return rc;
-	if (ctl_conf_validate(c, db)) {
+	rc = ctl_conf_validate(c, db);
+	ctl_conf_report(c);
+	/* what goes wrong from here is said as it happens */
+	c->defer = false;
+	if (rc) {
 		fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
 		sadb_close(db);
 		return CTL_EXIT_ERR;
@@ -596,12 +557,29 @@ static void reload_drop_flushes(struct ctl_conf *c)
 	c->n = j;
 }
 
+/* Every error of the file in one list: the semantic checks run on the statements that parsed,
+ * even when others did not, and the whole list comes sorted by file and line. */
+static int load_errors(struct ctl_conf *c, const struct ctl_opts *o)
+{
+	struct sadb *db = NULL;
+
+	if (!c->nerr)
+		return 0;
+	/* what parsed is checked against the SADB too, as it would be once the rest is fixed */
+	db = open_for_check(o);
+	ctl_conf_validate(c, db);
+	if (db)
+		sadb_close(db);
+	ctl_conf_report(c);
+	if (!o->dry_run)
+		fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
+	return CTL_EXIT_ERR;
+}
+
 static int load_file(const struct ctl_opts *o, int argc, char **argv, bool reload)
 {
 	const char *cmd = reload ? "reload" : "load";
 	struct ctl_conf c;
-	char *text = NULL;
-	size_t len = 0;
 	int rc;
 
 	if (argc != 1) {
@@ -613,21 +591,15 @@ static int load_file(const struct ctl_opts *o, int argc, char **argv, bool reloa
 			"entries by itself");
 		return CTL_EXIT_USAGE;
 	}
-	if ((rc = read_all(argv[0], &text, &len))) {
-		ctl_err("%s: cannot read %s: %s", cmd, argv[0], strerror(-rc));
-		return CTL_EXIT_ERR;
-	}
 	ctl_conf_init(&c, strcmp(argv[0], "-") ? argv[0] : "<stdin>", stderr);
 	c.manual = reload;
+	c.defer = true;
 	/* -F -f FILE (OpenBSD): replace everything, in the same transaction as the file. */
-	rc = o->flush ? ctl_conf_parse(&c, "flush\n", 6) : 0;
-	if (rc == 0)
-		rc = ctl_conf_parse(&c, text, len);
-	explicit_bzero(text, len);
-	free(text);
-	if (rc) {
-		if (!o->dry_run)
-			fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
+	if (o->flush)
+		ctl_conf_parse(&c, "flush\n", 6);
+	rc = ctl_conf_parse_file(&c, argv[0]);
+	if (rc && !c.nerr) {
+		/* the file itself was refused or unreadable: said already, with its name */
 		ctl_conf_free(&c);
 		return CTL_EXIT_ERR;
 	}
@@ -641,12 +613,10 @@ static int load_file(const struct ctl_opts *o, int argc, char **argv, bool reloa
 				ctl_conf_error(&c, c.items[i].pos, "reload: ikeid marks an entry as IKE's, "
 					       "which reload never replaces; load such entries with "
 					       "ipsecctl load");
-		if (c.nerr) {
-			if (!o->dry_run)
-				fprintf(stderr, "%sipsecctl: nothing was changed\n", ctl_pri(LOG_ERR));
-			ctl_conf_free(&c);
-			return CTL_EXIT_ERR;
-		}
+	}
+	if ((rc = load_errors(&c, o)) != 0) {
+		ctl_conf_free(&c);
+		return rc;
 	}
 	rc = run_conf(&c, o, false);
 	ctl_conf_free(&c);

@@ -12,9 +12,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ipsecctl/ipsecctl_conf.h"
 
@@ -110,9 +113,39 @@ static int parse_flush(struct ps *p)
 	return 0;
 }
 
+static int parse_file(struct ctl_conf *c, const char *path, struct ctl_pos from);
+
+/* include "FILE": FILE's statements here, FILE named relative to the directory of the file that
+ * includes it (so a configuration directory can be moved whole). */
+static int parse_include(struct ps *p)
+{
+	const char *name, *cur = p->t[0].pos.file ? p->t[0].pos.file : p->c->src, *slash;
+	struct ctl_pos pos = ps_here(p);
+	char path[PATH_MAX];
+
+	if (!p->c->files)
+		return ps_err(p, p->t[0].pos, "'include' is read only in a configuration file");
+	if (!(name = ps_next(p, "a file name")))
+		return -1;
+	if (ps_peek(p))
+		return ps_unknown(p, "include", "the end of the line");
+	slash = strrchr(cur, '/');
+	if (name[0] == '/' || !slash || !strcmp(cur, "<stdin>"))
+		snprintf(path, sizeof(path), "%s", name);
+	else if (snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - cur), cur, name) >=
+		 (int)sizeof(path))
+		return ps_err(p, pos, "include: file name too long");
+	return parse_file(p->c, path, pos);
+}
+
 static int parse_stmt(struct ps *p)
 {
 	struct tok *t = ps_peek(p);
+
+	if (!strcasecmp(t->s, "include") && !t->quoted) {
+		p->i++;
+		return parse_include(p);
+	}
 
 	if (!strcasecmp(t->s, "flush") && !t->quoted) {
 		p->i++;
@@ -192,6 +225,18 @@ void ctl_conf_free(struct ctl_conf *c)
 	c->mn = NULL;
 	c->nmn = c->capmn = 0;
 	c->have_ha = false;
+	for (size_t i = 0; i < c->nmsg; i++)
+		free(c->msgs[i].text);
+	free(c->msgs);
+	c->msgs = NULL;
+	c->nmsg = c->capmsg = 0;
+	for (size_t i = 0; i < c->nfiles; i++)
+		free(c->files[i]);
+	free(c->files);
+	c->files = NULL;
+	c->nfiles = 0;
+	free(c->chain);
+	c->chain = NULL;
 }
 
 int ctl_conf_parse(struct ctl_conf *c, const char *text, size_t len)
@@ -205,6 +250,82 @@ int ctl_conf_parse(struct ctl_conf *c, const char *text, size_t len)
 	return rc;
 }
 
+/* Reads, checks and parses path; from: the include statement naming it (line 0 for the file
+ * the command names: its errors are then said without a position). */
+static int parse_file(struct ctl_conf *c, const char *path, struct ctl_pos from)
+{
+	char msg[PATH_MAX + 128];
+	struct ctl_file_id id = { 0, 0 };
+	const char *saved = c->cur_file;
+	struct stat st;
+	char *text = NULL, *name, **files;
+	size_t len;
+	int rc, fd;
+
+	if (c->depth >= CTL_MAX_INCLUDE_DEPTH) {
+		ctl_conf_error(c, from, "include: more than %d levels of include", CTL_MAX_INCLUDE_DEPTH);
+		return -EINVAL;
+	}
+	if (strcmp(path, "-")) {
+		fd = ctl_file_open(path, false, msg, sizeof(msg));
+		if (fd >= 0 && fstat(fd, &st) == 0) {
+			id = (struct ctl_file_id){ st.st_dev, st.st_ino };
+			for (unsigned i = 0; i < c->depth; i++)
+				if (c->chain[i].dev == id.dev && c->chain[i].ino == id.ino) {
+					close(fd);
+					ctl_conf_error(c, from, "include: %s is already being read (an include "
+						       "cycle)", path);
+					return -EINVAL;
+				}
+		}
+		rc = fd < 0 ? fd : ctl_fd_read(fd, path, CTL_CONF_MAX, &text, &len, msg, sizeof(msg));
+	} else {
+		rc = ctl_file_read(path, false, CTL_CONF_MAX, &text, &len, msg, sizeof(msg));
+	}
+	if (rc) {
+		if (from.line)
+			ctl_conf_error(c, from, "include: %s", msg);
+		else
+			ctl_err("%s", msg);
+		return rc;
+	}
+	name = strdup(strcmp(path, "-") ? path : "<stdin>");
+	files = name ? realloc(c->files, (c->nfiles + 1) * sizeof(*files)) : NULL;
+	if (!files) {
+		free(name);
+		explicit_bzero(text, len);
+		free(text);
+		return -ENOMEM;
+	}
+	c->files = files;
+	c->files[c->nfiles++] = name;
+	c->chain[c->depth++] = id;
+	c->cur_file = from.line ? name : NULL;
+	{
+		struct toks ts = { 0 };
+
+		rc = conf_lex(c, text, len, &ts);
+		c->cur_file = saved;
+		if (rc == 0)
+			rc = parse_toks(c, &ts);
+		conf_toks_free(&ts);
+	}
+	c->depth--;
+	explicit_bzero(text, len);
+	free(text);
+	return rc;
+}
+
+int ctl_conf_parse_file(struct ctl_conf *c, const char *path)
+{
+	int rc;
+
+	if (!c->chain && !(c->chain = calloc(CTL_MAX_INCLUDE_DEPTH, sizeof(*c->chain))))
+		return -ENOMEM;
+	rc = parse_file(c, path, (struct ctl_pos){ 0, 0, NULL });
+	return rc ? rc : c->nerr ? -EINVAL : 0;
+}
+
 int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv)
 {
 	struct toks ts = { 0 };
@@ -212,9 +333,9 @@ int ctl_conf_parse_argv(struct ctl_conf *c, int argc, char **argv)
 
 	for (int i = 0; i < argc && !rc; i++)
 		rc = conf_toks_push(&ts, T_WORD, argv[i], strlen(argv[i]), false,
-				    (struct ctl_pos){ 0, (unsigned)i + 1 });
+				    (struct ctl_pos){ 0, (unsigned)i + 1, NULL });
 	if (!rc)
-		rc = conf_toks_push(&ts, T_EOL, NULL, 0, false, (struct ctl_pos){ 0, (unsigned)argc + 1 });
+		rc = conf_toks_push(&ts, T_EOL, NULL, 0, false, (struct ctl_pos){ 0, (unsigned)argc + 1, NULL });
 	if (!rc)
 		rc = parse_toks(c, &ts);
 	conf_toks_free(&ts);

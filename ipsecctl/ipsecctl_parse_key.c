@@ -6,39 +6,37 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ipsecctl/ipsecctl_conf.h"
 
-/* Read a key file: the same text as an inline key ("0x..." or "0x...:0x..."), whitespace ignored. */
+/* Read a key file: the same text as an inline key ("0x..." or "0x...:0x..."), whitespace ignored.
+ * The file must be one only root or we could have written or read (ctl_file_open). */
 static char *read_key_file(struct ps *p, struct ctl_pos pos, const char *path)
 {
-	char buf[1024];
-	char *out;
-	size_t n = 0, o = 0;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char msg[PATH_MAX + 128];
+	char *buf, *out;
+	size_t n, o = 0;
 
-	if (fd < 0) {
-		ps_err(p, pos, "cannot read key file '%s': %s", path, strerror(errno));
+	if (!strcmp(path, "-") ||
+	    ctl_file_read(path, true, CTL_KEY_FILE_MAX, &buf, &n, msg, sizeof(msg))) {
+		ps_err(p, pos, "key file refused: %s", strcmp(path, "-") ? msg : "'-' is no file");
 		return NULL;
 	}
-	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
-		n += (size_t)r;
-	close(fd);
 	out = malloc(n + 1);
 	if (!out) {
-		explicit_bzero(buf, sizeof(buf));
+		explicit_bzero(buf, n);
+		free(buf);
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (!isspace((unsigned char)buf[i]))
 			out[o++] = buf[i];
 	out[o] = 0;
-	explicit_bzero(buf, sizeof(buf));
+	explicit_bzero(buf, n);
+	free(buf);
 	if (o == 0) {
 		free(out);
 		ps_err(p, pos, "key file '%s' is empty", path);

@@ -393,7 +393,7 @@ int conf_parse_sa(struct ps *p)
 	struct saopt o;
 	struct sadb_sa *t = &o.t;
 	bool have_src = false, have_dst = false, have_spi = false;
-	struct ctl_pos spi_pos = { 0, 0 }, dst_pos = { 0, 0 }, src_pos;
+	struct ctl_pos spi_pos = { 0, 0, NULL }, dst_pos = { 0, 0, NULL }, src_pos;
 	struct ctl_item *it;
 	uint64_t spi = 0;
 	int rc = -1, r;

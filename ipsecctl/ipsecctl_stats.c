@@ -296,7 +296,8 @@ static void mon_print_json(const struct mon_delta *d)
 
 		snprintf(spi, sizeof(spi), "0x%08x", s->spi);
 		ctl_json_obj(&j, NULL);
-		ctl_json_str(&j, "spi", spi);
+		ctl_json_u64(&j, "spi", s->spi);
+		ctl_json_str(&j, "spi_hex", spi);
 		ctl_json_str(&j, "dir", ctl_dir_name(s->dir));
 		ctl_json_u64(&j, "packets", ctl_sub0(s->packets, p ? p->packets : 0));
 		ctl_json_u64(&j, "bytes", ctl_sub0(s->bytes, p ? p->bytes : 0));
@@ -315,7 +316,8 @@ static void mon_print_json(const struct mon_delta *d)
 			continue;
 		snprintf(spi, sizeof(spi), "0x%08x", s->spi);
 		ctl_json_obj(&j, NULL);
-		ctl_json_str(&j, "spi", spi);
+		ctl_json_u64(&j, "spi", s->spi);
+		ctl_json_str(&j, "spi_hex", spi);
 		ctl_json_str(&j, "dir", ctl_dir_name(s->dir));
 		ctl_json_str(&j, "event", ev);
 		ctl_json_end_obj(&j);

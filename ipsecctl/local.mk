@@ -8,6 +8,7 @@ ipsecctl_libipsecctl_a_SOURCES = \
 	ipsecctl/ipsecctl.h \
 	ipsecctl/ipsecctl_alg.c \
 	ipsecctl/ipsecctl_util.c \
+	ipsecctl/ipsecctl_file.c \
 	ipsecctl/ipsecctl_json.c \
 	ipsecctl/ipsecctl_conf.h \
 	ipsecctl/ipsecctl_lex.c \
@@ -33,3 +34,6 @@ ipsecctl_ipsecctl_LDFLAGS = $(AM_LDFLAGS) $(VICI_LDFLAGS)
 ipsecctl_ipsecctl_LDADD = ipsecctl/libipsecctl.a metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm
 
 dist_man_MANS += ipsecctl/ipsecctl.8
+# bash-completion loads a command's completion by the command's name from this directory
+bashcompletiondir = $(datadir)/bash-completion/completions
+dist_bashcompletion_DATA = ipsecctl/completion/ipsecctl

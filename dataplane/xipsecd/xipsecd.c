@@ -59,7 +59,8 @@ static void usage(FILE *f)
 		"                      the kernel's 32 (default %u)\n"
 		"      --busy-poll     run the interfaces' NAPI polls from the workers (busy polling)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
-		"  -v, --verbose       more log messages\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
+		"  -v, --verbose       more log messages\n"
+		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
 }
 
 static int client(const char *path, const char *req)
@@ -130,6 +131,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
@@ -137,7 +139,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
 	cfg->tx_budget = DP_TX_BUDGET;
-	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vhV", opts, NULL)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -197,6 +199,7 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_STATUS: *status = true; break;
 		case 'v': cfg->verbose++; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("xipsecd %s\n", PACKAGE_VERSION); exit(0);
 		default: usage(stderr); return 2;
 		}
 	}

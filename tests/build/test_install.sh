@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/build/test_install.sh: `make install DESTDIR=...` installs exactly the product (the three
-# programs, the SNMP subagent and its MIB when built, the XDP object where the installed xipsecd looks for it, the man pages, the commented
+# programs, the SNMP subagent and its MIB when built, the XDP object where the installed xipsecd looks for it, the man pages, ipsecctl's bash completion, the commented
 # configuration examples with their modes, the systemd units with every path substituted) and no test
 # or benchmark program; a second install keeps a configuration file the administrator changed, and
 # `make uninstall` removes everything else.
@@ -17,6 +17,7 @@ want=(
 	"$sbindir/ipsecctl" "$sbindir/xipsecd"
 	"$pkglibdir/xipsec_xdp.o"
 	"$mandir/man8/ipsecctl.8" "$mandir/man8/xipsecd.8"
+	"$datadir/bash-completion/completions/ipsecctl"
 	"$sysconfdir/xipsec/ipsec.conf" "$sysconfdir/xipsec/xipsec.env"
 	"$sysconfdir/xipsec/iked/swanctl.conf" "$sysconfdir/xipsec/iked/strongswan.conf"
 	"$systemdsystemunitdir/xipsecd.service" "$systemdsystemunitdir/xipsec-load.service"

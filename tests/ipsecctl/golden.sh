@@ -19,13 +19,16 @@ trap 'rm -rf "$T"' EXIT
 fail=0 n=0
 
 [ -x "$CTL" ] || { echo "golden.sh: $CTL not built" >&2; exit 1; }
-cd "$DIR" || exit 1
+# ipsecctl reads key files only when no one else can read them, and a checkout's modes are its
+# umask's: the files run from a copy with the modes ipsecctl asks for.
+mkdir "$T/src" && cp -R "$DIR"/. "$T/src" &&
+	chmod -R go-w "$T/src" && chmod go-rwx "$T/src"/keys/* && cd "$T/src" || exit 1
 
 ctl() { "$CTL" --sadb "$DB" "$@"; }
 gen() { ctl --json show info | sed -n 's/^ *"generation": \([0-9]*\),*$/\1/p'; }
 
 check() { # name, actual-file
-	local ok="${1%.in}.ok"
+	local ok="$DIR/${1%.in}.ok"
 	n=$((n + 1))
 	# The temporary directory differs per run: name it by a fixed word. Policy ids and the
 	# segment size are libsadb's choice, not part of what these files specify.

@@ -18,6 +18,10 @@ dist-prune-ipsecctl:
 check_PROGRAMS += tests/ipsecctl/rt-poke
 tests_ipsecctl_rt_poke_SOURCES = tests/ipsecctl/rt-poke.c
 tests_ipsecctl_rt_poke_LDADD = sadb/libsadb.a
+# files.sh: the configuration and key files ipsecctl refuses (another owner's, writable or
+# readable by others, a symbolic link, a FIFO); completion.sh: the bash completion script.
+ORACLE_TESTS += tests/ipsecctl/files.sh tests/ipsecctl/completion.sh
+SUBSET_TESTS += tests/ipsecctl/files.sh tests/ipsecctl/completion.sh
 # reload.sh: `ipsecctl reload`, what the systemd units run; dp_testctl plays xipsec-iked.
 ORACLE_TESTS += tests/ipsecctl/reload.sh
 SUBSET_TESTS += tests/ipsecctl/reload.sh

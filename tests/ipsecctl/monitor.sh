@@ -32,7 +32,7 @@ assert len(lines) == 3, "want 3 lines, got %d" % len(lines)
 for l in lines:
     o = json.loads(l)
     assert o["sas"] == 4, o
-    per = {s["spi"]: s for s in o["per_sa"]}
+    per = {s["spi_hex"]: s for s in o["per_sa"]}
     busy, idle = per["0x00001000"], per["0x00001001"]
     assert busy["packets"] > 0 and busy["bytes"] == 100 * busy["packets"], busy
     assert idle["packets"] == 0 and idle["drops"] == 0, idle
@@ -65,9 +65,9 @@ wait "$mpid" || fail "monitor --json (events)"
 "$PY" - "$T/ev" <<'EOP' || { cat "$T/ev"; fail "monitor --json expiry events"; }
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
-ev = [(e["spi"], e["dir"], e["event"]) for o in lines for e in o["events"]]
+ev = [(e["spi_hex"], e["dir"], e["event"]) for o in lines for e in o["events"]]
 assert ev == [("0x00001001", "in", "soft-expired"), ("0x00001001", "in", "hard-expired")], ev
-last = {s["spi"]: s for s in lines[-1]["per_sa"]}
+last = {s["spi_hex"]: s for s in lines[-1]["per_sa"]}
 assert last["0x00001001"]["expiry"] == "hard" and last["0x00001000"]["expiry"] == "none", last
 print("monitor --json: events", ev)
 EOP
