@@ -253,10 +253,8 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 			continue;
 		}
 		uint64_t seq;
-		if (!esp_seq_take(sa, &seq)) {
-			p->drop = (enum sadb_drop)sa->seq_why;
+		if (!esp_seq_take_pkt(sa, p, &seq))
 			continue;
-		}
 		uint8_t *o = ip - ins, *ah;
 		uint8_t next;
 		if (tunnel) {
@@ -495,10 +493,8 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 		return false;
 	}
 	uint64_t seq;
-	if (!esp_seq_take(sa, &seq)) {
-		p->drop = (enum sadb_drop)sa->seq_why;
+	if (!esp_seq_take_pkt(sa, p, &seq))
 		return false;
-	}
 	const uint32_t ohl = ofam == AF_INET ? 20u : 40u;
 	uint8_t *o = ip - ins, *ah = o + ohl;
 	uint64_t tos = (esp_ip_tos(ip) & pl->tos_keep) | pl->tos_set;
