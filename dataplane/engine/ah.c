@@ -225,10 +225,8 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 		uint8_t *ip = p->buf + p->off;
 		uint32_t len, prefix = 0, nh_off = 0;
 		uint8_t fam;
-		if (!esp_ip_len(ip, p->len, &len, &fam)) {
-			p->drop = SADB_DROP_TRUNCATED;
+		if (!esp_pkt_ip_len(p, ip, &len, &fam))
 			continue;
-		}
 		const bool tunnel = sa->mode == SADB_MODE_TUNNEL;
 		uint8_t ofam = tunnel ? sa->dst.family : fam;
 		if (!tunnel && !esp_transport_split(ip, len, &prefix, &nh_off)) {
@@ -478,10 +476,8 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len;
 	uint8_t fam;
-	if (!esp_ip_len(ip, p->len, &len, &fam)) {
-		p->drop = SADB_DROP_TRUNCATED;
+	if (!esp_pkt_ip_len(p, ip, &len, &fam))
 		return false;
-	}
 	const uint32_t ins = pl->ins, out_len = len + ins;
 	if (pl->mtu && out_len > pl->mtu) {
 		p->drop = SADB_DROP_MTU;

@@ -179,10 +179,8 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	uint32_t len;
 	uint8_t fam;
 
-	if (!esp_ip_len(ip, p->len, &len, &fam)) {
-		p->drop = SADB_DROP_TRUNCATED;
+	if (!esp_pkt_ip_len(p, ip, &len, &fam))
 		return false;
-	}
 	uint32_t prefix, nh_off = 0; /* bytes kept before ESP (transport), offset of the next-header byte */
 	uint8_t ofam;
 	if (tunnel) {
