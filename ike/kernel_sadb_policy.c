@@ -220,6 +220,19 @@ static int sync_policy(private_kernel_sadb_t *this, struct ks_pol *p, bool fresh
 	return rc;
 }
 
+/* What add_policy and del_policy are given, in SADB terms: the key and the user. FALSE (logged) when
+ * the SADB cannot express it. */
+static bool policy_args(kernel_ipsec_policy_id_t *id, kernel_ipsec_manage_policy_t *data, uint8_t *dir,
+			struct sadb_selector *sel, struct ks_pol_user *u)
+{
+	if (build_policy_key(id, dir, sel) < 0 || build_user(data, sel, u) < 0) {
+		DBG1(DBG_KNL, "xipsec: policy %R === %R %N cannot be expressed in the SADB", id->src_ts,
+		     id->dst_ts, policy_dir_names, id->dir);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel_ipsec_policy_id_t *id,
        kernel_ipsec_manage_policy_t *data)
 {
@@ -229,11 +242,8 @@ METHOD(kernel_ipsec_t, add_policy, status_t, private_kernel_sadb_t *this, kernel
 	uint8_t dir;
 	int rc;
 
-	if (build_policy_key(id, &dir, &sel) < 0 || build_user(data, &sel, &u) < 0) {
-		DBG1(DBG_KNL, "xipsec: policy %R === %R %N cannot be expressed in the SADB", id->src_ts,
-		     id->dst_ts, policy_dir_names, id->dir);
+	if (!policy_args(id, data, &dir, &sel, &u))
 		return FAILED;
-	}
 	this->mutex->lock(this->mutex);
 	p = find_pol(this, dir, &sel);
 	if (p) {
@@ -317,7 +327,7 @@ METHOD(kernel_ipsec_t, del_policy, status_t, private_kernel_sadb_t *this, kernel
 	uint8_t dir;
 	int rc = 0;
 
-	if (build_policy_key(id, &dir, &sel) < 0 || build_user(data, &sel, &u) < 0)
+	if (!policy_args(id, data, &dir, &sel, &u))
 		return FAILED;
 	this->mutex->lock(this->mutex);
 	p = find_pol(this, dir, &sel);

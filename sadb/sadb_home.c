@@ -8,7 +8,7 @@
  * N; a reader takes the newest copy tagged <= the committed generation and re-reads its tag after
  * copying (tags only grow, so an unchanged tag means the copy is whole). A writer that dies leaves a
  * copy tagged WRITING or above the generation: no reader chooses it, and the next writer's recovery
- * (sadb__ha_normalize from txn_undo) clears it. The record holds no key, so superseded copies need
+ * (ha_normalize in sadb_txn.c, from txn_undo) clears it. The record holds no key, so superseded copies need
  * not be wiped. */
 #include "config.h"
 
@@ -88,21 +88,6 @@ int sadb_home_agent_validate(const struct sadb_home_agent *ha, char *msg, size_t
 			BAD("home link \"%.15s\": not an interface name", ha->link);
 #undef BAD
 	return 0;
-}
-
-void sadb__ha_normalize(struct sadb *db)
-{
-	struct sadb_hdr *h = db->h;
-	uint64_t g = sadb__cur_gen(db);
-
-	for (int c = 0; c < 2; c++) {
-		uint64_t t = atomic_load_explicit(&h->ha_tag[c], memory_order_relaxed);
-		if (t == SADB_TAG_WRITING || t > g) {
-			atomic_store_explicit(&h->ha_tag[c], 0, memory_order_release);
-			memset(&h->ha[c], 0, sizeof(h->ha[c]));
-			h->ha_used[c] = 0;
-		}
-	}
 }
 
 int sadb_home_agent_set(struct sadb *db, const struct sadb_home_agent *ha)

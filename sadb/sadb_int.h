@@ -32,7 +32,7 @@
  *    removed second, and the writer bumps hash_moves before; a reader that found nothing re-checks
  *    hash_moves, so a move racing with its scan of the two buckets never makes it miss an SA.
  *  - The SPD index has two buffers. The writer brings the inactive one up to date (in place, from
- *    the previous commit's policy changes and its own, or rebuilt from the table: sadb_spd.c) and
+ *    the previous commit's policy changes and its own, or rebuilt from the table: sadb_spd_build.c) and
  *    tags it with the generation it describes before that generation is published; it tags the
  *    buffer WRITING before changing a byte of it. Readers use the newest buffer whose tag is <= G
  *    and re-check the tag after the lookup; recovery tags 0 a buffer a dead writer left WRITING.
@@ -42,6 +42,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -139,7 +140,7 @@ struct sadb_pol_meta {
 	uint32_t reuse;    /* how many times the slot was reused: part of the policy id */
 };
 
-/* Compiled SPD index (see sadb_spd.c). */
+/* Compiled SPD index (see sadb_spd.h). */
 struct sadb_idx_tuple {
 	uint32_t k1;       /* dir << 24 | family << 16 | source prefix length << 8 | destination's */
 	uint32_t min_prio, min_id; /* the best (priority, id) of the tuple's policies */
@@ -184,7 +185,7 @@ struct sadb {
 	uint32_t *sa_free, *pol_free, *log;
 	bool txn_open;      /* this handle holds the lock inside a transaction */
 	bool txn_explicit;  /* opened by sadb_txn_begin */
-	void *bld_items, *bld_tmp, *bld_tail; /* SPD index build scratch (sadb_spd.c) */
+	void *bld_items, *bld_tmp, *bld_tail; /* SPD index build scratch (sadb_spd_build.c) */
 	/* Inside an explicit transaction: (dir, selector) hash -> policy slot, so a bulk load does not
 	 * scan the whole table for duplicates once per policy. Private to this handle and this
 	 * transaction; hits are always confirmed against the record. */
@@ -203,7 +204,6 @@ struct sadb {
 enum { SADB_STOP_NONE = 0, SADB_STOP_LOCKED, SADB_STOP_COPY, SADB_STOP_PRECOMMIT, SADB_STOP_POSTCOMMIT,
        SADB_STOP_INDEX /* half-way through changing the inactive SPD index in place */,
        SADB_STOP_ATTACH /* a dataplane that found the hold free, before it writes its name there */ };
-void sadb__test_stop(struct sadb *db, int point);
 
 /* sadb_util.c */
 void sadb__set_err(const struct sadb *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -221,23 +221,10 @@ void sadb__addr_mask(struct sadb_addr *a, unsigned plen);
 /* Copy an address into a record being sealed (z zeroed beforehand): family and address, and for
  * IPv4 nothing in the twelve bytes it does not use, so equal records have equal checksums. */
 void sadb__addr_seal(struct sadb_addr *z, const struct sadb_addr *a);
-/* A reader's or writer's argument error: the message says which call and what. */
-static inline int sadb__bad_arg(const struct sadb *db, const char *what)
-{
-	sadb__set_err(db, "%s", what);
-	return -EINVAL;
-}
+/* A reader's or writer's argument error: the message says which call and what. -EINVAL. */
+int sadb__bad_arg(const struct sadb *db, const char *what);
 /* A writer's record argument: -EINVAL without a handle or without the record. */
-static inline int sadb__check_writable(struct sadb *db, const void *p, const char *fn)
-{
-	if (!db)
-		return -EINVAL;
-	if (!p) {
-		sadb__set_err(db, "%s: NULL argument", fn);
-		return -EINVAL;
-	}
-	return 0;
-}
+int sadb__check_writable(struct sadb *db, const void *p, const char *fn);
 static inline uint32_t sadb__plen_mask(unsigned plen, unsigned word)
 {
 	int bits = (int)plen - 32 * (int)word;
@@ -325,6 +312,48 @@ static inline uint64_t sadb__cur_gen(const struct sadb *db)
 	return atomic_load_explicit(&db->h->gen, memory_order_relaxed);
 }
 
+/* A writer passing a test hook point: stops itself when the crash tests asked for this passage
+ * (stop_point and stop_count, set by sadb_open from XIPSEC_SADB_TEST_STOP). Inline, so that every
+ * layer can hold a stop point without calling into another file. */
+static inline void sadb__test_stop(struct sadb *db, int point)
+{
+	if (db->stop_point == point && --db->stop_count == 0)
+		raise(SIGSTOP);
+}
+
+/* The writer's view of slot i: this transaction's copy if any, else the committed one. */
+static inline struct sadb_copy_hdr *sadb__wview(const struct sadb *db, const struct sadb_tbl *t, uint32_t i)
+{
+	_Atomic uint64_t *tag = sadb__slot_tags(t, i);
+	uint64_t n = db->h->txn.gen, g = sadb__cur_gen(db);
+	uint64_t t0 = atomic_load_explicit(&tag[0], memory_order_relaxed);
+	uint64_t t1 = atomic_load_explicit(&tag[1], memory_order_relaxed);
+	int c;
+
+	if (t0 == n)
+		return sadb__slot_copy(t, i, 0);
+	if (t1 == n)
+		return sadb__slot_copy(t, i, 1);
+	c = sadb__newest(t0, t1, g);
+	return c < 0 ? NULL : sadb__slot_copy(t, i, c);
+}
+
+static inline const struct sadb_sa *sadb__sa_wview(const struct sadb *db, uint32_t i)
+{
+	struct sadb_tbl t = sadb__sa_tbl(db);
+	struct sadb_copy_hdr *c = sadb__wview(db, &t, i);
+
+	return c && c->used ? sadb__copy_rec(c) : NULL;
+}
+
+static inline const struct sadb_policy *sadb__pol_wview(const struct sadb *db, uint32_t i)
+{
+	struct sadb_tbl t = sadb__pol_tbl(db);
+	struct sadb_copy_hdr *c = sadb__wview(db, &t, i);
+
+	return c && c->used ? sadb__copy_rec(c) : NULL;
+}
+
 static inline uint64_t sadb__now(void)
 {
 	struct timespec ts;
@@ -373,16 +402,11 @@ int sadb__hash_room(struct sadb *db, uint64_t hv);
 void sadb__hash_attach(struct sadb *db, uint32_t slot, uint64_t hv);
 
 /* sadb_txn.c: the writer's slot primitives and the transaction around every writer call. */
-const struct sadb_sa *sadb__sa_wview(const struct sadb *db, uint32_t i);
-const struct sadb_policy *sadb__pol_wview(const struct sadb *db, uint32_t i);
 void sadb__touch(struct sadb *db, bool pol, uint32_t i);
 void sadb__write_copy(struct sadb *db, const struct sadb_tbl *t, uint32_t i, bool used, const void *rec);
 int sadb__op_begin(struct sadb *db);
 int sadb__op_end(struct sadb *db, int r);
 void sadb__txn_close(struct sadb *db);
-
-/* sadb_home.c: the home agent record's copies after commit or instead of it (idempotent). */
-void sadb__ha_normalize(struct sadb *db);
 
 /* sadb_journal.c */
 void sadb__jappend(struct sadb *db, uint32_t op, uint32_t index);
@@ -402,7 +426,7 @@ int sadb__open_file(const char *path, bool rw, char *errmsg, size_t errlen);
 /* The same judgement on an open fd (dir: a directory with mode 0700 instead). */
 int sadb__check_fd(int fd, const char *path, bool dir, char *errmsg, size_t errlen);
 
-/* sadb_spd.c */
+/* sadb_spd.c (size, lookups) and sadb_spd_build.c (the commit's build) */
 size_t sadb__idx_size(uint32_t max_policy);
 /* Write the index of the writer's view of the policy table into buffer b for generation n, in
  * place from its previous contents when the other buffer's delta and this transaction's policy

@@ -2,7 +2,7 @@
  * records like SAs (sadb_txn.c writes them); what is particular to them is the id, which names the
  * slot and how often it was reused, and the duplicate check on (direction, selector, priority), for
  * which the published SPD index answers (a bulk load inside one transaction keeps a selector map).
- * The index readers search is brought up to date at commit (sadb_spd.c). */
+ * The index readers search is brought up to date at commit (sadb_spd_build.c). */
 #include "config.h"
 
 #include <errno.h>

@@ -21,12 +21,6 @@
 
 #define PAGE 4096u
 
-void sadb__test_stop(struct sadb *db, int point)
-{
-	if (db->stop_point == point && --db->stop_count == 0)
-		raise(SIGSTOP);
-}
-
 /* ---- layout ---- */
 
 static inline size_t slot_size_for(size_t rec)

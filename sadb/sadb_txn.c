@@ -1,8 +1,11 @@
 /* sadb/sadb_txn.c: libsadb's writer side of the multi-version slots (sadb_int.h) and the transaction
  * around them: the robust writer lock, the txn log, the commit point, the normalisation after it
- * and the crash recovery that replays it (or undoes a transaction that never reached it), and the
- * SPD index brought up to date in the inactive buffer before each commit (sadb_spd.c). The SA and policy writers
- * (sadb_sa.c, sadb_policy.c) only ever change records through the primitives here. */
+ * (the record slots' and the home agent record's) and the crash recovery that replays it (or undoes
+ * a transaction that never reached it), and the SPD index brought up to date in the inactive buffer
+ * before each commit (sadb_spd_build.c). The writers (sadb_sa.c, sadb_policy.c, sadb_home.c) only
+ * ever change records through the primitives here, and nothing here calls back into them: what a
+ * commit or an abort means for a writer's own state (the policy writer's selector map) is left as
+ * a flag it reads on its next use. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,39 +14,6 @@
 #include <unistd.h>
 
 #include "sadb/sadb_int.h"
-
-/* The writer's view of slot i: this transaction's copy if any, else the committed one. */
-static struct sadb_copy_hdr *wview(const struct sadb *db, const struct sadb_tbl *t, uint32_t i)
-{
-	_Atomic uint64_t *tag = sadb__slot_tags(t, i);
-	uint64_t n = db->h->txn.gen, g = sadb__cur_gen(db);
-	uint64_t t0 = atomic_load_explicit(&tag[0], memory_order_relaxed);
-	uint64_t t1 = atomic_load_explicit(&tag[1], memory_order_relaxed);
-	int c;
-
-	if (t0 == n)
-		return sadb__slot_copy(t, i, 0);
-	if (t1 == n)
-		return sadb__slot_copy(t, i, 1);
-	c = sadb__newest(t0, t1, g);
-	return c < 0 ? NULL : sadb__slot_copy(t, i, c);
-}
-
-const struct sadb_sa *sadb__sa_wview(const struct sadb *db, uint32_t i)
-{
-	struct sadb_tbl t = sadb__sa_tbl(db);
-	struct sadb_copy_hdr *c = wview(db, &t, i);
-
-	return c && c->used ? sadb__copy_rec(c) : NULL;
-}
-
-const struct sadb_policy *sadb__pol_wview(const struct sadb *db, uint32_t i)
-{
-	struct sadb_tbl t = sadb__pol_tbl(db);
-	struct sadb_copy_hdr *c = wview(db, &t, i);
-
-	return c && c->used ? sadb__copy_rec(c) : NULL;
-}
 
 /* Log slot i as touched by this transaction, before anything about it changes. */
 void sadb__touch(struct sadb *db, bool pol, uint32_t i)
@@ -268,6 +238,23 @@ static uint32_t log_len(const struct sadb_hdr *h)
 	return n > h->log_cap ? h->log_cap : n;
 }
 
+/* The home agent record's copies (sadb_home.c) after commit or instead of it (idempotent): a copy
+ * tagged WRITING or above the committed generation is cleared. */
+static void ha_normalize(struct sadb *db)
+{
+	struct sadb_hdr *h = db->h;
+	uint64_t g = sadb__cur_gen(db);
+
+	for (int c = 0; c < 2; c++) {
+		uint64_t t = atomic_load_explicit(&h->ha_tag[c], memory_order_relaxed);
+		if (t == SADB_TAG_WRITING || t > g) {
+			atomic_store_explicit(&h->ha_tag[c], 0, memory_order_release);
+			memset(&h->ha[c], 0, sizeof(h->ha[c]));
+			h->ha_used[c] = 0;
+		}
+	}
+}
+
 /* Undo a transaction that did not reach its commit point. */
 static void txn_undo(struct sadb *db)
 {
@@ -277,7 +264,7 @@ static void txn_undo(struct sadb *db)
 
 	for (uint32_t k = 0; k < n; k++)
 		normalize(db, db->log[k], false);
-	sadb__ha_normalize(db);
+	ha_normalize(db);
 	atomic_store_explicit(&h->sa_hwm, h->txn.sa_hwm0, memory_order_release);
 	atomic_store_explicit(&h->pol_hwm, h->txn.pol_hwm0, memory_order_release);
 	h->sa_free_head = h->txn.sa_free_head0;
@@ -301,7 +288,7 @@ static void txn_finish(struct sadb *db, bool release_freed)
 	atomic_store_explicit(&h->n_policy, h->txn.n_policy, memory_order_relaxed);
 	for (uint32_t k = 0; k < n; k++)
 		normalize(db, db->log[k], release_freed);
-	sadb__ha_normalize(db);
+	ha_normalize(db);
 }
 
 static void recover(struct sadb *db)
@@ -324,7 +311,9 @@ static void txn_end(struct sadb *db)
 {
 	atomic_store_explicit(&db->h->txn.state, SADB_TXN_IDLE, memory_order_release);
 	db->txn_open = false;
-	sadb__selmap_drop(db);
+	/* the writer's selector map may hold policies the transaction undid: rebuilt on next use
+	 * (sadb_policy.c) */
+	db->selmap_valid = false;
 }
 
 static void txn_abort_locked(struct sadb *db)

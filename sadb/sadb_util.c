@@ -47,6 +47,23 @@ void sadb__clear_err(const struct sadb *db)
 	}
 }
 
+int sadb__bad_arg(const struct sadb *db, const char *what)
+{
+	sadb__set_err(db, "%s", what);
+	return -EINVAL;
+}
+
+int sadb__check_writable(struct sadb *db, const void *p, const char *fn)
+{
+	if (!db)
+		return -EINVAL;
+	if (!p) {
+		sadb__set_err(db, "%s: NULL argument", fn);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 const char *sadb_errmsg(const struct sadb *db)
 {
 	if (tls_err_db != db)

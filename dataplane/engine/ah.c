@@ -225,10 +225,8 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 		uint8_t *ip = p->buf + p->off;
 		uint32_t len, prefix = 0, nh_off = 0;
 		uint8_t fam;
-		if (!esp_ip_len(ip, p->len, &len, &fam)) {
-			p->drop = SADB_DROP_TRUNCATED;
+		if (!esp_pkt_ip_len(p, ip, &len, &fam))
 			continue;
-		}
 		const bool tunnel = sa->mode == SADB_MODE_TUNNEL;
 		uint8_t ofam = tunnel ? sa->dst.family : fam;
 		if (!tunnel && !esp_transport_split(ip, len, &prefix, &nh_off)) {
@@ -253,10 +251,8 @@ static __attribute__((noinline)) void out_general(struct esp_sa *sa, struct esp_
 			continue;
 		}
 		uint64_t seq;
-		if (!esp_seq_take(sa, &seq)) {
-			p->drop = (enum sadb_drop)sa->seq_why;
+		if (!esp_seq_take_pkt(sa, p, &seq))
 			continue;
-		}
 		uint8_t *o = ip - ins, *ah;
 		uint8_t next;
 		if (tunnel) {
@@ -480,10 +476,8 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 	uint8_t *ip = p->buf + p->off;
 	uint32_t len;
 	uint8_t fam;
-	if (!esp_ip_len(ip, p->len, &len, &fam)) {
-		p->drop = SADB_DROP_TRUNCATED;
+	if (!esp_pkt_ip_len(p, ip, &len, &fam))
 		return false;
-	}
 	const uint32_t ins = pl->ins, out_len = len + ins;
 	if (pl->mtu && out_len > pl->mtu) {
 		p->drop = SADB_DROP_MTU;
@@ -495,10 +489,8 @@ static inline __attribute__((always_inline)) bool out_fast_one(struct esp_sa *sa
 		return false;
 	}
 	uint64_t seq;
-	if (!esp_seq_take(sa, &seq)) {
-		p->drop = (enum sadb_drop)sa->seq_why;
+	if (!esp_seq_take_pkt(sa, p, &seq))
 		return false;
-	}
 	const uint32_t ohl = ofam == AF_INET ? 20u : 40u;
 	uint8_t *o = ip - ins, *ah = o + ohl;
 	uint64_t tos = (esp_ip_tos(ip) & pl->tos_keep) | pl->tos_set;

@@ -119,12 +119,7 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 		break;
 	case ESP_KIND_GMAC:
 		esp_nonce(c->iv, sa->salt, iv_raw, 0);
-		c->data = pl;
-		c->data_len = 0;
-		c->auth = esp;
-		c->auth_len = 8u + 8u + clen;
-		if (esn)
-			esp_cop_gmac_esn(c, esp, seq);
+		esp_cop_gmac(c, esp, pl, clen, seq, esn);
 		break;
 	default:
 		c->auth = esp;

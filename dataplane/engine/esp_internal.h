@@ -61,6 +61,30 @@ static inline void esp_cop_gmac_esn(struct esp_cop *c, uint8_t *esp, uint64_t se
 	c->auth_len += 4;
 }
 
+/* ESP-GMAC (RFC 4543 §3): no ciphertext; everything from the SPI to the next header (len bytes after
+ * the 16 of header and IV) is AAD, laid out with the high sequence bits when the SA has ESN. */
+static inline void esp_cop_gmac(struct esp_cop *c, uint8_t *esp, uint8_t *payload, uint32_t len,
+				uint64_t seq, bool esn)
+{
+	c->data = payload;
+	c->data_len = 0;
+	c->auth = esp;
+	c->auth_len = 8u + 8u + len;
+	if (esn)
+		esp_cop_gmac_esn(c, esp, seq);
+}
+
+/* The IP length and family of the packet at ip (p->buf + p->off): false, with p->drop TRUNCATED, when
+ * its header does not give a length within p->len. */
+static inline __attribute__((always_inline)) bool esp_pkt_ip_len(struct esp_pkt *p, const uint8_t *ip,
+								 uint32_t *len, uint8_t *fam)
+{
+	if (ESP_LIKELY(esp_ip_len(ip, p->len, len, fam)))
+		return true;
+	p->drop = SADB_DROP_TRUNCATED;
+	return false;
+}
+
 /* After the crypto call: the bytes esp_cop_gmac_esn moved, back in their places. */
 static inline void esp_cop_unfix(const struct esp_cop *c)
 {

@@ -120,12 +120,7 @@ static inline __attribute__((always_inline)) void fill_cop(const struct esp_sa *
 		 * the AAD is SPI || seq hi || seq lo || IV ...: laid out in place by moving the SPI 4 bytes
 		 * back over the end of the header before it, put back afterwards. */
 		esp_st16(c->iv, (uint64_t)pl->salt | iv_raw << 32, iv_raw >> 32);
-		c->data = pld;
-		c->data_len = 0;
-		c->auth = esp;
-		c->auth_len = 8u + 8u + padded;
-		if (esn)
-			esp_cop_gmac_esn(c, esp, seq);
+		esp_cop_gmac(c, esp, pld, padded, seq, esn);
 		break;
 	default: /* ESP_KIND_CIPHER_HMAC */
 		c->auth = esp;
@@ -184,10 +179,8 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 	uint32_t len;
 	uint8_t fam;
 
-	if (!esp_ip_len(ip, p->len, &len, &fam)) {
-		p->drop = SADB_DROP_TRUNCATED;
+	if (!esp_pkt_ip_len(p, ip, &len, &fam))
 		return false;
-	}
 	uint32_t prefix, nh_off = 0; /* bytes kept before ESP (transport), offset of the next-header byte */
 	uint8_t ofam;
 	if (tunnel) {
@@ -229,10 +222,8 @@ static inline __attribute__((always_inline)) bool prepare(struct esp_sa *sa, con
 		return false;
 	}
 	uint64_t seq;
-	if (!esp_seq_take(sa, &seq)) {
-		p->drop = (enum sadb_drop)sa->seq_why;
+	if (!esp_seq_take_pkt(sa, p, &seq))
 		return false;
-	}
 
 	/* Trailer first (RFC 4303 §2.4-2.6): TFC zeros, padding 1, 2, 3..., pad length, next header. */
 	uint8_t *pld = ip + prefix;             /* payload, not moved */

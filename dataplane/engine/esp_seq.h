@@ -32,4 +32,13 @@ static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
 	return true;
 }
 
+/* esp_seq_take for packet p: false with p->drop set to why no number can be had. */
+static inline bool esp_seq_take_pkt(struct esp_sa *sa, struct esp_pkt *p, uint64_t *seq)
+{
+	if (esp_seq_take(sa, seq))
+		return true;
+	p->drop = (enum sadb_drop)sa->seq_why;
+	return false;
+}
+
 #endif

@@ -91,7 +91,7 @@ tests/fuzz/fuzz_ah_plain: tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_LIB)
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_LINKFLAGS) tests/fuzz/obj/h_ah_plain.o $(FUZZ_ENGINE_LIB) $(FUZZ_LIBS) -o $@
 
 # libsadb's readers over a corrupted segment: the library's own sources, built with clang.
-FUZZ_SADB_HDRS = $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_int.h $(srcdir)/sadb/sadb_drops.h
+FUZZ_SADB_HDRS = $(srcdir)/sadb/sadb.h $(srcdir)/sadb/sadb_int.h $(srcdir)/sadb/sadb_spd.h $(srcdir)/sadb/sadb_drops.h
 # libsadb as one instrumented archive from its own source list (sadb/local.mk), as the engine's.
 FUZZ_SADB_LIB = tests/fuzz/libsadb-fuzz.a
 FUZZ_SADB_OBJS = $(FUZZ_SADB_LIB)

@@ -191,70 +191,82 @@ static bool aead(struct ossl_ctx *x, struct esp_cop *c, bool enc, bool gmac, uin
 	return true;
 }
 
-static void ossl_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
+/* One packet's operation: whether it succeeded (the ICV verified, for decryption). */
+typedef bool ossl_one_fn(const struct esp_crypto_sa *cs, struct ossl_ctx *x, struct esp_cop *c);
+
+static bool ossl_encrypt_one(const struct esp_crypto_sa *cs, struct ossl_ctx *x, struct esp_cop *c)
 {
-	struct ossl_ctx *x = cs->ctx;
 	uint8_t full[64];
+	bool ok = true;
 	int l;
+
+	switch (cs->kind) {
+	case ESP_KIND_AEAD:
+	case ESP_KIND_GMAC:
+		return aead(x, c, true, cs->kind == ESP_KIND_GMAC, c->tag);
+	case ESP_KIND_CIPHER_HMAC:
+		if (c->data_len)
+			ok = EVP_EncryptInit_ex(x->ev, NULL, NULL, NULL, c->iv) &&
+			     EVP_EncryptUpdate(x->ev, c->data, &l, c->data, (int)c->data_len);
+		/* fall through */
+	case ESP_KIND_HMAC:
+		hmac(x, c->auth, c->auth_len, full);
+		memcpy(c->tag, full, cs->icv_len);
+		break;
+	}
+	return ok;
+}
+
+static bool ossl_decrypt_one(const struct esp_crypto_sa *cs, struct ossl_ctx *x, struct esp_cop *c)
+{
+	bool ok = true;
+	int l;
+
+	switch (cs->kind) {
+	case ESP_KIND_AEAD: {
+		/* The ciphertext is authenticated by the tag computed while decrypting. */
+		ok = EVP_CipherInit_ex(x->ev, NULL, NULL, NULL, c->iv, -1) &&
+		     EVP_CipherUpdate(x->ev, NULL, &l, c->aad, (int)c->aad_len) &&
+		     (!c->data_len || EVP_CipherUpdate(x->ev, c->data, &l, c->data, (int)c->data_len)) &&
+		     EVP_CIPHER_CTX_ctrl(x->ev, EVP_CTRL_AEAD_SET_TAG, 16, (void *)c->icv_in) > 0;
+		uint8_t fin[16];
+		ok = ok && EVP_CipherFinal_ex(x->ev, fin, &l) > 0; /* OpenSSL compares with CRYPTO_memcmp */
+		break;
+	}
+	case ESP_KIND_GMAC:
+		ok = aead(x, c, true, true, c->calc) && !CRYPTO_memcmp(c->calc, c->icv_in, cs->icv_len);
+		break;
+	case ESP_KIND_CIPHER_HMAC:
+	case ESP_KIND_HMAC:
+		/* Verify first (RFC 4303 §3.4.4.1: integrity before decryption). */
+		hmac(x, c->auth, c->auth_len, c->calc);
+		ok = !CRYPTO_memcmp(c->calc, c->icv_in, cs->icv_len);
+		if (ok && cs->kind == ESP_KIND_CIPHER_HMAC && c->data_len)
+			ok = EVP_DecryptInit_ex(x->ev, NULL, NULL, NULL, c->iv) &&
+			     EVP_DecryptUpdate(x->ev, c->data, &l, c->data, (int)c->data_len);
+		break;
+	}
+	return ok;
+}
+
+/* Every operation of the burst, one after another, the next one's data prefetched. */
+static void ossl_each(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n, ossl_one_fn *one)
+{
 	esp_cops_prefetch_first(ops, n, cs->kind);
 	for (unsigned i = 0; i < n; i++) {
-		struct esp_cop *c = &ops[i];
 		esp_cops_prefetch_next(ops, n, i, cs->kind);
-		bool ok = true;
-		switch (cs->kind) {
-		case ESP_KIND_AEAD:
-		case ESP_KIND_GMAC:
-			ok = aead(x, c, true, cs->kind == ESP_KIND_GMAC, c->tag);
-			break;
-		case ESP_KIND_CIPHER_HMAC:
-			if (c->data_len)
-				ok = EVP_EncryptInit_ex(x->ev, NULL, NULL, NULL, c->iv) &&
-				     EVP_EncryptUpdate(x->ev, c->data, &l, c->data, (int)c->data_len);
-			/* fall through */
-		case ESP_KIND_HMAC:
-			hmac(x, c->auth, c->auth_len, full);
-			memcpy(c->tag, full, cs->icv_len);
-			break;
-		}
-		c->ok = ok;
+		ops[i].ok = one(cs, cs->ctx, &ops[i]);
 	}
+}
+
+static void ossl_encrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
+{
+	ossl_each(cs, ops, n, ossl_encrypt_one);
 }
 
 static void ossl_decrypt(const struct esp_crypto_sa *cs, struct esp_cop *ops, unsigned n)
 {
-	struct ossl_ctx *x = cs->ctx;
-	int l;
-	esp_cops_prefetch_first(ops, n, cs->kind);
-	for (unsigned i = 0; i < n; i++) {
-		struct esp_cop *c = &ops[i];
-		esp_cops_prefetch_next(ops, n, i, cs->kind);
-		bool ok = true;
-		switch (cs->kind) {
-		case ESP_KIND_AEAD: {
-			/* The ciphertext is authenticated by the tag computed while decrypting. */
-			ok = EVP_CipherInit_ex(x->ev, NULL, NULL, NULL, c->iv, -1) &&
-			     EVP_CipherUpdate(x->ev, NULL, &l, c->aad, (int)c->aad_len) &&
-			     (!c->data_len || EVP_CipherUpdate(x->ev, c->data, &l, c->data, (int)c->data_len)) &&
-			     EVP_CIPHER_CTX_ctrl(x->ev, EVP_CTRL_AEAD_SET_TAG, 16, (void *)c->icv_in) > 0;
-			uint8_t fin[16];
-			ok = ok && EVP_CipherFinal_ex(x->ev, fin, &l) > 0; /* OpenSSL compares with CRYPTO_memcmp */
-			break;
-		}
-		case ESP_KIND_GMAC:
-			ok = aead(x, c, true, true, c->calc) && !CRYPTO_memcmp(c->calc, c->icv_in, cs->icv_len);
-			break;
-		case ESP_KIND_CIPHER_HMAC:
-		case ESP_KIND_HMAC:
-			/* Verify first (RFC 4303 §3.4.4.1: integrity before decryption). */
-			hmac(x, c->auth, c->auth_len, c->calc);
-			ok = !CRYPTO_memcmp(c->calc, c->icv_in, cs->icv_len);
-			if (ok && cs->kind == ESP_KIND_CIPHER_HMAC && c->data_len)
-				ok = EVP_DecryptInit_ex(x->ev, NULL, NULL, NULL, c->iv) &&
-				     EVP_DecryptUpdate(x->ev, c->data, &l, c->data, (int)c->data_len);
-			break;
-		}
-		c->ok = ok;
-	}
+	ossl_each(cs, ops, n, ossl_decrypt_one);
 }
 
 const struct esp_crypto_ops esp_crypto_openssl = {
