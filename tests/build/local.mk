@@ -2,10 +2,10 @@
 # installs, the systemd units it installs (systemd-analyze verify), and the programs' log priorities
 # on the journal.
 UNIT_TESTS += tests/build/test_configure.sh tests/build/test_install.sh tests/build/test_units.sh \
-	tests/build/test_journal.sh
+	tests/build/test_journal.sh tests/build/test_structure.sh
 EXTRA_DIST += tests/build/test_configure.sh tests/build/test_install.sh tests/build/test_units.sh \
 	tests/build/test_journal.sh \
-	tests/build/install_common.sh
+	tests/build/test_structure.sh tests/build/structure.py tests/build/install_common.sh
 
 # The configured installation directories, for the install tests (KEY=value lines).
 print-install-dirs:
