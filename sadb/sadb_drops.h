@@ -44,7 +44,8 @@
 	F(X, FRAG_TOO_BIG,    29, "reassembled datagram too big") \
 	F(X, STALE_SA,        30, "SA object of a replaced SA instance") \
 	F(X, SEQ_LEASE,       31, "sequence numbers not yet recorded on disk") \
-	F(X, NO_BINDING,      32, "mobile node away without a binding (nothing to tunnel to)")
+	F(X, NO_BINDING,      32, "mobile node away without a binding (nothing to tunnel to)") \
+	F(X, ACQUIRE,         33, "no SA yet for the policy (acquire raised, tunnel on demand)")
 
 /* SADB_DROP_REASONS(X) calls X(name, number, text) for every reason, in number order;
  * SADB_DROP_LIST(X) calls X(name, text), in the same order (the number is the position). */

@@ -334,7 +334,7 @@ const char *sadb_auth_name(uint16_t auth_alg)
  * build fail when the list and SADB_LAYOUT_VERSION disagree:
  *  - every reason's number is its position in the list: numbers start at 0, have no gaps and no
  *    repeats, and the positional tables built from SADB_DROP_LIST index by number;
- *  - layout version 8 has 33 reasons, the last one NO_BINDING = 32: a reason added, or one removed,
+ *  - layout version 9 has 34 reasons, the last one ACQUIRE = 33: a reason added, or one removed,
  *    without a new layout version fails here;
  *  - a fingerprint of which name has which number (the sum of (number + 1) * name length) fails when
  *    reasons trade numbers, unless the two names are equally long.
@@ -351,11 +351,12 @@ SADB_DROP_REASONS(SADB_DROP_AT_POS)
 #define SADB_DROP_FP(name, num, text) + ((num) + 1) * (sizeof(#name) - 1)
 enum { SADB_DROP_FINGERPRINT = 0 SADB_DROP_REASONS(SADB_DROP_FP) };
 #undef SADB_DROP_FP
-/* Layout 6 added NO_BINDING (the home agent's tunnels); 7 and 8 kept the reasons. */
-_Static_assert(SADB_LAYOUT_VERSION == 8, "new SADB layout version: record its drop reasons here");
-_Static_assert(SADB_DROP_MAX == 33 && SADB_DROP_NO_BINDING == SADB_DROP_MAX - 1,
+/* Layout 6 added NO_BINDING (the home agent's tunnels); 7 and 8 kept the reasons; 9 added ACQUIRE
+ * (packets of a policy whose SA is being negotiated). */
+_Static_assert(SADB_LAYOUT_VERSION == 9, "new SADB layout version: record its drop reasons here");
+_Static_assert(SADB_DROP_MAX == 34 && SADB_DROP_ACQUIRE == SADB_DROP_MAX - 1,
 	       "drop reasons added or removed without a new SADB_LAYOUT_VERSION");
-_Static_assert(SADB_DROP_FINGERPRINT == 5060,
+_Static_assert(SADB_DROP_FINGERPRINT == 5298,
 	       "drop reasons renumbered or renamed without a new SADB_LAYOUT_VERSION");
 
 const char *sadb_drop_str(unsigned reason)
