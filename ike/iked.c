@@ -382,6 +382,7 @@ int main(int argc, char *argv[])
 		return 1;
 	}
 	kernel_sadb_set_db(db);
+	kernel_sadb_set_acquire(sadb_path);
 	kernel_sadb_set_seq_soft(seq_soft);
 
 	/* Never fall back to /etc/strongswan.conf: that one belongs to the system's charon. Without a

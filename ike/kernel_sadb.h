@@ -12,6 +12,10 @@
  * takes ownership of db (closes it on destroy). */
 void kernel_sadb_set_db(struct sadb *db);
 
+/* Listen for the dataplane's acquires on the socket of the SADB at sadb_path (sadb/sadb_acquire.h):
+ * set before charon->initialize(); without it the backend raises no acquires (the unit tests). */
+void kernel_sadb_set_acquire(const char *sadb_path);
+
 /* Soft expiry on sequence space: an outbound SA is rekeyed once the dataplane reserved sequence
  * number kernel_sadb_seq_soft_limit(esn, seq) or above (RFC 4303 section 3.3.3; the ESP engine's hard
  * stop is the wrap). seq 0 keeps the defaults; set before charon->initialize(). */
@@ -45,6 +49,7 @@ struct kernel_sadb_stats {
 	uint64_t pol_added, pol_deleted;
 	uint64_t soft_expired, hard_expired;
 	uint64_t seq_soft_expired;  /* soft expiries raised by the sequence space (among soft_expired) */
+	uint64_t acquires;          /* acquires from the dataplane handed to charon */
 };
 void kernel_sadb_get_stats(struct kernel_sadb_stats *out);
 

@@ -1,8 +1,8 @@
 /* ike/kernel_sadb_int.h: what the files of xipsec-iked's kernel-ipsec backend share: the backend
  * object, the record of each SA it installed, the process-wide counters and the calls one file makes
  * into another. kernel_sadb.c owns the object, kernel_sadb_sa.c the SAs and their expiry,
- * kernel_sadb_policy.c the policies, kernel_sadb_xlate.c (below both) the translations, settings and
- * counters. Nothing outside those files includes it. */
+ * kernel_sadb_policy.c the policies, kernel_sadb_acquire.c the dataplane's acquires,
+ * kernel_sadb_xlate.c (below them) the translations, settings and counters. Nothing outside those files includes it. */
 #ifndef XIPSEC_IKE_KERNEL_SADB_INT_H
 #define XIPSEC_IKE_KERNEL_SADB_INT_H
 
@@ -10,6 +10,7 @@
 #include <collections/hashtable.h>
 #include <collections/linked_list.h>
 #include <threading/mutex.h>
+#include <sys/un.h>
 
 #include "ike/kernel_sadb.h"
 
@@ -54,7 +55,14 @@ struct private_kernel_sadb_t {
 	unsigned sync_ms;           /* how long the dataplane may take to load a new SA (at most) */
 	unsigned linger_ms;         /* how long a deleted inbound SA still takes the peer's packets */
 	bool stopping;
+	int acq_fd;                 /* acquires from the dataplane (kernel_sadb_acquire.c); -1 = none */
+	struct sockaddr_un acq_addr;
 };
+
+/* The owner recorded in a policy charon installs outside any IKE_SA: a trap's (start_action,
+ * dpd_action, close_action = trap). Not 0, which means a manual entry that ipsecctl reload replaces
+ * and an IKE daemon's restart keeps; charon's IKE_SA ids count up from 1 and never reach it. */
+#define KS_TRAP_IKE_ID UINT32_MAX
 
 /* Process-wide settings and counters (kernel_sadb_xlate.c): set before charon creates the backend. */
 extern uint64_t ks_seq_soft_override;
@@ -97,6 +105,11 @@ void ks_jobs_gate_unlock(void);
 bool ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t, struct sadb_runtime_view *out);
 /* Realtime seconds (SADB) to charon's monotonic clock. */
 time_t ks_real2mono(uint64_t real);
+
+/* kernel_sadb_acquire.c: listen for the dataplane's acquires when kernel_sadb_set_acquire named an
+ * SADB (a failure is logged: traps then never fire), and stop before the backend goes. */
+void ks_acquire_start(private_kernel_sadb_t *this);
+void ks_acquire_stop(private_kernel_sadb_t *this);
 
 /* kernel_sadb_policy.c: the policy methods into the interface. */
 void ks_policy_methods(kernel_ipsec_t *pub);

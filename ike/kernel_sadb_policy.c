@@ -124,6 +124,8 @@ static int build_user(kernel_ipsec_manage_policy_t *data, const struct sadb_sele
 		}
 	}
 	u->ike_id = current_ike_id();
+	if (!u->ike_id)
+		u->ike_id = KS_TRAP_IKE_ID; /* a trap: ours all the same (kernel_sadb_remove_orphans) */
 	return 0;
 }
 

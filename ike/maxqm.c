@@ -215,6 +215,7 @@ static char *status_text(private_maxqm_t *this, size_t *len)
 	fprintf(f, "sadb_soft_expired %llu\n", (unsigned long long)ks.soft_expired);
 	fprintf(f, "sadb_hard_expired %llu\n", (unsigned long long)ks.hard_expired);
 	fprintf(f, "sadb_seq_soft_expired %llu\n", (unsigned long long)ks.seq_soft_expired);
+	fprintf(f, "sadb_acquires %llu\n", (unsigned long long)ks.acquires);
 	e = this->entries->create_enumerator(this->entries);
 	while (e->enumerate(e, NULL, &q))
 		fprintf(f, "ike %u %s v%d %s qm %u limit %u%s\n", q->ike_id, q->conn, q->version,

@@ -39,13 +39,13 @@
 #define SADB_DEFAULT_PATH   SADB_RUN_DIR "/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 8u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+#define SADB_LAYOUT_VERSION 9u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
                                 * 4: fragmentation drop reasons and counters; 5: the dataplane's
                                 * hold on SA slots, stale-SA and sequence-lease drop reasons,
                                 * runtime seq_lease; 6: the home agent record; 7: the workers'
                                 * hand-off counters; 8: the workers' records hold every worker
                                 * counter (per port, per path, SA-charged drops) and the ICMP_DECAP
-                                * drop reason */
+                                * drop reason; 9: the ACQUIRE drop reason */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u

@@ -45,7 +45,8 @@
 	F(X, STALE_SA,        30, "SA object of a replaced SA instance") \
 	F(X, SEQ_LEASE,       31, "sequence numbers not yet recorded on disk") \
 	F(X, NO_BINDING,      32, "mobile node away without a binding (nothing to tunnel to)") \
-	F(X, ICMP_DECAP,      33, "ICMP error about a decapsulated packet with no source or SA its tunnel allows")
+	F(X, ICMP_DECAP,      33, "ICMP error about a decapsulated packet with no source or SA its tunnel allows") \
+	F(X, ACQUIRE,         34, "no SA yet for the policy (acquire raised, tunnel on demand)")
 
 /* SADB_DROP_REASONS(X) calls X(name, number, text) for every reason, in number order;
  * SADB_DROP_LIST(X) calls X(name, text), in the same order (the number is the position). */

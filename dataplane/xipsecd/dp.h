@@ -208,6 +208,7 @@ struct dp_ctx {
 	uint64_t sa_soft_expired, sa_hard_expired;
 	struct dp_mip6 *mip6;        /* dp_mip6.c: the Mobile IPv6 home agent */
 	struct dp_handoff *handoff;  /* dp_handoff.c; NULL with one worker or --no-handoff */
+	struct dp_acquire *acq;      /* dp_acquire.c */
 };
 
 /* ---- dp_mip6*.c: the Mobile IPv6 home agent (control thread, except where noted; dp_mip6.h) ---- */
@@ -238,6 +239,19 @@ unsigned dp_handoff_serve(struct dp_worker *w);
  * was). */
 bool dp_handoff_sleep(struct dp_worker *w);
 void dp_handoff_woke(struct dp_worker *w, bool readable);
+
+/* ---- dp_acquire.c: acquires for PROTECT policies without an SA (on-demand tunnels) ---- */
+/* Control thread, before the workers start / after they stopped. 0 or -ENOMEM (without a channel
+ * to the IKE daemon it logs a warning and raises none). */
+int dp_acquire_init(struct dp_ctx *ctx);
+void dp_acquire_fini(struct dp_ctx *ctx);
+/* A worker's packet at l3 (len bytes) matched PROTECT policy pol and its reqid has no SA: ask the
+ * IKE daemon for one, rate limited per policy and in all, never blocking. The caller drops the
+ * packet (SADB_DROP_ACQUIRE). */
+void dp_acquire_raise(struct dp_worker *w, const struct sadb_policy *pol, const uint8_t *l3,
+		      uint32_t len, bool mobile);
+/* Acquires sent, lost (no daemon listens, its queue full) and held back by the rate limit. */
+void dp_acquire_stats(const struct dp_ctx *ctx, uint64_t *raised, uint64_t *lost, uint64_t *limited);
 
 /* ---- dp_util.c ---- */
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -71,14 +71,15 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 {
 	char *p = buf;
 	size_t left = len;
-	uint64_t pass = 0, redir = 0;
+	uint64_t pass = 0, redir = 0, acq, acq_lost, acq_limited;
 
 	dp_xdp_stats(ctx, &pass, &redir);
+	dp_acquire_stats(ctx, &acq, &acq_lost, &acq_limited);
 	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,\"batch\":%u,"
 	    "\"sadb_generation\":%llu,\"sas\":%u,\"sa_soft_expired\":%llu,"
 	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,\"handoff\":%s,"
 	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu,\"bad_spi\":%llu},\"tun\":\"%s\","
-	    "\"worker\":[",
+	    "\"acquires\":{\"raised\":%llu,\"lost\":%llu,\"limited\":%llu},\"worker\":[",
 	    (int)getpid(), ctx->ifc[DP_IN].name, ctx->ifc[DP_OUT].name, ctx->n_workers, ctx->batch,
 	    (unsigned long long)ctx->sadb_gen, dp_sa_count(ctx),
 	    (unsigned long long)ctx->sa_soft_expired, (unsigned long long)ctx->sa_hard_expired,
@@ -86,7 +87,8 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 	    ctx->handoff ? "true" : "false",
 	    (unsigned long long)pass, (unsigned long long)redir,
 	    (unsigned long long)dp_xdp_spi_drops(ctx),
-	    ctx->tun_fd >= 0 ? (ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0") : "");
+	    ctx->tun_fd >= 0 ? (ctx->cfg.tun_name ? ctx->cfg.tun_name : "xipsec0") : "",
+	    (unsigned long long)acq, (unsigned long long)acq_lost, (unsigned long long)acq_limited);
 	for (unsigned i = 0; i < ctx->n_workers; i++) {
 		const struct sadb_worker_stats *s = ctx->w[i].sst;
 		bool first = true;

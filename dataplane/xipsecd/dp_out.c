@@ -2,12 +2,13 @@
  * outbound meets the outbound SPD (dp_spd.c, doc/architecture.md rule 6). A frame gets here from the
  * RX loop (inside interface), from the gateway's own packets (dp_local.c: the TUN device, the home
  * agent; FWD_FROM_TUN) and from the forwarding stage (a packet from the outside whose route leaves by
- * the outside again, FWD_SPD_OUT). It leaves as a counted drop (no policy, discard, no SA, too big),
+ * the outside again, FWD_SPD_OUT). It leaves as a counted drop (no policy, discard, no SA yet: an
+ * acquire is raised, dp_acquire.c; too big),
  * into the SA's burst for the engine (dp_group_add), or back to its caller to be forwarded: the
  * packet itself where a policy bypasses it, or the ICMP error written about a packet dropped here.
  * An IPv4 packet without DF that is too big for the SA is cut into fragments first (dp_l3_cut), each
  * protected on its own (RFC 4301 section 8.1). Calls down only: the SPD, the L3 helpers, the engine
- * stage, the ICMP builders. */
+ * stage, the ICMP builders, the acquire channel. */
 #include "config.h"
 
 #include "dataplane/xipsecd/dp_path.h"
@@ -97,7 +98,9 @@ bool dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 	}
 	sa = dp_sa_find_out(w->ctx, pol.reqid);
 	if (!sa) {
-		dp_drop(w, addr, SADB_DROP_SA_STATE);
+		/* on demand: the IKE daemon negotiates the SA; this packet is not kept (dp_acquire.c) */
+		dp_acquire_raise(w, &pol, dp_mem(w, addr), len, flags & FWD_MOBILE);
+		dp_drop(w, addr, SADB_DROP_ACQUIRE);
 		return false;
 	}
 	if (sa->unusable) {

@@ -19,6 +19,11 @@ static unsigned pkt_sel(const uint8_t *l3, uint32_t len, bool mobile, struct sad
 	return r;
 }
 
+unsigned dp_spd_sel(const uint8_t *l3, uint32_t len, bool mobile, struct sadb_pkt_sel *sel)
+{
+	return pkt_sel(l3, len, mobile, sel) == SADB_DROP_NONE ? SADB_DROP_NONE : SADB_DROP_TRUNCATED;
+}
+
 unsigned dp_spd_out(const struct sadb *db, const uint8_t *l3, uint32_t len, bool mobile,
 		    struct sadb_policy *pol)
 {

@@ -23,6 +23,10 @@
 unsigned dp_spd_out(const struct sadb *db, const uint8_t *l3, uint32_t len, bool mobile,
 		    struct sadb_policy *pol);
 
+/* The selector the outbound SPD matched the packet by (the same one dp_spd_out builds), for the
+ * acquire a PROTECT policy without an SA raises: SADB_DROP_NONE or TRUNCATED. */
+unsigned dp_spd_sel(const uint8_t *l3, uint32_t len, bool mobile, struct sadb_pkt_sel *sel);
+
 /* Plaintext from the outside: a forward policy (as XFRM's "fwd") first, an inbound one otherwise.
  * SADB_DROP_NONE where one bypasses it; TRUNCATED, NO_POLICY, POLICY_MISMATCH (it demands
  * protection: plaintext is a mismatch, not a discard) or POLICY_DISCARD. */

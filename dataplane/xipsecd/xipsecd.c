@@ -435,6 +435,11 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		dp_log(LOG_ERR, "cannot set up the hand-off rings: %s", strerror(-err));
 		return err;
 	}
+	err = dp_acquire_init(ctx);
+	if (err) {
+		dp_log(LOG_ERR, "cannot set up acquires: %s", strerror(-err));
+		return err;
+	}
 	err = dp_sa_init(ctx);
 	if (err) {
 		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
@@ -509,6 +514,7 @@ static void teardown(struct dp_ctx *ctx, int nlfd, int sfd)
 	sadb_dp_detach(ctx->db); /* no engine object is left */
 	dp_in_fini(ctx);
 	dp_handoff_fini(ctx);
+	dp_acquire_fini(ctx);
 	dp_mip6_fini(ctx);
 	dp_tun_close(ctx);
 	dp_ctl_close(ctx);

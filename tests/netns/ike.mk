@@ -3,7 +3,8 @@
 IKE_NETNS_TESTS = tests/netns/test_ike_psk.sh tests/netns/test_ike_auth.sh tests/netns/test_ike_maxqm.sh \
 	tests/netns/test_ike_lifetime.sh tests/netns/test_ike_interop.sh tests/netns/test_ike_traffic.sh \
 	tests/netns/test_ike_interop_traffic.sh tests/netns/test_ike_mobike.sh \
-	tests/netns/test_ike_seqlimit.sh tests/netns/test_ike_rekey_nonce.sh tests/netns/test_ike_replace.sh
+	tests/netns/test_ike_seqlimit.sh tests/netns/test_ike_rekey_nonce.sh tests/netns/test_ike_replace.sh \
+	tests/netns/test_ike_trap.sh
 EXTRA_DIST += tests/netns/ike_common.sh $(IKE_NETNS_TESTS)
 if HAVE_STRONGSWAN
 NETNS_TESTS += $(IKE_NETNS_TESTS)

@@ -42,6 +42,8 @@ ike_dirs() {
 		# not $(xt_sadb): lib.sh must record the file for its cleanup in this shell, not a subshell
 		xt_sadb "iked-$1" > "$XT_DIR/$1/sadb-path"
 	fi
+	# the daemon's acquire socket beside the SADB (sadb/sadb_acquire.h), left behind if it is killed
+	XT_FILES+=("$(cat "$XT_DIR/$1/sadb-path").acquire")
 }
 
 ike_sadb() { cat "$XT_DIR/$1/sadb-path"; }

@@ -5,7 +5,7 @@
 # leaves through the outside interface again, the packet takes the hub's outbound SPD lookup and is
 # protected again for B (RFC 4301 §5.1), never sent on in clear. A capture on the hub's outside link
 # shows only ESP. Without a hub-to-B SA, or without a hub-to-B policy, the packets are dropped with
-# their reasons (sa_state, no_policy), still never in clear.
+# their reasons (acquire, no_policy), still never in clear.
 #
 #   h1 -- gw1 (A) --\                        192.0.2.1 / .2 / .3 on one bridge (sw)
 #                    sw -- gw3 (hub) -- h3
@@ -91,12 +91,12 @@ blocked() {
 }
 # No hub -> B SA: dropped (the policy demands protection), never forwarded in clear.
 dp_ctl gw3 del 0x202 esp 192.0.2.2
-blocked nosa sa_state "a hub -> B SA"
+blocked nosa acquire "a hub -> B SA"
 # No hub -> B policy either: no_policy.
 timeout 30 "$top_builddir/ipsecctl/ipsecctl" --sadb "$(dp_sadb_of gw3)" policy delete out \
 	from 10.0.0.0/8 to 10.2.0.0/24 || xt_fail "cannot delete the hub -> B policy"
 blocked nopol no_policy "a hub -> B policy"
-xt_log "without the hub -> B SA: sa_state drops; without its policy: no_policy drops; nothing in clear"
+xt_log "without the hub -> B SA: acquire drops; without its policy: no_policy drops; nothing in clear"
 dp_ping h1 10.3.0.2
 dp_finish
 exit 0
