@@ -20,6 +20,7 @@ want=(
 	"$sysconfdir/xipsec/ipsec.conf" "$sysconfdir/xipsec/xipsec.env"
 	"$sysconfdir/xipsec/iked/swanctl.conf" "$sysconfdir/xipsec/iked/strongswan.conf"
 	"$systemdsystemunitdir/xipsecd.service" "$systemdsystemunitdir/xipsec-load.service"
+	"$systemdsystemunitdir/xipsec-exporter.service"
 )
 [ "$have_strongswan" = yes ] &&
 	want+=("$sbindir/xipsec-iked" "$mandir/man8/xipsec-iked.8" "$systemdsystemunitdir/xipsec-iked.service")
