@@ -29,6 +29,7 @@ want=(
 	       "$systemdsystemunitdir/xipsec-snmpd.service"
 	       "$pkgdatadir/mibs/ietf/SNMPv2-SMI.txt" "$pkgdatadir/mibs/ietf/SNMPv2-TC.txt"
 	       "$pkgdatadir/mibs/ietf/SNMPv2-CONF.txt" "$pkgdatadir/mibs/ietf/HCNUM-TC.txt"
+	       "$pkgdatadir/mibs/ietf/INET-ADDRESS-MIB.txt"
 	       "$pkgdatadir/mibs/ietf/README")
 printf '%s\n' "${want[@]}" | sort > "$T/want"
 (cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) > "$T/got"
