@@ -22,4 +22,5 @@ snmpmibdir = $(datadir)/snmp/mibs
 dist_snmpmib_DATA = snmpd/mib/XIPSEC-MIB.txt
 ietfmibdir = $(pkgdatadir)/mibs/ietf
 dist_ietfmib_DATA = snmpd/mib/ietf/SNMPv2-SMI.txt snmpd/mib/ietf/SNMPv2-TC.txt \
-	snmpd/mib/ietf/SNMPv2-CONF.txt snmpd/mib/ietf/HCNUM-TC.txt snmpd/mib/ietf/README
+	snmpd/mib/ietf/SNMPv2-CONF.txt snmpd/mib/ietf/HCNUM-TC.txt \
+	snmpd/mib/ietf/INET-ADDRESS-MIB.txt snmpd/mib/ietf/README

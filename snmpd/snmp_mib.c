@@ -27,7 +27,9 @@ enum {
 	COL_SA_SOURCE = 5, COL_SA_MODE, COL_SA_REQID, COL_SA_IKE_ID, COL_SA_STATE, COL_SA_EXPIRY,
 	COL_SA_PACKETS, COL_SA_OCTETS, COL_SA_DROPS, COL_SA_CREATED, COL_SA_LAST_USED,
 	COL_SA_SOFT_SECONDS, /* .. COL_SA_SOFT_SECONDS + XS_LEFT_MAX - 1 */
-	COL_SA_LAST = COL_SA_SOFT_SECONDS + XS_LEFT_MAX - 1
+	COL_SA_DST_TYPE = COL_SA_SOFT_SECONDS + XS_LEFT_MAX, COL_SA_DST_ADDR, COL_SA_SRC_TYPE,
+	COL_SA_SRC_ADDR,
+	COL_SA_LAST = COL_SA_SRC_ADDR
 };
 enum { COL_W_FIRST = 2, COL_W_LAST = COL_W_FIRST + XS_W_MAX - 1 };
 enum { COL_DROP_PACKETS = 2, COL_DROP_SA, COL_DROP_NOSA };
@@ -74,6 +76,12 @@ static size_t addr_bytes(const struct sadb_addr *a, const u_char **p)
 	return a->family == AF_INET6 ? 16 : 4;
 }
 
+/* InetAddressType (RFC 4001): ipv4(1), ipv6(2) */
+static long addr_type(const struct sadb_addr *a)
+{
+	return a->family == AF_INET6 ? 2 : 1;
+}
+
 /* A new row of t with its index already set; false (counted, row freed) when the index exists. */
 static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row)
 {
@@ -93,8 +101,11 @@ static void build_tables(void)
 	for (size_t i = 0; i < v->n_sa; i++) {
 		const struct xm_sa_key *k = v->sa[i].key;
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
-		u_long spi = k->spi;
-		long dir = k->dir, proto = k->proto;
+		/* Unsigned32 in a u_long: the whole 32 bits, never sign-extended, so that an SPI of
+		 * 2^31 and more (every one IKE allocates) sorts and matches as the unsigned number
+		 * it is */
+		u_long spi = (u_long)(uint32_t)k->spi;
+		long dir = k->dir, proto = k->proto, dtype = addr_type(&k->dst);
 		const u_char *dst;
 		size_t dlen = addr_bytes(&k->dst, &dst);
 
@@ -109,6 +120,7 @@ static void build_tables(void)
 		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &spi, sizeof(spi));
 		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dir, sizeof(dir));
 		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &proto, sizeof(proto));
+		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dtype, sizeof(dtype));
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, dst, dlen);
 		row_add(M.t[T_SA], row);
 	}
@@ -227,10 +239,12 @@ static int sa_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 	size_t slen;
 
 	switch (col) {
-	case COL_SA_SOURCE:
+	case COL_SA_SOURCE: case COL_SA_SRC_ADDR:
 		slen = addr_bytes(&e->key->src, &src);
 		snmp_set_var_typed_value(vb, ASN_OCTET_STR, src, slen);
 		return 0;
+	case COL_SA_SRC_TYPE: set_int(vb, addr_type(&e->key->src)); return 0;
+	case COL_SA_DST_TYPE: case COL_SA_DST_ADDR: return SNMP_NOSUCHOBJECT; /* index only */
 	case COL_SA_MODE: set_int(vb, e->key->mode); return 0;
 	case COL_SA_REQID: set_u32(vb, ASN_UNSIGNED, e->key->reqid); return 0;
 	case COL_SA_IKE_ID: set_u32(vb, ASN_UNSIGNED, e->key->ike_id); return 0;
@@ -242,7 +256,7 @@ static int sa_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 	case COL_SA_CREATED: set_u32(vb, ASN_UNSIGNED, e->created); return 0;
 	case COL_SA_LAST_USED: set_u32(vb, ASN_UNSIGNED, e->last_used); return 0;
 	}
-	if (col < COL_SA_SOFT_SECONDS || col > COL_SA_LAST)
+	if (col < COL_SA_SOFT_SECONDS || col >= COL_SA_SOFT_SECONDS + XS_LEFT_MAX)
 		return SNMP_NOSUCHOBJECT;
 	unsigned l = col - COL_SA_SOFT_SECONDS;
 
@@ -278,6 +292,15 @@ static int drop_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 	return SNMP_NOSUCHOBJECT;
 }
 
+/* The SA table's readable columns: the index (1..4, 22, 23) has no instance, and GETNEXT must step
+ * over it rather than stop at it. */
+static unsigned sa_valid_list[] = { COL_SA_SRC_TYPE, COL_SA_SRC_ADDR };
+static netsnmp_column_info sa_valid[2] = {
+	{ .isRange = 1, .details.range = { COL_SA_SOURCE, COL_SA_SOFT_SECONDS + XS_LEFT_MAX - 1 },
+	  .next = &sa_valid[1] },
+	{ .isRange = 0, .list_count = 2, .details.list = sa_valid_list },
+};
+
 /* XIPSEC-MIB's tables: where each is registered, its columns and index, and how a column of one of
  * its rows is read. */
 static const struct table {
@@ -285,11 +308,13 @@ static const struct table {
 	const oid *oid;
 	size_t oid_len;
 	unsigned min_col, max_col;
-	int index[5];               /* ASN types of the index parts, 0-terminated */
+	int index[6];               /* ASN types of the index parts, 0-terminated */
 	int (*column)(netsnmp_variable_list *vb, const void *row, unsigned col);
+	netsnmp_column_info *valid;  /* NULL: every column from min_col to max_col */
 } tables[XS_TABLES] = {
 	[T_SA] = { "xipsecSaTable", sa_table_oid, OID_LENGTH(sa_table_oid), COL_SA_SOURCE,
-		   COL_SA_LAST, { ASN_UNSIGNED, ASN_INTEGER, ASN_INTEGER, ASN_OCTET_STR }, sa_column },
+		   COL_SA_LAST, { ASN_UNSIGNED, ASN_INTEGER, ASN_INTEGER, ASN_INTEGER, ASN_OCTET_STR },
+		   sa_column, &sa_valid[0] },
 	[T_WORKER] = { "xipsecWorkerTable", worker_table_oid, OID_LENGTH(worker_table_oid),
 		       COL_W_FIRST, COL_W_LAST, { ASN_UNSIGNED }, worker_column },
 	[T_DROP] = { "xipsecDropTable", drop_table_oid, OID_LENGTH(drop_table_oid),
@@ -346,6 +371,7 @@ static int register_table(const struct table *t, netsnmp_tdata *data)
 		netsnmp_table_helper_add_index(ti, *type);
 	ti->min_column = t->min_col;
 	ti->max_column = t->max_col;
+	ti->valid_columns = t->valid;
 	if (netsnmp_tdata_register(reg, data, ti) != MIB_REGISTERED_OK)
 		return -EINVAL;
 	/* first in the chain: the table-data registration looks rows up in its table helper already */

@@ -1,8 +1,9 @@
 # systemd/local.mk: the systemd units, made from their .in files with the configured paths
 # (sbindir, sysconfdir) substituted at make time (so `make prefix=...` is honoured), installed in
 # $(systemdsystemunitdir) (configure --with-systemdsystemunitdir; default $(prefix)/lib/systemd/system).
-# xipsec-iked.service only where xipsec-iked is built, xipsec-snmpd.service where xipsec-snmpd is.
-XIPSEC_UNITS = systemd/xipsecd.service systemd/xipsec-load.service
+# xipsec-iked.service only where xipsec-iked is built, xipsec-snmpd.service where xipsec-snmpd is;
+# xipsec-exporter.service (ipsecctl metrics --listen) always, as ipsecctl is.
+XIPSEC_UNITS = systemd/xipsecd.service systemd/xipsec-load.service systemd/xipsec-exporter.service
 if HAVE_STRONGSWAN
 XIPSEC_UNITS += systemd/xipsec-iked.service
 endif
@@ -11,9 +12,9 @@ XIPSEC_UNITS += systemd/xipsec-snmpd.service
 endif
 systemdsystemunit_DATA = $(XIPSEC_UNITS)
 EXTRA_DIST += systemd/xipsecd.service.in systemd/xipsec-load.service.in systemd/xipsec-iked.service.in \
-	systemd/xipsec-snmpd.service.in
+	systemd/xipsec-snmpd.service.in systemd/xipsec-exporter.service.in
 CLEANFILES += systemd/xipsecd.service systemd/xipsec-load.service systemd/xipsec-iked.service \
-	systemd/xipsec-snmpd.service
+	systemd/xipsec-snmpd.service systemd/xipsec-exporter.service
 
 XIPSEC_SUBST = $(AM_V_GEN)$(MKDIR_P) systemd && rm -f $@ $@.tmp && \
 	sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
@@ -27,4 +28,6 @@ systemd/xipsec-load.service: $(srcdir)/systemd/xipsec-load.service.in Makefile
 systemd/xipsec-iked.service: $(srcdir)/systemd/xipsec-iked.service.in Makefile
 	$(XIPSEC_SUBST)
 systemd/xipsec-snmpd.service: $(srcdir)/systemd/xipsec-snmpd.service.in Makefile
+	$(XIPSEC_SUBST)
+systemd/xipsec-exporter.service: $(srcdir)/systemd/xipsec-exporter.service.in Makefile
 	$(XIPSEC_SUBST)

@@ -21,6 +21,7 @@ want=(
 	"$sysconfdir/xipsec/ipsec.conf" "$sysconfdir/xipsec/xipsec.env"
 	"$sysconfdir/xipsec/iked/swanctl.conf" "$sysconfdir/xipsec/iked/strongswan.conf"
 	"$systemdsystemunitdir/xipsecd.service" "$systemdsystemunitdir/xipsec-load.service"
+	"$systemdsystemunitdir/xipsec-exporter.service"
 )
 [ "$have_strongswan" = yes ] &&
 	want+=("$sbindir/xipsec-iked" "$mandir/man8/xipsec-iked.8" "$systemdsystemunitdir/xipsec-iked.service")
@@ -29,6 +30,7 @@ want=(
 	       "$systemdsystemunitdir/xipsec-snmpd.service"
 	       "$pkgdatadir/mibs/ietf/SNMPv2-SMI.txt" "$pkgdatadir/mibs/ietf/SNMPv2-TC.txt"
 	       "$pkgdatadir/mibs/ietf/SNMPv2-CONF.txt" "$pkgdatadir/mibs/ietf/HCNUM-TC.txt"
+	       "$pkgdatadir/mibs/ietf/INET-ADDRESS-MIB.txt"
 	       "$pkgdatadir/mibs/ietf/README")
 printf '%s\n' "${want[@]}" | sort > "$T/want"
 (cd "$D" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) > "$T/got"

@@ -60,7 +60,8 @@ printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0x3000 in reqid 9 enc aes1
 	> "$XT_DIR/lt.conf"
 timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --new-keys -f "$XT_DIR/lt.conf" || xt_fail "ipsecctl -f lt.conf"
 # gw1 -> gw2 under SPI 0x2000 (8192), gw2 -> gw1 under 0x2001 (8193)
-dp_tunnel gcm 4 1 8192 8193
+SPI_IN=8192 SPI_OUT=8193
+dp_tunnel gcm 4 1 $SPI_IN $SPI_OUT
 dp_start gw1
 dp_start gw2
 
@@ -103,11 +104,12 @@ sleep 1.5   # the counters settle and the subagent's 1 s cache expires
 sa_json() { timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --json show sa "$1" > "$XT_DIR/sa-$1.json" ||
 	xt_fail "ipsecctl show sa $1"; }
 ctl_c() { dp_json "$XT_DIR/sa-$1.json" "j['sas'][0]['counters']['$2']"; }
-# gw2: inbound 8192 (dst 192.0.2.2), outbound 8193 (dst 192.0.2.1)
-for row in "8192 inbound 192.0.2.2" "8193 outbound 192.0.2.1"; do
+# gw2: inbound SPI_IN (dst 192.0.2.2), outbound SPI_OUT (dst 192.0.2.1); the index ends in the
+# destination's InetAddressType (ipv4) and InetAddress (length 4, then the octets)
+for row in "$SPI_IN inbound 192.0.2.2" "$SPI_OUT outbound 192.0.2.1"; do
 	set -- $row
 	sa_json "$1"
-	idx="$1.$2.esp.4.${3//./.}"
+	idx="$1.$2.esp.ipv4.4.${3//./.}"
 	got=$(val "xipsecSaPackets.$idx" "xipsecSaOctets.$idx" "xipsecSaDrops.$idx" "xipsecSaState.$idx" \
 		"xipsecSaMode.$idx" "xipsecSaReqid.$idx" | tr '\n' ' ')
 	read -r pk oc dr st mo rq <<< "$got"
@@ -123,17 +125,33 @@ for row in "8192 inbound 192.0.2.2" "8193 outbound 192.0.2.1"; do
 		xt_fail "SA $1: drops/state/mode/reqid: $got"
 done
 
-# The whole SA table: one row per SA, the unused one with its limits, the others without.
-snmp snmpbulkwalk -On xipsecSaPackets > "$SD/walk-packets.txt" || xt_fail "walk of xipsecSaPackets"
-[ "$(wc -l < "$SD/walk-packets.txt")" = 3 ] || xt_fail "SA table rows: $(cat "$SD/walk-packets.txt")"
+# The whole SA table: one row per SA, in the index's order, each row's index answering a
+# GET; the unused one with its limits, the others without.
+for walk in snmpwalk snmpbulkwalk; do
+	snmp $walk -On xipsecSaPackets > "$SD/walk-packets.txt" || xt_fail "$walk of xipsecSaPackets"
+	want=".1.3.6.1.4.1.32473.1.2.1.11.$SPI_IN.1.50.1.4.192.0.2.2
+.1.3.6.1.4.1.32473.1.2.1.11.$SPI_OUT.2.50.1.4.192.0.2.1
+.1.3.6.1.4.1.32473.1.2.1.11.12288.1.50.1.4.192.0.2.2"
+	[ "$(cut -d' ' -f1 "$SD/walk-packets.txt")" = "$want" ] ||
+		xt_fail "$walk of the SA table: $(cat "$SD/walk-packets.txt")"
+done
+for o in $(cut -d' ' -f1 "$SD/walk-packets.txt"); do
+	snmp snmpget -On "$o" "${o/.1.2.1.11./.1.2.1.25.}" "${o/.1.2.1.11./.1.2.1.24.}" > "$SD/get.txt" ||
+		xt_fail "GET $o"
+	! grep -q "No Such" "$SD/get.txt" || xt_fail "GET of a walked row: $(cat "$SD/get.txt")"
+done
+# InetAddress has no display hint (its form depends on its type): Net-SNMP shows the octets
+src=$(snmp snmpget -OqvU "xipsecSaSrcAddressType.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2" \
+	"xipsecSaSrcAddress.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2" | tr '\n' ' ')
+src=${src//[ \"]/}; [ "$src" = ipv4C0000201 ] || xt_fail "source address: $src"
 [ "$(val xipsecSaCount.0 xipsecPolicyCount.0 xipsecWorkerCount.0 xipsecDataplaneUp.0 xipsecSadbUp.0 \
 	xipsecIkeUp.0 | tr '\n' ' ')" = "3 2 1 true true false " ] || xt_fail "scalars: $(snmp snmpwalk xipsecGlobals)"
-lt=12288.inbound.esp.4.192.0.2.2
+lt=12288.inbound.esp.ipv4.4.192.0.2.2
 read -r hs ss sp hb <<< "$(val xipsecSaHardSecondsLeft.$lt xipsecSaSoftSecondsLeft.$lt \
 	xipsecSaSoftPacketsLeft.$lt xipsecSaHardOctetsLeft.$lt | tr '\n' ' ')"
 [ "$hs" -gt 7000 ] && [ "$hs" -le 7200 ] && [ "$ss" -gt 3400 ] && [ "$ss" -le 3600 ] &&
 	[ "$sp" = 1000 ] && [ "$hb" = 5000000 ] || xt_fail "remaining lifetime: $hs $ss $sp $hb"
-snmp snmpget xipsecSaHardSecondsLeft.8192.inbound.esp.4.192.0.2.2 | grep -q "No Such Instance" ||
+snmp snmpget xipsecSaHardSecondsLeft.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2 | grep -q "No Such Instance" ||
 	xt_fail "an SA without a time limit has a remaining time"
 snmp snmpwalk xipsecSaHardSecondsLeft > "$SD/walk-hard.txt" || xt_fail "walk of a sparse column"
 [ "$(grep -c . "$SD/walk-hard.txt")" = 1 ] && grep -q "\.12288\.inbound" "$SD/walk-hard.txt" ||
@@ -168,10 +186,10 @@ xt_exec gw2 snmpget -v3 -l authPriv -u "$USER" -a SHA -A wrong-auth-pass -x AES 
 	"127.0.0.1:$PORT" .1.3.6.1.4.1.32473.1.1.2.0 > "$SD/wrong.out" 2>&1 &&
 	xt_fail "a wrong authentication key was accepted: $(cat "$SD/wrong.out")"
 xt_exec gw2 snmpset -v3 -l authPriv -u xsadmin -a SHA -A xs-admin-auth-1 -x AES -X xs-admin-priv-1 \
-	-t 3 -r 0 "127.0.0.1:$PORT" .1.3.6.1.4.1.32473.1.2.1.7.8192.1.50.4.192.0.2.2 u 5 > "$SD/set.out" 2>&1 &&
+	-t 3 -r 0 "127.0.0.1:$PORT" .1.3.6.1.4.1.32473.1.2.1.7.$SPI_IN.1.50.1.4.192.0.2.2 u 5 > "$SD/set.out" 2>&1 &&
 	xt_fail "SET accepted: $(cat "$SD/set.out")"
 grep -q "notWritable" "$SD/set.out" || xt_fail "SET: $(cat "$SD/set.out")"
-[ "$(val xipsecSaReqid.8192.inbound.esp.4.192.0.2.2)" = 1 ] || xt_fail "SET changed the reqid"
+[ "$(val xipsecSaReqid.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2)" = 1 ] || xt_fail "SET changed the reqid"
 
 # The master agent restarts: the subagent (same process) reconnects within its ping interval.
 agent_pid=$(pgrep -P "$(xt_pid snmp-agent)" -f xipsec-snmpd)
@@ -182,7 +200,7 @@ xt_wait 15 sh -c "[ \$(grep -c 'subagent connected' '$XT_DIR/snmp-agent.log') -g
 	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not reconnect"; }
 [ "$(pgrep -P "$(xt_pid snmp-agent)" -f xipsec-snmpd)" = "$agent_pid" ] || xt_fail "the subagent restarted"
 xt_wait 10 sh -c "[ \"\$(timeout 10 nsenter --net=/run/netns/$(xt_ns gw2) snmpget $V3 -m XIPSEC-MIB -M '$MIBDIRS' \
-	-t 2 -r 0 -OqvU 127.0.0.1:$PORT xipsecSaPackets.8192.inbound.esp.4.192.0.2.2)\" = $N_PING ]" ||
+	-t 2 -r 0 -OqvU 127.0.0.1:$PORT xipsecSaPackets.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2)\" = $N_PING ]" ||
 	xt_fail "no answer after the master's restart"
 
 xt_stop snmp-agent TERM
