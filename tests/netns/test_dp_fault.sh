@@ -148,10 +148,15 @@ flooded() {
 	local kind=$1 rate=() spi=0x1101 count=icv before after c0 t w0
 	[ "$2" = max ] || rate=(rate "$2")
 	[ "$kind" = icv ] || { spi=0x5eed; count=bad_spi; }
+	# Sequence numbers far above the live window's top: gw1's leased numbers jump by a whole lease
+	# at each restart (the kill -9 above), so a fixed base could fall below the window.
+	local top seq
+	top=$(timeout 30 "$DP_TESTCTL" "$DP_SADB_gw2" rt 0x1101 esp 192.0.2.2 | sed -n 's/^replay_top=//p')
+	seq=$(( ${top:-0} + 16777216 ))
 	if [ -x "$GEN" ]; then
 		# AF_XDP generator (C): several hundred thousand packets per second
 		xt_bg sw badicv "${PIN[@]}" "$GEN" tx s2 "$mac2" 192.0.2.1 192.0.2.2 140 1 30 esp "$spi" \
-			"${rate[@]}"
+			seq "$seq" "${rate[@]}"
 	else
 		xt_bg sw badicv "$PYTHON" -c "
 import socket, os, time
@@ -162,7 +167,7 @@ s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind(('s2', 0))
 # sequence numbers far above the window: they pass the replay check and fail the ICV
 frames = [bytes(Ether(dst='$mac2')/IP(src='192.0.2.1', dst='192.0.2.2')/
-          ESP(spi=$spi, seq=1000000 + i)/Raw(os.urandom(120))) for i in range(4096)]
+          ESP(spi=$spi, seq=$seq + i)/Raw(os.urandom(120))) for i in range(4096)]
 end = time.time() + 30
 print('sending', flush=True)
 while time.time() < end:
