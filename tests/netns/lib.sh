@@ -28,6 +28,8 @@ XT_DIR=$(mktemp -d "/tmp/xipsec-$XT_ID.XXXXXX")
 # when no caller chose one (tests/run-test does): a benchmark or a test run by hand never writes the
 # machine's /var/lib/xipsec, where they would pile up (20,000 files per 10,000 mobile nodes).
 [ -n "${XIPSEC_STATE_DIR:-}" ] || export XIPSEC_STATE_DIR="$XT_DIR/state"
+# Likewise xipsecd's counters view (sadb/sadb_stats.h): never the machine's /run/xipsec-stats.
+[ -n "${XIPSEC_STATS:-}" ] || export XIPSEC_STATS="$XT_DIR/stats/view"
 XT_TIMEOUT=${XT_TIMEOUT:-60}
 XT_BG_TIMEOUT=${XT_BG_TIMEOUT:-300}
 XT_NAMESPACES=()

@@ -8,6 +8,7 @@
 # frames before them).
 # dp_topo [QUEUES]     build it (veths with QUEUES queues; checksum offload off on senders)
 # dp_start GW [ARGS]   start xipsecd on gw1/gw2 (in a background job with a timeout), wait until up
+# dp_stats_of GW       the counters view its xipsecd writes (what the exporter and xipsec-snmpd read)
 # dp_status GW         its control socket's JSON
 # dp_ctl GW ARGS...    dp_testctl on the gateway's SADB
 # dp_bypass_all        bypass policies both ways on both gateways (v4 and v6)
@@ -79,10 +80,12 @@ dp_ctl() {
 	timeout 30 "$DP_TESTCTL" "$(dp_sadb_of "$gw")" "$@" >/dev/null || xt_fail "dp_testctl $gw $*"
 }
 
+dp_stats_of() { printf '%s' "$XT_DIR/stats-$1/view"; }
+
 dp_start() {
 	local gw=$1 n; n=${gw#gw}; shift
 	xt_bg "$gw" "xipsecd-$gw" "$XIPSECD" --inside "in$n" --outside "out$n" \
-		--sadb "$(dp_sadb_of "$gw")" --ctl "$XT_DIR/$gw.sock" "$@"
+		--sadb "$(dp_sadb_of "$gw")" --ctl "$XT_DIR/$gw.sock" --stats "$(dp_stats_of "$gw")" "$@"
 	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$gw.sock" ||
 		{ cat "$XT_DIR/xipsecd-$gw.log" >&2; xt_fail "xipsecd on $gw did not start"; }
 }
