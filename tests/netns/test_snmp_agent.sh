@@ -82,7 +82,7 @@ snmpd_start() {
 	xt_wait 10 test -S "$SOCK" || { cat "$SD/snmpd-$1.log" >&2; xt_fail "snmpd did not open $SOCK"; }
 }
 snmpd_start 1
-xt_bg gw2 snmp-agent "$AGENT" --agentx-socket "$SOCK" --sadb "$(dp_sadb_of gw2)" --no-ike --ping 1 ${XS_AGENT_DEBUG:-}
+xt_bg gw2 snmp-agent "$AGENT" --agentx-socket "$SOCK" --stats "$(dp_stats_of gw2)" --no-ike --ping 1 ${XS_AGENT_DEBUG:-}
 xt_wait 10 grep -q "subagent connected" "$XT_DIR/snmp-agent.log" ||
 	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not connect"; }
 
