@@ -9,6 +9,8 @@
 # dp_topo [QUEUES]     build it (veths with QUEUES queues; checksum offload off on senders)
 # dp_start GW [ARGS]   start xipsecd on gw1/gw2 (in a background job with a timeout), wait until up
 # dp_stats_of GW       the counters view its xipsecd writes (what the exporter and xipsec-snmpd read)
+# dp_ipv4_only         IPv6 off in every namespace: the kernels' own IPv6 chatter (MLD, router
+#                      solicitations) would reach the dataplanes without a policy and blur exact counts
 # dp_status GW         its control socket's JSON
 # dp_ctl GW ARGS...    dp_testctl on the gateway's SADB
 # dp_bypass_all        bypass policies both ways on both gateways (v4 and v6)
@@ -81,6 +83,13 @@ dp_ctl() {
 }
 
 dp_stats_of() { printf '%s' "$XT_DIR/stats-$1/view"; }
+
+dp_ipv4_only() {
+	local ns
+	for ns in h1 gw1 sw gw2 h2; do
+		xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	done
+}
 
 dp_start() {
 	local gw=$1 n; n=${gw#gw}; shift

@@ -16,9 +16,7 @@ CTL="$top_builddir/ipsecctl/ipsecctl"
 N=9 SPI1=0x1000 SPI2=0x2000 PORT1=9786 PORT2=9787 PROM=9090
 
 dp_topo 1
-for ns in h1 gw1 sw gw2 h2; do
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
+dp_ipv4_only
 dp_tunnel gcm 4 1 $SPI1 $SPI2
 dp_start gw1
 dp_start gw2

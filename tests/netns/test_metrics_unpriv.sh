@@ -21,9 +21,7 @@ as_mon() { xt_exec gw2 setpriv --reuid "$MON" --regid "$MON" --clear-groups --in
 chmod 0711 "$XT_DIR"
 
 dp_topo 1
-for ns in h1 gw1 sw gw2 h2; do
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
+dp_ipv4_only
 dp_tunnel gcm 4 1 $SPI1 $SPI2
 dp_start gw1
 dp_start gw2 --stats-group "$MON"

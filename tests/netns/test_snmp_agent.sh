@@ -55,9 +55,7 @@ grep -q 'xipsecSaPackets' "$SD/tp-all.txt" || xt_fail "-m +XIPSEC-MIB: no xipsec
 dp_topo 1
 # IPv4 only: the kernels' IPv6 chatter would reach the dataplanes without a policy and blur the exact
 # drop counts below.
-for ns in h1 gw1 sw gw2 h2; do
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
+dp_ipv4_only
 # An inbound SA with lifetimes that no traffic uses (its limits show as remaining lifetime).
 printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0x3000 in reqid 9 enc aes128gcm16 key %s %s\n' \
 	0x0102030405060708090a0b0c0d0e0f1011121314 'soft time 1h packets 1000 hard time 2h bytes 5000000' \
