@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,9 +83,10 @@ static int refuse(const char *path, const struct stat *st, bool dir, char *errms
 	const char *what = S_ISLNK(st->st_mode) ? "a symbolic link" : S_ISDIR(st->st_mode) ? "a directory" :
 			   S_ISREG(st->st_mode) ? "a regular file" : "a special file";
 
-	FERR("%s: %s owned by uid %u with mode %04o; expected %s owned by uid %u (remove it if you did "
-	     "not make it)", path, what, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777),
-	     dir ? "a directory" : "a regular file", (unsigned)geteuid());
+	FERR("%s: %s owned by uid %u with mode %04o; expected %s owned by uid %u%s (remove it if you "
+	     "did not make it)", path, what, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777),
+	     dir ? "a directory" : "a regular file", (unsigned)geteuid(),
+	     dir ? " that no one else may write" : "");
 	if (S_ISLNK(st->st_mode))
 		return -ELOOP;
 	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
@@ -92,44 +94,44 @@ static int refuse(const char *path, const struct stat *st, bool dir, char *errms
 	return -EPERM;
 }
 
-/* The view's directory (the name's parent): made when missing; one we own gets group gid and mode
- * 2750 (set-group-ID: a file made in it takes the group, so a producer without CAP_CHOWN can make
- * the view when the directory was made for it, as the package's tmpfiles.d line does); anything
- * else is refused. */
+/* The view's directory (the name's parent): made when missing, with group gid and mode 2750
+ * (set-group-ID: a file made in it takes the group, so a producer without CAP_CHOWN can make the
+ * view in a directory made for it, as the package's tmpfiles.d line does). One that exists is used
+ * as it is when it is ours and nobody else may write it — never changed: a --stats of /tmp/view must
+ * not make /tmp 2750 — and refused otherwise. */
 static int prepare_dir(const char *path, gid_t gid, char *errmsg, size_t errlen)
 {
 	char dir[4096];
 	char *slash;
 	struct stat st;
+	bool made;
 	int fd, r = 0;
 
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir) || !(slash = strrchr(dir, '/'))) {
+	if (path[0] != '/' || snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
 		FERR("%s: expected an absolute path", path);
 		return -EINVAL;
 	}
-	if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
-	if (mkdir(dir, 02750) < 0 && errno != EEXIST) {
+	slash = strrchr(dir, '/');
+	slash[slash == dir ? 1 : 0] = '\0';
+	made = mkdir(dir, 02750) == 0;
+	if (!made && errno != EEXIST) {
 		r = -errno;
 		FERR("cannot create %s: %s", dir, strerror(errno));
 		return r;
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
-		r = -errno;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		r = fd < 0 ? -errno : -EPERM;
 		if (lstat(dir, &st) == 0)
 			r = refuse(dir, &st, true, errmsg, errlen);
 		else
 			FERR("cannot open %s: %s", dir, strerror(-r));
 		if (fd >= 0)
 			close(fd);
-		return r ? r : -EPERM;
+		return r;
 	}
-	/* mkdir's mode went through the umask, and an old directory may have another group */
-	if ((st.st_gid != gid && fchown(fd, (uid_t)-1, gid) < 0) ||
-	    ((st.st_mode & 07777) != 02750 && fchmod(fd, 02750) < 0)) {
+	/* mkdir's mode went through the umask, and the group is the creator's */
+	if (made && ((st.st_gid != gid && fchown(fd, (uid_t)-1, gid) < 0) || fchmod(fd, 02750) < 0)) {
 		r = -errno;
 		FERR("cannot give %s group %u and mode 2750: %s (make it so, e.g. with systemd-tmpfiles)",
 		     dir, (unsigned)gid, strerror(errno));

@@ -17,9 +17,9 @@
  * Files: the view is a regular file mode 0640, owned by the producer's euid, group the monitoring
  * group, in a directory mode 2750 of the same owner and group (default /run/xipsec-stats: not
  * /run/xipsec, whose 0700 keeps the monitoring group away from the SADB; set-group-ID so that the
- * file takes the group without CAP_CHOWN). The producer creates the directory when missing, takes
- * over one it owns (group and mode set again) and refuses a directory or file name that is a
- * symbolic link, not of the expected type or owned by another user. Each producer start builds a new file under a temporary name and renames it into place, so
+ * file takes the group without CAP_CHOWN). The producer creates the directory when missing, uses
+ * one it owns that no one else may write as it is, and refuses a directory or file name that is a
+ * symbolic link, not of the expected type, owned by another user (or a directory others may write). Each producer start builds a new file under a temporary name and renames it into place, so
  * a reader never sees a half-initialised file.
  *
  * Publication (the argument): the file holds a head and two buffers. The producer fills the buffer
