@@ -20,23 +20,9 @@
 
 #define N_SA 40
 
+/* One directory for the whole run (each test works in a subdirectory of its own), removed at the
+ * end. */
 static char tdir[64];
-
-static int setup_dir(void **state)
-{
-	(void)state;
-	snprintf(tdir, sizeof(tdir), "/tmp/xipsec-test-stats.XXXXXX");
-	return mkdtemp(tdir) ? 0 : -1;
-}
-
-static int teardown_dir(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 /* A SADB with N_SA SAs whose runtime counters are all `value`. */
 static struct sadb *make_db(uint32_t *slots)
@@ -65,11 +51,12 @@ static void set_counters(struct sadb *db, const uint32_t *slots, uint64_t value)
 	}
 }
 
-static const char *view_path(void)
+/* The view's name in the test's subdirectory `sub` (which xipsecd's part makes, or the test). */
+static const char *view_path(const char *sub)
 {
 	static char p[128];
 
-	snprintf(p, sizeof(p), "%s/dir/view", tdir);
+	snprintf(p, sizeof(p), "%s/%s/view", tdir, sub);
 	return p;
 }
 
@@ -86,12 +73,12 @@ static void test_reading(void **state)
 	set_counters(db, slots, 7);
 	__atomic_store_n(&sadb_worker_stats(db, 0)->rx_bytes, 4242, __ATOMIC_RELAXED);
 	__atomic_store_n(&sadb_dp_stats(db)->n_workers, 1, __ATOMIC_RELAXED);
-	assert_int_equal(sadb_stats_create(view_path(), getegid(), 256, &w, msg, sizeof(msg)), 0);
-	assert_int_equal(sadb_stats_load(view_path(), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(view_path("a"), getegid(), 256, &w, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_load(view_path("a"), &r, msg, sizeof(msg)), 0);
 	assert_int_equal(r->published, 0);            /* nothing published yet: an empty reading */
 	free(r);
 	assert_int_equal(sadb_stats_publish(w, db), 0);
-	assert_int_equal(sadb_stats_load(view_path(), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_load(view_path("a"), &r, msg, sizeof(msg)), 0);
 	assert_int_equal(sadb_stats_read(db, true, &direct), 0);
 	assert_true(r->published > 0);
 	assert_int_equal(r->n_sa, N_SA);
@@ -120,7 +107,7 @@ static void test_reading(void **state)
 
 	/* no key bytes in the file, whatever the offset */
 	{
-		FILE *f = fopen(view_path(), "rb");
+		FILE *f = fopen(view_path("a"), "rb");
 		size_t len;
 		uint8_t *buf;
 
@@ -139,13 +126,13 @@ static void test_reading(void **state)
 		}
 		free(buf);
 	}
-	assert_int_equal(stat(view_path(), &st), 0);
+	assert_int_equal(stat(view_path("a"), &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	assert_int_equal(st.st_gid, getegid());
 	{
 		char dir[128];
 
-		snprintf(dir, sizeof(dir), "%s/dir", tdir);
+		snprintf(dir, sizeof(dir), "%s/a", tdir);
 		assert_int_equal(stat(dir, &st), 0);
 		assert_int_equal(st.st_mode & 07777, 02750);
 	}
@@ -161,24 +148,24 @@ static void test_refused_names(void **state)
 
 	(void)state;
 	/* a symbolic link at the view's name: refused, the link and its target left alone */
-	snprintf(target, sizeof(target), "%s/dir", tdir);
+	snprintf(target, sizeof(target), "%s/b", tdir);
 	assert_int_equal(mkdir(target, 02750), 0);
 	snprintf(target, sizeof(target), "%s/target", tdir);
 	assert_int_equal(close(open(target, O_CREAT | O_WRONLY, 0600)), 0);
-	assert_int_equal(symlink(target, view_path()), 0);
-	assert_int_equal(sadb_stats_create(view_path(), getegid(), 16, &w, msg, sizeof(msg)), -ELOOP);
+	assert_int_equal(symlink(target, view_path("b")), 0);
+	assert_int_equal(sadb_stats_create(view_path("b"), getegid(), 16, &w, msg, sizeof(msg)), -ELOOP);
 	assert_null(w);
 	assert_non_null(strstr(msg, "symbolic link"));
-	assert_int_equal(lstat(view_path(), &st), 0);
+	assert_int_equal(lstat(view_path("b"), &st), 0);
 	assert_true(S_ISLNK(st.st_mode));
-	assert_int_equal(unlink(view_path()), 0);
+	assert_int_equal(unlink(view_path("b")), 0);
 	/* a directory in its place */
-	assert_int_equal(mkdir(view_path(), 0700), 0);
-	assert_int_equal(sadb_stats_create(view_path(), getegid(), 16, &w, msg, sizeof(msg)), -EINVAL);
-	assert_int_equal(rmdir(view_path()), 0);
+	assert_int_equal(mkdir(view_path("b"), 0700), 0);
+	assert_int_equal(sadb_stats_create(view_path("b"), getegid(), 16, &w, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(rmdir(view_path("b")), 0);
 	/* the directory itself a symbolic link */
 	snprintf(link, sizeof(link), "%s/ldir", tdir);
-	snprintf(target, sizeof(target), "%s/dir", tdir);
+	snprintf(target, sizeof(target), "%s/b", tdir);
 	assert_int_equal(symlink(target, link), 0);
 	strcat(link, "/view");
 	assert_int_equal(sadb_stats_create(link, getegid(), 16, &w, msg, sizeof(msg)), -ELOOP);
@@ -228,12 +215,12 @@ static void test_never_torn(void **state)
 	unsigned whole = 0;
 
 	(void)state;
-	assert_int_equal(sadb_stats_create(view_path(), getegid(), 256, &rc.w, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(view_path("c"), getegid(), 256, &rc.w, msg, sizeof(msg)), 0);
 	assert_int_equal(sadb_stats_publish(rc.w, rc.db), 0);
 	assert_int_equal(pthread_create(&th, NULL, publisher, &rc), 0);
 	for (unsigned i = 0; i < 3000; i++) {
 		struct sadb_stats_reading *r;
-		int err = sadb_stats_load(view_path(), &r, msg, sizeof(msg));
+		int err = sadb_stats_load(view_path("c"), &r, msg, sizeof(msg));
 
 		if (err == -EAGAIN)
 			continue;
@@ -256,10 +243,17 @@ static void test_never_torn(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_reading, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_refused_names, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_never_torn, setup_dir, teardown_dir),
+		cmocka_unit_test(test_reading),
+		cmocka_unit_test(test_refused_names),
+		cmocka_unit_test(test_never_torn),
 	};
+	char cmd[128];
+	int failed;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(tdir, sizeof(tdir), "/tmp/xipsec-test-stats.XXXXXX");
+	if (!mkdtemp(tdir))
+		return 1;
+	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	return system(cmd) == 0 ? failed : 1;
 }
