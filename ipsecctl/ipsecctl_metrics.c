@@ -3,8 +3,10 @@
  * atomically as a node_exporter textfile (temporary file in the same directory, then rename), or
  * served over HTTP by a small long-running exporter (--listen). The exporter is its own process so
  * that the dataplane never parses HTTP; its server, and the limits that keep any local user from
- * stalling it, are metrics/metrics_http.c's (xm_http_serve). A scrape reads the SADB and
- * xipsec-iked afresh unless the last reading is younger than --min-interval. */
+ * stalling it, are metrics/metrics_http.c's (xm_http_serve). A scrape reads the counters view
+ * (sadb/sadb_stats.h) and xipsec-iked afresh unless the last reading is younger than
+ * --min-interval: the exporter runs as an unprivileged member of the monitoring group and maps no
+ * key. The one-shot forms read the SADB itself (root) unless --stats says otherwise. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,17 +24,23 @@
 #include "ipsecctl/ipsecctl.h"
 #include "ipsecctl/ipsecctl_cmd.h"
 #include "metrics/metrics.h"
+#include "sadb/sadb_stats.h"
 
 #define METRICS_DEFAULT_LISTEN "127.0.0.1:9786"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ipsecctl [--sadb PATH] metrics [--textfile FILE | --listen [ADDR:PORT]\n"
-		   "                [--min-interval MS]] [--no-sa] [--no-ike] [--ike-run-dir DIR] [--vici URI]\n"
+		   "                [--min-interval MS]] [--source sadb|stats] [--stats PATH] [--no-sa]\n"
+		   "                [--no-ike] [--ike-run-dir DIR] [--vici URI]\n"
 		   "  (no option)        print the metrics (Prometheus text format 0.0.4)\n"
 		   "  --textfile FILE    write them to FILE atomically (node_exporter textfile collector)\n"
 		   "  --listen ADDR:PORT serve GET /metrics over HTTP (default " METRICS_DEFAULT_LISTEN ")\n"
-		   "  --min-interval MS  serve one reading to every scrape within MS ms of it (default %d)\n",
+		   "  --min-interval MS  serve one reading to every scrape within MS ms of it (default %d)\n"
+		   "  --source S         the SADB (default without --listen) or xipsecd's counters view\n"
+		   "                     (stats, default with --listen: no access to the SADB needed)\n"
+		   "  --stats PATH       the counters view (default $" SADB_STATS_ENV_PATH " or\n"
+		   "                     " SADB_STATS_DEFAULT_PATH "); implies --source stats\n",
 		XM_HTTP_MIN_INTERVAL_MS);
 }
 
@@ -203,7 +211,7 @@ static int serve(const char *spec, const struct xm_opts *xo, unsigned min_interv
 int ctl_cmd_metrics(int argc, char **argv)
 {
 	struct xm_opts xo = { 0 };
-	const char *textfile = NULL, *listen_spec = NULL;
+	const char *textfile = NULL, *listen_spec = NULL, *source = NULL;
 	unsigned min_interval_ms = XM_HTTP_MIN_INTERVAL_MS;
 	char *text = NULL;
 	size_t len = 0;
@@ -231,6 +239,10 @@ int ctl_cmd_metrics(int argc, char **argv)
 			min_interval_ms = (unsigned)v;
 		} else if (!strcmp(a, "--sadb") && has_next)
 			xo.sadb_path = argv[++i];
+		else if (!strcmp(a, "--source") && has_next)
+			source = argv[++i];
+		else if (!strcmp(a, "--stats") && has_next)
+			xo.stats_path = argv[++i];
 		else if (!strcmp(a, "--no-sa"))
 			xo.no_sa = true;
 		else if (!strcmp(a, "--no-ike"))
@@ -256,6 +268,16 @@ int ctl_cmd_metrics(int argc, char **argv)
 		ctl_err("metrics: --textfile and --listen exclude each other");
 		return CTL_EXIT_USAGE;
 	}
+	if (source && strcmp(source, "sadb") && strcmp(source, "stats")) {
+		ctl_err("metrics: --source %s: expected sadb or stats", source);
+		return CTL_EXIT_USAGE;
+	}
+	if (source && !strcmp(source, "sadb") && xo.stats_path) {
+		ctl_err("metrics: --stats goes with --source stats");
+		return CTL_EXIT_USAGE;
+	}
+	/* The long-running exporter parses HTTP from any local user: it reads the key-less view. */
+	xo.stats = source ? !strcmp(source, "stats") : xo.stats_path || listen_spec;
 	xm_global_init();
 	if (listen_spec) {
 		rc = serve(listen_spec, &xo, min_interval_ms);

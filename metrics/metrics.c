@@ -1,10 +1,11 @@
 /* metrics/metrics.c: the metrics collection layer's families and its SADB part: the table of every
- * family (name, help, type, row set, extra label), a snapshot's set-up and rows, and the reading of
- * the SADB — per-SA runtime counters, lifetimes and expiry, the dataplane workers' records, SA and
- * policy counts. The xipsec-iked part, with charon's names, is metrics/metrics_ike.c; samples are
- * stored by metrics/metrics_snapshot.c; both are below this file. Reads the runtime areas the way
- * ipsecctl's `show` does: each counter once with a relaxed load, the record as the owner writes it
- * (doc/architecture.md rule 5). */
+ * family (name, help, type, row set, extra label), a snapshot's set-up and rows, and the SADB and
+ * dataplane families — per-SA counters, lifetimes and expiry, the dataplane workers' records, SA and
+ * policy counts — from one reading (sadb/sadb_stats.h): the counters view xipsecd publishes (the
+ * exporter and xipsec-snmpd, unprivileged) or the same reading made from the SADB (root's one-shot),
+ * so both sources give the same figures. The xipsec-iked part, with charon's names, is
+ * metrics/metrics_ike.c; samples are stored by metrics/metrics_snapshot.c; both are below this
+ * file. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,8 +18,7 @@
 
 #include "metrics/metrics.h"
 #include "metrics/metrics_int.h"
-
-#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#include "sadb/sadb_stats.h"
 
 static const char *reason_names[SADB_DROP_MAX];
 static pthread_once_t reason_once = PTHREAD_ONCE_INIT;
@@ -46,7 +46,8 @@ struct fam_def {
 #define RS XM_ROWS_SA
 #define RW XM_ROWS_WORKER
 static const struct fam_def defs[XM_FAMILIES] = {
-	[XM_SADB_UP] = { "xipsec_sadb_up", "1 when the SADB could be opened and read, else 0", G, RG, 0 },
+	[XM_SADB_UP] = { "xipsec_sadb_up", "1 when the SADB, or the counters view of it, could be opened "
+		"and read, else 0", G, RG, 0 },
 	[XM_SADB_SAS] = { "xipsec_sadb_sas", "SAs in the SADB", G, RG, 0 },
 	[XM_SADB_SA_CAPACITY] = { "xipsec_sadb_sa_capacity", "SAs the SADB can hold", G, RG, 0 },
 	[XM_SADB_POLICIES] = { "xipsec_sadb_policies", "Policies in the SADB", G, RG, 0 },
@@ -124,6 +125,8 @@ static const struct fam_def defs[XM_FAMILIES] = {
 		"Negotiated SAs that reached their hard lifetime", C, RG, 0 },
 	[XM_IKE_SEQ_SOFT_EXPIRED] = { "xipsec_ike_sadb_seq_soft_expired_total",
 		"Negotiated SAs that neared the end of their sequence number space", C, RG, 0 },
+	[XM_STATS_AGE] = { "xipsec_stats_age_seconds", "Seconds since xipsecd published the counters "
+		"view these figures come from (only when they come from it)", G, RG, 0 },
 };
 #undef C
 #undef G
@@ -262,16 +265,14 @@ static uint64_t remain_seconds(const struct sadb_lifetime *lt, uint64_t created,
 	return r;
 }
 
-static int sa_one(struct xm_snapshot *s, struct sadb *db, const struct sadb_sa *sa, uint32_t slot)
+static int sa_one(struct xm_snapshot *s, const struct sadb_stats_sa *sa)
 {
-	struct sadb_runtime_view rv;  /* all zero when the slot holds another instance */
 	char spi[16], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	const char *vals[5];
 	struct xm_sa_key *k;
 	long row;
 	int rc = 0;
 
-	sadb_runtime_read(db, slot, sa->instance, 0, &rv);
 	snprintf(spi, sizeof(spi), "0x%08" PRIx32, sa->spi);
 	sadb_addr_str(&sa->src, src, sizeof(src));
 	sadb_addr_str(&sa->dst, dst, sizeof(dst));
@@ -293,29 +294,29 @@ static int sa_one(struct xm_snapshot *s, struct sadb *db, const struct sadb_sa *
 		s->sa_key_cap = cap;
 	}
 	k = &s->sa.sa[row];
-	*k = (struct xm_sa_key){ slot, sa->spi, sa->proto, sa->dir, sa->mode, sa->state, sa->reqid,
+	*k = (struct xm_sa_key){ sa->slot, sa->spi, sa->proto, sa->dir, sa->mode, sa->state, sa->reqid,
 				 sa->ike_id, sa->instance, sa->src, sa->dst };
-	rc |= xm_add(s, XM_SA_PACKETS, (uint32_t)row, 0, rv.packets);
-	rc |= xm_add(s, XM_SA_BYTES, (uint32_t)row, 0, rv.bytes);
+	rc |= xm_add(s, XM_SA_PACKETS, (uint32_t)row, 0, sa->packets);
+	rc |= xm_add(s, XM_SA_BYTES, (uint32_t)row, 0, sa->bytes);
 	for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-		if (rv.drops[i])
-			rc |= xm_add(s, XM_SA_DROPS, (uint32_t)row, i, rv.drops[i]);
+		if (sa->drops[i])
+			rc |= xm_add(s, XM_SA_DROPS, (uint32_t)row, i, sa->drops[i]);
 	rc |= xm_add(s, XM_SA_STATE, (uint32_t)row, 0, sa->state);
-	rc |= xm_add(s, XM_SA_EXPIRY, (uint32_t)row, 0, rv.expired & 2 ? 2 : rv.expired & 1 ? 1 : 0);
+	rc |= xm_add(s, XM_SA_EXPIRY, (uint32_t)row, 0, sa->expired & 2 ? 2 : sa->expired & 1 ? 1 : 0);
 	rc |= xm_add(s, XM_SA_CREATED, (uint32_t)row, 0, sa->created);
-	rc |= xm_add(s, XM_SA_LAST_USED, (uint32_t)row, 0, rv.last_used);
+	rc |= xm_add(s, XM_SA_LAST_USED, (uint32_t)row, 0, sa->last_used);
 	for (unsigned l = 0; l < 2; l++) {
 		const struct sadb_lifetime *lt = l ? &sa->hard : &sa->soft;
-		uint64_t sec = remain_seconds(lt, sa->created, rv.first_used, s->now);
+		uint64_t sec = remain_seconds(lt, sa->created, sa->first_used, s->now);
 
 		if (sec != UINT64_MAX)
 			rc |= xm_add(s, XM_SA_REMAIN_SECONDS, (uint32_t)row, l, sec);
 		if (lt->bytes)
 			rc |= xm_add(s, XM_SA_REMAIN_BYTES, (uint32_t)row, l,
-				     lt->bytes > rv.bytes ? lt->bytes - rv.bytes : 0);
+				     lt->bytes > sa->bytes ? lt->bytes - sa->bytes : 0);
 		if (lt->packets)
 			rc |= xm_add(s, XM_SA_REMAIN_PACKETS, (uint32_t)row, l,
-				     lt->packets > rv.packets ? lt->packets - rv.packets : 0);
+				     lt->packets > sa->packets ? lt->packets - sa->packets : 0);
 	}
 	return rc ? -ENOMEM : 0;
 }
@@ -326,100 +327,112 @@ static bool pid_alive(uint64_t pid)
 	return pid && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
-static int collect_sadb(struct xm_snapshot *s, struct sadb *db, bool no_sa)
+static int worker_one(struct xm_snapshot *s, uint32_t w, const struct sadb_worker_stats *ws,
+		      uint64_t *drops)
 {
-	const struct sadb_dp_stats *ds = sadb_dp_stats(db);
-	uint64_t drops[SADB_DROP_MAX] = { 0 };
-	struct sadb_info info;
-	struct sadb_sa sa;
-	uint32_t cur = 0, slot, nw;
+	char name[16];
+	const char *v[1] = { name };
+	long row;
 	int rc = 0;
 
-	if (sadb_info(db, &info) < 0) {
-		snprintf(s->sadb_err, sizeof(s->sadb_err), "%s", sadb_errmsg(db));
-		return xm_add(s, XM_SADB_UP, 0, 0, 0);
+	snprintf(name, sizeof(name), "%" PRIu32, w);
+	if ((row = rows_add(&s->worker, v)) < 0)
+		return -ENOMEM;
+	rc |= xm_add(s, XM_W_RX_PACKETS, (uint32_t)row, 0, ws->rx[SADB_PORT_INSIDE] + ws->rx[SADB_PORT_OUTSIDE]);
+	rc |= xm_add(s, XM_W_RX_BYTES, (uint32_t)row, 0, ws->rx_bytes);
+	rc |= xm_add(s, XM_W_TX_PACKETS, (uint32_t)row, 0, ws->tx[SADB_PORT_INSIDE] + ws->tx[SADB_PORT_OUTSIDE]);
+	rc |= xm_add(s, XM_W_TX_BYTES, (uint32_t)row, 0, ws->tx_bytes);
+	rc |= xm_add(s, XM_W_FRAG_PACKETS, (uint32_t)row, 0, ws->frag_packets);
+	rc |= xm_add(s, XM_W_FRAG_MADE, (uint32_t)row, 0, ws->frag_made);
+	rc |= xm_add(s, XM_W_REASM_PACKETS, (uint32_t)row, 0, ws->reasm_packets);
+	rc |= xm_add(s, XM_W_REASM_FRAGS, (uint32_t)row, 0, ws->reasm_frags);
+	rc |= xm_add(s, XM_W_HANDOFF_DONE, (uint32_t)row, 0, ws->handoff_done);
+	rc |= xm_add(s, XM_W_HANDOFF_JOBS, (uint32_t)row, 0, ws->handoff_jobs);
+	rc |= xm_add(s, XM_W_HANDOFF_PKTS, (uint32_t)row, 0, ws->handoff_pkts);
+	rc |= xm_add(s, XM_W_HANDOFF_BACK, (uint32_t)row, 0, ws->handoff_back);
+	for (unsigned i = 1; i < SADB_DROP_MAX; i++) {
+		drops[i] += ws->drops[i];
+		rc |= xm_add(s, XM_W_DROPS, (uint32_t)row, i, ws->drops[i]);
 	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* The SADB and dataplane families from one reading, the view's or the SADB's (the same struct, so
+ * the exporter and the one-shot show the same figures). */
+static int collect_reading(struct xm_snapshot *s, const struct sadb_stats_reading *r, bool no_sa)
+{
+	uint64_t drops[SADB_DROP_MAX];
+	uint32_t nw = r->n_workers < SADB_MAX_WORKERS ? r->n_workers : SADB_MAX_WORKERS;
+	int rc = 0;
+
+	memcpy(drops, r->sa_drops, sizeof(drops));
 	rc |= xm_add(s, XM_SADB_UP, 0, 0, 1);
-	rc |= xm_add(s, XM_SADB_SAS, 0, 0, info.n_sa);
-	rc |= xm_add(s, XM_SADB_SA_CAPACITY, 0, 0, info.max_sa);
-	rc |= xm_add(s, XM_SADB_POLICIES, 0, 0, info.n_policy);
-	rc |= xm_add(s, XM_SADB_POLICY_CAPACITY, 0, 0, info.max_policy);
-	rc |= xm_add(s, XM_SADB_CHANGES, 0, 0, info.generation);
-	while (sadb_sa_next(db, &cur, &sa, &slot) == 0) {
-		struct sadb_runtime_view v;
-
-		/* The totals by reason count every SA, even with the per-SA families left out. */
-		if (sadb_runtime_read(db, slot, sa.instance, 0, &v) == 0)
-			for (unsigned i = 1; i < SADB_DROP_MAX; i++)
-				drops[i] += v.drops[i];
-		if (!no_sa && (rc |= sa_one(s, db, &sa, slot)) != 0)
-			break;
-	}
-	explicit_bzero(&sa, sizeof(sa));
-	nw = ds ? LD(ds->n_workers) : 0;
-	if (nw > SADB_MAX_WORKERS)
-		nw = SADB_MAX_WORKERS;
-	rc |= xm_add(s, XM_DP_UP, 0, 0, ds && pid_alive(LD(ds->pid)) ? 1 : 0);
-	rc |= xm_add(s, XM_DP_START_TIME, 0, 0, ds ? LD(ds->started) : 0);
+	rc |= xm_add(s, XM_SADB_SAS, 0, 0, r->n_sa);
+	rc |= xm_add(s, XM_SADB_SA_CAPACITY, 0, 0, r->max_sa);
+	rc |= xm_add(s, XM_SADB_POLICIES, 0, 0, r->n_policy);
+	rc |= xm_add(s, XM_SADB_POLICY_CAPACITY, 0, 0, r->max_policy);
+	rc |= xm_add(s, XM_SADB_CHANGES, 0, 0, r->sadb_generation);
+	for (uint32_t i = 0; i < r->n_rec && !no_sa && !rc; i++)
+		rc |= sa_one(s, &r->sa[i]);
+	rc |= xm_add(s, XM_DP_UP, 0, 0, pid_alive(r->dp_pid) ? 1 : 0);
+	rc |= xm_add(s, XM_DP_START_TIME, 0, 0, r->dp_started);
 	rc |= xm_add(s, XM_DP_WORKERS, 0, 0, nw);
-	for (uint32_t w = 0; w < nw && !rc; w++) {
-		const struct sadb_worker_stats *ws = sadb_worker_stats(db, w);
-		char name[16];
-		const char *v[1] = { name };
-		long row;
-
-		snprintf(name, sizeof(name), "%" PRIu32, w);
-		if ((row = rows_add(&s->worker, v)) < 0)
-			return -ENOMEM;
-		rc |= xm_add(s, XM_W_RX_PACKETS, (uint32_t)row, 0, sadb_worker_rx_packets(ws));
-		rc |= xm_add(s, XM_W_RX_BYTES, (uint32_t)row, 0, LD(ws->rx_bytes));
-		rc |= xm_add(s, XM_W_TX_PACKETS, (uint32_t)row, 0, sadb_worker_tx_packets(ws));
-		rc |= xm_add(s, XM_W_TX_BYTES, (uint32_t)row, 0, LD(ws->tx_bytes));
-		rc |= xm_add(s, XM_W_FRAG_PACKETS, (uint32_t)row, 0, LD(ws->frag_packets));
-		rc |= xm_add(s, XM_W_FRAG_MADE, (uint32_t)row, 0, LD(ws->frag_made));
-		rc |= xm_add(s, XM_W_REASM_PACKETS, (uint32_t)row, 0, LD(ws->reasm_packets));
-		rc |= xm_add(s, XM_W_REASM_FRAGS, (uint32_t)row, 0, LD(ws->reasm_frags));
-		rc |= xm_add(s, XM_W_HANDOFF_DONE, (uint32_t)row, 0, LD(ws->handoff_done));
-		rc |= xm_add(s, XM_W_HANDOFF_JOBS, (uint32_t)row, 0, LD(ws->handoff_jobs));
-		rc |= xm_add(s, XM_W_HANDOFF_PKTS, (uint32_t)row, 0, LD(ws->handoff_pkts));
-		rc |= xm_add(s, XM_W_HANDOFF_BACK, (uint32_t)row, 0, LD(ws->handoff_back));
-		for (unsigned i = 1; i < SADB_DROP_MAX; i++) {
-			uint64_t d = LD(ws->drops[i]);
-
-			drops[i] += d;
-			rc |= xm_add(s, XM_W_DROPS, (uint32_t)row, i, d);
-		}
-	}
+	for (uint32_t w = 0; w < nw && !rc; w++)
+		rc |= worker_one(s, w, &r->w[w], drops);
 	for (unsigned i = 1; i < SADB_DROP_MAX && !rc; i++)
 		rc |= xm_add(s, XM_DROPS, 0, i, drops[i]);
 	return rc ? -ENOMEM : 0;
 }
 
+/* A reading of the counters view (o->stats) or of the SADB; NULL with s->sadb_err set when the
+ * source cannot be read. */
+static struct sadb_stats_reading *read_source(struct xm_snapshot *s, const struct xm_opts *o)
+{
+	struct sadb_stats_reading *r = NULL;
+	struct sadb *db = o->db;
+	int err;
+
+	if (o->stats) {
+		if (sadb_stats_load(o->stats_path, &r, s->sadb_err, sizeof(s->sadb_err)) < 0)
+			return NULL;
+		if (!r->published) {
+			snprintf(s->sadb_err, sizeof(s->sadb_err), "the counters view has no reading yet");
+			free(r);
+			return NULL;
+		}
+		return r;
+	}
+	if (!db && sadb_open(o->sadb_path, SADB_RDONLY, NULL, &db, s->sadb_err, sizeof(s->sadb_err)) < 0)
+		return NULL;
+	err = sadb_stats_read(db, !o->no_sa, &r);
+	if (err < 0)
+		snprintf(s->sadb_err, sizeof(s->sadb_err), "%s", err == -ENOMEM ? strerror(ENOMEM) : sadb_errmsg(db));
+	if (db != o->db)
+		sadb_close(db);
+	return r;
+}
+
 int xm_collect(struct xm_snapshot *s, const struct xm_opts *o)
 {
 	static const struct xm_opts none = { 0 };
-	struct sadb *db;
-	int rc = 0;
+	struct sadb_stats_reading *r;
+	int rc;
 
 	if (!o)
 		o = &none;
 	pthread_once(&reason_once, reason_init);
 	snapshot_init(s, o->now ? o->now : (uint64_t)time(NULL));
-	db = o->db;
-	if (!db) {
-		char msg[256];
-		int r = sadb_open(o->sadb_path, SADB_RDONLY, NULL, &db, msg, sizeof(msg));
+	r = read_source(s, o);
+	if (r) {
+		rc = collect_reading(s, r, o->no_sa);
+		if (o->stats) {
+			uint64_t at = r->published / 1000000000u;
 
-		if (r < 0) {
-			db = NULL;
-			snprintf(s->sadb_err, sizeof(s->sadb_err), "%s", msg);
-			rc = xm_add(s, XM_SADB_UP, 0, 0, 0);
+			rc |= xm_add(s, XM_STATS_AGE, 0, 0, s->now > at ? s->now - at : 0);
 		}
-	}
-	if (db) {
-		rc = collect_sadb(s, db, o->no_sa);
-		if (db != o->db)
-			sadb_close(db);
+		free(r);
+	} else {
+		rc = xm_add(s, XM_SADB_UP, 0, 0, 0);
 	}
 	if (!rc && !o->no_ike)
 		rc = xm_collect_ike(s, o);

@@ -1,5 +1,6 @@
 /* metrics/metrics.h: xipsec's monitoring metrics collection layer (metrics/libxmetrics.a). One call,
- * xm_collect(), reads every counter an operator monitors — from the SADB (per-SA counters, drops by
+ * xm_collect(), reads every counter an operator monitors — from the SADB, or from the key-less
+ * counters view xipsecd makes of it (sadb/sadb_stats.h; xm_opts.stats), (per-SA counters, drops by
  * reason, lifetime remaining and expiry state; the dataplane workers' records; SA and policy counts)
  * and from xipsec-iked (IKE SA and CHILD SA counts by state over VICI, charon's message counters, and
  * the daemon's own counters from its status file) — into a snapshot of metric families. The
@@ -46,7 +47,7 @@ enum xm_type { XM_COUNTER = 1, XM_GAUGE = 2 };
 /* Every family; the comment is the Prometheus name (help texts in metrics.c, ipsecctl(8)). */
 enum xm_id {
 	/* SADB and dataplane, global row set */
-	XM_SADB_UP,                 /* xipsec_sadb_up: 1 when the SADB could be read */
+	XM_SADB_UP,                 /* xipsec_sadb_up: 1 when the SADB (or its view) could be read */
 	XM_SADB_SAS,                /* xipsec_sadb_sas */
 	XM_SADB_SA_CAPACITY,        /* xipsec_sadb_sa_capacity */
 	XM_SADB_POLICIES,           /* xipsec_sadb_policies */
@@ -98,6 +99,7 @@ enum xm_id {
 	XM_IKE_SOFT_EXPIRED,        /* xipsec_ike_sadb_soft_expired_total */
 	XM_IKE_HARD_EXPIRED,        /* xipsec_ike_sadb_hard_expired_total */
 	XM_IKE_SEQ_SOFT_EXPIRED,    /* xipsec_ike_sadb_seq_soft_expired_total */
+	XM_STATS_AGE,               /* xipsec_stats_age_seconds: the counters view's, global */
 	XM_FAMILIES                 /* how many there are */
 };
 
@@ -157,6 +159,12 @@ struct xm_snapshot {
 };
 
 struct xm_opts {
+	/* The source of the SADB and dataplane families. stats: the counters view (sadb/sadb_stats.h),
+	 * which needs no access to the SADB: what the exporter and xipsec-snmpd read, as an
+	 * unprivileged user. Else the SADB itself (root: ipsecctl's one-shot). The same figures either
+	 * way; only the view's are up to SADB_STATS_INTERVAL_MS old (xipsec_stats_age_seconds). */
+	bool stats;
+	const char *stats_path;     /* NULL: sadb_stats_default_path() */
 	const char *sadb_path;      /* NULL: sadb_default_path() */
 	struct sadb *db;            /* an open handle to read instead of opening sadb_path (kept open) */
 	bool no_sa;                 /* leave out the per-SA families (a million SAs) */

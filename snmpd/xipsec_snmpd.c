@@ -3,8 +3,10 @@
  * XIPSEC-MIB (snmpd/snmp_mib.c) and answers its GET/GETNEXT/GETBULK requests from the metrics
  * collection layer until SIGTERM or SIGINT. The master agent owns every SNMP policy question
  * (versions, users, communities, views); the subagent only ever reads. When the master goes away it
- * keeps running and reconnects every AgentX ping interval. This file owns the command line, the
- * Net-SNMP set-up and the main loop. xipsec-snmpd(8) is its manual. */
+ * keeps running and reconnects every AgentX ping interval. It reads xipsecd's key-less counters view
+ * (sadb/sadb_stats.h), never the SADB, so it runs as an unprivileged member of the monitoring group
+ * with no key mapped while it parses AgentX. This file owns the command line, the Net-SNMP set-up
+ * and the main loop. xipsec-snmpd(8) is its manual. */
 #include "snmpd/netsnmp.h"
 #include "config.h"
 
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "metrics/metrics.h"
+#include "sadb/sadb_stats.h"
 #include "snmpd/snmp_mib.h"
 
 #define PROG "xipsec-snmpd"
@@ -40,7 +43,8 @@ static void usage(FILE *f)
 		"usage: " PROG " [options]\n"
 		"  -x, --agentx-socket ADDR  the master agent's AgentX address (default: Net-SNMP's,\n"
 		"                            /var/agentx/master; tcp:HOST:PORT for TCP)\n"
-		"  -s, --sadb PATH           the SADB (default $XIPSEC_SADB, else /dev/shm/xipsec.sadb)\n"
+		"  -s, --stats PATH          xipsecd's counters view (default $" SADB_STATS_ENV_PATH ", else\n"
+		"                            " SADB_STATS_DEFAULT_PATH ")\n"
 		"      --ike-run DIR         xipsec-iked's run directory (default $XIPSEC_IKED_RUN, else\n"
 		"                            /run/xipsec-iked)\n"
 		"      --vici URI            xipsec-iked's VICI socket (default unix://RUN_DIR/charon.vici)\n"
@@ -75,7 +79,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "agentx-socket", required_argument, NULL, 'x' },
-		{ "sadb", required_argument, NULL, 's' },
+		{ "stats", required_argument, NULL, 's' },
 		{ "ike-run", required_argument, NULL, 'I' },
 		{ "vici", required_argument, NULL, 'U' },
 		{ "no-ike", no_argument, NULL, 'N' },
@@ -88,7 +92,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct xs_mib_conf conf = { .cache_seconds = 1 };
+	struct xs_mib_conf conf = { .cache_seconds = 1, .opts.stats = true };
 	const char *agentx = NULL, *debug = NULL;
 	long ping = DEFAULT_PING, cache = 1;
 	bool use_syslog = false;
@@ -98,7 +102,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "x:s:c:p:LD:hV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'x': agentx = optarg; break;
-		case 's': conf.opts.sadb_path = optarg; break;
+		case 's': conf.opts.stats_path = optarg; break;
 		case 'I': conf.opts.ike_run_dir = optarg; break;
 		case 'U': conf.opts.vici_uri = optarg; break;
 		case 'N': conf.opts.no_ike = true; break;

@@ -14,6 +14,7 @@
 #include <xdp/xsk.h>
 
 #include "sadb/sadb.h"
+#include "sadb/sadb_stats.h"
 #include "dataplane/xipsecd/xdp_shared.h"
 #include "dataplane/xipsecd/dp_frag.h"
 #include "dataplane/xipsecd/dp_cpus.h"
@@ -52,6 +53,8 @@ struct dp_config {
 	const char *bpf_obj;         /* NULL = XIPSEC_XDP_OBJ, else the build tree's copy
 	                              * when running from it, else dp_xdp_installed_obj() */
 	const char *ctl_path;        /* control socket */
+	const char *stats_path;      /* counters view; NULL = sadb_stats_default_path(), "" = none */
+	const char *stats_group;     /* its group; NULL = SADB_STATS_DEFAULT_GROUP */
 	const char *tun_name;        /* NULL = "xipsec0"; "" = none */
 	bool skb_mode;               /* force generic XDP */
 	bool copy_mode;              /* never try zero-copy */
@@ -209,6 +212,9 @@ struct dp_ctx {
 	struct dp_mip6 *mip6;        /* dp_mip6.c: the Mobile IPv6 home agent */
 	struct dp_handoff *handoff;  /* dp_handoff.c; NULL with one worker or --no-handoff */
 	struct dp_acquire *acq;      /* dp_acquire.c */
+	/* dp_stats.c (control thread): the counters view, when one could be made */
+	struct sadb_stats_writer *stats;
+	uint64_t stats_at, stats_gen;  /* when the last reading was published, of which generation */
 };
 
 /* ---- dp_mip6*.c: the Mobile IPv6 home agent (control thread, except where noted; dp_mip6.h) ---- */
@@ -370,6 +376,14 @@ void dp_tun_close(struct dp_ctx *ctx);
 int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len);
 /* Worker 0: one packet from the device into buf (read(2)'s result: -1 with EAGAIN when none waits). */
 ssize_t dp_tun_read(struct dp_ctx *ctx, uint8_t *buf, size_t cap);
+
+/* ---- dp_stats.c: the counters view (control thread) ---- */
+/* Make the view (after the SADB is open and attached); a failure is logged, never fatal. */
+void dp_stats_open(struct dp_ctx *ctx);
+/* Every control round: publish a reading when one is due (now: dp_now_ns()). */
+void dp_stats_tick(struct dp_ctx *ctx, uint64_t now);
+/* A last reading, then unmap (the file stays for the readers). */
+void dp_stats_close(struct dp_ctx *ctx);
 
 /* ---- dp_ctl.c: control socket ---- */
 int dp_ctl_open(struct dp_ctx *ctx);

@@ -45,6 +45,9 @@ static void usage(FILE *f)
 		"  -w, --workers N     worker threads, one per queue (default: every queue)\n"
 		"  -s, --sadb PATH     SADB (default $" SADB_ENV_PATH " or " SADB_DEFAULT_PATH ")\n"
 		"  -c, --ctl PATH      control socket (default " DP_DEFAULT_CTL "; \"\" for none)\n"
+		"      --stats PATH    the counters view monitoring reads (default $" SADB_STATS_ENV_PATH "\n"
+		"                      or " SADB_STATS_DEFAULT_PATH "; \"\" for none)\n"
+		"      --stats-group G the group that may read it (default " SADB_STATS_DEFAULT_GROUP ")\n"
 		"      --tun NAME      TUN device for the gateway's own traffic (default xipsec0;\n"
 		"                      \"none\" for no device)\n"
 		"      --xdp-obj PATH  the XDP program (default $XIPSEC_XDP_OBJ or %s)\n"
@@ -111,13 +114,16 @@ static int client(const char *path, const char *req)
 
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS };
+	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
+	       O_STATS, O_STATS_GROUP };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "sadb", required_argument, NULL, 's' },
 		{ "ctl", required_argument, NULL, 'c' },
+		{ "stats", required_argument, NULL, O_STATS },
+		{ "stats-group", required_argument, NULL, O_STATS_GROUP },
 		{ "tun", required_argument, NULL, O_TUN },
 		{ "xdp-obj", required_argument, NULL, O_XDP },
 		{ "skb-mode", no_argument, NULL, O_SKB },
@@ -169,6 +175,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 			break;
 		case 's': cfg->sadb_path = optarg; break;
 		case 'c': cfg->ctl_path = optarg; break;
+		case O_STATS: cfg->stats_path = optarg; break;
+		case O_STATS_GROUP: cfg->stats_group = optarg; break;
 		case O_TUN: cfg->tun_name = strcmp(optarg, "none") ? optarg : ""; break;
 		case O_XDP: cfg->bpf_obj = optarg; break;
 		case O_SKB: cfg->skb_mode = true; break;
@@ -329,6 +337,7 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 			dp_sa_tick(ctx);
 			dp_xdp_fold_drops(ctx);
 			dp_mip6_run(ctx);
+			dp_stats_tick(ctx, now);
 			last_sync = now;
 		}
 	}
@@ -478,6 +487,8 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		if (err)
 			return err;
 	}
+	/* last: the first reading shows every SA and worker the dataplane starts with */
+	dp_stats_open(ctx);
 	return 0;
 }
 
@@ -510,6 +521,7 @@ static void teardown(struct dp_ctx *ctx, int nlfd, int sfd)
 		if (w->nl_fd >= 0)
 			close(w->nl_fd);
 	}
+	dp_stats_close(ctx);
 	dp_sa_fini(ctx);
 	sadb_dp_detach(ctx->db); /* no engine object is left */
 	dp_in_fini(ctx);

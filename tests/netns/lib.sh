@@ -31,6 +31,8 @@ XT_DIR=$(mktemp -d "/tmp/xipsec-$XT_ID.XXXXXX")
 # XT_DISK_DIR is the run's directory on a disk, removed with XT_DIR.
 XT_DISK_DIR=$(mktemp -d "/var/tmp/xipsec-$XT_ID.XXXXXX")
 [ -n "${XIPSEC_STATE_DIR:-}" ] || export XIPSEC_STATE_DIR="$XT_DISK_DIR/state"
+# Likewise xipsecd's counters view (sadb/sadb_stats.h): never the machine's /run/xipsec-stats.
+[ -n "${XIPSEC_STATS:-}" ] || export XIPSEC_STATS="$XT_DIR/stats/view"
 XT_TIMEOUT=${XT_TIMEOUT:-60}
 XT_BG_TIMEOUT=${XT_BG_TIMEOUT:-300}
 XT_NAMESPACES=()

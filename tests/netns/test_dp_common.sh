@@ -8,6 +8,9 @@
 # frames before them).
 # dp_topo [QUEUES]     build it (veths with QUEUES queues; checksum offload off on senders)
 # dp_start GW [ARGS]   start xipsecd on gw1/gw2 (in a background job with a timeout), wait until up
+# dp_stats_of GW       the counters view its xipsecd writes (what the exporter and xipsec-snmpd read)
+# dp_ipv4_only         IPv6 off in every namespace: the kernels' own IPv6 chatter (MLD, router
+#                      solicitations) would reach the dataplanes without a policy and blur exact counts
 # dp_status GW         its control socket's JSON
 # dp_ctl GW ARGS...    dp_testctl on the gateway's SADB
 # dp_sadb_default      after dp_topo: the gateways' SADBs in the programs' default directory
@@ -92,10 +95,19 @@ dp_ctl() {
 	timeout 30 "$DP_TESTCTL" "$(dp_sadb_of "$gw")" "$@" >/dev/null || xt_fail "dp_testctl $gw $*"
 }
 
+dp_stats_of() { printf '%s' "$XT_DIR/stats-$1/view"; }
+
+dp_ipv4_only() {
+	local ns
+	for ns in h1 gw1 sw gw2 h2; do
+		xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	done
+}
+
 dp_start() {
 	local gw=$1 n; n=${gw#gw}; shift
 	xt_bg "$gw" "xipsecd-$gw" "$XIPSECD" --inside "in$n" --outside "out$n" \
-		--sadb "$(dp_sadb_of "$gw")" --ctl "$XT_DIR/$gw.sock" "$@"
+		--sadb "$(dp_sadb_of "$gw")" --ctl "$XT_DIR/$gw.sock" --stats "$(dp_stats_of "$gw")" "$@"
 	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$gw.sock" ||
 		{ cat "$XT_DIR/xipsecd-$gw.log" >&2; xt_fail "xipsecd on $gw did not start"; }
 }

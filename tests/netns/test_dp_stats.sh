@@ -17,9 +17,7 @@ N_ESP=7 N_PING=4
 dp_topo 1
 # IPv4 only: the kernels' own IPv6 chatter (MLD reports, router solicitations to link-local
 # multicast) would reach gw2's dataplane without a policy and blur the exact counts below.
-for ns in h1 gw1 sw gw2 h2; do
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
+dp_ipv4_only
 # The SA that exists: SPI 8192 (0x2000); the ESP below uses 0x2001.
 k=$(dp_sa_keys gcm 8192)
 dp_ctl gw2 sa in 8192 esp tunnel 192.0.2.1 192.0.2.2 reqid 1 ${k#* }

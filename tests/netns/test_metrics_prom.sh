@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/netns/test_metrics_prom.sh: `ipsecctl metrics` end to end, scraped by Debian's real
 # Prometheus server. Both gateways run xipsecd with an ESP tunnel; an exporter per gateway
-# (`ipsecctl metrics --listen`, in a namespace of its own with only loopback) serves its SADB, and
-# Prometheus scrapes both every second (storage in the test's temp dir). After exactly N pings
+# (`ipsecctl metrics --listen`, in a namespace of its own with only loopback) serves the counters
+# view its xipsecd publishes, and Prometheus scrapes both every second (storage in the test's temp dir). After exactly N pings
 # h1 -> h2, Prometheus' HTTP API must show both targets up and, for each SA the pings crossed, the
 # per-SA packet counter ipsecctl reads from the SADB (which must itself have grown by exactly N).
 # Also: the exporter refuses what is not GET /metrics (405, 404, 400) and keeps serving; its
@@ -16,18 +16,16 @@ CTL="$top_builddir/ipsecctl/ipsecctl"
 N=9 SPI1=0x1000 SPI2=0x2000 PORT1=9786 PORT2=9787 PROM=9090
 
 dp_topo 1
-for ns in h1 gw1 sw gw2 h2; do
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
+dp_ipv4_only
 dp_tunnel gcm 4 1 $SPI1 $SPI2
 dp_start gw1
 dp_start gw2
 xt_ns_add mon
 
 # The exporters first: Prometheus' first scrape should find them.
-xt_bg mon exp-gw1 "$CTL" --sadb "$(dp_sadb_of gw1)" metrics --listen "127.0.0.1:$PORT1" \
+xt_bg mon exp-gw1 "$CTL" metrics --stats "$(dp_stats_of gw1)" --listen "127.0.0.1:$PORT1" \
 	--ike-run-dir "$XT_DIR/no-iked"
-xt_bg mon exp-gw2 "$CTL" metrics --sadb "$(dp_sadb_of gw2)" --listen "127.0.0.1:$PORT2" \
+xt_bg mon exp-gw2 "$CTL" metrics --listen "127.0.0.1:$PORT2" --stats "$(dp_stats_of gw2)" \
 	--ike-run-dir "$XT_DIR/no-iked"
 get() { xt_exec mon curl -sf --max-time 10 "$@"; }
 for p in $PORT1 $PORT2; do

@@ -29,7 +29,9 @@ CONF
 timeout 30 "$CTL" --sadb "$SADB" load "$XT_DIR/sa.conf" || xt_fail "ipsecctl load"
 
 xt_ns_add mon
-xt_bg mon exp "$CTL" --sadb "$SADB" metrics --listen "127.0.0.1:$PORT" --no-ike
+# No dataplane here to publish the counters view: the exporter reads the SADB (--source sadb), as
+# root may; what is under test is its HTTP server.
+xt_bg mon exp "$CTL" --sadb "$SADB" metrics --listen "127.0.0.1:$PORT" --no-ike --source sadb
 xt_wait 10 xt_exec mon curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$PORT/metrics" ||
 	{ cat "$XT_DIR/exp.log" >&2; xt_fail "the exporter does not answer"; }
 
@@ -133,7 +135,7 @@ scrape "$XT_DIR/scrape-after.txt" || xt_fail "no scrape after the slow client"
 
 # Within --min-interval the last rendering is served: an SA added in between shows only later.
 xt_bg mon exp-slow "$CTL" --sadb "$SADB" metrics --listen "127.0.0.1:$PORT_SLOW" --no-ike \
-	--min-interval 3000
+	--source sadb --min-interval 3000
 sas() {
 	xt_exec mon curl -sf --max-time 5 "http://127.0.0.1:$PORT_SLOW/metrics" |
 		awk '$1 == "xipsec_sadb_sas" { print $2 }'

@@ -10,7 +10,9 @@
 # drops as ipsecctl does, the scalars and the worker table agree, the remaining lifetimes exist
 # exactly where limits are set;
 # v1/v2c, authNoPriv and wrong keys are refused, SET is notWritable; the subagent reconnects when
-# snmpd restarts and stops cleanly on SIGTERM.
+# snmpd restarts and stops cleanly on SIGTERM. The subagent runs as its unit runs it: an unprivileged
+# user (uid and gid MON, no capability) in the group of gw2's counters view and of the AgentX
+# socket, which cannot open the SADB (its figures come from the view, never from the keys' file).
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool ping snmpd snmpget snmpwalk snmpbulkwalk snmpset snmptranslate
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -19,7 +21,7 @@ AGENT="$top_builddir/snmpd/xipsec-snmpd"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 [ -x "$AGENT" ] || xt_skip "xipsec-snmpd not built (configure found no libsnmp-dev)"
 
-N_PING=7 N_NOPOL=3
+N_PING=7 N_NOPOL=3 MON=64999
 MIBDIRS="$top_srcdir/snmpd/mib/ietf:$top_srcdir/snmpd/mib"
 SD="$XT_DIR/snmp"
 SOCK="$SD/agentx.sock"
@@ -27,6 +29,8 @@ PORT=1161
 USER=xsmon AUTH=xs-auth-pass-1 PRIV=xs-priv-pass-1
 V3="-v3 -l authPriv -u $USER -a SHA -A $AUTH -x AES -X $PRIV"
 mkdir -p "$SD/persist"
+# the monitoring user passes through the test's directory to the view and the AgentX socket
+chmod 0711 "$XT_DIR"
 # Net-SNMP's client tools keep state in a persistent directory too, and say so on stderr the first
 # time they create its cert_indexes/ (on a fresh machine /var/lib/snmp has none): they get one of
 # the test's own, already made, so that their stderr carries only what the module causes, and the
@@ -51,9 +55,7 @@ grep -q 'xipsecSaPackets' "$SD/tp-all.txt" || xt_fail "-m +XIPSEC-MIB: no xipsec
 dp_topo 1
 # IPv4 only: the kernels' IPv6 chatter would reach the dataplanes without a policy and blur the exact
 # drop counts below.
-for ns in h1 gw1 sw gw2 h2; do
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-done
+dp_ipv4_only
 # An inbound SA with lifetimes that no traffic uses (its limits show as remaining lifetime).
 printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0x3000 in reqid 9 enc aes128gcm16 key %s %s\n' \
 	0x0102030405060708090a0b0c0d0e0f1011121314 'soft time 1h packets 1000 hard time 2h bytes 5000000' \
@@ -63,13 +65,13 @@ timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --new-keys -f "$XT_DIR/lt.conf" || 
 SPI_IN=8192 SPI_OUT=8193
 dp_tunnel gcm 4 1 $SPI_IN $SPI_OUT
 dp_start gw1
-dp_start gw2
+dp_start gw2 --stats-group "$MON"
 
 cat > "$SD/snmpd.conf" <<EOF
 agentaddress udp:127.0.0.1:$PORT
 master agentx
 agentXSocket $SOCK
-agentXPerms 0600 0700
+agentXPerms 0660 0750 0 $MON
 agentXTimeout 5
 createUser $USER SHA "$AUTH" AES "$PRIV"
 rouser -s usm $USER priv .1.3.6.1.4.1.32473
@@ -83,7 +85,10 @@ snmpd_start() {
 	xt_wait 10 test -S "$SOCK" || { cat "$SD/snmpd-$1.log" >&2; xt_fail "snmpd did not open $SOCK"; }
 }
 snmpd_start 1
-xt_bg gw2 snmp-agent "$AGENT" --agentx-socket "$SOCK" --sadb "$(dp_sadb_of gw2)" --no-ike --ping 1 ${XS_AGENT_DEBUG:-}
+xt_exec gw2 setpriv --reuid "$MON" --regid "$MON" --clear-groups "$PYTHON" -c 'import os, sys; os.open(sys.argv[1], os.O_RDONLY)' \
+	"$(dp_sadb_of gw2)" 2>&1 | grep -q PermissionError || xt_fail "the monitoring user can open the SADB"
+xt_bg gw2 snmp-agent setpriv --reuid "$MON" --regid "$MON" --clear-groups --inh-caps=-all \
+	"$AGENT" --agentx-socket "$SOCK" --stats "$(dp_stats_of gw2)" --no-ike --ping 1 ${XS_AGENT_DEBUG:-}
 xt_wait 10 grep -q "subagent connected" "$XT_DIR/snmp-agent.log" ||
 	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not connect"; }
 

@@ -101,12 +101,13 @@ unit_root() {
 	shift
 	inst_dest "$root"
 	{
-		echo "# $gw's environment file (the test's socket, SADB and state directory; the root's XDP program)"
+		echo "# $gw's environment file (the test's socket, SADB, state directory and counters view; the root's XDP program)"
 		echo "XIPSECD_INSIDE=in$n"
 		echo "XIPSECD_OUTSIDE=out$n"
 		echo "XIPSECD_OPTIONS=\"--ctl $XT_DIR/$gw.sock --workers 1\""
 		echo "XIPSEC_SADB=$(dp_sadb_of "$gw")"
 		echo "XIPSEC_STATE_DIR=$XT_DISK_DIR/state-$gw"
+				echo "XIPSEC_STATS=$(dp_stats_of "$gw")"
 		echo "XIPSEC_XDP_OBJ=$root$pkglibdir/xipsec_xdp.o"
 		printf '%s\n' "$@"
 	} > "$root$sysconfdir/xipsec/xipsec.env"

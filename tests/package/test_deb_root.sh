@@ -19,8 +19,8 @@
 . "$top_srcdir/tests/netns/lib.sh"
 # The installed packages run inside the roots with their own default state directory (the root's
 # /var/lib/xipsec, removed with it): a state directory lib.sh or a caller chose is a path of this
-# machine, which does not exist in a root.
-unset XIPSEC_STATE_DIR
+# machine, which does not exist in a root. Likewise the counters view (the root's /run/xipsec-stats).
+unset XIPSEC_STATE_DIR XIPSEC_STATS
 xt_require debootstrap chroot tcpdump tshark ping ethtool mknod snmptranslate
 DEB_DIR=${DEB_DIR:-$top_srcdir/build/deb}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -123,6 +123,12 @@ for u in xipsecd.service xipsec-load.service xipsec-iked.service xipsec-snmpd.se
 	# shipped disabled: no symlink in multi-user.target.wants
 	[ -e "$R/etc/systemd/system/multi-user.target.wants/$u" ] && xt_fail "$u is enabled at installation"
 done
+# the monitoring user the exporter and xipsec-snmpd run as (postinst), and the directory of the
+# counters view they read (tmpfiles.d: root's, the user's group, set-group-ID)
+chroot "$R" getent passwd xipsec-mon >/dev/null || xt_fail "no system user xipsec-mon after the installation"
+chroot "$R" getent group xipsec-mon >/dev/null || xt_fail "no group xipsec-mon after the installation"
+grep -qx 'd /run/xipsec-stats 2750 root xipsec-mon -' "$R/usr/lib/tmpfiles.d/xipsec.conf" ||
+	xt_fail "no tmpfiles.d line for /run/xipsec-stats"
 conffiles=$(chroot "$R" dpkg-query -W -f='${Conffiles}\n' xipsec xipsec-iked)
 for f in /etc/xipsec/ipsec.conf /etc/xipsec/xipsec.env /etc/xipsec/iked/swanctl.conf \
 	/etc/xipsec/iked/strongswan.conf; do
@@ -404,6 +410,7 @@ mkdir -p -m 0700 "$G/run/xipsec"
 XIPSEC_SADB=/run/xipsec/xipsec.sadb chroot "$G" ipsecctl load /etc/xipsec/ipsec.conf >/dev/null 2>&1 ||
 	xt_fail "ipsecctl could not make a SADB in /run/xipsec"
 purge_checked=(/var/lib/xipsec /run/xipsec /run/xipsec/xipsec.sadb /dev/shm/xipsec.sadb /run/xipsecd.sock
+	/run/xipsec-stats
 	/etc/xipsec /etc/xipsec/ipsec.conf /etc/xipsec/xipsec.env /etc/xipsec/iked/swanctl.conf
 	/etc/xipsec/iked/strongswan.conf /lib/systemd/system/xipsecd.service
 	/lib/systemd/system/xipsec-load.service /lib/systemd/system/xipsec-iked.service

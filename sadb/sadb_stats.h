@@ -1,0 +1,117 @@
+/* sadb/sadb_stats.h: the counters view, a key-less copy of what monitoring shows, for processes
+ * that must not map the SADB (doc/architecture.md rule 10: only the dataplane, the IKE daemon and
+ * ipsecctl map keys). Part of libsadb; sadb/sadb_stats.c implements it.
+ *
+ * What it holds: the SADB's counts and generation, the dataplane's identity (pid, start time,
+ * workers) and every worker's counter record, and per SA its identity (SPI, protocol, direction,
+ * mode, state, reqid, IKE SA id, slot, instance, outer addresses), its lifetimes, creation time,
+ * counters, first and last use, expiry bits and drops by reason. Never a key, a salt, the replay
+ * window, a sequence number or a selector. What an unprivileged reader learns from it is which
+ * tunnels exist between which addresses and how much they carry: the same as anyone who sees the
+ * outside interface's traffic, and nothing that lets it read, forge or replay a packet.
+ *
+ * Who writes it: one producer, xipsecd's control thread (dp_stats.c), which maps the SADB anyway;
+ * it publishes a new reading at most every SADB_STATS_INTERVAL_MS and soon after each SADB change.
+ * Who reads it: anyone the file's group lets in (the exporter, xipsec-snmpd), read-only.
+ *
+ * Files: the view is a regular file mode 0640, owned by the producer's euid, group the monitoring
+ * group, in a directory mode 2750 of the same owner and group (default /run/xipsec-stats: not
+ * /run/xipsec, whose 0700 keeps the monitoring group away from the SADB; set-group-ID so that the
+ * file takes the group without CAP_CHOWN). The producer creates the directory when missing, uses
+ * one it owns that no one else may write as it is, and refuses a directory or file name that is a
+ * symbolic link, not of the expected type, owned by another user (or a directory others may write). Each producer start builds a new file under a temporary name and renames it into place, so
+ * a reader never sees a half-initialised file.
+ *
+ * Publication (the argument): the file holds a head and two buffers. The producer fills the buffer
+ * that is not current: it makes the buffer's seq odd (release fence after), writes the reading word
+ * by word with relaxed atomic stores, makes seq even again with a release store, then stores the
+ * buffer's index into the head's current word with release. A reader loads current (acquire) and
+ * that buffer's seq (acquire), copies the buffer word by word with relaxed loads, issues an acquire
+ * fence and loads seq again: the copy is whole exactly when both seq loads are the same even
+ * number, since a store of the producer that the copy saw happened after the odd store that follows
+ * the first seq load's value, and the fence orders the second load after it. Otherwise it retries
+ * (the producer only comes back to this buffer one interval later, so a retry is rare and bounded).
+ * Counters in a reading are each exact and the set is a few microseconds wide, as every reader of
+ * the runtime area sees them (sadb_runtime_read).
+ *
+ * Errors: 0 or a negative errno; a message of at most errlen bytes names the path, what was found
+ * and what is expected. */
+#ifndef XIPSEC_SADB_STATS_H
+#define XIPSEC_SADB_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sadb/sadb.h"
+
+#define SADB_STATS_DEFAULT_PATH  "/run/xipsec-stats/stats"
+#define SADB_STATS_ENV_PATH      "XIPSEC_STATS"
+#define SADB_STATS_DEFAULT_GROUP "xipsec-mon"
+#define SADB_STATS_MAGIC         0x5853544154533031ULL /* "XSTATS01" */
+#define SADB_STATS_VERSION       1u
+#define SADB_STATS_INTERVAL_MS   500u  /* the longest a reading waits for its successor */
+#define SADB_STATS_CHANGE_MS     50u   /* the shortest: after a SADB change */
+
+/* One SA as the view shows it. Every field is a whole number of 64-bit words (copied word by word). */
+struct sadb_stats_sa {
+	uint32_t slot, spi;
+	uint8_t proto, dir, mode, state;   /* enum sadb_proto, sadb_dir, sadb_mode, sadb_state */
+	uint32_t reqid;
+	uint32_t ike_id;
+	uint32_t expired;                  /* bit 0 soft, bit 1 hard */
+	uint64_t instance, created;
+	struct sadb_addr src, dst;
+	struct sadb_lifetime soft, hard;
+	uint64_t packets, bytes, first_used, last_used;
+	uint64_t drops[SADB_DROP_MAX];
+};
+
+/* One reading: the buffer's fixed part, followed by n_sa records. */
+struct sadb_stats_reading {
+	uint64_t seq;                      /* odd while the producer writes this buffer */
+	uint64_t published;                /* CLOCK_REALTIME nanoseconds the reading was completed */
+	uint64_t sadb_generation;
+	uint32_t n_sa, max_sa;             /* SAs in the SADB and its capacity */
+	uint32_t n_policy, max_policy;
+	uint64_t dp_pid, dp_started;       /* the dataplane (sadb_dp_stats), 0 = none */
+	uint32_t n_workers;
+	uint32_t n_rec;                    /* SA records below (every SA the reading saw) */
+	uint64_t sa_drops[SADB_DROP_MAX];  /* drops of every SA, by reason */
+	struct sadb_worker_stats w[SADB_MAX_WORKERS];
+	struct sadb_stats_sa sa[];
+};
+
+/* ---- the producer ---- */
+struct sadb_stats_writer;
+
+/* $XIPSEC_STATS if set (even to "", which means no view), else SADB_STATS_DEFAULT_PATH. */
+const char *sadb_stats_default_path(void);
+/* The group named or numbered by s (NULL: SADB_STATS_DEFAULT_GROUP); -ENOENT when there is none. */
+int sadb_stats_group(const char *s, gid_t *gid);
+/* Make the view at path for SAs up to max_sa (the SADB's capacity), directory and file group gid.
+ * -ELOOP, -ENOTDIR, -EINVAL, -EPERM for names that are not ours (above), else the errno of the
+ * failing call. */
+int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_stats_writer **out,
+		      char *errmsg, size_t errlen);
+/* Publish a reading of db now (its SAs, counts, dataplane and workers). 0, or -errno of the SADB
+ * read (the previous reading stays current). Keys read from db never leave this call's stack,
+ * which is wiped. One thread at a time. */
+int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db);
+/* Unmap; the file stays (readers see its age grow and the dataplane's pid gone). NULL is fine. */
+void sadb_stats_close(struct sadb_stats_writer *w);
+
+/* ---- readers ---- */
+/* One whole reading of the view at path (NULL: sadb_stats_default_path()) in malloc'ed memory
+ * (*out, free() it): opened read-only, never through a symbolic link, a regular file only.
+ * -ENOENT (no producer has run), -EACCES, -EPROTO (not a view of this version; the message says
+ * what), -EAGAIN (the producer kept changing the buffer), -ENOMEM. */
+int sadb_stats_load(const char *path, struct sadb_stats_reading **out, char *errmsg, size_t errlen);
+
+/* The reading the producer would publish, made from db directly in malloc'ed memory (*out, free()
+ * it): for a process that maps the SADB anyway (ipsecctl's one-shot metrics), so that it shows
+ * exactly what a reader of the view does. with_sa false: no SA records, the totals still count
+ * every SA. 0, -ENOMEM or the SADB read's -errno. */
+int sadb_stats_read(const struct sadb *db, bool with_sa, struct sadb_stats_reading **out);
+
+#endif
