@@ -23,8 +23,9 @@
  *    the SA it arrived on is that home address's own (mip6_ha_bu), so a mobile node cannot move
  *    another's binding. Unprotected or wrongly protected Binding Updates never reach this file or are
  *    dropped by it, never answered with an acceptance. Replays are stopped by the ESP window and the
- *    Binding Update sequence number. A flood of valid-looking packets costs a queue slot each: the
- *    queue is bounded and the workers never wait for it.
+ *    Binding Update sequence number. A flood of valid packets from one mobile node costs a queue
+ *    slot each, within that node's share (dp_mip6_queue.c): the queue is bounded, the workers never
+ *    wait for it, and the other nodes' Binding Updates still find room.
  *  - Ordering: on a move, the tunnel SAs are migrated and the dataplane's SA table republished (after
  *    an RCU grace period no worker still encrypts towards the old care-of address) before the
  *    acknowledgement is queued, so the old address gets nothing after the BA. The control thread
@@ -141,8 +142,11 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	for (;;) {
 		struct mq_msg q;
 
-		if (m->ba.n == MQ_LEN)
-			flush_moves(ctx); /* a batch holds at most MQ_LEN acknowledgements */
+		/* A Binding Update is taken only with room for its acknowledgement: in the outbound
+		 * queue (only this thread fills it; worker 0 empties it) together with those the batch
+		 * holds. The rest waits in the inbound queue for the next round, within its shares. */
+		if (atomic_load_explicit(&m->out_n, memory_order_acquire) + m->ba.n >= MQ_LEN)
+			break;
 		if (!dp_mip6_in_pop(m, &q))
 			break;
 		if (m->ha)
@@ -307,7 +311,10 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "nd_errors", m->nd_errors }, { "migrations", m->migrations },
 		{ "republished", m->republished },
 		{ "migrate_errors", m->migrate_errors }, { "mobile_nodes_refused", m->refused_mns },
-		{ "queue_taken", atomic_load(&m->taken) }, { "queue_full_in", atomic_load(&m->in_full) },
+		{ "queue_taken", atomic_load(&m->taken) }, { "queue_drop_share", atomic_load(&m->in_share) },
+		{ "queue_drop_evicted", atomic_load(&m->in_evicted) },
+		{ "queue_full_in", atomic_load(&m->in_full) },
+		{ "queue_drop_too_big", atomic_load(&m->in_too_big) },
 		{ "queue_full_out", atomic_load(&m->out_full) },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# tests/netns/test_mip6_flood.sh: one mobile node's Binding Update flood does not starve another's
+# refresh (dataplane/xipsecd/dp_mip6_queue.c: each signalling SA's share of the home agent's queue).
+#
+#   ha (2001:db8:1::1, in0 | out0) -- rt -- eth1 mn: care-of 2001:db8:a::100 (node A, 2001:db8:1::100)
+#                                           \- eth2 mn: care-of 2001:db8:b::100 (node B, 2001:db8:1::200)
+# (B's acknowledgements go to a link of their own, so that A's scapy reads only its own)
+#
+# Node A (scapy's mobile node, tests/netns/test_mip6_mn.py) registers for 8 s. Node B then sends
+# FLOOD valid Binding Updates (its own SA, increasing sequence numbers) back to back, with A's
+# refreshes mixed into the same stream (tests/netns/test_mip6_flood.py), so A's reach the home agent
+# while B's fill its queue. Checked: every refresh of A is answered with status 0 and A's binding
+# carries the last one's sequence number and outlives the 8 s of its registration; the flood's
+# excess is counted as the flooder's share drops, by reason, and nothing of A is counted dropped.
+set -u
+. "$top_srcdir/tests/netns/lib.sh"
+. "$top_srcdir/tests/netns/test_dp_common.sh"
+xt_require ip
+CTL="$top_builddir/tools/ipsecctl"
+[ -x "$CTL" ] || xt_skip "ipsecctl not built"
+"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec, cryptography' 2>/dev/null ||
+	xt_skip "needs python3-scapy and python3-cryptography"
+FLOOD=${FLOOD:-6000} REFRESHES=20
+
+HA=2001:db8:1::1 HOA=2001:db8:1::100 HOB=2001:db8:1::200 COA=2001:db8:a::100 COB=2001:db8:b::100
+for ns in cn ha rt mn; do
+	xt_ns_add "$ns"
+	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+done
+xt_veth cn eth0 ha in0
+xt_veth ha out0 rt eth0
+xt_veth rt eth1 mn eth1
+xt_veth rt eth2 mn eth2
+xt_exec cn ip -6 addr add 2001:db8:1::10/64 dev eth0 nodad
+xt_exec ha ip -6 addr add $HA/64 dev in0 nodad
+xt_exec ha ip -6 addr add 2001:db8:f::1/64 dev out0 nodad
+xt_exec ha ip -6 route add default via 2001:db8:f::2
+xt_exec ha sysctl -qw net.ipv6.conf.all.forwarding=0
+xt_exec rt ip -6 addr add 2001:db8:f::2/64 dev eth0 nodad
+xt_exec rt ip -6 addr add 2001:db8:a::1/64 dev eth1 nodad
+xt_exec rt ip -6 addr add 2001:db8:b::1/64 dev eth2 nodad
+xt_exec rt ip -6 route add 2001:db8:1::/64 via 2001:db8:f::1
+xt_exec rt sysctl -qw net.ipv6.conf.all.forwarding=1
+xt_exec mn ip -6 addr add $COA/64 dev eth1 nodad
+xt_exec mn ip -6 addr add $COB/64 dev eth2 nodad
+dp_sadb ha
+SADB=$(dp_sadb_of ha)
+ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
+
+key() { head -c 20 /dev/urandom | xxd -p -c 40; }
+KA_BA=$(key) KA_BU=$(key) KA_TO=$(key) KA_TI=$(key) KB_BU=$(key)
+cat > "$XT_DIR/ha.conf" <<EOF
+home-agent $HA prefix 2001:db8:1::/64 lifetime 600
+mobile-node $HOA \\
+	signalling spi 0x2000:0x2001 enc aes128gcm16 key 0x$KA_BA:0x$KA_BU \\
+	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$KA_TO:0x$KA_TI
+mobile-node $HOB \\
+	signalling spi 0x2100:0x2101 enc aes128gcm16 key 0x$(key):0x$KB_BU \\
+	tunnel spi 0x3100:0x3101 enc aes128gcm16 key 0x$(key):0x$(key)
+EOF
+ctl load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
+xt_bg ha xipsecd-ha "$XIPSECD" --inside in0 --outside out0 --sadb "$SADB" --ctl "$XT_DIR/ha.sock"
+xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" ||
+	{ cat "$XT_DIR/xipsecd-ha.log" >&2; xt_fail "xipsecd on ha did not start"; }
+b_json() {
+	ctl --ctl "$XT_DIR/ha.sock" --json show bindings > "$XT_DIR/b.json" || xt_fail "ipsecctl show bindings"
+	dp_json "$XT_DIR/b.json" "$1"
+}
+
+mac() { xt_exec "$1" ip -br link show "$2" | awk '{print $3}'; }
+cat > "$XT_DIR/mn.json" <<EOF
+{"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
+ "links": {"eth1": {"coa": "$COA", "gw_mac": "$(mac rt eth1)"}},
+ "sa": {"bu": {"spi": 8193, "key": "$KA_BU"}, "ba": {"spi": 8192, "key": "$KA_BA"},
+        "tun_out": {"spi": 12289, "key": "$KA_TI"}, "tun_in": {"spi": 12288, "key": "$KA_TO"}}}
+EOF
+mkfifo "$XT_DIR/mn.fifo"
+xt_bg mn mn "$PYTHON" -u "$top_srcdir/tests/netns/test_mip6_mn.py" "$XT_DIR/mn.json" "$XT_DIR/mn.fifo"
+xt_wait 20 grep -q '"ev": "ready"' "$XT_DIR/mn.log" || { cat "$XT_DIR/mn.log" >&2; xt_fail "mobile node did not start"; }
+bas() { grep '"ev": "ba"' "$XT_DIR/mn.log"; }
+
+# A registers for 8 s (ESP sequence number 1 of its signalling SA, Binding Update sequence 1)
+echo "bu eth1 1 8" > "$XT_DIR/mn.fifo"
+xt_wait 5 sh -c "grep -q '\"ev\": \"ba\"' '$XT_DIR/mn.log'" || xt_fail "no BA for A's registration"
+reg_t=$(date +%s.%N)
+
+# B floods; A's refreshes (ESP sequence numbers from 100, Binding Update sequence from 2) ride in it
+cat > "$XT_DIR/flood.json" <<EOF
+{"iface": "eth2", "mac": "$(mac mn eth2)", "gw_mac": "$(mac rt eth2)", "ha": "$HA", "count": $FLOOD,
+ "burst": 200, "gap_ms": 2,
+ "flooder": {"hoa": "$HOB", "coa": "$COB", "spi": 8449, "key": "$KB_BU", "esp_seq": 1, "bu_seq": 1,
+             "lifetime": 600},
+ "refresh": {"hoa": "$HOA", "coa": "$COA", "spi": 8193, "key": "$KA_BU", "esp_seq": 100, "bu_seq": 2,
+             "lifetime": 8, "n": $REFRESHES}}
+EOF
+xt_exec mn "$PYTHON" "$top_srcdir/tests/netns/test_mip6_flood.py" "$XT_DIR/flood.json" > "$XT_DIR/flood.out" ||
+	xt_fail "the flood did not run: $(cat "$XT_DIR/flood.out")"
+xt_log "flood: $(cat "$XT_DIR/flood.out")"
+last=$(dp_json "$XT_DIR/flood.out" "j['refresh_seqs'][-1]")
+unanswered() { # the refreshes without a BA of status 0
+	"$PYTHON" -c 'import json,sys
+seqs = set(json.load(open(sys.argv[1]))["refresh_seqs"])
+ok = {b["seq"] for b in map(json.loads, open(sys.argv[2])) if b.get("ev") == "ba" and b["status"] == 0}
+print(sorted(seqs - ok))' "$XT_DIR/flood.out" "$XT_DIR/mn.log"
+}
+answered() { [ "$(unanswered)" = "[]" ]; }
+xt_wait 10 answered || {
+	b_json "j['counters']" >&2; "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" >&2
+	xt_fail "A's refreshes $(unanswered) were not answered during B's flood"; }
+ref_ok() { [ "$(b_json "[(b['sequence'], b['lifetime']) for b in j['bindings'] if b['home_address'] == '$HOA']")" = "[($last, 8)]" ]; }
+xt_wait 5 ref_ok || xt_fail "A's binding does not carry its last refresh ($last): $(cat "$XT_DIR/b.json")"
+# past the 8 s of the registration the binding is still there: the refresh renewed it
+sleep "$(echo "$reg_t + 8.5 - $(date +%s.%N)" | bc | sed 's/^-.*/0/')"
+[ "$(b_json "[b['home_address'] for b in j['bindings'] if b['home_address'] == '$HOA']")" = "['$HOA']" ] ||
+	xt_fail "A's binding expired despite its refreshes: $(cat "$XT_DIR/b.json")"
+[ "$(b_json "j['counters']['bindings_expired']")" = 0 ] || xt_fail "a binding expired"
+# the flood's excess is the flooder's: counted as over its share, and A lost nothing
+b_json "j['counters']" >&2
+"$XIPSECD" --status --ctl "$XT_DIR/ha.sock" >&2
+[ "$(b_json "j['counters']['queue_drop_share']")" -gt 0 ] || xt_log "the flood stayed within B's share of the queue"
+[ "$(b_json "j['counters']['queue_full_out']")" = 0 ] || xt_fail "acknowledgements dropped: the outbound queue was full"
+xt_log "A's $REFRESHES refreshes answered and its binding renewed under B's flood of $FLOOD Binding Updates"
+exit 0
