@@ -91,8 +91,8 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 		break;
 	default:
 		if (res.ba.status >= 128)
-			dp_log(LOG_INFO, "home agent: Binding Update of %s refused: %s", a6(res.hoa, h),
-			       mip6_status_name(res.ba.status));
+			dp_log(LOG_INFO, "home agent: Binding Update of %s refused: %s (%s)", a6(res.hoa, h),
+			       mip6_reject_name(res.reject), mip6_status_name(res.ba.status));
 		break;
 	}
 	n = mip6_ha_build_ba(m->ha, &res, ba, sizeof(ba));
@@ -224,7 +224,8 @@ void dp_mip6_fini(struct dp_ctx *ctx)
 /* Tab-separated lines, for ipsecctl show bindings to render as text or JSON:
  *   home-agent ADDR LINK MAX_LIFETIME MOBILE_NODES PREFIX[,PREFIX...]     (absent: no home agent)
  *   binding HOA COA SEQ LIFETIME LEFT AGE TO_MN_PACKETS TO_MN_BYTES FROM_MN_PACKETS FROM_MN_BYTES
- *   counter NAME VALUE        rejected STATUS COUNT        dropped REASON COUNT
+ *   counter NAME VALUE        rejected STATUS COUNT        refused REASON COUNT
+ *   dropped REASON COUNT      (refused: the rejections by reason, mip6_reject_name)
  *   end */
 
 struct ctl_buf {
@@ -322,6 +323,9 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 	for (unsigned s = 128; s < 256; s++)
 		if (st->rejected[s])
 			put(&b, "rejected\t%u\t%llu\n", s, (unsigned long long)st->rejected[s]);
+	for (unsigned r = 1; r < MIP6_REJECT_MAX; r++)
+		if (st->reject_why[r])
+			put(&b, "refused\t%s\t%llu\n", mip6_reject_name(r), (unsigned long long)st->reject_why[r]);
 	for (unsigned d = 1; d < MIP6_DROP_MAX; d++)
 		if (st->drops[d])
 			put(&b, "dropped\t%s\t%llu\n", mip6_drop_name(d), (unsigned long long)st->drops[d]);

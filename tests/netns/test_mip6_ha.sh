@@ -80,7 +80,7 @@ dp_start_ha() {
 	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" ||
 		{ cat "$XT_DIR/xipsecd-ha.log" >&2; xt_fail "xipsecd on ha did not start"; }
 }
-dp_start_ha
+dp_start_ha -v # -v: the refusals' log lines (section 4)
 bindings() { ctl --ctl "$XT_DIR/ha.sock" --json show bindings; }
 b_json() { bindings > "$XT_DIR/b.json" || xt_fail "ipsecctl show bindings"; dp_json "$XT_DIR/b.json" "$1"; }
 
@@ -229,6 +229,12 @@ dp_capture_stop forged
 [ "$(cnt bu_accepted)" = "$acc0" ] || xt_fail "a refused BU was counted accepted"
 [ "$(cnt bu_rejected)" = $((rej0 + 2)) ] || xt_fail "the two 174 rejections not counted"
 [ "$(b_json "j['rejected'].get('174', 0)")" = 2 ] || xt_fail "no 174 in the rejected counters: $(cat "$XT_DIR/b.json")"
+# the refusals by reason (both 174s: the Alternate CoA is not the packet's source; the 135 above: a
+# sequence number not newer), in the listing and in the log line of each refusal
+[ "$(b_json "(j['refused'].get('alt-coa-not-source', 0), j['refused'].get('sequence', 0))")" = "(2, 1)" ] ||
+	xt_fail "the 174 refusals not listed by reason: $(cat "$XT_DIR/b.json")"
+grep -q "Binding Update of $HOA refused: alt-coa-not-source" "$XT_DIR/xipsecd-ha.log" ||
+	xt_fail "the refusal's log line does not name its reason: $(grep refused "$XT_DIR/xipsecd-ha.log")"
 # towards the forged source the BA alone; towards the third party nothing; the tunnel stayed at COA2
 n=$(timeout 60 tshark -r "$XT_DIR/forged.pcap" -Y "ipv6.dst == $COA1" 2>/dev/null | wc -l)
 [ "$n" = 1 ] || xt_fail "$n packets to the forged source (only the BA 174 may go there)"
