@@ -2,7 +2,7 @@
 # test_dp_common.sh is sourced by them and test_dp_scapy_peer.py is test_dp_scapy.sh's
 # peer gateway, test_dp_frag_send.py the sender of fragmented ESP of test_dp_frag*.sh and
 # test_dp_frag_recv.py their receiver, test_mip6_mn.py the mobile node of test_mip6_ha.sh and
-# test_mip6_flood.sh, test_mip6_flood.py the latter's flood; none is a test itself.
+# test_mip6_flood.sh, test_mip6_flooder.py the latter's flood; none is a test itself.
 DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_dp_transport.sh tests/netns/test_dp_mq.sh tests/netns/test_dp_fault.sh \
 	tests/netns/test_dp_scapy.sh tests/netns/test_dp_stats.sh tests/netns/test_dp_frag.sh \
@@ -15,4 +15,4 @@ DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 NETNS_TESTS += $(DP_NETNS_TESTS)
 EXTRA_DIST += tests/netns/test_dp_common.sh tests/netns/test_dp_scapy_peer.py \
 	tests/netns/test_dp_frag_send.py tests/netns/test_dp_frag_recv.py tests/netns/test_mip6_mn.py \
-	tests/netns/test_mip6_flood.py $(DP_NETNS_TESTS)
+	tests/netns/test_mip6_flooder.py $(DP_NETNS_TESTS)

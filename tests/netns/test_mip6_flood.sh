@@ -8,7 +8,7 @@
 #
 # Node A (scapy's mobile node, tests/netns/test_mip6_mn.py) registers for 8 s. Node B then sends
 # FLOOD valid Binding Updates (its own SA, increasing sequence numbers) back to back, with A's
-# refreshes mixed into the same stream (tests/netns/test_mip6_flood.py), so A's reach the home agent
+# refreshes mixed into the same stream (tests/netns/test_mip6_flooder.py), so A's reach the home agent
 # while B's fill its queue. Checked: every refresh of A is answered with status 0 and A's binding
 # carries the last one's sequence number and outlives the 8 s of its registration; the flood's
 # excess is counted as the flooder's share drops, by reason, and nothing of A is counted dropped.
@@ -93,7 +93,7 @@ cat > "$XT_DIR/flood.json" <<EOF
  "refresh": {"hoa": "$HOA", "coa": "$COA", "spi": 8193, "key": "$KA_BU", "esp_seq": 100, "bu_seq": 2,
              "lifetime": 8, "n": $REFRESHES}}
 EOF
-xt_exec mn "$PYTHON" "$top_srcdir/tests/netns/test_mip6_flood.py" "$XT_DIR/flood.json" > "$XT_DIR/flood.out" ||
+xt_exec mn "$PYTHON" "$top_srcdir/tests/netns/test_mip6_flooder.py" "$XT_DIR/flood.json" > "$XT_DIR/flood.out" ||
 	xt_fail "the flood did not run: $(cat "$XT_DIR/flood.out")"
 xt_log "flood: $(cat "$XT_DIR/flood.out")"
 last=$(dp_json "$XT_DIR/flood.out" "j['refresh_seqs'][-1]")

@@ -1,4 +1,4 @@
-# tests/netns/test_mip6_flood.py: test_mip6_flood.sh's Binding Update flood. One mobile node (the
+# tests/netns/test_mip6_flooder.py: test_mip6_flood.sh's Binding Update flood. One mobile node (the
 # flooder) sends COUNT valid Binding Updates (ESP-protected with its own signalling SA, increasing
 # ESP and Binding Update sequence numbers: each passes the replay window and the ICV) as fast as a
 # packet socket takes them, and another mobile node's refreshes are mixed into the same stream at
@@ -10,7 +10,7 @@
 # net.core.netdev_max_backlog packets (1000 by default) and drop the rest, and the flood is to reach
 # the home agent whole, so that what it drops is its own doing.
 #
-#   usage: test_mip6_flood.py CONFIG.json
+#   usage: test_mip6_flooder.py CONFIG.json
 # CONFIG: {"iface", "mac", "gw_mac", "ha", "count", "burst", "gap_ms",
 #          "flooder": NODE, "refresh": NODE + {"n": how many refreshes}}
 #   NODE: {"hoa", "coa", "spi", "key" (hex, AES key + 4-byte salt), "esp_seq", "bu_seq", "lifetime"}
