@@ -2,9 +2,9 @@
 # tests/netns/test_mip6_flood.sh: one mobile node's Binding Update flood does not starve another's
 # refresh (dataplane/xipsecd/dp_mip6_queue.c: each signalling SA's share of the home agent's queue).
 #
-#   ha (2001:db8:1::1, in0 | out0) -- rt -- eth1 mn: care-of 2001:db8:a::100 (node A, 2001:db8:1::100)
-#                                           \- eth2 mn: care-of 2001:db8:b::100 (node B, 2001:db8:1::200)
-# (B's acknowledgements go to a link of their own, so that A's scapy reads only its own)
+# The network of tests/netns/test_mip6_common.sh: node A (home address 2001:db8:1::100) at care-of
+# address 2001:db8:a::100 (mn's eth1), node B (2001:db8:1::200) at 2001:db8:b::100 (eth2), so that
+# B's acknowledgements go to a link of their own and A's scapy reads only its own.
 #
 # Node A (scapy's mobile node, tests/netns/test_mip6_mn.py) registers for 8 s. Node B then sends
 # FLOOD valid Binding Updates (its own SA, increasing sequence numbers) back to back, with A's
@@ -15,36 +15,16 @@
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
-xt_require ip
+. "$top_srcdir/tests/netns/test_mip6_common.sh"
+xt_require ip ethtool xxd bc
 CTL="$top_builddir/tools/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 "$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec, cryptography' 2>/dev/null ||
 	xt_skip "needs python3-scapy and python3-cryptography"
 FLOOD=${FLOOD:-6000} REFRESHES=20
 
-HA=2001:db8:1::1 HOA=2001:db8:1::100 HOB=2001:db8:1::200 COA=2001:db8:a::100 COB=2001:db8:b::100
-for ns in cn ha rt mn; do
-	xt_ns_add "$ns"
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
-done
-xt_veth cn eth0 ha in0
-xt_veth ha out0 rt eth0
-xt_veth rt eth1 mn eth1
-xt_veth rt eth2 mn eth2
-xt_exec cn ip -6 addr add 2001:db8:1::10/64 dev eth0 nodad
-xt_exec ha ip -6 addr add $HA/64 dev in0 nodad
-xt_exec ha ip -6 addr add 2001:db8:f::1/64 dev out0 nodad
-xt_exec ha ip -6 route add default via 2001:db8:f::2
-xt_exec ha sysctl -qw net.ipv6.conf.all.forwarding=0
-xt_exec rt ip -6 addr add 2001:db8:f::2/64 dev eth0 nodad
-xt_exec rt ip -6 addr add 2001:db8:a::1/64 dev eth1 nodad
-xt_exec rt ip -6 addr add 2001:db8:b::1/64 dev eth2 nodad
-xt_exec rt ip -6 route add 2001:db8:1::/64 via 2001:db8:f::1
-xt_exec rt sysctl -qw net.ipv6.conf.all.forwarding=1
-xt_exec mn ip -6 addr add $COA/64 dev eth1 nodad
-xt_exec mn ip -6 addr add $COB/64 dev eth2 nodad
-dp_sadb ha
-SADB=$(dp_sadb_of ha)
+HOA=2001:db8:1::100 HOB=2001:db8:1::200
+mip6_topo
 ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
 
 key() { head -c 20 /dev/urandom | xxd -p -c 40; }
@@ -59,9 +39,7 @@ mobile-node $HOB \\
 	tunnel spi 0x3100:0x3101 enc aes128gcm16 key 0x$(key):0x$(key)
 EOF
 ctl load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
-xt_bg ha xipsecd-ha "$XIPSECD" --inside in0 --outside out0 --sadb "$SADB" --ctl "$XT_DIR/ha.sock"
-xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" ||
-	{ cat "$XT_DIR/xipsecd-ha.log" >&2; xt_fail "xipsecd on ha did not start"; }
+mip6_start_ha
 b_json() {
 	ctl --ctl "$XT_DIR/ha.sock" --json show bindings > "$XT_DIR/b.json" || xt_fail "ipsecctl show bindings"
 	dp_json "$XT_DIR/b.json" "$1"
@@ -70,13 +48,11 @@ b_json() {
 mac() { xt_exec "$1" ip -br link show "$2" | awk '{print $3}'; }
 cat > "$XT_DIR/mn.json" <<EOF
 {"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
- "links": {"eth1": {"coa": "$COA", "gw_mac": "$(mac rt eth1)"}},
+ "links": {"eth1": {"coa": "$COA1", "gw_mac": "$(mac rt eth1)"}},
  "sa": {"bu": {"spi": 8193, "key": "$KA_BU"}, "ba": {"spi": 8192, "key": "$KA_BA"},
         "tun_out": {"spi": 12289, "key": "$KA_TI"}, "tun_in": {"spi": 12288, "key": "$KA_TO"}}}
 EOF
-mkfifo "$XT_DIR/mn.fifo"
-xt_bg mn mn "$PYTHON" -u "$top_srcdir/tests/netns/test_mip6_mn.py" "$XT_DIR/mn.json" "$XT_DIR/mn.fifo"
-xt_wait 20 grep -q '"ev": "ready"' "$XT_DIR/mn.log" || { cat "$XT_DIR/mn.log" >&2; xt_fail "mobile node did not start"; }
+mip6_start_mn
 bas() { grep '"ev": "ba"' "$XT_DIR/mn.log"; }
 
 # A registers for 8 s (ESP sequence number 1 of its signalling SA, Binding Update sequence 1)
@@ -88,9 +64,9 @@ reg_t=$(date +%s.%N)
 cat > "$XT_DIR/flood.json" <<EOF
 {"iface": "eth2", "mac": "$(mac mn eth2)", "gw_mac": "$(mac rt eth2)", "ha": "$HA", "count": $FLOOD,
  "burst": 200, "gap_ms": 2,
- "flooder": {"hoa": "$HOB", "coa": "$COB", "spi": 8449, "key": "$KB_BU", "esp_seq": 1, "bu_seq": 1,
+ "flooder": {"hoa": "$HOB", "coa": "$COA2", "spi": 8449, "key": "$KB_BU", "esp_seq": 1, "bu_seq": 1,
              "lifetime": 600},
- "refresh": {"hoa": "$HOA", "coa": "$COA", "spi": 8193, "key": "$KA_BU", "esp_seq": 100, "bu_seq": 2,
+ "refresh": {"hoa": "$HOA", "coa": "$COA1", "spi": 8193, "key": "$KA_BU", "esp_seq": 100, "bu_seq": 2,
              "lifetime": 8, "n": $REFRESHES}}
 EOF
 xt_exec mn "$PYTHON" "$top_srcdir/tests/netns/test_mip6_flooder.py" "$XT_DIR/flood.json" > "$XT_DIR/flood.out" ||
