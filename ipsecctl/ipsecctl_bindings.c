@@ -123,13 +123,14 @@ static int keep(struct sect *s, char *line)
 	return 0;
 }
 
-enum { S_HA, S_BIND, S_COUNTER, S_REJECTED, S_DROPPED, S_N };
+enum { S_HA, S_BIND, S_COUNTER, S_REJECTED, S_REFUSED, S_DROPPED, S_N };
 
 int ctl_show_bindings(const struct ctl_opts *o)
 {
 	static const struct { const char *name, *json; int nf; } sec[S_N] = {
 		{ "home-agent", "home_agent", 6 }, { "binding", "bindings", 11 },
-		{ "counter", "counters", 3 }, { "rejected", "rejected", 3 }, { "dropped", "dropped", 3 },
+		{ "counter", "counters", 3 }, { "rejected", "rejected", 3 }, { "refused", "refused", 3 },
+		{ "dropped", "dropped", 3 },
 	};
 	const char *path = o->ctl_path ? o->ctl_path : CTL_DEFAULT_XIPSECD;
 	char *ans, *line, *save = NULL, *f[MAX_FIELDS];
@@ -223,9 +224,11 @@ int ctl_show_bindings(const struct ctl_opts *o)
 		}
 		for (int k = S_COUNTER; k < S_N; k++)
 			for (size_t i = 0; i < v[k].n; i++) {
+				static const char *const what[S_N] = { [S_COUNTER] = "counter",
+					[S_REJECTED] = "rejected with status", [S_REFUSED] = "refused:",
+					[S_DROPPED] = "dropped:" };
 				fields(v[k].v[i], f);
-				printf("# %s %s %s\n", k == S_COUNTER ? "counter" : k == S_REJECTED ?
-				       "rejected with status" : "dropped:", f[1], f[2]);
+				printf("# %s %s %s\n", what[k], f[1], f[2]);
 			}
 	}
 out:

@@ -23,8 +23,9 @@
  *    the SA it arrived on is that home address's own (mip6_ha_bu), so a mobile node cannot move
  *    another's binding. Unprotected or wrongly protected Binding Updates never reach this file or are
  *    dropped by it, never answered with an acceptance. Replays are stopped by the ESP window and the
- *    Binding Update sequence number. A flood of valid-looking packets costs a queue slot each: the
- *    queue is bounded and the workers never wait for it.
+ *    Binding Update sequence number. A flood of valid packets from one mobile node costs a queue
+ *    slot each, within that node's share (dp_mip6_queue.c): the queue is bounded, the workers never
+ *    wait for it, and the other nodes' Binding Updates still find room.
  *  - Ordering: on a move, the tunnel SAs are migrated and the dataplane's SA table republished (after
  *    an RCU grace period no worker still encrypts towards the old care-of address) before the
  *    acknowledgement is queued, so the old address gets nothing after the BA. The control thread
@@ -90,8 +91,8 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 		break;
 	default:
 		if (res.ba.status >= 128)
-			dp_log(LOG_INFO, "home agent: Binding Update of %s refused: %s", a6(res.hoa, h),
-			       mip6_status_name(res.ba.status));
+			dp_log(LOG_INFO, "home agent: Binding Update of %s refused: %s (%s)", a6(res.hoa, h),
+			       mip6_reject_name(res.reject), mip6_status_name(res.ba.status));
 		break;
 	}
 	n = mip6_ha_build_ba(m->ha, &res, ba, sizeof(ba));
@@ -141,8 +142,11 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	for (;;) {
 		struct mq_msg q;
 
-		if (m->ba.n == MQ_LEN)
-			flush_moves(ctx); /* a batch holds at most MQ_LEN acknowledgements */
+		/* A Binding Update is taken only with room for its acknowledgement: in the outbound
+		 * queue (only this thread fills it; worker 0 empties it) together with those the batch
+		 * holds. The rest waits in the inbound queue for the next round, within its shares. */
+		if (atomic_load_explicit(&m->out_n, memory_order_acquire) + m->ba.n >= MQ_LEN)
+			break;
 		if (!dp_mip6_in_pop(m, &q))
 			break;
 		if (m->ha)
@@ -220,7 +224,8 @@ void dp_mip6_fini(struct dp_ctx *ctx)
 /* Tab-separated lines, for ipsecctl show bindings to render as text or JSON:
  *   home-agent ADDR LINK MAX_LIFETIME MOBILE_NODES PREFIX[,PREFIX...]     (absent: no home agent)
  *   binding HOA COA SEQ LIFETIME LEFT AGE TO_MN_PACKETS TO_MN_BYTES FROM_MN_PACKETS FROM_MN_BYTES
- *   counter NAME VALUE        rejected STATUS COUNT        dropped REASON COUNT
+ *   counter NAME VALUE        rejected STATUS COUNT        refused REASON COUNT
+ *   dropped REASON COUNT      (refused: the rejections by reason, mip6_reject_name)
  *   end */
 
 struct ctl_buf {
@@ -307,7 +312,10 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "nd_errors", m->nd_errors }, { "migrations", m->migrations },
 		{ "republished", m->republished },
 		{ "migrate_errors", m->migrate_errors }, { "mobile_nodes_refused", m->refused_mns },
-		{ "queue_taken", atomic_load(&m->taken) }, { "queue_full_in", atomic_load(&m->in_full) },
+		{ "queue_taken", atomic_load(&m->taken) }, { "queue_drop_share", atomic_load(&m->in_share) },
+		{ "queue_drop_evicted", atomic_load(&m->in_evicted) },
+		{ "queue_full_in", atomic_load(&m->in_full) },
+		{ "queue_drop_too_big", atomic_load(&m->in_too_big) },
 		{ "queue_full_out", atomic_load(&m->out_full) },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
@@ -315,6 +323,9 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 	for (unsigned s = 128; s < 256; s++)
 		if (st->rejected[s])
 			put(&b, "rejected\t%u\t%llu\n", s, (unsigned long long)st->rejected[s]);
+	for (unsigned r = 1; r < MIP6_REJECT_MAX; r++)
+		if (st->reject_why[r])
+			put(&b, "refused\t%s\t%llu\n", mip6_reject_name(r), (unsigned long long)st->reject_why[r]);
 	for (unsigned d = 1; d < MIP6_DROP_MAX; d++)
 		if (st->drops[d])
 			put(&b, "dropped\t%s\t%llu\n", mip6_drop_name(d), (unsigned long long)st->drops[d]);

@@ -19,6 +19,7 @@
 
 #define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
 #define MQ_LEN   64u         /* queued messages each way */
+#define MQ_SHARE 4u          /* inbound messages one signalling SA may have queued (dp_mip6_queue.c) */
 #define NA_REPEAT 3u         /* unsolicited advertisements per registration (RFC 4861 section 7.2.6) */
 #define NA_GAP_MS 1000u
 
@@ -31,6 +32,20 @@ struct mq_msg {
 struct mq {
 	struct mq_msg m[MQ_LEN];
 	unsigned head, n;
+};
+
+/* The inbound queue: slots in no order, taken oldest first; each signalling SA's share counted
+ * (dp_mip6_queue.c says why). */
+struct mq_in {
+	struct mq_msg m[MQ_LEN];     /* len 0: a free slot */
+	uint64_t stamp[MQ_LEN];      /* arrival order of each slot's message */
+	uint64_t next_stamp;
+	unsigned n;
+	struct {
+		uint32_t sa_id;
+		unsigned n;
+	} share[MQ_LEN];             /* the SAs with messages queued and how many each, n_share of them */
+	unsigned n_share;
 };
 
 enum { ROLE_BU, ROLE_BA, ROLE_TUN_OUT, ROLE_TUN_IN, ROLES };
@@ -49,10 +64,14 @@ struct na_due {
 
 struct dp_mip6 {
 	pthread_mutex_t lock;        /* the two queues */
-	struct mq in, out;
-	_Atomic unsigned out_n;      /* worker 0 looks at this before taking the lock */
+	struct mq_in in;
+	struct mq out;
+	_Atomic unsigned out_n;      /* worker 0 and the control thread look at this without the lock */
 	int in_fd, out_fd;           /* eventfds: workers -> control thread, control -> worker 0 */
-	_Atomic uint64_t taken, in_full, out_full;
+	_Atomic uint64_t taken, out_full;
+	/* inbound messages dropped, by reason: the SA over its share, displaced by a lighter SA's,
+	 * the queue full of equal shares, larger than a slot */
+	_Atomic uint64_t in_share, in_evicted, in_full, in_too_big;
 
 	/* control thread only */
 	struct sadb *wdb;            /* the home agent's writer handle (tunnel SA migrations) */

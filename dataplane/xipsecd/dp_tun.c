@@ -3,7 +3,13 @@
  * itself) are read by worker 0 (dp_local.c) into fresh frames and start their way in the outbound
  * stage; decapsulated packets addressed to the gateway are written into it by the forwarding stage
  * (any worker), so the kernel receives them as if they had arrived on it. The administrator routes
- * traffic into it. Calls nothing of the packet path. */
+ * traffic into it. Calls nothing of the packet path.
+ *
+ * The device carries no IPv6 address of its own: traffic is routed into it by destination, and the
+ * home agent's link is the inside interface, so nothing needs a link-local address here. With one,
+ * the kernel would send router solicitations (and MLD reports) from it into the device, packets no
+ * policy covers, dropped as no_policy on every gateway: addr_gen_mode none (before the device comes
+ * up) keeps the kernel from making one. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,6 +27,25 @@
 
 /* ESP's worst-case growth (IPv6 outer + UDP + ESP + IV + trailer) must fit the outside MTU. */
 #define DP_TUN_OVERHEAD (40 + 8 + 8 + 16 + 15 + 2 + 32)
+
+/* No IPv6 link-local address, hence no router solicitations, for device name: IN6_ADDR_GEN_MODE_NONE.
+ * A kernel without IPv6 has no such file and nothing to silence. */
+static void tun_no_linklocal(const char *name)
+{
+	char path[64 + IFNAMSIZ];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/addr_gen_mode", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			dp_log(LOG_WARNING, "%s: cannot open %s: %s", name, path, strerror(errno));
+		return;
+	}
+	if (write(fd, "1", 1) != 1)
+		dp_log(LOG_WARNING, "%s: cannot set addr_gen_mode none: %s", name, strerror(errno));
+	close(fd);
+}
 
 int dp_tun_open(struct dp_ctx *ctx)
 {
@@ -55,6 +80,7 @@ int dp_tun_open(struct dp_ctx *ctx)
 		close(fd);
 		return err;
 	}
+	tun_no_linklocal(ifr.ifr_name);
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s >= 0) {
 		ctx->tun_mtu = mtu > DP_TUN_OVERHEAD + 576 ? mtu - DP_TUN_OVERHEAD : 576;

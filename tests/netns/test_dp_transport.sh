@@ -2,7 +2,8 @@
 # tests/netns/test_dp_transport.sh: transport-mode ESP between the two gateways themselves, their own
 # traffic entering and leaving xipsecd through its TUN device (routes to the peer point into it):
 # ping and TCP (2 MB, compared) over IPv4 and IPv6 with AES-GCM and AES-CBC + HMAC-SHA256; the
-# capture between the gateways holds only ESP and tshark decrypts it.
+# capture between the gateways holds only ESP and tshark decrypts it; the gateways' kernels wrote
+# nothing of their own into the TUN device (no link-local address there: no router solicitations).
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool socat ping ss tcpdump tshark
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -54,6 +55,12 @@ for gw in gw1 gw2; do
 	dp_status "$gw" > "$XT_DIR/$gw.json"
 	[ "$(dp_json "$XT_DIR/$gw.json" "j['worker'][0]['from_tun']")" -gt 100 ] || xt_fail "$gw: TUN not used"
 	[ "$(dp_json "$XT_DIR/$gw.json" "j['worker'][0]['to_tun']")" -gt 100 ] || xt_fail "$gw: nothing delivered to TUN"
+	# the TUN device has no link-local address, so its kernel sent no router solicitation or MLD
+	# report into it: nothing without a policy came from it (dp_tun.c)
+	xt_exec "$gw" ip -6 addr show dev xipsec0 | grep -q fe80 &&
+		xt_fail "$gw: the TUN device has a link-local address: $(xt_exec "$gw" ip -6 addr show dev xipsec0)"
+	[ "$(dp_json "$XT_DIR/$gw.json" "j['worker'][0]['drops'].get('no_policy', 0)")" = 0 ] ||
+		xt_fail "$gw: packets without a policy: $(dp_json "$XT_DIR/$gw.json" "j['worker'][0]['drops']")"
 done
 dp_finish
 exit 0
