@@ -17,7 +17,7 @@ set -u
 . "$top_srcdir/tests/netns/test_dp_common.sh"
 . "$top_srcdir/tests/netns/test_mip6_common.sh"
 xt_require ip ethtool xxd
-CTL="$top_builddir/tools/ipsecctl"
+CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 "$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec, cryptography' 2>/dev/null ||
 	xt_skip "needs python3-scapy and python3-cryptography"
