@@ -254,13 +254,19 @@ struct bind_walk {
 	uint64_t now;
 };
 
+/* The counters of the SA in slot id - 1, read as every reader does (sadb_runtime_read): an SA
+ * deleted meanwhile, or a slot given to another SA, shows 0, never another SA's figures. */
 static void rt_put(struct bind_walk *k, uint32_t id)
 {
-	struct sadb_runtime *rt = id ? sadb_runtime(k->ctx->db, id - 1) : NULL;
+	struct sadb_runtime_view v = { 0 };
+	struct sadb_sa sa;
 
-	put(k->b, "\t%llu\t%llu",
-	    rt ? (unsigned long long)__atomic_load_n(&rt->packets, __ATOMIC_RELAXED) : 0ull,
-	    rt ? (unsigned long long)__atomic_load_n(&rt->bytes, __ATOMIC_RELAXED) : 0ull);
+	if (id && sadb_sa_get(k->ctx->db, id - 1, &sa) == 0) {
+		if (sadb_runtime_read(k->ctx->db, id - 1, sa.instance, 0, &v) < 0)
+			memset(&v, 0, sizeof(v));
+		explicit_bzero(&sa, sizeof(sa));
+	}
+	put(k->b, "\t%llu\t%llu", (unsigned long long)v.packets, (unsigned long long)v.bytes);
 }
 
 static void bind_cb(const struct mip6_binding *bd, void *arg)
