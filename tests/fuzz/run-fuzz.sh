@@ -4,7 +4,7 @@
 # for a bounded time on a generated seed corpus and fails on any crash, sanitizer report, timeout or differential mismatch;
 # prints the executions each target ran. First a self-test: with FZ_BREAK=1 the five differential
 # targets must report a failure on their seeds (a check that cannot fail proves nothing).
-# Env: FUZZ_SECONDS (default 15 per target), FUZZ_CORPUS_DIR (keep the corpora there, e.g. for
+# Env: FUZZ_SECONDS (default 15 per target), FUZZ_JOBS (targets at once, default nproc), FUZZ_CORPUS_DIR (keep the corpora there, e.g. for
 # `make fuzz-long`; default: a temporary directory), FUZZ_TARGETS (subset, space-separated).
 set -u
 : "${top_builddir:?run me through make check or make fuzz-long}" "${top_srcdir:?}"
@@ -58,14 +58,32 @@ for t in fuzz_esp_plain fuzz_ah_plain fuzz_roundtrip fuzz_burst fuzz_reasm; do
 	fi
 done
 
+# The targets run FUZZ_JOBS at a time (default: one per CPU), each for its whole $secs, so the
+# layer takes about (targets / CPUs) x $secs and no target fuzzes less; then each is judged in turn.
+jobs=${FUZZ_JOBS:-$(nproc)}
+fuzz_one() {
+	local t=$1
+	mkdir -p "$corpus/$t" "$tmp/tmp-$t"
+	# -timeout: one input taking 10 s is a hang; the outer timeout guards libFuzzer itself.
+	TMPDIR=$tmp/tmp-$t timeout $((secs + 120)) "$bin/$t" -max_total_time="$secs" -timeout=10 \
+		-rss_limit_mb=4096 -max_len=4096 -print_final_stats=1 -artifact_prefix="$tmp/crash-$t-" \
+		"$corpus/$t" "$tmp/seeds/$t" >"$tmp/$t.log" 2>&1
+	echo $? >"$tmp/$t.rc"
+}
+running=0
+for t in $targets; do
+	fuzz_one "$t" &
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+done
+wait
 total=0
 for t in $targets; do
-	mkdir -p "$corpus/$t"
 	log=$tmp/$t.log
-	# -timeout: one input taking 10 s is a hang; the outer timeout guards libFuzzer itself.
-	TMPDIR=$tmp timeout $((secs + 120)) "$bin/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=4096 \
-		-print_final_stats=1 -artifact_prefix="$tmp/crash-$t-" "$corpus/$t" "$tmp/seeds/$t" >"$log" 2>&1
-	rc=$?
+	rc=$(cat "$tmp/$t.rc" 2>/dev/null || echo 99)
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	cov=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE|INITED)' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
 	ncorp=$(ls "$corpus/$t" | wc -l)
