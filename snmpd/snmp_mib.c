@@ -348,10 +348,27 @@ static int table_handler(netsnmp_mib_handler *handler, netsnmp_handler_registrat
 	return SNMP_ERR_NOERROR;
 }
 
-/* Runs before a table's helpers: the rows they look up are the current view's. */
+/* Net-SNMP's AgentX parser (agentx_parse_oid(), 5.9.3 and since) reads each 32-bit sub-identifier
+ * into an int and stores it in a 64-bit oid: one of 2^31 and more, as every SPI IKE allocates,
+ * arrives sign-extended to 2^64 - 2^32 + spi. A GET of such a row then matches no row
+ * (noSuchInstance), and a GETNEXT from one looks past every row (the walk stops there, skipping
+ * the SPIs above it). A sub-identifier is 32 bits (RFC 2578, section 3.5), so the high half only
+ * ever holds that sign: it is cut off before the table helpers read the index. The master agent
+ * parses our answers the same way, harmlessly: it sends them back to us in 32 bits, and an answer
+ * it compares with its request still sorts after it. */
+static void oid_unsign(netsnmp_variable_list *vb)
+{
+	for (size_t i = 0; i < vb->name_length; i++)
+		vb->name[i] &= 0xffffffffu;
+}
+
+/* Runs before a table's helpers: the request's OIDs are the manager's, and the rows they look up
+ * are the current view's. */
 static int sync_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
 			netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
 {
+	for (netsnmp_request_info *r = requests; r; r = r->next)
+		oid_unsign(r->requestvb);
 	view_sync(reqinfo);
 	return netsnmp_call_next_handler(handler, reg, reqinfo, requests);
 }

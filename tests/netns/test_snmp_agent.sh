@@ -10,7 +10,8 @@
 # drops as ipsecctl does, the scalars and the worker table agree, the remaining lifetimes exist
 # exactly where limits are set;
 # v1/v2c, authNoPriv and wrong keys are refused, SET is notWritable; the subagent reconnects when
-# snmpd restarts and stops cleanly on SIGTERM.
+# snmpd restarts and stops cleanly on SIGTERM. SPIs of 2^31 and more (every one IKE allocates)
+# are rows like the others: 0x80000000, 0xc0000001 and 0xffffffff walk in order and answer a GET.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool ping snmpd snmpget snmpwalk snmpbulkwalk snmpset snmptranslate
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -54,13 +55,16 @@ dp_topo 1
 for ns in h1 gw1 sw gw2 h2; do
 	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 done
-# An inbound SA with lifetimes that no traffic uses (its limits show as remaining lifetime).
+# An inbound SA with lifetimes that no traffic uses (its limits show as remaining lifetime), and
+# one with the highest SPI there is.
 printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0x3000 in reqid 9 enc aes128gcm16 key %s %s\n' \
 	0x0102030405060708090a0b0c0d0e0f1011121314 'soft time 1h packets 1000 hard time 2h bytes 5000000' \
 	> "$XT_DIR/lt.conf"
+printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0xffffffff in reqid 11 enc aes128gcm16 key %s\n' \
+	0x2122232425262728292a2b2c2d2e2f3031323334 >> "$XT_DIR/lt.conf"
 timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --new-keys -f "$XT_DIR/lt.conf" || xt_fail "ipsecctl -f lt.conf"
-# gw1 -> gw2 under SPI 0x2000 (8192), gw2 -> gw1 under 0x2001 (8193)
-SPI_IN=8192 SPI_OUT=8193
+# gw1 -> gw2 under SPI 0xc0000001, gw2 -> gw1 under 0x80000000: above 2^31, as IKE allocates them
+SPI_IN=3221225473 SPI_OUT=2147483648 SPI_TOP=4294967295
 dp_tunnel gcm 4 1 $SPI_IN $SPI_OUT
 dp_start gw1
 dp_start gw2
@@ -129,9 +133,10 @@ done
 # GET; the unused one with its limits, the others without.
 for walk in snmpwalk snmpbulkwalk; do
 	snmp $walk -On xipsecSaPackets > "$SD/walk-packets.txt" || xt_fail "$walk of xipsecSaPackets"
-	want=".1.3.6.1.4.1.32473.1.2.1.11.$SPI_IN.1.50.1.4.192.0.2.2
+	want=".1.3.6.1.4.1.32473.1.2.1.11.12288.1.50.1.4.192.0.2.2
 .1.3.6.1.4.1.32473.1.2.1.11.$SPI_OUT.2.50.1.4.192.0.2.1
-.1.3.6.1.4.1.32473.1.2.1.11.12288.1.50.1.4.192.0.2.2"
+.1.3.6.1.4.1.32473.1.2.1.11.$SPI_IN.1.50.1.4.192.0.2.2
+.1.3.6.1.4.1.32473.1.2.1.11.$SPI_TOP.1.50.1.4.192.0.2.2"
 	[ "$(cut -d' ' -f1 "$SD/walk-packets.txt")" = "$want" ] ||
 		xt_fail "$walk of the SA table: $(cat "$SD/walk-packets.txt")"
 done
@@ -145,7 +150,7 @@ src=$(snmp snmpget -OqvU "xipsecSaSrcAddressType.$SPI_IN.inbound.esp.ipv4.4.192.
 	"xipsecSaSrcAddress.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2" | tr '\n' ' ')
 src=${src//[ \"]/}; [ "$src" = ipv4C0000201 ] || xt_fail "source address: $src"
 [ "$(val xipsecSaCount.0 xipsecPolicyCount.0 xipsecWorkerCount.0 xipsecDataplaneUp.0 xipsecSadbUp.0 \
-	xipsecIkeUp.0 | tr '\n' ' ')" = "3 2 1 true true false " ] || xt_fail "scalars: $(snmp snmpwalk xipsecGlobals)"
+	xipsecIkeUp.0 | tr '\n' ' ')" = "4 2 1 true true false " ] || xt_fail "scalars: $(snmp snmpwalk xipsecGlobals)"
 lt=12288.inbound.esp.ipv4.4.192.0.2.2
 read -r hs ss sp hb <<< "$(val xipsecSaHardSecondsLeft.$lt xipsecSaSoftSecondsLeft.$lt \
 	xipsecSaSoftPacketsLeft.$lt xipsecSaHardOctetsLeft.$lt | tr '\n' ' ')"
