@@ -4,7 +4,9 @@
  * rebuilt from a fresh reading of the metrics layer when it is older than the cache period, at most
  * once per SNMP request (so one GETBULK never sees two readings and no row it holds is freed under
  * it), and then all three tables are rebuilt from it together. Read-only: every registration is
- * HANDLER_CAN_RONLY, so the agent answers notWritable to a SET. */
+ * HANDLER_CAN_RONLY, so the agent answers notWritable to a SET. Each new reading is also compared
+ * with the one before (snmpd/snmp_notify.h) and every change sent as a notification through the
+ * master agent; xs_mib_poll() takes readings between requests so that changes are seen without any. */
 #include "snmpd/netsnmp.h"
 #include "config.h"
 
@@ -13,14 +15,18 @@
 #include <time.h>
 
 #include "snmpd/snmp_mib.h"
+#include "snmpd/snmp_notify.h"
 #include "snmpd/snmp_view.h"
 
 /* xipsecMIB: enterprises.32473 (see snmpd/mib/XIPSEC-MIB.txt on the placeholder PEN). */
 #define XS_ROOT 1, 3, 6, 1, 4, 1, 32473
 static const oid globals_oid[] = { XS_ROOT, 1, 1 };
 static const oid sa_table_oid[] = { XS_ROOT, 1, 2 };
+static const oid sa_entry_oid[] = { XS_ROOT, 1, 2, 1 };
 static const oid worker_table_oid[] = { XS_ROOT, 1, 3 };
 static const oid drop_table_oid[] = { XS_ROOT, 1, 4 };
+static const oid notifications_oid[] = { XS_ROOT, 0 };
+static const oid snmp_trap_oid[] = { 1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0 }; /* snmpTrapOID.0 */
 
 /* xipsecSaEntry columns */
 enum {
@@ -42,6 +48,7 @@ static struct {
 	struct xs_mib_conf conf;
 	struct xs_view view;
 	bool have_view;
+	struct xs_notify notify;        /* the last reading, for the next one's notifications */
 	struct timespec taken;
 	netsnmp_tdata *t[XS_TABLES];   /* indexed by enum xs_table */
 	unsigned long dups, dups_before; /* rows left out for a duplicate index: this view, the last */
@@ -82,6 +89,30 @@ static long addr_type(const struct sadb_addr *a)
 	return a->family == AF_INET6 ? 2 : 1;
 }
 
+/* The longest SA row index: SPI, direction, protocol, address type, length, 16 octets. */
+#define XS_SA_INDEX_MAX 21
+
+/* The index of an SA's row (xipsecSaEntry's INDEX: SPI, direction, protocol, destination
+ * InetAddressType and InetAddress, the last with its length) into o; its length, 0 when the SA has
+ * no row (a direction the MIB has no value for, or an SPI below 256, which no SA has). */
+static size_t sa_index(const struct xm_sa_key *k, oid o[XS_SA_INDEX_MAX])
+{
+	const u_char *dst;
+	size_t n = 0, dlen = addr_bytes(&k->dst, &dst);
+
+	/* xipsecSaDirection has inbound(1) and outbound(2) only, as the SADB's SAs do */
+	if ((k->dir != SADB_DIR_IN && k->dir != SADB_DIR_OUT) || k->spi < 256)
+		return 0;
+	o[n++] = k->spi;
+	o[n++] = k->dir;
+	o[n++] = k->proto;
+	o[n++] = (oid)addr_type(&k->dst);
+	o[n++] = dlen;
+	for (size_t i = 0; i < dlen; i++)
+		o[n++] = dst[i];
+	return n;
+}
+
 /* A new row of t with its index already set; false (counted, row freed) when the index exists. */
 static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row)
 {
@@ -99,29 +130,22 @@ static void build_tables(void)
 	tables_clear();
 	M.dups = 0;
 	for (size_t i = 0; i < v->n_sa; i++) {
-		const struct xm_sa_key *k = v->sa[i].key;
-		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
-		/* Unsigned32 in a u_long: the whole 32 bits, never sign-extended, so that an SPI of
-		 * 2^31 and more (every one IKE allocates) sorts and matches as the unsigned number
-		 * it is */
-		u_long spi = (u_long)(uint32_t)k->spi;
-		long dir = k->dir, proto = k->proto, dtype = addr_type(&k->dst);
-		const u_char *dst;
-		size_t dlen = addr_bytes(&k->dst, &dst);
+		oid idx[XS_SA_INDEX_MAX];
+		size_t len = sa_index(v->sa[i].key, idx);
+		netsnmp_tdata_row *row;
 
-		if (!row)
-			break;
-		/* xipsecSaDirection has inbound(1) and outbound(2) only, as the SADB's SAs do */
-		if ((dir != SADB_DIR_IN && dir != SADB_DIR_OUT) || spi < 256) {
-			netsnmp_tdata_delete_row(row);
+		if (!len)
 			continue;
+		if (!(row = netsnmp_tdata_create_row()))
+			break;
+		/* the index as an OID, built once with the notifications' (the row frees it) */
+		row->oid_index.oids = snmp_duplicate_objid(idx, len);
+		row->oid_index.len = len;
+		if (!row->oid_index.oids) {
+			netsnmp_tdata_delete_row(row);
+			break;
 		}
 		row->data = &v->sa[i];
-		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &spi, sizeof(spi));
-		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dir, sizeof(dir));
-		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &proto, sizeof(proto));
-		netsnmp_tdata_row_add_index(row, ASN_INTEGER, &dtype, sizeof(dtype));
-		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, dst, dlen);
 		row_add(M.t[T_SA], row);
 	}
 	for (size_t i = 0; i < v->n_worker; i++) {
@@ -151,6 +175,8 @@ static void build_tables(void)
 	M.dups_before = M.dups;
 }
 
+static void send_event(void *arg, enum xs_event ev, const struct xs_sa_row *sa, uint64_t dp_start);
+
 /* The view for this request: the one already used by it, else a fresh one if the cache period is
  * over. A reading that fails keeps an empty view (the *Up scalars say why not in the log). */
 static void view_sync(netsnmp_agent_request_info *reqinfo)
@@ -168,6 +194,13 @@ static void view_sync(netsnmp_agent_request_info *reqinfo)
 	M.have_view = true;
 	clock_gettime(CLOCK_MONOTONIC, &M.taken);
 	build_tables();
+	if (xs_notify_compare(&M.notify, &M.view, send_event, NULL))
+		snmp_log(LOG_ERR, "xipsec-snmpd: out of memory comparing readings: no notification\n");
+}
+
+void xs_mib_poll(void)
+{
+	view_sync(NULL);
 }
 
 static void set_c64(netsnmp_variable_list *vb, uint64_t v)
@@ -270,6 +303,70 @@ static int sa_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 	return 0;
 }
 
+/* An SA event's objects, in the order of its NOTIFICATION-TYPE's OBJECTS clause. */
+static const unsigned sa_event_cols[][6] = {
+	[XS_EV_SA_UP] = { COL_SA_SRC_TYPE, COL_SA_SRC_ADDR, COL_SA_REQID, COL_SA_IKE_ID, COL_SA_STATE },
+	[XS_EV_SA_DOWN] = { COL_SA_REQID, COL_SA_IKE_ID, COL_SA_PACKETS, COL_SA_OCTETS, COL_SA_DROPS },
+	[XS_EV_SA_SOFT_EXPIRED] = { COL_SA_REQID, COL_SA_IKE_ID, COL_SA_EXPIRY },
+};
+
+/* Append OID prefix.sub.index to vars with no value; the variable added, NULL when out of memory. */
+static netsnmp_variable_list *var_add(netsnmp_variable_list **vars, const oid *prefix, size_t plen,
+				      oid sub, const oid *index, size_t ilen)
+{
+	oid name[MAX_OID_LEN];
+	size_t n = plen;
+
+	if (plen + 1 + ilen > MAX_OID_LEN)
+		return NULL;
+	memcpy(name, prefix, plen * sizeof(oid));
+	name[n++] = sub;
+	memcpy(name + n, index, ilen * sizeof(oid));
+	n += ilen;
+	return snmp_varlist_add_variable(vars, name, n, ASN_NULL, NULL, 0);
+}
+
+/* One notification through the master agent (an AgentX Notify: the master sends it to its trap
+ * sinks as its configuration says), snmpTrapOID.0 first, then the event's objects. */
+static void send_event(void *arg, enum xs_event ev, const struct xs_sa_row *sa, uint64_t dp_start)
+{
+	oid trap[OID_LENGTH(notifications_oid) + 1], idx[XS_SA_INDEX_MAX];
+	netsnmp_variable_list *vars = NULL, *vb;
+	size_t ilen;
+	bool ok;
+
+	memcpy(trap, notifications_oid, sizeof(notifications_oid));
+	trap[OID_LENGTH(notifications_oid)] = (oid)ev;
+	ok = snmp_varlist_add_variable(&vars, snmp_trap_oid, OID_LENGTH(snmp_trap_oid), ASN_OBJECT_ID,
+				       trap, sizeof(trap)) != NULL;
+	if (sa) {
+		if (!(ilen = sa_index(sa->key, idx))) {
+			snmp_free_varbind(vars);
+			return;
+		}
+		/* xipsecSaEntry.COLUMN.INDEX, valued as a GET of it would be */
+		for (const unsigned *c = sa_event_cols[ev]; ok && *c; c++)
+			ok = (vb = var_add(&vars, sa_entry_oid, OID_LENGTH(sa_entry_oid), *c, idx, ilen)) &&
+			     !sa_column(vb, sa, *c);
+	} else {
+		static const oid scalar[] = { 0 };
+
+		ok = ok && (vb = var_add(&vars, globals_oid, OID_LENGTH(globals_oid), XS_G_DP_UP + 1,
+					 scalar, 1));
+		if (ok)
+			set_truth(vb, 0);
+		ok = ok && (vb = var_add(&vars, globals_oid, OID_LENGTH(globals_oid), XS_G_DP_START_TIME + 1,
+					 scalar, 1));
+		if (ok)
+			set_u32(vb, ASN_UNSIGNED, dp_start);
+	}
+	if (ok)
+		send_v2trap(vars);
+	else
+		snmp_log(LOG_ERR, "xipsec-snmpd: out of memory: notification %d not sent\n", (int)ev);
+	snmp_free_varbind(vars);
+}
+
 static int worker_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 {
 	const struct xs_worker_row *e = row;
@@ -348,10 +445,27 @@ static int table_handler(netsnmp_mib_handler *handler, netsnmp_handler_registrat
 	return SNMP_ERR_NOERROR;
 }
 
-/* Runs before a table's helpers: the rows they look up are the current view's. */
+/* Net-SNMP's AgentX parser (agentx_parse_oid(), 5.9.3 and since) reads each 32-bit sub-identifier
+ * into an int and stores it in a 64-bit oid: one of 2^31 and more, as every SPI IKE allocates,
+ * arrives sign-extended to 2^64 - 2^32 + spi. A GET of such a row then matches no row
+ * (noSuchInstance), and a GETNEXT from one looks past every row (the walk stops there, skipping
+ * the SPIs above it). A sub-identifier is 32 bits (RFC 2578, section 3.5), so the high half only
+ * ever holds that sign: it is cut off before the table helpers read the index. The master agent
+ * parses our answers the same way, harmlessly: it sends them back to us in 32 bits, and an answer
+ * it compares with its request still sorts after it. */
+static void oid_unsign(netsnmp_variable_list *vb)
+{
+	for (size_t i = 0; i < vb->name_length; i++)
+		vb->name[i] &= 0xffffffffu;
+}
+
+/* Runs before a table's helpers: the request's OIDs are the manager's, and the rows they look up
+ * are the current view's. */
 static int sync_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
 			netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
 {
+	for (netsnmp_request_info *r = requests; r; r = r->next)
+		oid_unsign(r->requestvb);
 	view_sync(reqinfo);
 	return netsnmp_call_next_handler(handler, reg, reqinfo, requests);
 }
@@ -405,6 +519,7 @@ int xs_mib_init(const struct xs_mib_conf *conf)
 void xs_mib_shutdown(void)
 {
 	tables_clear();
+	xs_notify_free(&M.notify);
 	xs_view_free(&M.view);
 	M.have_view = false;
 }

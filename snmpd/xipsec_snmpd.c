@@ -1,7 +1,8 @@
 /* snmpd/xipsec_snmpd.c: xipsec-snmpd, the SNMP AgentX subagent of an xipsec gateway. It connects to
  * a master agent (Net-SNMP's snmpd with `master agentx`) over the AgentX socket, registers
  * XIPSEC-MIB (snmpd/snmp_mib.c) and answers its GET/GETNEXT/GETBULK requests from the metrics
- * collection layer until SIGTERM or SIGINT. The master agent owns every SNMP policy question
+ * collection layer until SIGTERM or SIGINT, and reads the SADB every notify interval to send
+ * XIPSEC-MIB's notifications through the master. The master agent owns every SNMP policy question
  * (versions, users, communities, views); the subagent only ever reads. When the master goes away it
  * keeps running and reconnects every AgentX ping interval. It reads xipsecd's key-less counters view
  * (sadb/sadb_stats.h), never the SADB, so it runs as an unprivileged member of the monitoring group
@@ -23,6 +24,7 @@
 
 #define PROG "xipsec-snmpd"
 #define DEFAULT_PING 5
+#define DEFAULT_NOTIFY 5
 
 static volatile sig_atomic_t stop_signal;
 
@@ -35,6 +37,12 @@ static void on_signal(int sig)
  * between the flag test and its select() is seen within a second. */
 static void tick(unsigned int reg, void *arg)
 {
+}
+
+/* Every notify interval: a reading between requests, so that its changes are notified. */
+static void poll_changes(unsigned int reg, void *arg)
+{
+	xs_mib_poll();
 }
 
 static void usage(FILE *f)
@@ -51,13 +59,15 @@ static void usage(FILE *f)
 		"      --no-ike              do not ask xipsec-iked (the IKE objects read zero)\n"
 		"      --no-sa               leave the SA table empty (very large SADBs)\n"
 		"  -c, --cache SECONDS       how long one reading serves requests (1..300, default 1)\n"
+		"  -n, --notify SECONDS      how often the SADB is read for the notifications (SA up,\n"
+		"                            down, soft expiry; dataplane down) (1..3600, default %d)\n"
 		"  -p, --ping SECONDS        AgentX ping interval: how often the connection to the master\n"
 		"                            is checked and, when lost, retried (1..3600, default %d)\n"
 		"  -L, --syslog              log to syslog (daemon facility) instead of standard error\n"
 		"  -D, --debug TOKENS        Net-SNMP debug output for TOKENS (e.g. agentx)\n"
 		"  -h, --help                this text\n"
 		"  -V, --version             the version\n",
-		DEFAULT_PING);
+		DEFAULT_NOTIFY, DEFAULT_PING);
 }
 
 static int num_arg(const char *opt, const char *s, long lo, long hi, long *out)
@@ -86,6 +96,7 @@ int main(int argc, char **argv)
 		{ "no-sa", no_argument, NULL, 'S' },
 		{ "cache", required_argument, NULL, 'c' },
 		{ "ping", required_argument, NULL, 'p' },
+		{ "notify", required_argument, NULL, 'n' },
 		{ "syslog", no_argument, NULL, 'L' },
 		{ "debug", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
@@ -94,12 +105,12 @@ int main(int argc, char **argv)
 	};
 	struct xs_mib_conf conf = { .cache_seconds = 1, .opts.stats = true };
 	const char *agentx = NULL, *debug = NULL;
-	long ping = DEFAULT_PING, cache = 1;
+	long ping = DEFAULT_PING, cache = 1, notify = DEFAULT_NOTIFY;
 	bool use_syslog = false;
 	struct sigaction sa;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "x:s:c:p:LD:hV", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "x:s:c:p:n:LD:hV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'x': agentx = optarg; break;
 		case 's': conf.opts.stats_path = optarg; break;
@@ -109,6 +120,7 @@ int main(int argc, char **argv)
 		case 'S': conf.opts.no_sa = true; break;
 		case 'c': if (num_arg("--cache", optarg, 1, 300, &cache)) return 2; break;
 		case 'p': if (num_arg("--ping", optarg, 1, 3600, &ping)) return 2; break;
+		case 'n': if (num_arg("--notify", optarg, 1, 3600, &notify)) return 2; break;
 		case 'L': use_syslog = true; break;
 		case 'D': debug = optarg; break;
 		case 'h': usage(stdout); return 0;
@@ -171,10 +183,14 @@ int main(int argc, char **argv)
 	}
 	init_snmp(PROG);
 	snmp_alarm_register(1, SA_REPEAT, tick, NULL);
-	snmp_log(LOG_INFO, PROG ": serving XIPSEC-MIB over AgentX at %s (ping %ld s, cache %ld s)\n",
+	/* the first reading now: what is already there when the agent starts is not an event */
+	xs_mib_poll();
+	snmp_alarm_register((unsigned)notify, SA_REPEAT, poll_changes, NULL);
+	snmp_log(LOG_INFO, PROG ": serving XIPSEC-MIB over AgentX at %s (ping %ld s, cache %ld s, "
+		 "notify %ld s)\n",
 		 netsnmp_ds_get_string(NETSNMP_DS_APPLICATION_ID, NETSNMP_DS_AGENT_X_SOCKET) ?
 		 netsnmp_ds_get_string(NETSNMP_DS_APPLICATION_ID, NETSNMP_DS_AGENT_X_SOCKET) :
-		 "/var/agentx/master", ping, cache);
+		 "/var/agentx/master", ping, cache, notify);
 
 	while (!stop_signal)
 		agent_check_and_process(1);

@@ -13,8 +13,12 @@
 # snmpd restarts and stops cleanly on SIGTERM. The subagent runs as its unit runs it: an unprivileged
 # user (uid and gid MON, no capability) in the group of gw2's counters view and of the AgentX
 # socket, which cannot open the SADB (its figures come from the view, never from the keys' file).
+# SPIs of 2^31 and more (every one IKE allocates)
+# are rows like the others: 0x80000000, 0xc0000001 and 0xffffffff walk in order and answer a GET.
+# Notifications reach snmptrapd through the master (v2c trap sink, 127.0.0.1:1162): an SA added
+# (xipsecSaUp), deleted (xipsecSaDown), and the dataplane stopped (xipsecDataplaneDown).
 . "$top_srcdir/tests/netns/lib.sh"
-xt_require ip ethtool ping snmpd snmpget snmpwalk snmpbulkwalk snmpset snmptranslate
+xt_require ip ethtool ping snmpd snmptrapd snmpget snmpwalk snmpbulkwalk snmpset snmptranslate
 . "$top_srcdir/tests/netns/test_dp_common.sh"
 CTL="$top_builddir/ipsecctl/ipsecctl"
 AGENT="$top_builddir/snmpd/xipsec-snmpd"
@@ -25,7 +29,7 @@ N_PING=7 N_NOPOL=3 MON=64999
 MIBDIRS="$top_srcdir/snmpd/mib/ietf:$top_srcdir/snmpd/mib"
 SD="$XT_DIR/snmp"
 SOCK="$SD/agentx.sock"
-PORT=1161
+PORT=1161 TRAP_PORT=1162
 USER=xsmon AUTH=xs-auth-pass-1 PRIV=xs-priv-pass-1
 V3="-v3 -l authPriv -u $USER -a SHA -A $AUTH -x AES -X $PRIV"
 mkdir -p "$SD/persist"
@@ -56,13 +60,15 @@ dp_topo 1
 # IPv4 only: the kernels' IPv6 chatter would reach the dataplanes without a policy and blur the exact
 # drop counts below.
 dp_ipv4_only
-# An inbound SA with lifetimes that no traffic uses (its limits show as remaining lifetime).
+# An inbound SA with lifetimes that no traffic uses (its limits show as remaining lifetime), and
+# one with the highest SPI there is.
 printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0x3000 in reqid 9 enc aes128gcm16 key %s %s\n' \
-	0x0102030405060708090a0b0c0d0e0f1011121314 'soft time 1h packets 1000 hard time 2h bytes 5000000' \
-	> "$XT_DIR/lt.conf"
+	0x0102030405060708090a0b0c0d0e0f1011121314 'soft time 1h packets 1000 hard time 2h bytes 5000000' > "$XT_DIR/lt.conf"
+printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0xffffffff in reqid 11 enc aes128gcm16 key %s\n' \
+	0x2122232425262728292a2b2c2d2e2f3031323334 >> "$XT_DIR/lt.conf"
 timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --new-keys -f "$XT_DIR/lt.conf" || xt_fail "ipsecctl -f lt.conf"
-# gw1 -> gw2 under SPI 0x2000 (8192), gw2 -> gw1 under 0x2001 (8193)
-SPI_IN=8192 SPI_OUT=8193
+# gw1 -> gw2 under SPI 0xc0000001, gw2 -> gw1 under 0x80000000: above 2^31, as IKE allocates them
+SPI_IN=3221225473 SPI_OUT=2147483648 SPI_TOP=4294967295
 dp_tunnel gcm 4 1 $SPI_IN $SPI_OUT
 dp_start gw1
 dp_start gw2 --stats-group "$MON"
@@ -78,7 +84,15 @@ rouser -s usm $USER priv .1.3.6.1.4.1.32473
 # test only: a user allowed to write, so that a refused SET is the subagent's doing
 createUser xsadmin SHA "xs-admin-auth-1" AES "xs-admin-priv-1"
 rwuser -s usm xsadmin priv .1.3.6.1.4.1.32473
+# the subagent's notifications go where the master's configuration says: here, v2c to snmptrapd
+trap2sink udp:127.0.0.1:$TRAP_PORT xstrap
 EOF
+echo "authCommunity log xstrap" > "$SD/snmptrapd.conf"
+xt_bg gw2 snmptrapd env SNMP_PERSISTENT_DIR="$SD/trap-persist" MIBS= \
+	snmptrapd -f -C -c "$SD/snmptrapd.conf" -On -Lf "$SD/traps.log" udp:127.0.0.1:$TRAP_PORT
+xt_wait 10 grep -q "NET-SNMP version" "$SD/traps.log" || xt_fail "snmptrapd did not start"
+# how many notifications N (xipsecNotifications.N) snmptrapd received
+traps() { grep -o "OID: \.1\.3\.6\.1\.4\.1\.32473\.0\.$1\b" "$SD/traps.log" | wc -l; }
 snmpd_start() {
 	xt_bg gw2 snmpd env SNMP_PERSISTENT_DIR="$SD/persist" MIBS= \
 		snmpd -f -C -c "$SD/snmpd.conf" -Lf "$SD/snmpd-$1.log" -p "$SD/snmpd.pid"
@@ -88,7 +102,8 @@ snmpd_start 1
 xt_exec gw2 setpriv --reuid "$MON" --regid "$MON" --clear-groups "$PYTHON" -c 'import os, sys; os.open(sys.argv[1], os.O_RDONLY)' \
 	"$(dp_sadb_of gw2)" 2>&1 | grep -q PermissionError || xt_fail "the monitoring user can open the SADB"
 xt_bg gw2 snmp-agent setpriv --reuid "$MON" --regid "$MON" --clear-groups --inh-caps=-all \
-	"$AGENT" --agentx-socket "$SOCK" --stats "$(dp_stats_of gw2)" --no-ike --ping 1 ${XS_AGENT_DEBUG:-}
+	"$AGENT" --agentx-socket "$SOCK" --stats "$(dp_stats_of gw2)" --no-ike --ping 1 \
+	--notify 1 ${XS_AGENT_DEBUG:-}
 xt_wait 10 grep -q "subagent connected" "$XT_DIR/snmp-agent.log" ||
 	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not connect"; }
 
@@ -134,9 +149,10 @@ done
 # GET; the unused one with its limits, the others without.
 for walk in snmpwalk snmpbulkwalk; do
 	snmp $walk -On xipsecSaPackets > "$SD/walk-packets.txt" || xt_fail "$walk of xipsecSaPackets"
-	want=".1.3.6.1.4.1.32473.1.2.1.11.$SPI_IN.1.50.1.4.192.0.2.2
+	want=".1.3.6.1.4.1.32473.1.2.1.11.12288.1.50.1.4.192.0.2.2
 .1.3.6.1.4.1.32473.1.2.1.11.$SPI_OUT.2.50.1.4.192.0.2.1
-.1.3.6.1.4.1.32473.1.2.1.11.12288.1.50.1.4.192.0.2.2"
+.1.3.6.1.4.1.32473.1.2.1.11.$SPI_IN.1.50.1.4.192.0.2.2
+.1.3.6.1.4.1.32473.1.2.1.11.$SPI_TOP.1.50.1.4.192.0.2.2"
 	[ "$(cut -d' ' -f1 "$SD/walk-packets.txt")" = "$want" ] ||
 		xt_fail "$walk of the SA table: $(cat "$SD/walk-packets.txt")"
 done
@@ -150,7 +166,7 @@ src=$(snmp snmpget -OqvU "xipsecSaSrcAddressType.$SPI_IN.inbound.esp.ipv4.4.192.
 	"xipsecSaSrcAddress.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2" | tr '\n' ' ')
 src=${src//[ \"]/}; [ "$src" = ipv4C0000201 ] || xt_fail "source address: $src"
 [ "$(val xipsecSaCount.0 xipsecPolicyCount.0 xipsecWorkerCount.0 xipsecDataplaneUp.0 xipsecSadbUp.0 \
-	xipsecIkeUp.0 | tr '\n' ' ')" = "3 2 1 true true false " ] || xt_fail "scalars: $(snmp snmpwalk xipsecGlobals)"
+	xipsecIkeUp.0 | tr '\n' ' ')" = "4 2 1 true true false " ] || xt_fail "scalars: $(snmp snmpwalk xipsecGlobals)"
 lt=12288.inbound.esp.ipv4.4.192.0.2.2
 read -r hs ss sp hb <<< "$(val xipsecSaHardSecondsLeft.$lt xipsecSaSoftSecondsLeft.$lt \
 	xipsecSaSoftPacketsLeft.$lt xipsecSaHardOctetsLeft.$lt | tr '\n' ' ')"
@@ -196,6 +212,21 @@ xt_exec gw2 snmpset -v3 -l authPriv -u xsadmin -a SHA -A xs-admin-auth-1 -x AES 
 grep -q "notWritable" "$SD/set.out" || xt_fail "SET: $(cat "$SD/set.out")"
 [ "$(val xipsecSaReqid.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2)" = 1 ] || xt_fail "SET changed the reqid"
 
+# Notifications: none for the SAs there when the subagent started; one xipsecSaUp when an SA is
+# added, one xipsecSaDown when it is deleted, each naming the SA's row.
+[ "$(traps 1)" = 0 ] && [ "$(traps 2)" = 0 ] || xt_fail "notifications for no change: $(cat "$SD/traps.log")"
+new=4294967294   # 0xfffffffe
+printf 'sa esp tunnel from 192.0.2.1 to 192.0.2.2 spi 0xfffffffe in reqid 12 enc aes128gcm16 key %s\n' \
+	0x4142434445464748494a4b4c4d4e4f5051525354 > "$XT_DIR/new.conf"
+timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" --new-keys -f "$XT_DIR/new.conf" || xt_fail "ipsecctl -f new.conf"
+# snmptrapd writes a notification's variables on one line
+xt_wait 10 grep -q "32473\.0\.1	.*32473\.1\.2\.1\.24\.$new\.1\.50\.1\.4\.192\.0\.2\.2 = INTEGER: 1	" "$SD/traps.log" ||
+	xt_fail "no xipsecSaUp for the new SA: $(cat "$SD/traps.log")"
+timeout 30 "$CTL" --sadb "$(dp_sadb_of gw2)" sa delete esp 0xfffffffe dst 192.0.2.2 || xt_fail "sa delete"
+xt_wait 10 grep -q "32473\.0\.2	.*32473\.1\.2\.1\.7\.$new\.1\.50\.1\.4\.192\.0\.2\.2 = Gauge32: 12	" "$SD/traps.log" ||
+	xt_fail "no xipsecSaDown for the deleted SA: $(cat "$SD/traps.log")"
+[ "$(traps 1)" = 1 ] && [ "$(traps 2)" = 1 ] || xt_fail "one notification per change: $(cat "$SD/traps.log")"
+
 # The master agent restarts: the subagent (same process) reconnects within its ping interval.
 agent_pid=$(pgrep -P "$(xt_pid snmp-agent)" -f xipsec-snmpd)
 xt_stop snmpd TERM
@@ -208,6 +239,12 @@ xt_wait 10 sh -c "[ \"\$(timeout 10 nsenter --net=/run/netns/$(xt_ns gw2) snmpge
 	-t 2 -r 0 -OqvU 127.0.0.1:$PORT xipsecSaPackets.$SPI_IN.inbound.esp.ipv4.4.192.0.2.2)\" = $N_PING ]" ||
 	xt_fail "no answer after the master's restart"
 
+# The dataplane stops: its hold on the SADB goes, and xipsecDataplaneDown says so.
+xt_stop xipsecd-gw2 TERM
+xt_wait 10 sh -c "[ \$(grep -o 'OID: .1.3.6.1.4.1.32473.0.4' '$SD/traps.log' | wc -l) = 1 ]" ||
+	xt_fail "no xipsecDataplaneDown: $(cat "$SD/traps.log")"
+grep -q "32473.1.1.7.0 = INTEGER: 2" "$SD/traps.log" || xt_fail "xipsecDataplaneDown: $(cat "$SD/traps.log")"
+
 xt_stop snmp-agent TERM
 grep -q "stopped by signal 15" "$XT_DIR/snmp-agent.log" ||
 	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not stop cleanly"; }
@@ -215,5 +252,6 @@ if grep -q "AddressSanitizer\|runtime error\|LeakSanitizer" "$XT_DIR/snmp-agent.
 	cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "sanitizer report from xipsec-snmpd"
 fi
 xt_stop snmpd TERM
+xt_stop snmptrapd TERM
 dp_finish
 exit 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/snmp/test_mib.sh: XIPSEC-MIB (snmpd/mib/XIPSEC-MIB.txt) is a clean SMIv2 module: libsmi's smilint
 # finds nothing even at level 6 (every warning; it exits 0 either way, so its output is what counts), and Net-SNMP loads it from snmpd/mib/ with the IETF base modules of snmpd/mib/ietf/:
-# every object of the module translates, and the OIDs the subagent registers (snmpd/snmp_mib.c) are
-# the module's.
+# every object of the module translates, and the OIDs the subagent registers and the notifications
+# it sends (snmpd/snmp_mib.c) are the module's.
 set -u
 for c in smilint snmptranslate; do
 	command -v "$c" >/dev/null || { echo "SKIP: needs $c (smitools, snmp)"; exit 77; }
@@ -45,5 +45,11 @@ xipsecComplianceV2 .1.3.6.1.4.1.32473.2.1.2
 xipsecSaSrcAddressType .1.3.6.1.4.1.32473.1.2.1.24
 xipsecSaSrcAddress .1.3.6.1.4.1.32473.1.2.1.25
 xipsecComplianceV3 .1.3.6.1.4.1.32473.2.1.3
+xipsecComplianceV4 .1.3.6.1.4.1.32473.2.1.4
+xipsecSaUp .1.3.6.1.4.1.32473.0.1
+xipsecSaDown .1.3.6.1.4.1.32473.0.2
+xipsecSaSoftExpired .1.3.6.1.4.1.32473.0.3
+xipsecDataplaneDown .1.3.6.1.4.1.32473.0.4
+xipsecNotificationGroup .1.3.6.1.4.1.32473.2.2.7
 LIST
 echo "PASS: XIPSEC-MIB"
