@@ -7,14 +7,7 @@
 
 #include "config.h"
 
-#undef PACKAGE
-#undef PACKAGE_BUGREPORT
-#undef PACKAGE_NAME
-#undef PACKAGE_STRING
-#undef PACKAGE_TARNAME
-#undef PACKAGE_URL
-#undef PACKAGE_VERSION
-#undef VERSION
+#include "config_undef.h"
 /* strongSwan's utils.h defines _GNU_SOURCE empty; autoconf defines it 1: make them identical. */
 #undef _GNU_SOURCE
 #define _GNU_SOURCE

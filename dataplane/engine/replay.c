@@ -6,8 +6,9 @@
  * Because the acceptance test uses the configured window W (<= ring size) rather than the ring, a bit
  * still set from a number >= ring size older is never consulted, so W may equal the ring size.
  *
- * The check, the ESN inference and the in-order update, run for every packet, are inline functions
- * in esp_replay.h; the general update lives here.
+ * The ring's layout, its atomic accessors and the check are in esp_replay_ring.h, below this file;
+ * the ESN inference and the in-order update, run for every packet, are inline in esp_replay.h, above
+ * it (the in-order update falls back to the general one here, which calls nothing above it).
  *
  * One writer at a time (doc/architecture.md rule 5): the one object of an inbound SA, or, when one
  * object per worker shares the runtime area, whichever holds the SA's replay lock (esp_replay_lock);
@@ -16,7 +17,7 @@
  * a bitmap being updated, which is harmless for statistics. */
 #include "config.h"
 
-#include "dataplane/engine/esp_internal.h"
+#include "dataplane/engine/esp_replay_ring.h"
 
 #define RING_BITS ESP_REPLAY_RING
 
@@ -47,18 +48,16 @@ enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq)
 		return r;
 	struct sadb_runtime *rt = sa->rt;
 	uint64_t top = esp_replay_top(rt);
-	uint64_t bit = seq % RING_BITS;
 	if (seq > top) {
 		if (seq - top >= RING_BITS)
 			for (uint64_t w = 0; w < RING_BITS / 64; w++)
 				esp_replay_set_word(rt, w, 0);
 		else
 			clear_range(rt, top + 1, seq);
-		esp_replay_set_word(rt, bit / 64, esp_replay_word(rt, bit / 64) | 1ULL << (bit % 64));
-		/* after the bits (esp_replay_top) */
-		atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, seq, memory_order_release);
+		esp_replay_mark(rt, seq);
+		esp_replay_publish_top(rt, seq); /* after the bits (esp_replay_top) */
 		return SADB_DROP_NONE;
 	}
-	esp_replay_set_word(rt, bit / 64, esp_replay_word(rt, bit / 64) | 1ULL << (bit % 64));
+	esp_replay_mark(rt, seq);
 	return SADB_DROP_NONE;
 }
