@@ -42,7 +42,7 @@ static int seq_persist(struct ctl_conf *c, const struct ctl_opts *o)
 		int fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
 		if (fd < 0) {
 			ctl_conf_error(c, it->pos, "SA spi 0x%08x uses %s with a manual key: its sequence "
-				       "numbers are its nonces, and without a record of them outside /dev/shm "
+				       "numbers are its nonces, and without a record of them outside the SADB "
 				       "a reload or a reboot would send the same nonces again under the same "
 				       "key. %s. Make the state directory usable (or point $%s at one), or "
 				       "key this SA with IKE", it->sa.spi,

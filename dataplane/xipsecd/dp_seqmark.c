@@ -3,7 +3,7 @@
  *
  * Why: with AES-GCM, AES-GMAC, AES-CTR and ChaCha20-Poly1305 the sequence number is the nonce. The
  * SADB's runtime area (rt->seq_reserved) survives a restart of xipsecd, but not a flush and reload of
- * the same configuration nor a reboot (/dev/shm is cleared): a static key would start again at 1 and
+ * the same configuration nor a reboot (the SADB lives in memory, /run/xipsec): a static key would start again at 1 and
  * send nonces 1..N a second time. So the numbers such an SA may use are leased from a mark kept on
  * disk, in the state directory (sadb_state_dir_open: ours, mode 0700), one file per key.
  *
