@@ -545,8 +545,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	rcu_assign_pointer(ctx->satab, t);
 	ctx->sadb_gen = gen;
 	st->need_full = false;
-	if (pol)
-		dp_xdp_local_spd(ctx);
+	if (pol && dp_xdp_local_spd(ctx))
+		st->need_full = true;    /* the local SPD is built again next round */
 	/* After the grace period no worker holds the old table or the replaced SAs. */
 	synchronize_rcu();
 	spi_filter_diff(ctx, t, old, false);

@@ -293,7 +293,7 @@ int dp_xdp_sync_addrs(struct dp_ctx *ctx)
 	x->n_own = s->n;
 	err = dp_xdp_local_spd(ctx);
 	if (err)
-		dp_log(LOG_WARNING, "local SPD: %s; the table in use stays", strerror(-err));
+		dp_sa_resync(ctx);   /* built again, every policy read afresh, at the next sync */
 	/* Add the new set before removing what is gone, so an address that stays is never missing. */
 	for (unsigned i = 0; i < s->n; i++)
 		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &one, BPF_ANY)) {
@@ -534,7 +534,7 @@ int dp_xdp_local_spd(struct dp_ctx *ctx)
 
 	if (!x || !ctx->db)
 		return 0;
-	while (sadb_policy_next(ctx->db, &cursor, &p) == 0) {
+	while ((err = sadb_policy_next(ctx->db, &cursor, &p)) == 0) {
 		if (p.dir != SADB_DIR_IN)
 			continue;
 		lspd_entry(&r, &p);
@@ -544,14 +544,18 @@ int dp_xdp_local_spd(struct dp_ctx *ctx)
 			struct sadb_policy *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v));
 
 			if (!nv) {
-				free(v);
-				return -ENOMEM;
+				err = -ENOMEM;
+				goto out;
 			}
 			v = nv;
 			cap = cap ? cap * 2 : 64;
 		}
 		v[n++] = p;
 	}
+	/* a policy that could not be read may be one that protects: the table in use stays */
+	if (err != -ENOENT)
+		goto out;
+	err = 0;
 	if (n)
 		qsort(v, n, sizeof(*v), spd_order);
 	/* fill the half the program is not reading, then flip to it with one word */
@@ -579,6 +583,8 @@ int dp_xdp_local_spd(struct dp_ctx *ctx)
 		       "matches is dropped (policy_mismatch)", n, DP_XDP_LSPD_MAX);
 	x->lspd_warned = n > DP_XDP_LSPD_MAX;
 out:
+	if (err)
+		dp_log(LOG_WARNING, "local SPD not built: %s; the table in use stays", strerror(-err));
 	free(v);
 	return err;
 }
