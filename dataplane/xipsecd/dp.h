@@ -282,9 +282,14 @@ int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
 int dp_xdp_spi_add(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
 void dp_xdp_spi_del(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
 void dp_xdp_spi_filter(struct dp_ctx *ctx, bool on);
-/* Control thread: adds the program's unknown-SPI drops to the workers' counters; the total. */
+/* Control thread: adds the program's unknown-SPI drops and local SPD drops to the workers'
+ * counters; the unknown-SPI total. */
 void dp_xdp_fold_drops(struct dp_ctx *ctx);
 uint64_t dp_xdp_spi_drops(struct dp_ctx *ctx);
+/* Control thread: builds the program's table of the inbound policies that cover the gateway's own
+ * addresses (xdp_shared.h, local_spd) from the SADB again, after a policy or address change. 0 or
+ * -errno (the table in use stays). */
+int dp_xdp_local_spd(struct dp_ctx *ctx);
 /* Whether addr (family AF_INET/AF_INET6) is one of the gateway's own addresses (a map lookup: a
  * system call, for the rare fragment only). */
 bool dp_xdp_is_local(struct dp_ctx *ctx, uint8_t family, const uint8_t *addr);

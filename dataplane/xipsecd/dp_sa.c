@@ -442,6 +442,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	uint32_t n_dead = 0;
 	uint8_t *dirty = NULL;
 	bool full = st->need_full || !old;
+	bool pol = full;             /* the XDP program's local SPD is built again */
 	uint64_t gen = sadb_generation(ctx->db);
 	int err = -ENOMEM;
 
@@ -468,6 +469,9 @@ int dp_sa_sync(struct dp_ctx *ctx)
 					break;
 				case SADB_CHG_FLUSH_SA:
 					memset(dirty, 1, st->max_sa);
+					break;
+				case SADB_CHG_POL_ADD: case SADB_CHG_POL_DEL: case SADB_CHG_FLUSH_POL:
+					pol = true;
 					break;
 				default:
 					break;
@@ -541,6 +545,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	rcu_assign_pointer(ctx->satab, t);
 	ctx->sadb_gen = gen;
 	st->need_full = false;
+	if (pol && dp_xdp_local_spd(ctx))
+		st->need_full = true;    /* the local SPD is built again next round */
 	/* After the grace period no worker holds the old table or the replaced SAs. */
 	synchronize_rcu();
 	spi_filter_diff(ctx, t, old, false);

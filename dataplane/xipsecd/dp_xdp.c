@@ -1,5 +1,6 @@
 /* dataplane/xipsecd/dp_xdp.c: loading, attaching and detaching xipsecd's XDP program (xdp_prog.bpf.c) and
- * keeping its maps (interfaces, xskmap, the gateway's own addresses) in step with the kernel.
+ * keeping its maps (interfaces, xskmap, the gateway's own addresses) in step with the kernel, and its
+ * table of the gateway's own inbound SPD (local_spd) in step with the SADB.
  * libbpf attaches the one program directly: libxdp's dispatcher cannot load here (doc/platform.md) and
  * we never want a second program on these interfaces anyway. */
 #include "config.h"
@@ -29,8 +30,16 @@ struct dp_xdp {
 	struct bpf_object *obj;
 	int prog_fd, xsks_fd, ifaces_fd, addrs_fd, stats_fd;
 	int spis_fd, conf_fd, spi_drops_fd;
+	int lspd_fd, lspd_conf_fd, local_drops_fd;
 	bool spi_broken;             /* an insert failed: the filter stays off (the workers count) */
 	uint64_t spi_seen[DP_MAX_WORKERS]; /* spi_drops already added to each worker's counters */
+	uint32_t lspd_conf;          /* local_spd_conf as last written */
+	bool lspd_warned;            /* the table's overflow was logged */
+	struct dp_xdp_addr *own;     /* the addresses local_addrs holds, for local_spd */
+	unsigned n_own;
+	int ncpu;
+	struct dp_xdp_local_drops *lbuf;   /* ncpu values of one local_drops key */
+	struct dp_xdp_local_drops local_seen[DP_MAX_WORKERS];
 	int attached[DP_NPORTS];     /* XDP flags used to attach, 0 = not attached */
 	int nl_fd;
 	uint32_t nl_seq;
@@ -155,11 +164,22 @@ int dp_xdp_load(struct dp_ctx *ctx)
 	x->spis_fd = bpf_object__find_map_fd_by_name(x->obj, "spis");
 	x->conf_fd = bpf_object__find_map_fd_by_name(x->obj, "xdp_conf");
 	x->spi_drops_fd = bpf_object__find_map_fd_by_name(x->obj, "spi_drops");
+	x->lspd_fd = bpf_object__find_map_fd_by_name(x->obj, "local_spd");
+	x->lspd_conf_fd = bpf_object__find_map_fd_by_name(x->obj, "local_spd_conf");
+	x->local_drops_fd = bpf_object__find_map_fd_by_name(x->obj, "local_drops");
 	if (x->xsks_fd < 0 || x->ifaces_fd < 0 || x->addrs_fd < 0 || x->stats_fd < 0 ||
-	    x->spis_fd < 0 || x->conf_fd < 0 || x->spi_drops_fd < 0) {
+	    x->spis_fd < 0 || x->conf_fd < 0 || x->spi_drops_fd < 0 || x->lspd_fd < 0 ||
+	    x->lspd_conf_fd < 0 || x->local_drops_fd < 0) {
 		err = -ENOENT;
 		dp_log(LOG_ERR, "%s lacks one of the maps xsks/ifaces/local_addrs/xdp_stats/spis/"
-		       "xdp_conf/spi_drops", path);
+		       "xdp_conf/spi_drops/local_spd/local_spd_conf/local_drops", path);
+		goto fail;
+	}
+	x->ncpu = libbpf_num_possible_cpus();
+	x->own = calloc(DP_LOCAL_ADDR_MAX, sizeof(*x->own));
+	x->lbuf = x->ncpu > 0 ? calloc((size_t)x->ncpu, sizeof(*x->lbuf)) : NULL;
+	if (!x->own || !x->lbuf) {
+		err = x->ncpu > 0 ? -ENOMEM : x->ncpu;
 		goto fail;
 	}
 	x->nl_fd = dp_nl_open(0);
@@ -202,6 +222,8 @@ fail:
 	if (x->nl_fd >= 0)
 		close(x->nl_fd);
 	bpf_object__close(x->obj);
+	free(x->own);
+	free(x->lbuf);
 	free(x);
 	return err;
 }
@@ -265,6 +287,13 @@ int dp_xdp_sync_addrs(struct dp_ctx *ctx)
 		ctx->src[other] = s->src;
 		atomic_store_explicit(&ctx->src_cur, other, memory_order_release);
 	}
+	/* The local SPD for the new set before the program sees a new address: traffic to it is
+	 * never passed unchecked. */
+	memcpy(x->own, s->a, s->n * sizeof(*s->a));
+	x->n_own = s->n;
+	err = dp_xdp_local_spd(ctx);
+	if (err)
+		dp_sa_resync(ctx);   /* built again, every policy read afresh, at the next sync */
 	/* Add the new set before removing what is gone, so an address that stays is never missing. */
 	for (unsigned i = 0; i < s->n; i++)
 		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &one, BPF_ANY)) {
@@ -375,6 +404,27 @@ void dp_xdp_spi_filter(struct dp_ctx *ctx, bool on)
 		spi_filter_set(x, on && !x->spi_broken);
 }
 
+/* The program's local SPD drops of the outside queue of worker i since the last fold. */
+static void fold_local(struct dp_xdp *x, struct dp_worker *w, unsigned i)
+{
+	uint32_t key = DP_XSK_BASE_OUTSIDE + w->queue;
+	struct dp_xdp_local_drops sum = { 0, 0 }, *seen = &x->local_seen[i];
+
+	if (bpf_map_lookup_elem(x->local_drops_fd, &key, x->lbuf))
+		return;
+	for (int c = 0; c < x->ncpu; c++) {
+		sum.protect += x->lbuf[c].protect;
+		sum.discard += x->lbuf[c].discard;
+	}
+	if (sum.protect == seen->protect && sum.discard == seen->discard)
+		return;
+	/* the same bookkeeping as the dataplane's SPD for plaintext from the outside (dp_spd_in) */
+	dp_count_rx(w, DP_OUT, (uint32_t)(sum.protect - seen->protect + sum.discard - seen->discard));
+	DP_STAT(w, drops[SADB_DROP_POLICY_MISMATCH], sum.protect - seen->protect);
+	DP_STAT(w, drops[SADB_DROP_POLICY_DISCARD], sum.discard - seen->discard);
+	*seen = sum;
+}
+
 void dp_xdp_fold_drops(struct dp_ctx *ctx)
 {
 	struct dp_xdp *x = ctx->xdp;
@@ -386,6 +436,7 @@ void dp_xdp_fold_drops(struct dp_ctx *ctx)
 		uint32_t key = DP_XSK_BASE_OUTSIDE + w->queue;
 		uint64_t n = 0, d;
 
+		fold_local(x, w, i);
 		if (bpf_map_lookup_elem(x->spi_drops_fd, &key, &n) || n <= x->spi_seen[i])
 			continue;
 		d = n - x->spi_seen[i];
@@ -409,6 +460,135 @@ uint64_t dp_xdp_spi_drops(struct dp_ctx *ctx)
 	return sum;
 }
 
+/* A prefix as the program compares it: the masked address and the mask, in network order. */
+static void lspd_prefix(uint32_t a[4], uint32_t m[4], const struct sadb_addr *p, unsigned plen)
+{
+	unsigned max = p->family == AF_INET ? 32 : 128;
+	int bits = (int)(plen < max ? plen : max);
+
+	for (int w = 0; w < 4; w++) {
+		int b = bits - 32 * w;
+
+		m[w] = htonl(b <= 0 ? 0 : b >= 32 ? 0xffffffffu : ~(0xffffffffu >> b));
+		a[w] = p->a.w[w] & m[w];
+	}
+}
+
+static void lspd_entry(struct dp_xdp_lspd *r, const struct sadb_policy *p)
+{
+	const struct sadb_selector *s = &p->sel;
+	uint8_t f = s->src.family ? s->src.family : s->dst.family;
+
+	memset(r, 0, sizeof(*r));
+	r->family = f == AF_INET ? DP_AF_INET : f == AF_INET6 ? DP_AF_INET6 : 0;
+	r->proto = s->proto;
+	r->sport_lo = s->sport_lo;
+	r->sport_hi = s->sport_hi;
+	r->dport_lo = s->dport_lo;
+	r->dport_hi = s->dport_hi;
+	r->verdict = p->action == SADB_ACT_BYPASS ? DP_XDP_LSPD_BYPASS :
+		     p->action == SADB_ACT_PROTECT ? DP_XDP_LSPD_PROTECT : DP_XDP_LSPD_DISCARD;
+	if (s->src.family)
+		lspd_prefix(r->src, r->smask, &s->src, s->src_plen);
+	if (s->dst.family)
+		lspd_prefix(r->dst, r->dmask, &s->dst, s->dst_plen);
+}
+
+/* Whether entry r's destination selector holds one of the gateway's addresses. */
+static bool lspd_covers_own(const struct dp_xdp *x, const struct dp_xdp_lspd *r)
+{
+	for (unsigned i = 0; i < x->n_own; i++) {
+		const struct dp_xdp_addr *a = &x->own[i];
+		bool in = !r->family || r->family == a->family;
+
+		for (int w = 0; w < 4 && in; w++) {
+			uint32_t v;
+
+			memcpy(&v, a->addr + 4 * w, 4);
+			in = (v & r->dmask[w]) == r->dst[w];
+		}
+		if (in)
+			return true;
+	}
+	return false;
+}
+
+/* The SPD's order (sadb_policy_lookup): lower priority value first, then lower id. */
+static int spd_order(const void *a, const void *b)
+{
+	const struct sadb_policy *p = a, *q = b;
+
+	if (p->priority != q->priority)
+		return p->priority < q->priority ? -1 : 1;
+	return p->id < q->id ? -1 : p->id > q->id;
+}
+
+int dp_xdp_local_spd(struct dp_ctx *ctx)
+{
+	struct dp_xdp *x = ctx->xdp;
+	struct sadb_policy p, *v = NULL;
+	struct dp_xdp_lspd r;
+	size_t n = 0, cap = 0;
+	uint32_t cursor = 0, half, base, conf, zero = 0;
+	int err = 0;
+
+	if (!x || !ctx->db)
+		return 0;
+	while ((err = sadb_policy_next(ctx->db, &cursor, &p)) == 0) {
+		if (p.dir != SADB_DIR_IN)
+			continue;
+		lspd_entry(&r, &p);
+		if (!lspd_covers_own(x, &r))
+			continue;
+		if (n == cap) {
+			struct sadb_policy *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v));
+
+			if (!nv) {
+				err = -ENOMEM;
+				goto out;
+			}
+			v = nv;
+			cap = cap ? cap * 2 : 64;
+		}
+		v[n++] = p;
+	}
+	/* a policy that could not be read may be one that protects: the table in use stays */
+	if (err != -ENOENT)
+		goto out;
+	err = 0;
+	if (n)
+		qsort(v, n, sizeof(*v), spd_order);
+	/* fill the half the program is not reading, then flip to it with one word */
+	half = x->lspd_conf & DP_XDP_LSPD_HALF ? 0 : DP_XDP_LSPD_HALF;
+	base = half ? DP_XDP_LSPD_MAX : 0;
+	for (uint32_t i = 0; i < n && i < DP_XDP_LSPD_MAX; i++) {
+		uint32_t k = base + i;
+
+		lspd_entry(&r, &v[i]);
+		if (bpf_map_update_elem(x->lspd_fd, &k, &r, BPF_ANY)) {
+			err = -errno;
+			goto out;
+		}
+	}
+	conf = (uint32_t)(n < DP_XDP_LSPD_MAX ? n : DP_XDP_LSPD_MAX) | half |
+	       (n > DP_XDP_LSPD_MAX ? DP_XDP_LSPD_FULL : 0);
+	if (bpf_map_update_elem(x->lspd_conf_fd, &zero, &conf, BPF_ANY)) {
+		err = -errno;
+		goto out;
+	}
+	x->lspd_conf = conf;
+	if (n > DP_XDP_LSPD_MAX && !x->lspd_warned)
+		dp_log(LOG_WARNING, "%zu inbound policies cover the gateway's own addresses, the XDP "
+		       "program holds the first %u: plaintext to the gateway that none of them "
+		       "matches is dropped (policy_mismatch)", n, DP_XDP_LSPD_MAX);
+	x->lspd_warned = n > DP_XDP_LSPD_MAX;
+out:
+	if (err)
+		dp_log(LOG_WARNING, "local SPD not built: %s; the table in use stays", strerror(-err));
+	free(v);
+	return err;
+}
+
 void dp_xdp_unload(struct dp_ctx *ctx)
 {
 	struct dp_xdp *x = ctx->xdp;
@@ -428,6 +608,8 @@ void dp_xdp_unload(struct dp_ctx *ctx)
 	if (x->nl_fd >= 0)
 		close(x->nl_fd);
 	bpf_object__close(x->obj);
+	free(x->own);
+	free(x->lbuf);
 	free(x);
 	ctx->xdp = NULL;
 }

@@ -3,6 +3,9 @@
  *  - both interfaces: ARP, ND/other ICMPv6 control, IPv6 hop-by-hop (MLD), multicast/broadcast and
  *    anything addressed to the gateway itself go to the kernel (XDP_PASS), so neighbour resolution,
  *    IKE and management keep working;
+ *  - outside, addressed to the gateway itself: the gateway's inbound SPD first (`local_spd`,
+ *    RFC 4301 section 5.2): plaintext a PROTECT or DISCARD policy covers is dropped and counted,
+ *    IKE (UDP 500/4500) always passes, and so does what no policy covers;
  *  - outside: ESP and AH (also behind a Destination Options header: a Mobile IPv6 Binding Update's
  *    Home Address option), and ESP-in-UDP on port 4500 with a non-zero marker, go to the dataplane
  *    even when addressed to the gateway; IKE (UDP 500, 4500 with a zero marker) and keepalives stay
@@ -86,6 +89,27 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } spi_drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * DP_XDP_LSPD_MAX);   /* two halves: xdp_shared.h */
+	__type(key, __u32);
+	__type(value, struct dp_xdp_lspd);
+} local_spd SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} local_spd_conf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DP_XSKMAP_SIZE);
+	__type(key, __u32);
+	__type(value, struct dp_xdp_local_drops);
+} local_drops SEC(".maps");
 
 static __always_inline void stat_inc(__u32 i)
 {
@@ -182,6 +206,141 @@ static __always_inline int udp_frag_is_esp(struct dp_xdp_frag_key *k, int first,
 	return bpf_map_lookup_elem(&esp_udp_frags, k) != NULL;
 }
 
+/* The selector fields of a packet for the gateway, as the SADB matches them (esp_pkt_sel). */
+struct lsel {
+	__u32 src[4], dst[4];     /* network order; IPv4 in word 0 */
+	__u16 sport, dport;       /* host order; ICMP type and code */
+	__u8 family, proto;
+};
+
+/* Ports, ICMP type and code, the Mobility Header type: from a first (or no) fragment only. */
+static __always_inline void lsel_ports(struct lsel *p, const __u8 *l4, void *end)
+{
+	switch (p->proto) {
+	case IPPROTO_TCP: case IPPROTO_UDP: case IPPROTO_SCTP: case IPPROTO_UDPLITE:
+		if ((void *)(l4 + 4) <= end) {
+			p->sport = (__u16)(l4[0] << 8 | l4[1]);
+			p->dport = (__u16)(l4[2] << 8 | l4[3]);
+		}
+		break;
+	case IPPROTO_ICMP: case 58:           /* ICMPv6 */
+		if ((void *)(l4 + 2) <= end) {
+			p->sport = l4[0];
+			p->dport = l4[1];
+		}
+		break;
+	case 135:                             /* Mobility Header */
+		if ((void *)(l4 + 3) <= end)
+			p->sport = l4[2];
+		break;
+	default:
+		break;
+	}
+}
+
+static __always_inline int lspd_match(const struct dp_xdp_lspd *r, const struct lsel *p)
+{
+	if ((r->family && r->family != p->family) || (r->proto && r->proto != p->proto))
+		return 0;
+	if (p->sport < r->sport_lo || p->sport > r->sport_hi ||
+	    p->dport < r->dport_lo || p->dport > r->dport_hi)
+		return 0;
+#pragma unroll
+	for (int w = 0; w < 4; w++)
+		if ((p->src[w] & r->smask[w]) != r->src[w] || (p->dst[w] & r->dmask[w]) != r->dst[w])
+			return 0;
+	return 1;
+}
+
+/* Plaintext from the outside addressed to the gateway itself (a first fragment or a whole
+ * datagram): the first entry of the gateway's inbound SPD that matches decides. A later fragment
+ * is never looked at: the kernel delivers nothing of a datagram whose first fragment was dropped
+ * here. */
+static __always_inline int local_in(struct xdp_md *ctx, const struct dp_xdp_if *ifc,
+				    const struct lsel *p)
+{
+	__u32 zero = 0, key = ifc->xsk_base + ctx->rx_queue_index;
+	__u32 *conf = bpf_map_lookup_elem(&local_spd_conf, &zero);
+	struct dp_xdp_local_drops *d;
+	__u32 n, base, i;
+	__u8 verdict = 0;
+
+	/* IKE stays with charon whatever the policies say (rule 8): it is what negotiates them */
+	if (p->proto == IPPROTO_UDP && (p->dport == 500 || p->dport == DP_NATT_PORT))
+		return to_kernel();
+	if (!conf || !*conf)
+		return to_kernel();
+	n = *conf & DP_XDP_LSPD_N_MASK;
+	base = *conf & DP_XDP_LSPD_HALF ? DP_XDP_LSPD_MAX : 0;
+	for (i = 0; i < DP_XDP_LSPD_MAX && i < n; i++) {
+		__u32 k = base + i;
+		const struct dp_xdp_lspd *r = bpf_map_lookup_elem(&local_spd, &k);
+
+		if (!r)
+			break;
+		if (lspd_match(r, p)) {
+			verdict = r->verdict;
+			break;
+		}
+	}
+	if (!verdict)
+		verdict = *conf & DP_XDP_LSPD_FULL ? DP_XDP_LSPD_PROTECT : DP_XDP_LSPD_BYPASS;
+	if (verdict == DP_XDP_LSPD_BYPASS)
+		return to_kernel();
+	d = bpf_map_lookup_elem(&local_drops, &key);
+	if (d) {
+		if (verdict == DP_XDP_LSPD_DISCARD)
+			d->discard++;
+		else
+			d->protect++;
+	}
+	return XDP_DROP;
+}
+
+static __always_inline int local_in4(struct xdp_md *ctx, const struct dp_xdp_if *ifc,
+				     const struct iphdr *ip, const __u8 *l4, void *end)
+{
+	struct lsel p = { .family = DP_AF_INET, .proto = ip->protocol };
+
+	if (ip->frag_off & bpf_htons(0x1fff))
+		return to_kernel();
+	p.src[0] = ip->saddr;
+	p.dst[0] = ip->daddr;
+	lsel_ports(&p, l4, end);
+	return local_in(ctx, ifc, &p);
+}
+
+/* IPv6: the upper-layer header behind at most DP_XDP_EXT_MAX extension headers (more: the last one
+ * stands for the protocol, and only a policy for any protocol and port matches). */
+#define DP_XDP_EXT_MAX 4
+static __always_inline int local_in6(struct xdp_md *ctx, const struct dp_xdp_if *ifc,
+				     const struct ipv6hdr *ip6, const __u8 *l4, void *end)
+{
+	struct lsel p = { .family = DP_AF_INET6, .proto = ip6->nexthdr };
+
+	__builtin_memcpy(p.src, &ip6->saddr, 16);
+	__builtin_memcpy(p.dst, &ip6->daddr, 16);
+#pragma unroll
+	for (int i = 0; i < DP_XDP_EXT_MAX; i++) {
+		if (p.proto != 0 && p.proto != 43 && p.proto != 60 && p.proto != 44)
+			break;
+		if ((void *)(l4 + 8) > end)
+			return local_in(ctx, ifc, &p);
+		if (p.proto == 44) {
+			if ((l4[2] << 8 | l4[3]) & 0xfff8)
+				return to_kernel();
+			p.proto = l4[0];
+			l4 += 8;
+		} else {
+			p.proto = l4[0];
+			l4 += ((__u32)l4[1] + 1) * 8;
+		}
+	}
+	if (p.proto != 0 && p.proto != 43 && p.proto != 60 && p.proto != 44)
+		lsel_ports(&p, l4, end);
+	return local_in(ctx, ifc, &p);
+}
+
 /* IPv4 after the Ethernet header at eth: to the dataplane, to the kernel, or dropped. */
 static __always_inline int classify4(struct xdp_md *ctx, const struct dp_xdp_if *ifc, int outside,
 				     struct ethhdr *eth, void *end)
@@ -232,7 +391,7 @@ static __always_inline int classify4(struct xdp_md *ctx, const struct dp_xdp_if 
 	    ip->daddr == 0xffffffff)
 		return to_kernel();
 	if (is_local4(ip->daddr))
-		return to_kernel();
+		return outside ? local_in4(ctx, ifc, ip, l4, end) : to_kernel();
 	return to_dataplane(ctx, ifc);
 }
 
@@ -306,9 +465,6 @@ static __always_inline int classify6(struct xdp_md *ctx, const struct dp_xdp_if 
 	if (ip6->daddr.s6_addr[0] == 0xff ||
 	    (ip6->daddr.s6_addr[0] == 0xfe && (ip6->daddr.s6_addr[1] & 0xc0) == 0x80))
 		return to_kernel();
-	/* hop-by-hop options (MLD, router alert) belong to the kernel */
-	if (ip6->nexthdr == 0)
-		return to_kernel();
 	/* neighbour discovery addressed to a unicast address (NS for NUD, NA, redirect) */
 	if (ip6->nexthdr == IPPROTO_ICMPV6) {
 		__u8 *type = l4;
@@ -318,7 +474,11 @@ static __always_inline int classify6(struct xdp_md *ctx, const struct dp_xdp_if 
 		if (*type >= 133 && *type <= 137)
 			return to_kernel();
 	}
+	/* before the hop-by-hop rule: a hop-by-hop header must not carry plaintext past the SPD */
 	if (is_local6(&ip6->daddr))
+		return outside ? local_in6(ctx, ifc, ip6, l4, end) : to_kernel();
+	/* hop-by-hop options (MLD, router alert) belong to the kernel */
+	if (ip6->nexthdr == 0)
 		return to_kernel();
 	return to_dataplane(ctx, ifc);
 }

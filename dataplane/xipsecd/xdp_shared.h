@@ -64,4 +64,39 @@ struct dp_xdp_spi_key {
 /* spi_drops[xskmap key]: unknown-SPI frames dropped by the program, per interface and RX queue
  * (the queue's worker counts them as received and dropped, reason bad_spi). */
 
+/* The gateway's own inbound SPD (RFC 4301 section 5.2): plaintext from the outside addressed to
+ * the gateway itself meets the inbound policies whose selectors cover one of its addresses, in the
+ * SPD's order (priority, then id), first match wins; the program checks it because such traffic
+ * goes to the kernel, never through the dataplane's SPD (rule 8). xipsecd builds the table from the
+ * SADB (dp_xdp.c) into the half of `local_spd` the program is not reading, then flips
+ * `local_spd_conf` (one 32-bit word: count, half, overflow), so the program sees the old table or
+ * the new one, never a mix. IKE (UDP 500/4500) always passes; ARP and ND never get here. */
+#define DP_XDP_LSPD_MAX 256       /* entries per half */
+enum { DP_XDP_LSPD_BYPASS = 1, DP_XDP_LSPD_PROTECT = 2, DP_XDP_LSPD_DISCARD = 3 };
+struct dp_xdp_lspd {
+	__u32 src[4], smask[4];   /* network order, src already masked; IPv4 in word 0 */
+	__u32 dst[4], dmask[4];
+	__u16 sport_lo, sport_hi; /* host order; ICMP type, code as the SADB matches them */
+	__u16 dport_lo, dport_hi;
+	__u8 family;              /* DP_AF_INET / DP_AF_INET6, 0 = either */
+	__u8 proto;               /* 0 = any */
+	__u8 verdict;             /* DP_XDP_LSPD_* */
+	__u8 pad;
+};
+/* local_spd_conf[0]: bits 0-15 the number of entries, bit 16 the half in use (entries at
+ * DP_XDP_LSPD_MAX and up), bit 17 set when more policies cover the gateway than the table holds:
+ * a packet that matches none of the entries may match a policy left out, and is dropped (fail
+ * closed, counted as a PROTECT drop). */
+#define DP_XDP_LSPD_N_MASK 0xffffu
+#define DP_XDP_LSPD_HALF   (1u << 16)
+#define DP_XDP_LSPD_FULL   (1u << 17)
+
+/* local_drops[xskmap key], per CPU: frames the table dropped, per interface and RX queue; the
+ * control thread adds them to the queue's worker as received and dropped with the reason the
+ * dataplane's own SPD gives plaintext (policy_mismatch for PROTECT, policy_discard). */
+struct dp_xdp_local_drops {
+	__u64 protect;
+	__u64 discard;
+};
+
 #endif

@@ -2,7 +2,10 @@
  * itself on crafted frames (BPF_PROG_TEST_RUN), one row per case: what goes to the dataplane and
  * what stays with the kernel (doc/architecture.md rule 8). With no AF_XDP socket bound, a frame meant for the
  * dataplane must be dropped (fail closed, never passed to kernel forwarding); the program's own
- * counters tell a redirect attempt from a pass, and an unknown-SPI drop from both. Needs root (BPF); skips otherwise. */
+ * counters tell a redirect attempt from a pass, and an unknown-SPI drop from both. The gateway's own
+ * inbound SPD (local_spd, RFC 4301 section 5.2) has its rows too; with XIPSEC_XDP_BENCH set, the
+ * program's cost per frame with 0, 16 and 256 entries is printed (BPF_PROG_TEST_RUN repeat timing).
+ * Needs root (BPF); skips otherwise. */
 #include "config.h"
 
 #include <errno.h>
@@ -34,6 +37,7 @@ struct row {
 
 static struct bpf_object *obj;
 static int prog_fd, ifaces_fd, addrs_fd, stats_fd, spis_fd, conf_fd, spi_drops_fd;
+static int lspd_fd, lspd_conf_fd, local_drops_fd;
 
 /* ---- frame builders ---- */
 static unsigned eth(uint8_t *f, uint16_t type)
@@ -299,8 +303,11 @@ static int setup(void **state)
 	spis_fd = bpf_object__find_map_fd_by_name(obj, "spis");
 	conf_fd = bpf_object__find_map_fd_by_name(obj, "xdp_conf");
 	spi_drops_fd = bpf_object__find_map_fd_by_name(obj, "spi_drops");
+	lspd_fd = bpf_object__find_map_fd_by_name(obj, "local_spd");
+	lspd_conf_fd = bpf_object__find_map_fd_by_name(obj, "local_spd_conf");
+	local_drops_fd = bpf_object__find_map_fd_by_name(obj, "local_drops");
 	if (prog_fd < 0 || ifaces_fd < 0 || addrs_fd < 0 || stats_fd < 0 || spis_fd < 0 ||
-	    conf_fd < 0 || spi_drops_fd < 0)
+	    conf_fd < 0 || spi_drops_fd < 0 || lspd_fd < 0 || lspd_conf_fd < 0 || local_drops_fd < 0)
 		return -1;
 	add_addr("192.0.2.1");
 	add_addr("10.1.0.1");
@@ -469,11 +476,244 @@ static void test_spi_filter(void **state)
 	spi_case("filter off: unknown SPI to the dataplane", f, len, TO_DP);
 }
 
+/* ---- the gateway's own inbound SPD: plaintext from the outside addressed to the gateway ---- */
+
+enum local_want { L_PASS, L_PROTECT, L_DISCARD };
+
+/* One table entry from text: "src/plen", "dst/plen" (NULL: any address of either family), IP
+ * protocol (0: any), destination port (0: any), verdict. */
+static void lspd_put(uint32_t i, const char *src, const char *dst, uint8_t proto, uint16_t dport,
+		     uint8_t verdict)
+{
+	struct dp_xdp_lspd r;
+	const char *pfx[2] = { src, dst };
+
+	memset(&r, 0, sizeof(r));
+	r.proto = proto;
+	r.sport_hi = 0xffff;
+	r.dport_lo = dport;
+	r.dport_hi = dport ? dport : 0xffff;
+	r.verdict = verdict;
+	for (int s = 0; s < 2; s++) {
+		char a[64];
+		uint8_t b[16] = { 0 };
+		uint32_t *addr = s ? r.dst : r.src, *mask = s ? r.dmask : r.smask;
+		int plen, v6;
+
+		if (!pfx[s])
+			continue;
+		snprintf(a, sizeof(a), "%s", pfx[s]);
+		plen = atoi(strchr(a, '/') + 1);
+		*strchr(a, '/') = 0;
+		v6 = strchr(a, ':') != NULL;
+		assert_int_equal(inet_pton(v6 ? AF_INET6 : AF_INET, a, b), 1);
+		r.family = v6 ? DP_AF_INET6 : DP_AF_INET;
+		for (int w = 0; w < 4; w++) {
+			int bits = plen - 32 * w;
+			uint32_t m = htonl(bits <= 0 ? 0 : bits >= 32 ? 0xffffffffu : ~(0xffffffffu >> bits));
+
+			memcpy(&addr[w], b + 4 * w, 4);
+			mask[w] = m;
+			addr[w] &= m;
+		}
+	}
+	assert_int_equal(bpf_map_update_elem(lspd_fd, &i, &r, BPF_ANY), 0);
+}
+
+static void lspd_conf(uint32_t v)
+{
+	uint32_t zero = 0;
+
+	assert_int_equal(bpf_map_update_elem(lspd_conf_fd, &zero, &v, BPF_ANY), 0);
+}
+
+static struct dp_xdp_local_drops local_drops(void)
+{
+	uint32_t k = DP_XSK_BASE_OUTSIDE;  /* queue 0 of the outside interface */
+	struct dp_xdp_local_drops v[512], sum = { 0, 0 };
+	int ncpu = libbpf_num_possible_cpus();
+
+	assert_true(ncpu > 0 && ncpu <= 512);
+	assert_int_equal(bpf_map_lookup_elem(local_drops_fd, &k, v), 0);
+	for (int c = 0; c < ncpu; c++) {
+		sum.protect += v[c].protect;
+		sum.discard += v[c].discard;
+	}
+	return sum;
+}
+
+static uint32_t run_as(unsigned role, const uint8_t *frame, unsigned len, unsigned repeat,
+		       uint32_t *duration)
+{
+	uint32_t ifindex = 1;
+	struct dp_xdp_if v = { .role = role,
+			       .xsk_base = role == DP_ROLE_OUTSIDE ? DP_XSK_BASE_OUTSIDE : 0 };
+	uint8_t out[256];
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = repeat);
+
+	assert_int_equal(bpf_map_update_elem(ifaces_fd, &ifindex, &v, BPF_ANY), 0);
+	assert_int_equal(bpf_prog_test_run_opts(prog_fd, &opts), 0);
+	if (duration)
+		*duration = opts.duration;
+	return opts.retval;
+}
+
+static void local_case(const char *name, unsigned role, const uint8_t *frame, unsigned len,
+		       enum local_want want)
+{
+	struct dp_xdp_local_drops d0 = local_drops(), d1;
+	uint64_t pass0 = stat_sum(DP_XDP_STAT_PASS);
+	uint32_t ret = run_as(role, frame, len, 1, NULL);
+
+	d1 = local_drops();
+	if (want == L_PASS && (ret != XDP_PASS || stat_sum(DP_XDP_STAT_PASS) != pass0 + 1))
+		fail_msg("%s: want it passed to the gateway's stack, got %u", name, ret);
+	if (want != L_PASS && ret != XDP_DROP)
+		fail_msg("%s: want it dropped by the local SPD, got %u", name, ret);
+	if (d1.protect != d0.protect + (want == L_PROTECT) ||
+	    d1.discard != d0.discard + (want == L_DISCARD))
+		fail_msg("%s: local SPD drops protect %llu -> %llu, discard %llu -> %llu", name,
+			 (unsigned long long)d0.protect, (unsigned long long)d1.protect,
+			 (unsigned long long)d0.discard, (unsigned long long)d1.discard);
+}
+
+static unsigned icmp4(uint8_t *f, const char *src, const char *dst)
+{
+	unsigned o = ip4(f, src, dst, 1, 8);
+
+	f[o] = 8;                        /* echo request */
+	return pad(f, o + 1, 7);
+}
+
+static unsigned tcp4(uint8_t *f, const char *src, const char *dst, uint16_t dport)
+{
+	unsigned o = ip4(f, src, dst, 6, 20);
+
+	f[o] = 0x30; f[o + 1] = 0x39;
+	f[o + 2] = (uint8_t)(dport >> 8); f[o + 3] = (uint8_t)dport;
+	return pad(f, o + 4, 16);
+}
+
+static void test_local_spd(void **state)
+{
+	static const uint8_t ike[8] = { 0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0 };
+	static const uint8_t zero_marker[8] = { 0, 0, 0, 0, 0x11, 0x22, 0x33, 0x44 };
+	const unsigned O = DP_ROLE_OUTSIDE;
+	uint8_t f[128];
+	unsigned o, len;
+
+	(void)state;
+	/* the SPD's order: management over SSH bypasses, the peer's network must be protected,
+	 * a hostile network is discarded (RFC 4301 section 4.4.1) */
+	lspd_put(0, "198.51.100.0/24", "192.0.2.1/32", 6, 22, DP_XDP_LSPD_BYPASS);
+	lspd_put(1, "198.51.100.0/24", "192.0.2.1/32", 0, 0, DP_XDP_LSPD_PROTECT);
+	lspd_put(2, "203.0.113.0/24", "192.0.2.0/24", 0, 0, DP_XDP_LSPD_DISCARD);
+	lspd_put(3, "fd02::/64", "fd00::1/128", 0, 0, DP_XDP_LSPD_PROTECT);
+	lspd_conf(4);
+
+	len = icmp4(f, "198.51.100.7", "192.0.2.1");
+	local_case("ping a PROTECT policy covers: dropped", O, f, len, L_PROTECT);
+	local_case("the same from the inside: the kernel's", DP_ROLE_INSIDE, f, len, L_PASS);
+	len = tcp4(f, "198.51.100.7", "192.0.2.1", 22);
+	local_case("SSH, a BYPASS policy before the PROTECT one", O, f, len, L_PASS);
+	len = tcp4(f, "198.51.100.7", "192.0.2.1", 23);
+	local_case("telnet, the PROTECT policy", O, f, len, L_PROTECT);
+	o = ip4(f, "198.51.100.7", "192.0.2.1", 17, 16); len = udp(f, o, 500, ike, 8);
+	local_case("IKE on UDP 500 always passes (rule 8)", O, f, len, L_PASS);
+	o = ip4(f, "198.51.100.7", "192.0.2.1", 17, 16); len = udp(f, o, 4500, zero_marker, 8);
+	local_case("IKE on UDP 4500 (zero marker) always passes", O, f, len, L_PASS);
+	len = icmp4(f, "192.0.2.99", "192.0.2.1");
+	local_case("a source no policy covers", O, f, len, L_PASS);
+	len = icmp4(f, "198.51.100.7", "10.1.0.1");
+	local_case("another own address no policy covers", O, f, len, L_PASS);
+	len = icmp4(f, "203.0.113.5", "192.0.2.1");
+	local_case("DISCARD policy: dropped, counted apart", O, f, len, L_DISCARD);
+	len = tcp4(f, "198.51.100.7", "192.0.2.1", 23);
+	frag4(f, 7, 0, true);
+	local_case("first fragment: ports known, the policy decides", O, f, len, L_PROTECT);
+	frag4(f, 7, 3, false);
+	local_case("later fragment: the kernel never completes it", O, f, len, L_PASS);
+
+	o = ip6(f, "fd02::5", "fd00::1", 58, 8); f[o] = 128; len = pad(f, o + 1, 7);
+	local_case("IPv6 ping a PROTECT policy covers", O, f, len, L_PROTECT);
+	o = ip6(f, "fd02::5", "fd00::1", 0, 16);
+	f[o] = 58; f[o + 1] = 0; f[o + 2] = 1; f[o + 3] = 4; /* hop-by-hop: PadN */
+	f[o + 8] = 128; len = pad(f, o + 9, 7);
+	local_case("IPv6 ping behind a hop-by-hop header", O, f, len, L_PROTECT);
+	o = ip6(f, "fd02::5", "fd00::1", 58, 24); f[o] = 135; len = pad(f, o + 1, 23);
+	local_case("IPv6 neighbour solicitation passes", O, f, len, L_PASS);
+	o = ip6(f, "fd02::5", "fd00::1", 17, 16); len = udp(f, o, 500, ike, 8);
+	local_case("IPv6 IKE passes", O, f, len, L_PASS);
+	o = ip6(f, "fd03::5", "fd00::1", 58, 8); f[o] = 128; len = pad(f, o + 1, 7);
+	local_case("IPv6 from a source no policy covers", O, f, len, L_PASS);
+
+	/* the cap: the entries that fit are matched in order; above it, what none of them
+	 * matches may match a policy left out, and is dropped (fail closed) */
+	for (uint32_t i = 0; i < DP_XDP_LSPD_MAX - 1; i++) {
+		char a[32];
+
+		snprintf(a, sizeof(a), "100.64.%u.%u/32", i >> 8, i & 0xff);
+		lspd_put(i, a, "192.0.2.1/32", 0, 0, DP_XDP_LSPD_PROTECT);
+	}
+	lspd_put(DP_XDP_LSPD_MAX - 1, "198.51.100.0/24", "192.0.2.1/32", 0, 0, DP_XDP_LSPD_BYPASS);
+	lspd_conf(DP_XDP_LSPD_MAX);
+	len = icmp4(f, "198.51.100.7", "192.0.2.1");
+	local_case("the last of 256 entries decides", O, f, len, L_PASS);
+	len = icmp4(f, "192.0.2.99", "192.0.2.1");
+	local_case("256 entries, none matches", O, f, len, L_PASS);
+	lspd_conf(DP_XDP_LSPD_MAX | DP_XDP_LSPD_FULL);
+	local_case("more policies than entries, none matches: fail closed", O, f, len, L_PROTECT);
+	len = icmp4(f, "198.51.100.7", "192.0.2.1");
+	local_case("more policies than entries, the last entry still decides", O, f, len, L_PASS);
+	/* the other half, as xipsecd flips to it */
+	lspd_put(DP_XDP_LSPD_MAX, "198.51.100.0/24", "192.0.2.1/32", 0, 0, DP_XDP_LSPD_PROTECT);
+	lspd_conf(1 | DP_XDP_LSPD_HALF);
+	local_case("the second half in use", O, f, len, L_PROTECT);
+	lspd_conf(0);
+	local_case("empty table: the kernel's", O, f, len, L_PASS);
+}
+
+/* The program's cost per frame for a ping to the gateway that no entry matches (every entry
+ * looked at): without the check (the inside), and with 0, 16 and 256 entries on the outside. */
+static void test_local_spd_bench(void **state)
+{
+	static const unsigned sizes[] = { 0, 16, 256 };
+	const char *env = getenv("XIPSEC_XDP_BENCH");
+	unsigned repeat = env && atoi(env) > 0 ? (unsigned)atoi(env) : 1000000;
+	uint8_t f[128];
+	unsigned len;
+	uint32_t ns;
+
+	(void)state;
+	if (!env) {
+		skip();
+		return;
+	}
+	len = icmp4(f, "192.0.2.99", "192.0.2.1");
+	for (uint32_t i = 0; i < DP_XDP_LSPD_MAX; i++) {
+		char a[32];
+
+		snprintf(a, sizeof(a), "100.64.%u.%u/32", i >> 8, i & 0xff);
+		lspd_put(i, a, "192.0.2.1/32", 0, 0, DP_XDP_LSPD_PROTECT);
+	}
+	assert_int_equal(run_as(DP_ROLE_INSIDE, f, len, repeat, &ns), XDP_PASS);
+	printf("local SPD bench: without the check (inside): %u ns/frame\n", ns);
+	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		lspd_conf(sizes[s]);
+		assert_int_equal(run_as(DP_ROLE_OUTSIDE, f, len, repeat, &ns), XDP_PASS);
+		printf("local SPD bench: %u entries: %u ns/frame\n", sizes[s], ns);
+	}
+	lspd_conf(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_spi_filter),
+		cmocka_unit_test(test_local_spd),
+		cmocka_unit_test(test_local_spd_bench),
 	};
 
 	if (geteuid() != 0) {
