@@ -4,7 +4,9 @@
  * served over HTTP by a small long-running exporter (--listen). The exporter is its own process so
  * that the dataplane never parses HTTP; its server, and the limits that keep any local user from
  * stalling it, are metrics/metrics_http.c's (xm_http_serve). A scrape reads the SADB and
- * xipsec-iked afresh unless the last reading is younger than --min-interval. */
+ * xipsec-iked afresh unless the last reading is younger than --min-interval. The HTTP exporter keeps
+ * the tunnels' memory (metrics/metrics_tunnel.c) so that xipsec_tunnel_* go on across rekeys; a
+ * single print or textfile run has none and counts a tunnel's SAs of the moment. */
 #include "config.h"
 
 #include <errno.h>
@@ -258,7 +260,14 @@ int ctl_cmd_metrics(int argc, char **argv)
 	}
 	xm_global_init();
 	if (listen_spec) {
+		/* the tunnels' gone SAs, remembered for as long as this exporter serves */
+		if (!(xo.tunnels = xm_tunnel_memory_new())) {
+			ctl_err("metrics: %s", strerror(ENOMEM));
+			xm_global_deinit();
+			return CTL_EXIT_ERR;
+		}
 		rc = serve(listen_spec, &xo, min_interval_ms);
+		xm_tunnel_memory_free(xo.tunnels);
 		xm_global_deinit();
 		return rc;
 	}
