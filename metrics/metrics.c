@@ -157,6 +157,22 @@ static const struct fam_def defs[XM_FAMILIES] = {
 #undef RT
 #undef RB
 
+/* The extra label of each sub_kind: its name, values (index = sub) and how many. */
+static const struct {
+	const char *label;
+	const char *const *values;
+	unsigned n;
+} sub_defs[] = {
+	[SUB_NONE] = { NULL, NULL, 0 },
+	[SUB_REASON] = { "reason", reason_names, SADB_DROP_MAX },
+	[SUB_LIMIT] = { "limit", limit_names, 2 },
+	[SUB_IKE_STATE] = { "state", xm_ike_state_names, XM_IKE_STATES },
+	[SUB_CHILD_STATE] = { "state", xm_child_state_names, XM_CHILD_STATES },
+	[SUB_IKE_EVENT] = { "event", xm_ike_event_names, XM_IKE_EVENTS_N },
+	[SUB_SA_STATE] = { "state", sa_state_names, N_SA_STATES },
+	[SUB_DIR] = { "dir", tunnel_dir_names, 2 },
+};
+
 /* ---- snapshots (their samples: metrics_snapshot.c) ---- */
 
 static void snapshot_init(struct xm_snapshot *s, uint64_t now)
@@ -198,45 +214,9 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 		f->rows = d->rows == XM_ROWS_SA ? &s->sa : d->rows == XM_ROWS_WORKER ? &s->worker :
 			  d->rows == XM_ROWS_TUNNEL ? &s->tunnel : d->rows == XM_ROWS_BUILD ? &s->build :
 			  &s->global;
-		switch (d->sub) {
-		case SUB_NONE:
-			break;
-		case SUB_REASON:
-			f->sub_label = "reason";
-			f->sub_values = reason_names;
-			f->n_sub = SADB_DROP_MAX;
-			break;
-		case SUB_LIMIT:
-			f->sub_label = "limit";
-			f->sub_values = limit_names;
-			f->n_sub = 2;
-			break;
-		case SUB_IKE_STATE:
-			f->sub_label = "state";
-			f->sub_values = xm_ike_state_names;
-			f->n_sub = XM_IKE_STATES;
-			break;
-		case SUB_CHILD_STATE:
-			f->sub_label = "state";
-			f->sub_values = xm_child_state_names;
-			f->n_sub = XM_CHILD_STATES;
-			break;
-		case SUB_IKE_EVENT:
-			f->sub_label = "event";
-			f->sub_values = xm_ike_event_names;
-			f->n_sub = XM_IKE_EVENTS_N;
-			break;
-		case SUB_SA_STATE:
-			f->sub_label = "state";
-			f->sub_values = sa_state_names;
-			f->n_sub = N_SA_STATES;
-			break;
-		case SUB_DIR:
-			f->sub_label = "dir";
-			f->sub_values = tunnel_dir_names;
-			f->n_sub = 2;
-			break;
-		}
+		f->sub_label = sub_defs[d->sub].label;
+		f->sub_values = sub_defs[d->sub].values;
+		f->n_sub = sub_defs[d->sub].n;
 	}
 }
 
