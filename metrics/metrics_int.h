@@ -21,7 +21,8 @@ int xm_add(struct xm_snapshot *s, enum xm_id id, uint32_t row, uint32_t sub, uin
 long xm_rows_add(struct xm_rowset *r, const char *const *vals);
 /* Label i of an existing row takes the value v (a copy): 0 or -ENOMEM. */
 int xm_rows_set(struct xm_rowset *r, size_t row, unsigned i, const char *v);
-/* The SA row set's labels (metrics.c fills them in this order). */
+/* The SA row set's labels (metrics.c fills them in this order; metrics_ike.c and
+ * metrics_tunnel.c set the connection and child names). */
 enum { XM_SA_L_SPI, XM_SA_L_PROTO, XM_SA_L_DIR, XM_SA_L_LOCAL, XM_SA_L_PEER, XM_SA_L_CONN,
        XM_SA_L_CHILD, XM_SA_L_REQID, XM_SA_N_LABELS };
 /* The tunnel families from the SA families (metrics_tunnel.c), after the connection and child

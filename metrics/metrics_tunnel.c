@@ -14,7 +14,9 @@
  *    kept in its tunnel with its last counters until it returns or goes: never counted twice in one
  *    tunnel.
  * The memory starts empty with the exporter (the families' HELP says so); without one, a tunnel
- * counts its SAs now. SAs with neither a reqid nor a connection name belong to no tunnel. */
+ * counts its SAs now. SAs with neither a reqid nor a connection name belong to no tunnel. An SA
+ * that list-sas did not name this time keeps the names the memory has for it (keep_names), so its
+ * series and its tunnel's do not change for one scrape. */
 #include "config.h"
 
 #include <errno.h>
@@ -106,6 +108,84 @@ static int u64_cmp(const void *a, const void *b)
 static const char *sa_label(const struct xm_rowset *r, size_t row, unsigned i)
 {
 	return r->text + r->off[row * r->n_labels + i];
+}
+
+/* An SA and the memory's tunnel it belongs to: by instance, or (named tunnels only) by reqid. */
+struct idx {
+	uint64_t key;
+	const struct tunnel *t;
+};
+
+static int idx_cmp(const void *a, const void *b)
+{
+	const struct idx *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The tunnel of v (sorted) with key; with unique, NULL when two tunnels have it. */
+static const struct tunnel *idx_find(const struct idx *v, size_t n, uint64_t key, bool unique)
+{
+	struct idx k = { key, NULL };
+	const struct idx *e = n ? bsearch(&k, v, n, sizeof(*v), idx_cmp) : NULL;
+
+	if (!e)
+		return NULL;
+	if (unique && ((e > v && e[-1].key == key) || (e + 1 < v + n && e[1].key == key)))
+		return NULL;
+	return e->t;
+}
+
+/* An SA without names this time keeps those the memory has for it: by its instance (list-sas
+ * leaves out an IKE SA another thread of charon holds, as during a rekey, rather than wait for
+ * it), else by its reqid when one named tunnel has it (an SA of a rekey that charon lists only
+ * once the exchange is done). So neither the SA's series nor its tunnel change names for a
+ * scrape. */
+static int keep_names(struct xm_snapshot *s, const struct xm_tunnel_memory *m)
+{
+	struct xm_rowset *r = &s->sa;
+	struct idx *by_inst, *by_reqid;
+	size_t n_sa = 0, ni = 0, nr = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		n_sa += m->t[i].n_sa;
+	by_inst = malloc((n_sa + 1) * sizeof(*by_inst));
+	by_reqid = malloc((m->n + 1) * sizeof(*by_reqid));
+	if (!by_inst || !by_reqid) {
+		free(by_inst);
+		free(by_reqid);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const struct tunnel *t = &m->t[i];
+
+		if (!*t->conn && !*t->child)
+			continue;
+		for (size_t j = 0; j < t->n_sa; j++)
+			by_inst[ni++] = (struct idx){ t->sa[j].instance, t };
+		if (t->reqid)
+			by_reqid[nr++] = (struct idx){ t->reqid, t };
+	}
+	qsort(by_inst, ni, sizeof(*by_inst), idx_cmp);
+	qsort(by_reqid, nr, sizeof(*by_reqid), idx_cmp);
+	for (size_t row = 0; row < r->n_rows && !rc; row++) {
+		const struct xm_sa_key *k = &r->sa[row];
+		const struct tunnel *t;
+
+		if (*sa_label(r, row, XM_SA_L_CONN) || *sa_label(r, row, XM_SA_L_CHILD))
+			continue;
+		t = idx_find(by_inst, ni, k->instance, false);
+		if (!t && k->reqid)
+			t = idx_find(by_reqid, nr, k->reqid, true);
+		if (t && t->reqid == k->reqid) {
+			rc |= xm_rows_set(r, row, XM_SA_L_CONN, t->conn);
+			rc |= xm_rows_set(r, row, XM_SA_L_CHILD, t->child);
+		}
+	}
+	free(by_inst);
+	free(by_reqid);
+	return rc ? -ENOMEM : 0;
 }
 
 /* The snapshot's SAs that belong to a tunnel, with their counters (the SA families hold one
@@ -301,7 +381,7 @@ int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, stru
 	for (size_t r = 0; r < s->sa.n_rows; r++)
 		inst[r] = s->sa.sa[r].instance;
 	qsort(inst, s->sa.n_rows, sizeof(*inst), u64_cmp);
-	if ((rc = current(s, &c, &n)) == 0 &&
+	if ((rc = keep_names(s, m)) == 0 && (rc = current(s, &c, &n)) == 0 &&
 	    (rc = merge(m, c, n, inst, s->sa.n_rows, s->now, db, &nt, &n_nt)) == 0) {
 		for (size_t i = 0; i < n_nt && !rc; i++)
 			rc = emit(s, &nt[i]);
