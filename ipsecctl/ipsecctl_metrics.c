@@ -6,7 +6,9 @@
  * stalling it, are metrics/metrics_http.c's (xm_http_serve). A scrape reads the counters view
  * (sadb/sadb_stats.h) and xipsec-iked afresh unless the last reading is younger than
  * --min-interval: the exporter runs as an unprivileged member of the monitoring group and maps no
- * key. The one-shot forms read the SADB itself (root) unless --stats says otherwise. */
+ * key. The one-shot forms read the SADB itself (root) unless --stats says otherwise. The HTTP exporter
+ * keeps the tunnels' memory (metrics/metrics_tunnel.c) so that xipsec_tunnel_* go on across rekeys;
+ * a single print or textfile run has none and counts a tunnel's SAs of the moment. */
 #include "config.h"
 
 #include <errno.h>
@@ -280,7 +282,14 @@ int ctl_cmd_metrics(int argc, char **argv)
 	xo.stats = source ? !strcmp(source, "stats") : xo.stats_path || listen_spec;
 	xm_global_init();
 	if (listen_spec) {
+		/* the tunnels' gone SAs, remembered for as long as this exporter serves */
+		if (!(xo.tunnels = xm_tunnel_memory_new())) {
+			ctl_err("metrics: %s", strerror(ENOMEM));
+			xm_global_deinit();
+			return CTL_EXIT_ERR;
+		}
 		rc = serve(listen_spec, &xo, min_interval_ms);
+		xm_tunnel_memory_free(xo.tunnels);
 		xm_global_deinit();
 		return rc;
 	}

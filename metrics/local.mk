@@ -5,5 +5,6 @@
 # metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm with $(VICI_LDFLAGS) (configure.ac).
 noinst_LIBRARIES += metrics/libxmetrics.a
 metrics_libxmetrics_a_SOURCES = metrics/metrics.h metrics/metrics_int.h metrics/metrics.c \
-	metrics/metrics_snapshot.c metrics/metrics_ike.c metrics/metrics_prom.c metrics/metrics_http.c
+	metrics/metrics_snapshot.c metrics/metrics_ike.c metrics/metrics_tunnel.c metrics/metrics_prom.c \
+	metrics/metrics_http.c
 metrics_libxmetrics_a_CPPFLAGS = $(AM_CPPFLAGS) $(VICI_CPPFLAGS)

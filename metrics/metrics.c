@@ -30,8 +30,14 @@ static void reason_init(void)
 }
 
 static const char *const limit_names[] = { "soft", "hard" };
+/* enum sadb_state */
+static const char *const sa_state_names[] = { "larval", "mature", "dying", "dead" };
+#define N_SA_STATES (sizeof(sa_state_names) / sizeof(sa_state_names[0]))
+/* a tunnel's direction: 0 in, 1 out (metrics_tunnel.c) */
+static const char *const tunnel_dir_names[] = { "in", "out" };
 
-enum sub_kind { SUB_NONE, SUB_REASON, SUB_LIMIT, SUB_IKE_STATE, SUB_CHILD_STATE, SUB_IKE_EVENT };
+enum sub_kind { SUB_NONE, SUB_REASON, SUB_LIMIT, SUB_IKE_STATE, SUB_CHILD_STATE, SUB_IKE_EVENT,
+		SUB_SA_STATE, SUB_DIR };
 
 struct fam_def {
 	const char *name, *help;
@@ -45,6 +51,8 @@ struct fam_def {
 #define RG XM_ROWS_GLOBAL
 #define RS XM_ROWS_SA
 #define RW XM_ROWS_WORKER
+#define RT XM_ROWS_TUNNEL
+#define RB XM_ROWS_BUILD
 static const struct fam_def defs[XM_FAMILIES] = {
 	[XM_SADB_UP] = { "xipsec_sadb_up", "1 when the SADB, or the counters view of it, could be opened "
 		"and read, else 0", G, RG, 0 },
@@ -65,7 +73,8 @@ static const struct fam_def defs[XM_FAMILIES] = {
 	[XM_SA_BYTES] = { "xipsec_sa_bytes_total", "Bytes the SA processed successfully", C, RS, 0 },
 	[XM_SA_DROPS] = { "xipsec_sa_drops_total", "Packets of the SA dropped, by reason", C, RS,
 		SUB_REASON },
-	[XM_SA_STATE] = { "xipsec_sa_state", "SA state: 0 larval, 1 mature, 2 dying, 3 dead", G, RS, 0 },
+	[XM_SA_STATE] = { "xipsec_sa_state_code", "Deprecated, removed in the next release: the SA "
+		"state as a number (0 larval, 1 mature, 2 dying, 3 dead); use xipsec_sa_state{state}", G, RS, 0 },
 	[XM_SA_EXPIRY] = { "xipsec_sa_expiry", "SA lifetime reached: 0 none, 1 soft (to be replaced), "
 		"2 hard (every packet dropped)", G, RS, 0 },
 	[XM_SA_CREATED] = { "xipsec_sa_created_timestamp_seconds",
@@ -127,51 +136,47 @@ static const struct fam_def defs[XM_FAMILIES] = {
 		"Negotiated SAs that neared the end of their sequence number space", C, RG, 0 },
 	[XM_STATS_AGE] = { "xipsec_stats_age_seconds", "Seconds since xipsecd published the counters "
 		"view these figures come from (only when they come from it)", G, RG, 0 },
+	[XM_SA_STATES] = { "xipsec_sa_state", "1 for the SA's state (larval, mature, dying, dead), "
+		"0 for the others", G, RS, SUB_SA_STATE },
+	[XM_TUNNEL_SAS] = { "xipsec_tunnel_sas", "SAs the tunnel (connection, CHILD SA, reqid) has now, "
+		"by direction", G, RT, SUB_DIR },
+	[XM_TUNNEL_PACKETS] = { "xipsec_tunnel_packets_total", "Packets the tunnel's SAs processed "
+		"successfully, by direction: its SAs now plus those gone since the exporter started "
+		"(restarts with the exporter)", C, RT, SUB_DIR },
+	[XM_TUNNEL_BYTES] = { "xipsec_tunnel_bytes_total", "Bytes the tunnel's SAs processed "
+		"successfully, by direction: its SAs now plus those gone since the exporter started "
+		"(restarts with the exporter)", C, RT, SUB_DIR },
+	[XM_TUNNEL_DROPS] = { "xipsec_tunnel_drops_total", "Packets of the tunnel's SAs dropped, by "
+		"direction: its SAs now plus those gone since the exporter started (restarts with the "
+		"exporter)", C, RT, SUB_DIR },
+	[XM_BUILD_INFO] = { "xipsec_build_info", "Always 1: the exporter's version, the SADB layout "
+		"version it reads and whether it was built with VICI (xipsec-iked's metrics)", G, RB, 0 },
 };
 #undef C
 #undef G
 #undef RG
 #undef RS
 #undef RW
+#undef RT
+#undef RB
+
+/* The extra label of each sub_kind: its name, values (index = sub) and how many. */
+static const struct {
+	const char *label;
+	const char *const *values;
+	unsigned n;
+} sub_defs[] = {
+	[SUB_NONE] = { NULL, NULL, 0 },
+	[SUB_REASON] = { "reason", reason_names, SADB_DROP_MAX },
+	[SUB_LIMIT] = { "limit", limit_names, 2 },
+	[SUB_IKE_STATE] = { "state", xm_ike_state_names, XM_IKE_STATES },
+	[SUB_CHILD_STATE] = { "state", xm_child_state_names, XM_CHILD_STATES },
+	[SUB_IKE_EVENT] = { "event", xm_ike_event_names, XM_IKE_EVENTS_N },
+	[SUB_SA_STATE] = { "state", sa_state_names, N_SA_STATES },
+	[SUB_DIR] = { "dir", tunnel_dir_names, 2 },
+};
 
 /* ---- snapshots (their samples: metrics_snapshot.c) ---- */
-
-/* A new row whose label values are the n strings in vals. Returns the row or -ENOMEM. */
-static long rows_add(struct xm_rowset *r, const char *const *vals)
-{
-	size_t need = 0;
-
-	for (unsigned i = 0; i < r->n_labels; i++)
-		need += strlen(vals[i]) + 1;
-	if (r->text_len + need > r->text_cap) {
-		size_t cap = r->text_cap ? r->text_cap : 1024;
-		char *t;
-
-		while (cap < r->text_len + need)
-			cap *= 2;
-		if (!(t = realloc(r->text, cap)))
-			return -ENOMEM;
-		r->text = t;
-		r->text_cap = cap;
-	}
-	if ((r->n_rows + 1) * r->n_labels > r->off_cap) {
-		size_t cap = r->off_cap ? r->off_cap * 2 : 64 * (size_t)r->n_labels;
-		size_t *o = realloc(r->off, cap * sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		r->off = o;
-		r->off_cap = cap;
-	}
-	for (unsigned i = 0; i < r->n_labels; i++) {
-		size_t l = strlen(vals[i]) + 1;
-
-		r->off[r->n_rows * r->n_labels + i] = r->text_len;
-		memcpy(r->text + r->text_len, vals[i], l);
-		r->text_len += l;
-	}
-	return (long)r->n_rows++;
-}
 
 static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 {
@@ -179,15 +184,28 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 	s->now = now;
 	s->global.kind = XM_ROWS_GLOBAL;
 	s->sa.kind = XM_ROWS_SA;
-	s->sa.n_labels = 5;
-	s->sa.label_names[0] = "spi";
-	s->sa.label_names[1] = "proto";
-	s->sa.label_names[2] = "dir";
-	s->sa.label_names[3] = "local";
-	s->sa.label_names[4] = "peer";
+	s->sa.n_labels = XM_SA_N_LABELS;
+	s->sa.label_names[XM_SA_L_SPI] = "spi";
+	s->sa.label_names[XM_SA_L_PROTO] = "proto";
+	s->sa.label_names[XM_SA_L_DIR] = "dir";
+	s->sa.label_names[XM_SA_L_LOCAL] = "local";
+	s->sa.label_names[XM_SA_L_PEER] = "peer";
+	s->sa.label_names[XM_SA_L_CONN] = "connection";
+	s->sa.label_names[XM_SA_L_CHILD] = "child";
+	s->sa.label_names[XM_SA_L_REQID] = "reqid";
 	s->worker.kind = XM_ROWS_WORKER;
 	s->worker.n_labels = 1;
 	s->worker.label_names[0] = "worker";
+	s->tunnel.kind = XM_ROWS_TUNNEL;
+	s->tunnel.n_labels = 3;
+	s->tunnel.label_names[0] = "connection";
+	s->tunnel.label_names[1] = "child";
+	s->tunnel.label_names[2] = "reqid";
+	s->build.kind = XM_ROWS_BUILD;
+	s->build.n_labels = 3;
+	s->build.label_names[0] = "version";
+	s->build.label_names[1] = "sadb_layout";
+	s->build.label_names[2] = "vici";
 	for (unsigned i = 0; i < XM_FAMILIES; i++) {
 		struct xm_family *f = &s->fam[i];
 		const struct fam_def *d = &defs[i];
@@ -196,36 +214,12 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 		f->name = d->name;
 		f->help = d->help;
 		f->type = d->type;
-		f->rows = d->rows == XM_ROWS_SA ? &s->sa : d->rows == XM_ROWS_WORKER ? &s->worker : &s->global;
-		switch (d->sub) {
-		case SUB_NONE:
-			break;
-		case SUB_REASON:
-			f->sub_label = "reason";
-			f->sub_values = reason_names;
-			f->n_sub = SADB_DROP_MAX;
-			break;
-		case SUB_LIMIT:
-			f->sub_label = "limit";
-			f->sub_values = limit_names;
-			f->n_sub = 2;
-			break;
-		case SUB_IKE_STATE:
-			f->sub_label = "state";
-			f->sub_values = xm_ike_state_names;
-			f->n_sub = XM_IKE_STATES;
-			break;
-		case SUB_CHILD_STATE:
-			f->sub_label = "state";
-			f->sub_values = xm_child_state_names;
-			f->n_sub = XM_CHILD_STATES;
-			break;
-		case SUB_IKE_EVENT:
-			f->sub_label = "event";
-			f->sub_values = xm_ike_event_names;
-			f->n_sub = XM_IKE_EVENTS_N;
-			break;
-		}
+		f->rows = d->rows == XM_ROWS_SA ? &s->sa : d->rows == XM_ROWS_WORKER ? &s->worker :
+			  d->rows == XM_ROWS_TUNNEL ? &s->tunnel : d->rows == XM_ROWS_BUILD ? &s->build :
+			  &s->global;
+		f->sub_label = sub_defs[d->sub].label;
+		f->sub_values = sub_defs[d->sub].values;
+		f->n_sub = sub_defs[d->sub].n;
 	}
 }
 
@@ -265,24 +259,31 @@ static uint64_t remain_seconds(const struct sadb_lifetime *lt, uint64_t created,
 	return r;
 }
 
+/* One SA's rows and samples from one reading (the totals were summed from the same one, so that a
+ * total is the sum of its parts). */
 static int sa_one(struct xm_snapshot *s, const struct sadb_stats_sa *sa)
 {
-	char spi[16], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	const char *vals[5];
+	char spi[16], src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN], reqid[16];
+	const char *vals[XM_SA_N_LABELS];
 	struct xm_sa_key *k;
 	long row;
 	int rc = 0;
 
 	snprintf(spi, sizeof(spi), "0x%08" PRIx32, sa->spi);
+	snprintf(reqid, sizeof(reqid), "%" PRIu32, sa->reqid);
 	sadb_addr_str(&sa->src, src, sizeof(src));
 	sadb_addr_str(&sa->dst, dst, sizeof(dst));
-	vals[0] = spi;
-	vals[1] = proto_name(sa->proto);
-	vals[2] = dir_name(sa->dir);
+	vals[XM_SA_L_SPI] = spi;
+	vals[XM_SA_L_PROTO] = proto_name(sa->proto);
+	vals[XM_SA_L_DIR] = dir_name(sa->dir);
 	/* Inbound SAs come from the peer to us; outbound ones go to it. */
-	vals[3] = sa->dir == SADB_DIR_IN ? dst : src;
-	vals[4] = sa->dir == SADB_DIR_IN ? src : dst;
-	if ((row = rows_add(&s->sa, vals)) < 0)
+	vals[XM_SA_L_LOCAL] = sa->dir == SADB_DIR_IN ? dst : src;
+	vals[XM_SA_L_PEER] = sa->dir == SADB_DIR_IN ? src : dst;
+	/* the names are xipsec-iked's (metrics_ike.c sets them); the SADB holds none */
+	vals[XM_SA_L_CONN] = "";
+	vals[XM_SA_L_CHILD] = "";
+	vals[XM_SA_L_REQID] = reqid;
+	if ((row = xm_rows_add(&s->sa, vals)) < 0)
 		return -ENOMEM;
 	if (s->sa.n_rows > s->sa_key_cap) {
 		size_t cap = s->sa_key_cap ? s->sa_key_cap * 2 : 64;
@@ -302,6 +303,8 @@ static int sa_one(struct xm_snapshot *s, const struct sadb_stats_sa *sa)
 		if (sa->drops[i])
 			rc |= xm_add(s, XM_SA_DROPS, (uint32_t)row, i, sa->drops[i]);
 	rc |= xm_add(s, XM_SA_STATE, (uint32_t)row, 0, sa->state);
+	for (unsigned st = 0; st < N_SA_STATES; st++)
+		rc |= xm_add(s, XM_SA_STATES, (uint32_t)row, st, sa->state == st);
 	rc |= xm_add(s, XM_SA_EXPIRY, (uint32_t)row, 0, sa->expired & 2 ? 2 : sa->expired & 1 ? 1 : 0);
 	rc |= xm_add(s, XM_SA_CREATED, (uint32_t)row, 0, sa->created);
 	rc |= xm_add(s, XM_SA_LAST_USED, (uint32_t)row, 0, sa->last_used);
@@ -336,7 +339,7 @@ static int worker_one(struct xm_snapshot *s, uint32_t w, const struct sadb_worke
 	int rc = 0;
 
 	snprintf(name, sizeof(name), "%" PRIu32, w);
-	if ((row = rows_add(&s->worker, v)) < 0)
+	if ((row = xm_rows_add(&s->worker, v)) < 0)
 		return -ENOMEM;
 	rc |= xm_add(s, XM_W_RX_PACKETS, (uint32_t)row, 0, ws->rx[SADB_PORT_INSIDE] + ws->rx[SADB_PORT_OUTSIDE]);
 	rc |= xm_add(s, XM_W_RX_BYTES, (uint32_t)row, 0, ws->rx_bytes);
@@ -412,6 +415,24 @@ static struct sadb_stats_reading *read_source(struct xm_snapshot *s, const struc
 	return r;
 }
 
+static int collect_build(struct xm_snapshot *s)
+{
+	char layout[16];
+	const char *v[3] = { PACKAGE_VERSION, layout,
+#ifdef XIPSEC_HAVE_VICI
+			     "yes"
+#else
+			     "no"
+#endif
+	};
+	long row;
+
+	snprintf(layout, sizeof(layout), "%u", SADB_LAYOUT_VERSION);
+	if ((row = xm_rows_add(&s->build, v)) < 0)
+		return -ENOMEM;
+	return xm_add(s, XM_BUILD_INFO, (uint32_t)row, 0, 1);
+}
+
 int xm_collect(struct xm_snapshot *s, const struct xm_opts *o)
 {
 	static const struct xm_opts none = { 0 };
@@ -436,6 +457,13 @@ int xm_collect(struct xm_snapshot *s, const struct xm_opts *o)
 	}
 	if (!rc && !o->no_ike)
 		rc = xm_collect_ike(s, o);
+	/* The final counters of the tunnels' SAs gone since the last time: from their runtime areas
+	 * when the caller holds the SADB open (root, reading the SADB), else (the counters view: no
+	 * key, no SADB) the last reading that saw them. */
+	if (!rc && !o->no_sa)
+		rc = xm_collect_tunnels(s, o->tunnels, o->stats ? NULL : o->db);
+	if (!rc)
+		rc = collect_build(s);
 	if (rc) {
 		xm_snapshot_free(s);
 		return -ENOMEM;

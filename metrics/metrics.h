@@ -12,9 +12,13 @@
  * (snap->fam[XM_SA_PACKETS]); a family whose source is down simply has no samples. A family has a
  * Prometheus name (with its _total suffix for counters), a help text and a type. Its samples carry:
  *  - row: the entity the sample belongs to, an index into the family's row set (rows): the SA row
- *    set (one row per SA; labels spi, proto, dir, local, peer; rows->sa[row] holds its key fields
- *    for table indexes), the worker row set (label worker; row = worker number), or the global row
- *    set (one row 0, no labels);
+ *    set (one row per SA; labels spi, proto, dir, local, peer, connection, child, reqid;
+ *    rows->sa[row] holds its key fields for table indexes; connection and child are the names
+ *    xipsec-iked's list-sas gives the SA's SPI, "" for a manual SA or with xipsec-iked not
+ *    answering), the tunnel row set (one row per (connection, child, reqid) that has SAs or had
+ *    them within XM_TUNNEL_KEEP_SECONDS of an exporter's memory; labels connection, child, reqid),
+ *    the worker row set (label worker; row = worker number), the build row set (one row 0; labels
+ *    version, sadb_layout, vici) or the global row set (one row 0, no labels);
  *  - sub: the value of the family's one extra label (sub_label, e.g. "reason"), an index into
  *    sub_values; 0 and meaningless when sub_label is NULL. For drop families sub is the drop
  *    reason's number (sadb/sadb_drops.h), which is stable within a SADB layout version;
@@ -61,7 +65,9 @@ enum xm_id {
 	XM_SA_PACKETS,              /* xipsec_sa_packets_total */
 	XM_SA_BYTES,                /* xipsec_sa_bytes_total */
 	XM_SA_DROPS,                /* xipsec_sa_drops_total{reason} (reasons that counted) */
-	XM_SA_STATE,                /* xipsec_sa_state: 0 larval 1 mature 2 dying 3 dead */
+	XM_SA_STATE,                /* xipsec_sa_state_code: 0 larval 1 mature 2 dying 3 dead
+	                             * (deprecated for Prometheus: XM_SA_STATES; the SNMP SA table's
+	                             * state column) */
 	XM_SA_EXPIRY,               /* xipsec_sa_expiry: 0 none 1 soft lifetime reached 2 hard */
 	XM_SA_CREATED,              /* xipsec_sa_created_timestamp_seconds */
 	XM_SA_LAST_USED,            /* xipsec_sa_last_used_timestamp_seconds (0 = never) */
@@ -100,10 +106,19 @@ enum xm_id {
 	XM_IKE_HARD_EXPIRED,        /* xipsec_ike_sadb_hard_expired_total */
 	XM_IKE_SEQ_SOFT_EXPIRED,    /* xipsec_ike_sadb_seq_soft_expired_total */
 	XM_STATS_AGE,               /* xipsec_stats_age_seconds: the counters view's, global */
+	/* per SA, SA row set */
+	XM_SA_STATES,               /* xipsec_sa_state{state}: 1 for the SA's state, 0 the others */
+	/* per tunnel, tunnel row set: the SAs' counters plus those of its SAs already gone */
+	XM_TUNNEL_SAS,              /* xipsec_tunnel_sas{dir}: SAs the tunnel has now */
+	XM_TUNNEL_PACKETS,          /* xipsec_tunnel_packets_total{dir} */
+	XM_TUNNEL_BYTES,            /* xipsec_tunnel_bytes_total{dir} */
+	XM_TUNNEL_DROPS,            /* xipsec_tunnel_drops_total{dir} */
+	/* build row set */
+	XM_BUILD_INFO,              /* xipsec_build_info{version,sadb_layout,vici} 1 */
 	XM_FAMILIES                 /* how many there are */
 };
 
-#define XM_MAX_LABELS 6
+#define XM_MAX_LABELS 8
 
 /* The key fields of one SA row: what a table index is made of. */
 struct xm_sa_key {
@@ -116,7 +131,7 @@ struct xm_sa_key {
 	struct sadb_addr src, dst;
 };
 
-enum xm_rows_kind { XM_ROWS_GLOBAL, XM_ROWS_SA, XM_ROWS_WORKER };
+enum xm_rows_kind { XM_ROWS_GLOBAL, XM_ROWS_SA, XM_ROWS_WORKER, XM_ROWS_TUNNEL, XM_ROWS_BUILD };
 
 struct xm_rowset {
 	enum xm_rows_kind kind;
@@ -151,12 +166,23 @@ struct xm_family {
 
 struct xm_snapshot {
 	struct xm_family fam[XM_FAMILIES];
-	struct xm_rowset global, sa, worker;
+	struct xm_rowset global, sa, worker, tunnel, build;
 	uint64_t now;               /* CLOCK_REALTIME seconds the lifetimes were computed at */
 	char sadb_err[256];         /* why xipsec_sadb_up is 0 ("" when up) */
 	char ike_err[256];          /* why xipsec_ike_up is 0 ("" when up or not asked) */
 	size_t sa_key_cap;          /* internal */
 };
+
+/* What an exporter that runs for long remembers between snapshots so that a tunnel's counters go
+ * on across rekeys: the last counters of every SA it saw, and per tunnel the totals of its SAs that
+ * are gone (metrics/metrics_tunnel.c). An SA's traffic after the last snapshot that saw it is not
+ * counted; the memory starts empty with the exporter. Opaque; one snapshot at a time uses it. */
+struct xm_tunnel_memory;
+#define XM_TUNNEL_KEEP_SECONDS 3600 /* a tunnel without SAs is remembered (and listed) this long */
+
+/* NULL when out of memory. */
+struct xm_tunnel_memory *xm_tunnel_memory_new(void);
+void xm_tunnel_memory_free(struct xm_tunnel_memory *m);
 
 struct xm_opts {
 	/* The source of the SADB and dataplane families. stats: the counters view (sadb/sadb_stats.h),
@@ -172,6 +198,7 @@ struct xm_opts {
 	const char *ike_run_dir;    /* NULL: $XIPSEC_IKED_RUN, else /run/xipsec-iked */
 	const char *vici_uri;       /* NULL: unix://RUN_DIR/charon.vici */
 	uint64_t now;               /* 0: the current CLOCK_REALTIME second */
+	struct xm_tunnel_memory *tunnels; /* NULL: a tunnel counts only the SAs it has now */
 };
 
 /* Process-wide set-up and tear-down (libvici). 0 or a negative errno. */

@@ -1,6 +1,7 @@
 /* metrics/metrics_ike.c: the xipsec-iked part of the metrics collection layer. Two sources:
  *  - VICI (libvici, the daemon's charon.vici socket): IKE SAs and CHILD SAs counted by state
- *    (list-sas), half-open IKE SAs (stats) and charon's counters plugin (get-counters, the global
+ *    (list-sas, which also names every CHILD SA's SPIs: the connection and child labels of the
+ *    snapshot's SA rows, joined by SPI and reqid), half-open IKE SAs (stats) and charon's counters plugin (get-counters, the global
  *    set) — only when built with strongSwan; a daemon that does not answer within 3 s counts as
  *    down (vici_query_timed);
  *  - the daemon's status file in its run directory (ike/maxqm.c writes it atomically): the counters
@@ -148,10 +149,53 @@ void xm_global_deinit(void)
 	}
 }
 
+/* One SPI of a CHILD SA as list-sas names it: the key of the SA rows' connection and child
+ * labels. */
+struct child_spi {
+	uint32_t spi, reqid;
+	char conn[64], child[64];
+};
+
 struct ike_count {
 	uint64_t ike[XM_IKE_STATES], child[XM_CHILD_STATES];
-	bool bad;                   /* a message did not parse */
+	struct child_spi *spi;      /* malloc'ed, n_spi of them (both SPIs of every CHILD SA) */
+	size_t n_spi, cap_spi;
+	bool bad;                   /* a message did not parse, or no memory for the names */
 };
+
+/* The CHILD SA at depth 3 being parsed: its name, reqid and SPIs, kept when its section ends. */
+struct child_rec {
+	char name[64];
+	uint32_t reqid, spi_in, spi_out;
+};
+
+static void child_keep(struct ike_count *c, const char *conn, const struct child_rec *r)
+{
+	const uint32_t spis[2] = { r->spi_in, r->spi_out };
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct child_spi *e;
+
+		if (!spis[i])
+			continue;
+		if (c->n_spi == c->cap_spi) {
+			size_t cap = c->cap_spi ? c->cap_spi * 2 : 16;
+			struct child_spi *v = realloc(c->spi, cap * sizeof(*v));
+
+			if (!v) {
+				c->bad = true;
+				return;
+			}
+			c->spi = v;
+			c->cap_spi = cap;
+		}
+		e = &c->spi[c->n_spi++];
+		e->spi = spis[i];
+		e->reqid = r->reqid;
+		snprintf(e->conn, sizeof(e->conn), "%s", conn);
+		snprintf(e->child, sizeof(e->child), "%s", r->name);
+	}
+}
 
 static int index_of(const char *const *names, unsigned n, const char *v)
 {
@@ -175,12 +219,38 @@ static bool value_str(vici_res_t *res, char *buf, size_t size)
 	return true;
 }
 
-/* One list-sa event: { NAME { state = S, child-sas { NAME-ID { state = S ... } } ... } }. The
- * IKE SA's state is at depth 1, a CHILD SA's at depth 3 under child-sas. */
+/* A CHILD SA's name, reqid or SPI into r: true when the key was one of them. */
+static bool child_field(vici_res_t *res, struct child_rec *r)
+{
+	const char *k = vici_parse_name(res);
+	char buf[64];
+
+	if (strcmp(k, "name") == 0) {
+		if (!value_str(res, r->name, sizeof(r->name)))
+			r->name[0] = '\0';
+		return true;
+	}
+	if (strcmp(k, "reqid") != 0 && strcmp(k, "spi-in") != 0 && strcmp(k, "spi-out") != 0)
+		return false;
+	if (value_str(res, buf, sizeof(buf))) {
+		if (k[0] == 'r')
+			r->reqid = (uint32_t)strtoul(buf, NULL, 10);
+		else if (strcmp(k, "spi-in") == 0)
+			r->spi_in = (uint32_t)strtoul(buf, NULL, 16);
+		else
+			r->spi_out = (uint32_t)strtoul(buf, NULL, 16);
+	}
+	return true;
+}
+
+/* One list-sa event: { NAME { state = S, child-sas { NAME-ID { name = CHILD, state = S,
+ * reqid = N, spi-in = HEX, spi-out = HEX ... } } ... } }. The IKE SA's state is at depth 1, a CHILD
+ * SA's at depth 3 under child-sas; NAME is the connection. */
 static void on_list_sa(void *user, char *name, vici_res_t *res)
 {
 	struct ike_count *c = user;
-	char sect[4][32] = { "" };
+	char sect[4][64] = { "" };
+	struct child_rec rec = { "", 0, 0, 0 };
 	int depth = 0;
 
 	(void)name;
@@ -193,11 +263,18 @@ static void on_list_sa(void *user, char *name, vici_res_t *res)
 			depth++;
 			if (depth < 4)
 				snprintf(sect[depth], sizeof(sect[0]), "%s", vici_parse_name(res));
+			if (depth == 3)
+				memset(&rec, 0, sizeof(rec));
 			break;
 		case VICI_PARSE_END_SECTION:
+			if (depth == 3 && strcmp(sect[2], "child-sas") == 0)
+				child_keep(c, sect[1], &rec);
 			depth--;
 			break;
 		case VICI_PARSE_KEY_VALUE:
+			if (depth == 3 && strcmp(sect[2], "child-sas") == 0 &&
+			    child_field(res, &rec))
+				break;
 			if (strcmp(vici_parse_name(res), "state") != 0)
 				break;
 			if (!value_str(res, buf, sizeof(buf)))
@@ -364,6 +441,7 @@ static void *vici_thread(void *arg)
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&j->lock);
 	if (abandoned) {
+		free(j->f.c.spi);
 		pthread_mutex_destroy(&j->lock);
 		pthread_cond_destroy(&j->cond);
 		free(j);
@@ -437,6 +515,74 @@ static int vici_query_timed(const char *uri, struct vici_found *f)
 	return 0;
 }
 
+static int spi_cmp(const void *a, const void *b)
+{
+	const struct child_spi *x = a, *y = b;
+
+	return x->spi < y->spi ? -1 : x->spi > y->spi;
+}
+
+static int reqid_cmp(const void *a, const void *b)
+{
+	const struct child_spi *x = a, *y = b;
+
+	return x->reqid < y->reqid ? -1 : x->reqid > y->reqid;
+}
+
+/* The entry of v (sorted by cmp) that names an SA with key's SPI (by_spi) or reqid: for an SPI the
+ * one with the SA's reqid too (an inbound SPI we chose may equal an outbound one the peer chose);
+ * for a reqid the first, if every entry of that reqid names the same CHILD SA. NULL if none. */
+static const struct child_spi *lookup(const struct child_spi *v, size_t n, const struct child_spi *key,
+				      bool by_spi)
+{
+	int (*cmp)(const void *, const void *) = by_spi ? spi_cmp : reqid_cmp;
+	const struct child_spi *e = bsearch(key, v, n, sizeof(*v), cmp), *f;
+
+	if (!e)
+		return NULL;
+	while (e > v && cmp(&e[-1], key) == 0)
+		e--;
+	for (f = e; f < v + n && cmp(f, key) == 0; f++) {
+		if (by_spi && f->reqid == key->reqid)
+			return f;
+		if (!by_spi && (strcmp(f->conn, e->conn) != 0 || strcmp(f->child, e->child) != 0))
+			return NULL;
+	}
+	return by_spi ? NULL : e;
+}
+
+/* The SA rows' connection and child labels: the CHILD SA list-sas gives the row's SPI, or else
+ * the one CHILD SA that has the row's reqid (an SA is in the SADB a moment before charon lists the
+ * CHILD SA being rekeyed to it; the reqid stays with the CHILD SA across rekeys). */
+static int name_sa_rows(struct xm_snapshot *s, struct child_spi *v, size_t n)
+{
+	struct xm_rowset *r = &s->sa;
+	struct child_spi *by_reqid;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	if (!(by_reqid = malloc(n * sizeof(*by_reqid))))
+		return -ENOMEM;
+	memcpy(by_reqid, v, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), spi_cmp);
+	qsort(by_reqid, n, sizeof(*v), reqid_cmp);
+	for (size_t row = 0; row < r->n_rows && !rc; row++) {
+		const struct xm_sa_key *k = &r->sa[row];
+		struct child_spi key = { .spi = k->spi, .reqid = k->reqid };
+		const struct child_spi *e = lookup(v, n, &key, true);
+
+		if (!e && k->reqid)
+			e = lookup(by_reqid, n, &key, false);
+		if (!e)
+			continue;
+		rc |= xm_rows_set(r, row, XM_SA_L_CONN, e->conn);
+		rc |= xm_rows_set(r, row, XM_SA_L_CHILD, e->child);
+	}
+	free(by_reqid);
+	return rc ? -ENOMEM : 0;
+}
+
 static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const char *dir)
 {
 	char uri[4096 + 32];
@@ -455,9 +601,12 @@ static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const ch
 		return xm_add(s, XM_IKE_UP, 0, 0, 0);
 	}
 	if (vici_query_timed(uri, &f) != 0 || !f.up) {
+		free(f.c.spi);
 		snprintf(s->ike_err, sizeof(s->ike_err), "%s", f.err);
 		return xm_add(s, XM_IKE_UP, 0, 0, 0);
 	}
+	rc |= name_sa_rows(s, f.c.spi, f.c.n_spi);
+	free(f.c.spi);
 	rc |= xm_add(s, XM_IKE_UP, 0, 0, 1);
 	for (unsigned i = 0; i < XM_IKE_STATES; i++)
 		rc |= xm_add(s, XM_IKE_SAS, 0, i, f.c.ike[i]);

@@ -369,8 +369,13 @@ static struct dp_reasm_res complete(struct dp_reasm *r, struct slot *s, uint8_t 
 	uint32_t n = s->hlen + s->end;
 	struct dp_reasm_res res = { .verdict = DP_REASM_DONE, .n_frags = s->nfrag, .len = n };
 
-	if (n > room)
-		return abandon(r, s, SADB_DROP_NOMEM);
+	if (n > room) {
+		/* the completing fragment is already in s->nfrag; n_dropped counts only the others
+		 * (the caller counts this one with its frame) */
+		res = abandon(r, s, SADB_DROP_NOMEM);
+		res.n_dropped--;
+		return res;
+	}
 	if (s->family == 4) {
 		esp_wr16(h + 2, n);
 		esp_wr16(h + 6, esp_rd16(h + 6) & 0xc000);   /* offset 0, MF clear; DF/reserved as sent */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/netns/test_metrics_ike.sh: the xipsec-iked part of `ipsecctl metrics`. Two xipsec-iked
 # negotiate one IKEv2 SA with two CHILD SAs; A's metrics must show VICI up, the IKE SA ESTABLISHED
-# and both CHILD SAs INSTALLED, charon's message counters as the exchange made them (A sent one
+# and both CHILD SAs INSTALLED, their SAs named after them (connection, child, reqid labels) and one
+# xipsec_tunnel_* row per CHILD SA, charon's message counters as the exchange made them (A sent one
 # IKE_SA_INIT request, B received one), and the daemon's own counters equal to its status file.
 # After terminate the state gauges drop to 0; with B's daemon stopped, its metrics say ike_up 0 and
 # carry none of its status counters.
@@ -55,6 +56,13 @@ want A xipsec_ike_child_sa_established_total 2
 want A xipsec_ike_sadb_sa_added_total "$(ike_status A sadb_sa_added)"
 want A xipsec_ike_sadb_hard_expired_total 0
 want A xipsec_sadb_sas "$(ike_dump A | wc -l)"
+# the SAs carry their connection and CHILD SA names; one tunnel per CHILD SA, an SA each way
+for c in neta netb; do
+	n=$(grep -c "^xipsec_sa_packets_total{.*,connection=\"v2\",child=\"$c\",reqid=\"[1-9][0-9]*\"}" "$XT_DIR/metrics-A.txt")
+	[ "$n" = 2 ] || { grep xipsec_sa_packets "$XT_DIR/metrics-A.txt" >&2; xt_fail "A: $n SAs named $c, expected 2"; }
+	n=$(grep -c "^xipsec_tunnel_sas{connection=\"v2\",child=\"$c\",reqid=\"[1-9][0-9]*\",dir=\"\(in\|out\)\"} 1\$" "$XT_DIR/metrics-A.txt")
+	[ "$n" = 2 ] || { grep xipsec_tunnel "$XT_DIR/metrics-A.txt" >&2; xt_fail "A: tunnel $c lists $n directions with one SA, expected 2"; }
+done
 promtool check metrics < "$XT_DIR/metrics-A.txt" || xt_fail "promtool lint failed"
 
 ike_ctl A --terminate --ike v2 >/dev/null || xt_fail "terminate failed"

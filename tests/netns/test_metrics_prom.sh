@@ -135,7 +135,8 @@ tf="$XT_DIR/textfile/xipsec.prom"
 mkdir -p "$XT_DIR/textfile"
 echo stale > "$tf"
 timeout 30 "$CTL" --sadb "$(dp_sadb_of gw1)" metrics --no-ike --textfile "$tf" || xt_fail "--textfile failed"
-grep -q "^xipsec_sa_packets_total{spi=\"0x00001000\",proto=\"esp\",dir=\"out\",local=\"192.0.2.1\",peer=\"192.0.2.2\"} $((b11 + N))\$" "$tf" ||
+# a manual SA: no connection or CHILD SA name
+grep -q "^xipsec_sa_packets_total{spi=\"0x00001000\",proto=\"esp\",dir=\"out\",local=\"192.0.2.1\",peer=\"192.0.2.2\",connection=\"\",child=\"\",reqid=\"[0-9]*\"} $((b11 + N))\$" "$tf" ||
 	xt_fail "textfile lacks the SA counter: $(grep sa_packets "$tf")"
 [ "$(stat -c %a "$tf")" = 644 ] || xt_fail "textfile mode $(stat -c %a "$tf")"
 [ "$(ls "$XT_DIR/textfile")" = xipsec.prom ] || xt_fail "temporary files left: $(ls "$XT_DIR/textfile")"

@@ -436,6 +436,25 @@ static void test_reasm_limits(void **state)
 	dp_reasm_destroy(r);
 }
 
+/* A datagram complete but too large for the caller's room: the fragment that completed it is
+ * already one of the datagram's, and n_dropped counts only the others (the caller counts this one
+ * itself with its frame), so every fragment is counted once. */
+static void test_reasm_no_room(void **state)
+{
+	struct dp_reasm *r = mk(8, 1 << 20, 16);
+	uint32_t d, b;
+
+	(void)state;
+	assert_int_equal(v4_frags(7, 3000, 1500), 3);
+	held(dp_reasm_add(r, frag[0], rd16(frag[0] + 2), 1, out, 100));
+	held(dp_reasm_add(r, frag[1], rd16(frag[1] + 2), 1, out, 100));
+	dropped(dp_reasm_add(r, frag[2], rd16(frag[2] + 2), 1, out, 100), SADB_DROP_NOMEM, 2);
+	dp_reasm_usage(r, &d, &b);
+	assert_int_equal(d, 0);
+	assert_int_equal(b, 0);
+	dp_reasm_destroy(r);
+}
+
 /* RFC 791 / 8200: nothing larger than 65535 bytes (IPv4 total length, IPv6 payload length). */
 static void test_reasm_max(void **state)
 {
@@ -657,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_reasm_overlap),
 		cmocka_unit_test(test_reasm_timeout),
 		cmocka_unit_test(test_reasm_limits),
+		cmocka_unit_test(test_reasm_no_room),
 		cmocka_unit_test(test_reasm_max),
 		cmocka_unit_test(test_reasm_bad),
 		cmocka_unit_test(test_reasm6),

@@ -1,7 +1,9 @@
 /* tests/unit/test_metrics.c: unit tests of the metrics collection layer and its Prometheus text
  * writer and HTTP parser (metrics/libxmetrics.a): label and help escaping, the HELP/TYPE lines and
  * the sample lines of every family over a real SADB whose runtime counters the test sets (the values
- * must come out exactly, lifetimes remaining included), the family table's naming rules (counters
+ * must come out exactly, lifetimes remaining included; every total the sum of its parts), a
+ * tunnel's counters across a rekey with and without the exporter's memory (never down with it, the
+ * final counters of a deleted SA read from its runtime area), the family table's naming rules (counters
  * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
  * incomplete and malformed requests, plus random mutations (never a crash, never a read past the
  * buffer — ASan watches), and a VICI socket that never answers (the collection's time-out). */
@@ -175,6 +177,31 @@ static void test_format_label_escape(void **state)
 	xm_snapshot_free(&snap);
 }
 
+/* The value family id gives row row and sub sub, summed over its samples. */
+static uint64_t sum_of(const struct xm_snapshot *snap, enum xm_id id, long row, long sub)
+{
+	const struct xm_family *f = &snap->fam[id];
+	uint64_t t = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		if ((row < 0 || f->s[i].row == (uint32_t)row) && (sub < 0 || f->s[i].sub == (uint32_t)sub))
+			t += f->s[i].value;
+	return t;
+}
+
+/* Every total equals the sum of its parts: a drop reason's total is its SAs' drops plus the
+ * workers' SA-less drops (a drop counted in both would break it), and, with no SA gone, the
+ * tunnels carry exactly their SAs' counters. */
+static void totals_are_sums(const struct xm_snapshot *snap)
+{
+	for (unsigned r = 1; r < SADB_DROP_MAX; r++)
+		assert_int_equal(sum_of(snap, XM_DROPS, 0, r),
+				 sum_of(snap, XM_SA_DROPS, -1, r) + sum_of(snap, XM_W_DROPS, -1, r));
+	assert_int_equal(sum_of(snap, XM_TUNNEL_PACKETS, -1, -1), sum_of(snap, XM_SA_PACKETS, -1, -1));
+	assert_int_equal(sum_of(snap, XM_TUNNEL_BYTES, -1, -1), sum_of(snap, XM_SA_BYTES, -1, -1));
+	assert_int_equal(sum_of(snap, XM_TUNNEL_DROPS, -1, -1), sum_of(snap, XM_SA_DROPS, -1, -1));
+}
+
 /* The SADB part over a real segment: counters set in the runtime areas come out as written. */
 static void test_collect_sadb(void **state)
 {
@@ -226,15 +253,35 @@ static void test_collect_sadb(void **state)
 	assert_int_equal(snap.fam[XM_IKE_UP].n, 0);   /* not asked */
 	text = write_snap(&snap);
 	v = lines_of(text, &n);
-#define SAO "{spi=\"0x00001000\",proto=\"esp\",dir=\"out\",local=\"192.0.2.1\",peer=\"192.0.2.2\""
-#define SAI "{spi=\"0x00002000\",proto=\"esp\",dir=\"in\",local=\"192.0.2.1\",peer=\"192.0.2.2\""
+/* manual SAs: no connection or CHILD SA name, the reqid the SADB holds */
+#define SAO "{spi=\"0x00001000\",proto=\"esp\",dir=\"out\",local=\"192.0.2.1\",peer=\"192.0.2.2\"" \
+	",connection=\"\",child=\"\",reqid=\"7\""
+#define SAI "{spi=\"0x00002000\",proto=\"esp\",dir=\"in\",local=\"192.0.2.1\",peer=\"192.0.2.2\"" \
+	",connection=\"\",child=\"\",reqid=\"7\""
+#define TUN "{connection=\"\",child=\"\",reqid=\"7\""
 	assert_true(has_line(v, "xipsec_sa_packets_total" SAO "} 5"));
 	assert_true(has_line(v, "xipsec_sa_bytes_total" SAO "} 640"));
 	assert_true(has_line(v, "xipsec_sa_packets_total" SAI "} 3"));
 	assert_true(has_line(v, "xipsec_sa_drops_total" SAI ",reason=\"replay\"} 2"));
 	assert_true(has_line(v, "xipsec_sa_expiry" SAI "} 1"));
 	assert_true(has_line(v, "xipsec_sa_expiry" SAO "} 0"));
-	assert_true(has_line(v, "xipsec_sa_state" SAO "} 1"));
+	assert_true(has_line(v, "xipsec_sa_state" SAO ",state=\"mature\"} 1"));
+	assert_true(has_line(v, "xipsec_sa_state" SAO ",state=\"larval\"} 0"));
+	assert_true(has_line(v, "xipsec_sa_state" SAO ",state=\"dying\"} 0"));
+	assert_true(has_line(v, "xipsec_sa_state" SAO ",state=\"dead\"} 0"));
+	assert_true(has_line(v, "xipsec_sa_state_code" SAO "} 1"));
+	/* both SAs have reqid 7: one tunnel, one SA each way */
+	assert_true(has_line(v, "xipsec_tunnel_packets_total" TUN ",dir=\"out\"} 5"));
+	assert_true(has_line(v, "xipsec_tunnel_packets_total" TUN ",dir=\"in\"} 3"));
+	assert_true(has_line(v, "xipsec_tunnel_bytes_total" TUN ",dir=\"out\"} 640"));
+	assert_true(has_line(v, "xipsec_tunnel_drops_total" TUN ",dir=\"in\"} 2"));
+	assert_true(has_line(v, "xipsec_tunnel_sas" TUN ",dir=\"in\"} 1"));
+	/* the library's build decides vici, not this test's */
+	assert_true(has_line(v, "xipsec_build_info{version=\"" PACKAGE_VERSION "\",sadb_layout=\"9\","
+				"vici=\"yes\"} 1") ||
+		    has_line(v, "xipsec_build_info{version=\"" PACKAGE_VERSION "\",sadb_layout=\"9\","
+				"vici=\"no\"} 1"));
+	totals_are_sums(&snap);
 	assert_true(has_line(v, "xipsec_sa_last_used_timestamp_seconds" SAO "} 1234"));
 	assert_true(has_line(v, "xipsec_sa_lifetime_remaining_bytes" SAO ",limit=\"soft\"} 360"));
 	assert_true(has_line(v, "xipsec_sa_lifetime_remaining_packets" SAO ",limit=\"hard\"} 95"));
@@ -274,6 +321,71 @@ static void test_collect_sadb(void **state)
 	assert_int_equal(snap.fam[XM_SA_PACKETS].n, 0);
 	assert_int_equal(snap.fam[XM_DROPS].s[SADB_DROP_REPLAY - 1].value, 2);
 	xm_snapshot_free(&snap);
+	sadb_close(db);
+}
+
+/* The tunnel (reqid 9, outbound) of one snapshot, with or without the exporter's memory. */
+static uint64_t tunnel_out(struct xm_tunnel_memory *mem, struct sadb *db, uint64_t what)
+{
+	struct xm_opts o = { .db = db, .no_ike = true, .tunnels = mem };
+	struct xm_snapshot snap;
+	uint64_t v = 0;
+
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	for (size_t r = 0; r < snap.tunnel.n_rows; r++) {
+		const struct xm_family *f = &snap.fam[what];
+
+		assert_string_equal(xm_label_value(f, &f->s[0], 2), "9");
+		for (size_t i = 0; i < f->n; i++)
+			if (f->s[i].sub == 1)
+				v += f->s[i].value;
+	}
+	assert_true(snap.tunnel.n_rows <= 1);
+	xm_snapshot_free(&snap);
+	return v;
+}
+
+/* A rekey: the tunnel's old SA carries on beside the new one, then goes. With the exporter's
+ * memory the tunnel's counters never go down; without it they count the SAs of the moment. */
+static void test_tunnel_rekey(void **state)
+{
+	const char *path = t_path("metrics-tunnel");
+	struct sadb_params prm = { 64, 64 };
+	struct sadb_sa a = t_sa(0x3000, "192.0.2.1", "192.0.2.2"), b = t_sa(0x3001, "192.0.2.1", "192.0.2.2");
+	struct xm_tunnel_memory *mem = xm_tunnel_memory_new();
+	uint32_t slot_a, slot_b;
+	struct sadb *db;
+	char msg[256];
+
+	(void)state;
+	assert_non_null(mem);
+	assert_int_equal(sadb_open(path, SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg)), 0);
+	a.reqid = b.reqid = 9;
+	assert_int_equal(sadb_sa_add(db, &a, &slot_a), 0);
+	sadb_runtime(db, slot_a)->packets = 10;
+	sadb_runtime(db, slot_a)->drops[SADB_DROP_MTU] = 1;
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 10);
+	/* the new SA is installed, both carry traffic */
+	assert_int_equal(sadb_sa_add(db, &b, &slot_b), 0);
+	sadb_runtime(db, slot_a)->packets = 12;
+	sadb_runtime(db, slot_b)->packets = 3;
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 15);
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_SAS), 2);
+	/* the old one carries one packet more, unseen, and goes: its final counters, still in its
+	 * runtime area (the slot is not reused yet), stay in the tunnel's */
+	sadb_runtime(db, slot_a)->packets = 13;
+	assert_int_equal(sadb_sa_delete(db, a.spi, a.proto, &a.dst), 0);
+	sadb_runtime(db, slot_b)->packets = 4;
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 17);
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_DROPS), 1);
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_SAS), 1);
+	assert_int_equal(tunnel_out(NULL, db, XM_TUNNEL_PACKETS), 4);
+	/* every SA gone: the tunnel is still listed with its totals */
+	assert_int_equal(sadb_sa_delete(db, b.spi, b.proto, &b.dst), 0);
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 17);
+	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_SAS), 0);
+	assert_int_equal(tunnel_out(NULL, db, XM_TUNNEL_PACKETS), 0);
+	xm_tunnel_memory_free(mem);
 	sadb_close(db);
 }
 
@@ -486,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_format_shape),
 		cmocka_unit_test(test_format_label_escape),
 		cmocka_unit_test(test_collect_sadb),
+		cmocka_unit_test(test_tunnel_rekey),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_mutations),
 		cmocka_unit_test(test_vici_silent),
