@@ -40,6 +40,7 @@ ike_ctl gw1 --initiate --ike v2 --child net >/dev/null || { ike_logs; xt_fail "i
 dp_ping h1 10.2.0.2
 
 xt_bg gw1 exporter "$CTL" --sadb "$DP_SADB_gw1" metrics --listen "127.0.0.1:$PORT" --min-interval 0 \
+	--stats "$(dp_stats_of gw1)" \
 	--ike-run-dir "$XT_DIR/gw1/run"
 xt_wait 10 xt_exec gw1 curl -sf -o /dev/null --max-time 10 "http://127.0.0.1:$PORT/metrics" ||
 	{ cat "$XT_DIR/exporter.log" >&2; xt_fail "the exporter does not answer"; }
