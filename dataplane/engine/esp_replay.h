@@ -69,7 +69,22 @@ static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo
 	return esp_replay_infer_at(sa, seq_lo, esp_replay_top(sa->rt));
 }
 
-/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD, against top, a value of
+/* A number above the window's top: accepted, unless the window is held under a ceiling recorded on
+ * disk (inbound SADB_SAF_SEQ_PERSIST: rt->seq_lease, which xipsecd's dp_seqmark.c explains) and seq
+ * is above it: SEQ_LEASE until a higher ceiling is on disk. The owner of the ceiling is told when
+ * fewer than lease_low numbers are left under it. The ceiling only grows, so a check against the
+ * value read here stays true at the update after the ICV. */
+static inline enum sadb_drop esp_replay_above(const struct esp_sa *sa, uint64_t seq)
+{
+	if (!(sa->flags & SADB_SAF_SEQ_PERSIST))
+		return SADB_DROP_NONE;
+	uint64_t ceil = atomic_load_explicit((_Atomic uint64_t *)&sa->rt->seq_lease, memory_order_acquire);
+	if (ESP_UNLIKELY(seq > ceil || ceil - seq <= sa->lease_low))
+		esp_lease_tell(sa);
+	return seq > ceil ? SADB_DROP_SEQ_LEASE : SADB_DROP_NONE;
+}
+
+/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD / SEQ_LEASE (esp_replay_above), against top, a value of
  * esp_replay_top the caller read. Reads only.
  * A burst's checks run against one top read before the first of them, not one read per packet:
  * where several workers share the SA, the others' updates store the top once per packet, and a read
@@ -88,7 +103,7 @@ static inline enum sadb_drop esp_replay_check_at(const struct esp_sa *sa, uint64
 		return SADB_DROP_NONE;
 	const struct sadb_runtime *rt = sa->rt;
 	if (seq > top)
-		return SADB_DROP_NONE;
+		return esp_replay_above(sa, seq);
 	if (top - seq >= sa->window)
 		return SADB_DROP_REPLAY_OLD;
 	uint64_t bit = seq % ESP_REPLAY_RING;
