@@ -615,3 +615,44 @@ bool dp_seqmark_due(const struct sadb_sa *sa, const struct sadb_runtime *rt)
 		return false; /* leased to the end of the space */
 	return res >= lease || lease - res <= dp_seqmark_lease_size() / 2;
 }
+
+/* "bu-" and the home address in hex: not a secret, and one file per mobile node. */
+static void bu_name(const uint8_t hoa[16], char name[64])
+{
+	strcpy(name, "bu-");
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(name + 3 + 2 * i, 3, "%02x", hoa[i]);
+	strcpy(name + 35, ".seq");
+}
+
+int dp_seqmark_bu_store(int dirfd, const uint8_t hoa[16], uint16_t seq, char *msg, size_t len)
+{
+	char name[64];
+
+	if (dirfd < 0) {
+		snprintf(msg, len, "no usable state directory");
+		return -ENOENT;
+	}
+	bu_name(hoa, name);
+	return write_mark(dirfd, name, seq, msg, len);
+}
+
+int dp_seqmark_bu_load(int dirfd, const uint8_t hoa[16], uint16_t *seq, char *msg, size_t len)
+{
+	char name[64];
+	uint64_t v;
+	int r;
+
+	if (dirfd < 0) {
+		snprintf(msg, len, "no usable state directory");
+		return -EBADF;
+	}
+	bu_name(hoa, name);
+	r = read_file(dirfd, name, &v, msg, len);
+	if (!r && v > UINT16_MAX) {
+		snprintf(msg, len, "%s holds %" PRIu64 ", not a Binding Update sequence number", name, v);
+		r = -EPROTO;
+	}
+	*seq = (uint16_t)v;
+	return r;
+}

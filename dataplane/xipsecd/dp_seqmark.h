@@ -51,4 +51,11 @@ uint64_t dp_seqmark_lease_size(void);
 /* The least step of an inbound window's ceiling: $XIPSEC_WINDOW_LEASE, default 4096. */
 uint64_t dp_seqmark_window_block(void);
 
+/* The home agent's last accepted Binding Update sequence number of home address hoa, in the state
+ * directory dirfd (one file per mobile node, written and synced like a mark: dp_seqmark.c):
+ * store returns once it is on disk; load gives -ENOENT when none was ever stored. 0 or -errno with
+ * a message. */
+int dp_seqmark_bu_store(int dirfd, const uint8_t hoa[16], uint16_t seq, char *msg, size_t len);
+int dp_seqmark_bu_load(int dirfd, const uint8_t hoa[16], uint16_t *seq, char *msg, size_t len);
+
 #endif
