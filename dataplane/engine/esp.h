@@ -115,6 +115,9 @@ struct esp_sa_opts {
 	                               * the window's ceiling; so the owner of the leases knows one is
 	                               * due without polling every SA; NULL: nobody to tell */
 	uint64_t lease_low;
+	_Atomic uint64_t *window_want; /* inbound SADB_SAF_SEQ_PERSIST: raised to every authenticated
+	                                * number the ceiling refused (SEQ_LEASE), so its owner can
+	                                * move the ceiling past a peer that jumped ahead; NULL: none */
 };
 
 struct esp_sa;
@@ -133,7 +136,8 @@ struct esp_sa;
  *  - Outbound with SADB_SAF_SEQ_PERSIST: no number above rt->seq_lease is used (SADB_DROP_SEQ_LEASE
  *    until the dataplane has recorded a higher mark on disk).
  *  - Inbound with SADB_SAF_SEQ_PERSIST and a window: rt->seq_lease is the window's ceiling, no
- *    number above it is accepted (SADB_DROP_SEQ_LEASE until a higher ceiling is recorded on disk);
+ *    number above it is accepted (SADB_DROP_SEQ_LEASE after the ICV, until a higher ceiling is
+ *    recorded on disk; the number goes to opts->window_want);
  *    esp_replay_seed starts a window above every number a lost window may have accepted.
  * Errors: -EINVAL (inconsistent record: lengths, mode, direction), -ENOTSUP (single DES, a legacy
  * transform without SADB_SAF_LEGACY_OK, or a transform the forced backend lacks), -ENOMEM. *out is

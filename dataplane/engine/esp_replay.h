@@ -69,22 +69,34 @@ static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo
 	return esp_replay_infer_at(sa, seq_lo, esp_replay_top(sa->rt));
 }
 
-/* A number above the window's top: accepted, unless the window is held under a ceiling recorded on
- * disk (inbound SADB_SAF_SEQ_PERSIST: rt->seq_lease, which xipsecd's dp_seqmark.c explains) and seq
- * is above it: SEQ_LEASE until a higher ceiling is on disk. The owner of the ceiling is told when
- * fewer than lease_low numbers are left under it. The ceiling only grows, so a check against the
- * value read here stays true at the update after the ICV. */
-static inline enum sadb_drop esp_replay_above(const struct esp_sa *sa, uint64_t seq)
+/* A window held under a ceiling recorded on disk (inbound SADB_SAF_SEQ_PERSIST: rt->seq_lease,
+ * which xipsecd's dp_seqmark.c explains), and seq above the window's top. Before the ICV: the owner
+ * of the ceiling is told when fewer than lease_low numbers are left under it; a number above it
+ * still goes on to be verified. After the ICV (final): a number above the ceiling is not accepted
+ * (SEQ_LEASE) but, authenticated now, recorded in *window_want, so the owner can move the ceiling
+ * past a peer that jumped ahead (its own lease after a reload); never on an unauthenticated number,
+ * which would let anyone push the ceiling, and with it the numbers refused after a crash, away. */
+static inline bool esp_replay_over_ceiling(const struct esp_sa *sa, uint64_t seq, bool verified)
 {
 	if (!(sa->flags & SADB_SAF_SEQ_PERSIST))
-		return SADB_DROP_NONE;
+		return false;
 	uint64_t ceil = atomic_load_explicit((_Atomic uint64_t *)&sa->rt->seq_lease, memory_order_acquire);
-	if (ESP_UNLIKELY(seq > ceil || ceil - seq <= sa->lease_low))
-		esp_lease_tell(sa);
-	return seq > ceil ? SADB_DROP_SEQ_LEASE : SADB_DROP_NONE;
+	if (ESP_LIKELY(seq <= ceil && ceil - seq > sa->lease_low))
+		return false;
+	esp_lease_tell(sa);
+	if (seq <= ceil || !verified)
+		return false;
+	if (sa->window_want) {
+		uint64_t w = atomic_load_explicit(sa->window_want, memory_order_relaxed);
+		while (w < seq && !atomic_compare_exchange_weak_explicit(sa->window_want, &w, seq,
+									 memory_order_relaxed,
+									 memory_order_relaxed))
+			;
+	}
+	return true;
 }
 
-/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD / SEQ_LEASE (esp_replay_above), against top, a value of
+/* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD, against top, a value of
  * esp_replay_top the caller read. Reads only.
  * A burst's checks run against one top read before the first of them, not one read per packet:
  * where several workers share the SA, the others' updates store the top once per packet, and a read
@@ -102,8 +114,10 @@ static inline enum sadb_drop esp_replay_check_at(const struct esp_sa *sa, uint64
 	if (!sa->window)
 		return SADB_DROP_NONE;
 	const struct sadb_runtime *rt = sa->rt;
-	if (seq > top)
-		return esp_replay_above(sa, seq);
+	if (seq > top) {
+		esp_replay_over_ceiling(sa, seq, false); /* only tells */
+		return SADB_DROP_NONE;
+	}
 	if (top - seq >= sa->window)
 		return SADB_DROP_REPLAY_OLD;
 	uint64_t bit = seq % ESP_REPLAY_RING;
@@ -117,12 +131,15 @@ static inline enum sadb_drop esp_replay_check(const struct esp_sa *sa, uint64_t 
 	return esp_replay_check_at(sa, seq, esp_replay_top(sa->rt));
 }
 
-/* Check again and mark seq as received (after the ICV verified). */
+/* Check again and mark seq as received (after the ICV verified); SEQ_LEASE above a ceiling
+ * (esp_replay_over_ceiling). */
 enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq);
 static inline enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
 {
 	struct sadb_runtime *rt = sa->rt;
 	uint64_t top = esp_replay_top(rt);
+	if (ESP_UNLIKELY(seq > top && esp_replay_over_ceiling(sa, seq, true)))
+		return SADB_DROP_SEQ_LEASE;
 	if (ESP_LIKELY(seq == top + 1 && seq != 0)) {
 		/* In order, the common case: it passes the check (above the top), and the only number
 		 * the window newly covers is seq itself, whose bit is set here: nothing to clear. */

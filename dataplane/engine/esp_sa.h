@@ -53,6 +53,7 @@ struct esp_sa {
 	void *iv_arg;
 	pthread_spinlock_t *replay_lock; /* inbound, shared runtime: see esp_sa_opts */
 	_Atomic uint32_t *lease_hint;    /* persisted numbers or window ceiling: see esp_sa_opts */
+	_Atomic uint64_t *window_want;   /* inbound, window ceiling: see esp_sa_opts */
 	uint64_t lease_low;
 	struct sadb_addr src, dst;
 	uint8_t  hdr4[20];       /* outbound tunnel: outer IPv4 header template (TOS, length, id, DF,

@@ -116,6 +116,7 @@ static void seq_lease(struct dp_sa_state *st, struct dp_sa **v, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		rq[i].sa = &v[i]->sa;
 		rq[i].rt = v[i]->rt;
+		rq[i].want = atomic_load_explicit(&v[i]->window_want, memory_order_relaxed);
 	}
 	dp_seqmark_lease_batch(st->state_fd, rq, n);
 	for (unsigned i = 0; i < n; i++) {
@@ -245,6 +246,7 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		o.lease_hint = &st->lease_hint;
 		/* dp_seqmark_due's threshold */
 		o.lease_low = (rec->dir == SADB_DIR_IN ? dp_seqmark_window_block() : dp_seqmark_lease_size()) / 2;
+		o.window_want = rec->dir == SADB_DIR_IN ? &s->window_want : NULL;
 	}
 	/* A persisted SA's numbers are leased by dp_sa_sync, in one batch with the others, before
 	 * the table that holds it is published: until then no worker sees it, and the engine never
@@ -671,7 +673,8 @@ void dp_sa_tick(struct dp_ctx *ctx)
 	st->lease_scan_ns = now + DP_LEASE_SCAN_NS;
 	for (uint32_t i = 0; i < t->n_persist; i++) {
 		struct dp_sa *s = t->persist[i];
-		if (dp_seqmark_due(&s->sa, s->rt) && now >= s->lease_retry_ns)
+		if (dp_seqmark_due(&s->sa, s->rt, atomic_load_explicit(&s->window_want, memory_order_relaxed)) &&
+		    now >= s->lease_retry_ns)
 			t->persist_due[n_due++] = s;
 	}
 	seq_lease(st, t->persist_due, n_due);

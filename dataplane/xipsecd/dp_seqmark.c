@@ -58,7 +58,10 @@
  *
  * The scheme, a lease like the outbound one: the engine accepts no number above rt->seq_lease (the
  * ceiling; SEQ_LEASE drops meanwhile). The ceiling is raised to the window's top + B (B =
- * $XIPSEC_WINDOW_LEASE, default 4096) when less than B/2 is left: the new mark is written, synced
+ * $XIPSEC_WINDOW_LEASE, default 4096) when less than B/2 is left, or to the highest number the
+ * ceiling refused + B once its packet verified (a peer whose own lease jumped ahead after its
+ * reload: one packet and the time of a sync lost, never the whole gap, and never moved by a number
+ * nobody authenticated): the new mark is written, synced
  * and renamed as above BEFORE rt->seq_lease lets the window cross the old one. So every number the
  * window ever accepted under the key is at most the mark on disk. A runtime area without a
  * ceiling (a reboot, a reload: a new SA instance) has accepted nothing yet (every number is above
@@ -109,45 +112,38 @@
 #define SEQMARK_WINDOW_MAX (1u << 24)
 #define SEQMARK_MAGIC "xipsec-seqmark 1"
 
+/* $name if it is a number in min..max, else def (a bad value logged). */
+static uint64_t env_size(const char *name, uint64_t def, uint64_t min, uint64_t max)
+{
+	const char *e = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!e || !*e)
+		return def;
+	v = strtoull(e, &end, 0);
+	if (!*end && v >= min && v <= max)
+		return v;
+	dp_log(LOG_WARNING, "$%s=%s is not a number in %" PRIu64 "..%" PRIu64 "; using %" PRIu64, name, e,
+	       min, max, def);
+	return def;
+}
+
 uint64_t dp_seqmark_lease_size(void)
 {
 	static uint64_t size;
-	const char *e;
 
-	if (size)
-		return size;
-	size = SEQMARK_LEASE_DEFAULT;
-	e = getenv(DP_ENV_SEQ_LEASE);
-	if (e && *e) {
-		char *end;
-		unsigned long long v = strtoull(e, &end, 0);
-		if (!*end && v >= 1 && v <= (1ull << 31))
-			size = v;
-		else
-			dp_log(LOG_WARNING, "$%s=%s is not a lease size in 1..2^31; using %" PRIu64,
-			       DP_ENV_SEQ_LEASE, e, size);
-	}
+	if (!size)
+		size = env_size(DP_ENV_SEQ_LEASE, SEQMARK_LEASE_DEFAULT, 1, 1ull << 31);
 	return size;
 }
 
 uint64_t dp_seqmark_window_block(void)
 {
 	static uint64_t size;
-	const char *e;
 
-	if (size)
-		return size;
-	size = SEQMARK_WINDOW_DEFAULT;
-	e = getenv(DP_ENV_WINDOW_LEASE);
-	if (e && *e) {
-		char *end;
-		unsigned long long v = strtoull(e, &end, 0);
-		if (!*end && v >= 64 && v <= SEQMARK_WINDOW_MAX)
-			size = v;
-		else
-			dp_log(LOG_WARNING, "$%s=%s is not a window ceiling step in 64..%u; using %" PRIu64,
-			       DP_ENV_WINDOW_LEASE, e, SEQMARK_WINDOW_MAX, size);
-	}
+	if (!size)
+		size = env_size(DP_ENV_WINDOW_LEASE, SEQMARK_WINDOW_DEFAULT, 64, SEQMARK_WINDOW_MAX);
 	return size;
 }
 
@@ -353,10 +349,11 @@ static void lease_use(const struct sadb_sa *sa, struct sadb_runtime *rt, uint64_
  * wrap). One rule for the single and the batched lease.
  * Inbound: start is where the window must begin (the mark, when the runtime area has no ceiling
  * yet: nothing above the window's top is known to be unseen, see the top), end the new ceiling:
- * dp_seqmark_window_block numbers above the window's top, never below the mark
+ * dp_seqmark_window_block numbers above the window's top (or want, the highest authenticated
+ * number the ceiling refused: esp_sa_opts.window_want), never below the mark
  * nor the ceiling the SA has. */
 static bool lease_range(const struct sadb_sa *sa, const struct sadb_runtime *rt, uint64_t mark,
-			uint64_t *start, uint64_t *end)
+			uint64_t want, uint64_t *start, uint64_t *end)
 {
 	uint64_t max = (sa->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
 
@@ -368,6 +365,8 @@ static bool lease_range(const struct sadb_sa *sa, const struct sadb_runtime *rt,
 		*start = ceil ? 0 : mark;
 		if (*start > top)
 			top = *start;
+		if (want > top)
+			top = want;
 		*end = max - top < block ? max : top + block;
 		if (*end < mark)
 			*end = mark;
@@ -382,7 +381,8 @@ static bool lease_range(const struct sadb_sa *sa, const struct sadb_runtime *rt,
 	return !(*end == mark && *end == max);
 }
 
-int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, char *msg, size_t len)
+int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, uint64_t want,
+		     char *msg, size_t len)
 {
 	char name[64];
 	uint64_t mark, start, end;
@@ -404,7 +404,7 @@ int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *r
 	r = read_mark(dirfd, name, sa, &mark, msg, len);
 	if (r)
 		goto out;
-	if (!lease_range(sa, rt, mark, &start, &end))
+	if (!lease_range(sa, rt, mark, want, &start, &end))
 		goto out; /* r is 0: nothing to lease */
 	r = write_mark(dirfd, name, end, msg, len);
 	if (r)
@@ -435,6 +435,44 @@ static void req_fail(struct dp_seqmark_req *q, int err, const char *what, bool w
 		snprintf(q->msg, sizeof(q->msg), "%s", what);
 }
 
+/* The n_written requests of rq in state WRITTEN: every temporary file's contents on disk (one
+ * syncfs), then the renames, then those on disk (one fsync of the directory). Those still WRITTEN
+ * afterwards are on disk; a failure puts a request back to PENDING with err and msg (a failed sync
+ * fails every one). */
+static void commit_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n, unsigned n_written)
+{
+	int r = 0;
+
+	if (n_written && syncfs(dirfd) < 0)
+		r = -errno;
+	for (unsigned i = 0; i < n; i++) {
+		struct dp_seqmark_req *q = &rq[i];
+		char tmp[80];
+
+		if (q->state != DP_SEQMARK_WRITTEN)
+			continue;
+		tmp_name(q->name, tmp);
+		if (r) {
+			req_fail(q, r, "cannot sync the state directory's filesystem", true);
+		} else if (renameat(dirfd, tmp, dirfd, q->name) < 0) {
+			int e = errno;
+			q->err = -e;
+			snprintf(q->msg, sizeof(q->msg), "cannot rename %s to %s: %s", tmp, q->name, strerror(e));
+		}
+		if (q->err) {
+			unlinkat(dirfd, tmp, 0);
+			q->state = DP_SEQMARK_PENDING;
+		}
+	}
+	if (n_written && !r && fsync(dirfd) < 0)
+		r = -errno;
+	for (unsigned i = 0; r && i < n; i++)
+		if (rq[i].state == DP_SEQMARK_WRITTEN) {
+			req_fail(&rq[i], r, "cannot sync the state directory", true);
+			rq[i].state = DP_SEQMARK_PENDING;
+		}
+}
+
 void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 {
 	struct dp_seqmark_req **by = NULL;
@@ -450,7 +488,7 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 		return;
 	if (n == 1 || dirfd < 0) {
 		for (unsigned i = 0; i < n; i++)
-			rq[i].err = dp_seqmark_lease(dirfd, rq[i].sa, rq[i].rt, rq[i].msg,
+			rq[i].err = dp_seqmark_lease(dirfd, rq[i].sa, rq[i].rt, rq[i].want, rq[i].msg,
 						     sizeof(rq[i].msg));
 		return;
 	}
@@ -487,7 +525,7 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 		q->err = read_mark(dirfd, q->name, q->sa, &mark, q->msg, sizeof(q->msg));
 		if (q->err)
 			continue;
-		if (!lease_range(q->sa, q->rt, mark, &q->start, &q->end)) {
+		if (!lease_range(q->sa, q->rt, mark, q->want, &q->start, &q->end)) {
 			q->state = DP_SEQMARK_DONE; /* used up: nothing to lease */
 			continue;
 		}
@@ -497,40 +535,12 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 			n_written++;
 		}
 	}
-	/* every temporary file's contents on disk, then the renames, then those on disk */
-	r = 0;
-	if (n_written && syncfs(dirfd) < 0)
-		r = -errno;
-	for (unsigned i = 0; i < n; i++) {
-		struct dp_seqmark_req *q = &rq[i];
-		char tmp[80];
-
-		if (q->state != DP_SEQMARK_WRITTEN)
-			continue;
-		tmp_name(q->name, tmp);
-		if (r) {
-			req_fail(q, r, "cannot sync the state directory's filesystem", true);
-		} else if (renameat(dirfd, tmp, dirfd, q->name) < 0) {
-			int e = errno;
-			q->err = -e;
-			snprintf(q->msg, sizeof(q->msg), "cannot rename %s to %s: %s", tmp, q->name, strerror(e));
-		}
-		if (q->err) {
-			unlinkat(dirfd, tmp, 0);
-			q->state = DP_SEQMARK_PENDING;
-		}
-	}
-	if (n_written && !r && fsync(dirfd) < 0)
-		r = -errno;
+	commit_batch(dirfd, rq, n, n_written);
 	for (unsigned i = 0; i < n; i++) {
 		struct dp_seqmark_req *q = &rq[i];
 
 		if (q->state != DP_SEQMARK_WRITTEN)
 			continue;
-		if (r) {
-			req_fail(q, r, "cannot sync the state directory", true);
-			continue;
-		}
 		/* On disk first, then the numbers become usable. */
 		lease_use(q->sa, q->rt, q->start, q->end);
 		q->state = DP_SEQMARK_DONE;
@@ -539,7 +549,7 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 	/* the later requests of a fingerprint, in order, each over the mark the one before wrote */
 	for (unsigned i = 0; i < n; i++)
 		if (by[i]->state == DP_SEQMARK_AGAIN)
-			by[i]->err = dp_seqmark_lease(dirfd, by[i]->sa, by[i]->rt, by[i]->msg,
+			by[i]->err = dp_seqmark_lease(dirfd, by[i]->sa, by[i]->rt, by[i]->want, by[i]->msg,
 						      sizeof(by[i]->msg));
 	free(by);
 }
@@ -547,7 +557,6 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 void dp_seqmark_release_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 {
 	unsigned n_written = 0;
-	int r = 0;
 
 	if (n == 0 || dirfd < 0 || flock(dirfd, LOCK_EX) < 0)
 		return;
@@ -573,29 +582,14 @@ void dp_seqmark_release_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n)
 			n_written++;
 		}
 	}
-	if (n_written && syncfs(dirfd) < 0)
-		r = -errno;
-	for (unsigned i = 0; i < n; i++) {
-		struct dp_seqmark_req *q = &rq[i];
-		char tmp[80];
-
-		if (q->state != DP_SEQMARK_WRITTEN)
-			continue;
-		tmp_name(q->name, tmp);
-		if (r || renameat(dirfd, tmp, dirfd, q->name) < 0) {
-			unlinkat(dirfd, tmp, 0);
-			q->state = DP_SEQMARK_DONE;
-		}
-	}
-	if (n_written && !r && fsync(dirfd) < 0)
-		r = -errno;
+	commit_batch(dirfd, rq, n, n_written);
 	for (unsigned i = 0; i < n; i++)
-		if (rq[i].state == DP_SEQMARK_WRITTEN && !r) /* on disk: the window ends at its top */
+		if (rq[i].state == DP_SEQMARK_WRITTEN) /* on disk: the window ends at its top */
 			__atomic_store_n(&rq[i].rt->seq_lease, rq[i].start, __ATOMIC_RELEASE);
 	flock(dirfd, LOCK_UN);
 }
 
-bool dp_seqmark_due(const struct sadb_sa *sa, const struct sadb_runtime *rt)
+bool dp_seqmark_due(const struct sadb_sa *sa, const struct sadb_runtime *rt, uint64_t want)
 {
 	uint64_t max = (sa->flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
 
@@ -605,7 +599,7 @@ bool dp_seqmark_due(const struct sadb_sa *sa, const struct sadb_runtime *rt)
 
 		if (ceil >= max)
 			return false;
-		return top >= ceil || ceil - top <= dp_seqmark_window_block() / 2;
+		return want > ceil || top >= ceil || ceil - top <= dp_seqmark_window_block() / 2;
 	}
 
 	uint64_t res = __atomic_load_n(&rt->seq_reserved, __ATOMIC_RELAXED);

@@ -20,14 +20,17 @@ bool dp_seqmark_needed(const struct sadb_sa *sa);
 /* Lease the next numbers for sa (whose runtime area is rt) from the mark in the state directory
  * dirfd: the new mark is on disk before rt->seq_reserved / rt->seq_lease let the engine use them.
  * Inbound, rt->seq_lease is the window's ceiling, raised to dp_seqmark_window_block numbers above
- * its top, and a runtime area without a ceiling has its window started at the mark first
+ * its top or want (the highest authenticated number it refused: esp_sa_opts.window_want), and a runtime area without a ceiling has its window started at the mark first
  * (esp_replay_seed). No mark yet: -ENOENT unless sa has SADB_SAF_SEQ_NEW.
  * 0 or -errno with a message (never key bytes). */
-int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, char *msg, size_t len);
-/* One SA's lease in a batch: sa and rt in; err (0 or -errno) and msg (never key bytes) out. */
+int dp_seqmark_lease(int dirfd, const struct sadb_sa *sa, struct sadb_runtime *rt, uint64_t want,
+		     char *msg, size_t len);
+/* One SA's lease in a batch: sa, rt and want (inbound, as dp_seqmark_lease) in; err (0 or -errno)
+ * and msg (never key bytes) out. */
 struct dp_seqmark_req {
 	const struct sadb_sa *sa;
 	struct sadb_runtime *rt;
+	uint64_t want;
 	int err;
 	char msg[256];
 	/* the batch's own */
@@ -45,8 +48,8 @@ void dp_seqmark_lease_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n);
  * its mark (safe: only the peer's next numbers up to it are lost). */
 void dp_seqmark_release_batch(int dirfd, struct dp_seqmark_req *rq, unsigned n);
 /* Whether less than half a lease is left (time to extend): outbound below rt->seq_lease, inbound
- * between the window's top and its ceiling. */
-bool dp_seqmark_due(const struct sadb_sa *sa, const struct sadb_runtime *rt);
+ * between the window's top and its ceiling, or the ceiling refused an authenticated want. */
+bool dp_seqmark_due(const struct sadb_sa *sa, const struct sadb_runtime *rt, uint64_t want);
 uint64_t dp_seqmark_lease_size(void);
 /* The least step of an inbound window's ceiling: $XIPSEC_WINDOW_LEASE, default 4096. */
 uint64_t dp_seqmark_window_block(void);

@@ -104,6 +104,7 @@ static void batch(struct sadb_sa *s, struct sadb_runtime *r, unsigned n, struct 
 	for (unsigned i = 0; i < n; i++) {
 		rq[i].sa = &s[i];
 		rq[i].rt = &r[i];
+		rq[i].want = 0;
 	}
 	dp_seqmark_lease_batch(dirfd_, rq, n);
 }
@@ -139,7 +140,7 @@ static void test_batch_restart(void **state)
 	/* one at a time, the same rule */
 	char msg[256];
 	memset(&rt[0], 0, sizeof(rt[0]));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].seq_reserved, 2000);
 	assert_int_equal(rt[0].seq_lease, 3000);
 	count_files(&marks, &tmp);
@@ -175,7 +176,7 @@ static void test_same_key(void **state)
 	/* and a later SA of that key starts above all three */
 	struct sadb_runtime later = { 0 };
 	char msg[256];
-	assert_int_equal(dp_seqmark_lease(dirfd_, &s[0], &later, msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &s[0], &later, 0, msg, sizeof(msg)), 0);
 	for (unsigned a = 0; a < 3; a++)
 		assert_true(later.seq_reserved >= r[same[a]].seq_lease);
 	assert_int_equal(r[1].seq_lease, 1000);
@@ -256,7 +257,7 @@ static void test_lost_mark(void **state)
 	sa[0].flags &= ~SADB_SAF_SEQ_NEW; /* loaded again without --new-keys */
 	sa[1].flags &= ~SADB_SAF_SEQ_NEW;
 	memset(rt, 0, sizeof(rt));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), -ENOENT);
 	assert_int_equal(rt[0].seq_lease, 0);
 	assert_non_null(strstr(msg, "nonces"));
 	assert_non_null(strstr(msg, "--new-keys"));
@@ -268,7 +269,7 @@ static void test_lost_mark(void **state)
 	assert_int_equal(rt[1].seq_lease, 2000);
 	/* the operator says the key is new: started again */
 	sa[0].flags |= SADB_SAF_SEQ_NEW;
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].seq_lease, 1000);
 }
 
@@ -317,10 +318,10 @@ static void test_inbound(void **state)
 	assert_int_equal(rt[0].seq_lease, 100);
 	assert_int_equal(mark_of(rq[0].name), 100);
 	assert_int_equal(rt[0].replay_top, 0); /* a new key: nothing to refuse */
-	assert_false(dp_seqmark_due(&sa[0], &rt[0]));
+	assert_false(dp_seqmark_due(&sa[0], &rt[0], 0));
 	rt[0].replay_top = 60;               /* traffic: 40 left of 100 */
-	assert_true(dp_seqmark_due(&sa[0], &rt[0]));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_true(dp_seqmark_due(&sa[0], &rt[0], 0));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].seq_lease, 160);
 	assert_int_equal(mark_of(rq[0].name), 160);
 	assert_int_equal(rt[0].replay_top, 60); /* a live window is never moved */
@@ -339,9 +340,23 @@ static void test_inbound(void **state)
 	assert_int_equal(rt[1].replay_top, 100);
 	/* the same runtime area again (xipsecd restarted, the SADB kept): its window stands */
 	rt[0].replay_top = 170;
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].replay_top, 170);
 	assert_int_equal(rt[0].seq_lease, 270);
+	/* the peer jumped ahead (its own lease after a reload): an authenticated 100000 refused */
+	assert_true(dp_seqmark_due(&sa[0], &rt[0], 100000));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 100000, msg, sizeof(msg)), 0);
+	assert_int_equal(rt[0].seq_lease, 100100);
+	assert_int_equal(mark_of(rq[0].name), 100100);
+	assert_false(dp_seqmark_due(&sa[0], &rt[0], 100000));
+	rt[0].seq_lease = 270; /* as before the jump, for what follows */
+	snprintf(msg, sizeof(msg), "%s/%s", dir, rq[0].name);
+	{
+		FILE *f = fopen(msg, "w");
+		assert_non_null(f);
+		fprintf(f, "xipsec-seqmark 1 270\n");
+		fclose(f);
+	}
 	/* the SA's objects are gone (deleted, or xipsecd stopping): the mark comes down to its top,
 	 * so the next SA of the key starts exactly there; one whose mark another raised keeps it */
 	rt[1].seq_lease = 150; /* not the mark (200) any more */
@@ -355,7 +370,7 @@ static void test_inbound(void **state)
 	assert_int_equal(mark_of(rq[1].name), 200);
 	assert_int_equal(rt[1].seq_lease, 150);
 	memset(&rt[0], 0, sizeof(rt[0]));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].replay_top, 170);
 	assert_int_equal(rt[0].seq_lease, 270);
 	count_files(&marks, &tmp);
@@ -366,7 +381,7 @@ static void test_inbound(void **state)
 	snprintf(msg, sizeof(msg), "%s/%s", dir, rq[1].name);
 	assert_int_equal(unlink(msg), 0);
 	memset(&rt[1], 0, sizeof(rt[1]));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[1], &rt[1], msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[1], &rt[1], 0, msg, sizeof(msg)), -ENOENT);
 	assert_non_null(strstr(msg, "replay mark"));
 	assert_non_null(strstr(msg, "--new-keys"));
 	assert_int_equal(rt[1].seq_lease, 0);
