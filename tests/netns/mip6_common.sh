@@ -1,9 +1,17 @@
 # tests/netns/mip6_common.sh: the Mobile IPv6 home agent's netns test bed, sourced by test_mip6_ha.sh
-# and test_dp_replay_reboot.sh after lib.sh and test_dp_common.sh: the topology (cn, ha, rt, mn),
+# and test_dp_replay_reboot.sh (it sources lib.sh and test_dp_common.sh): the topology (cn, ha, rt, mn),
 # the home agent's manual-key configuration loaded and xipsecd started on ha (dp_start_ha), the
 # mobile node played by scapy (tests/netns/test_mip6_mn.py, driven through a FIFO: mn CMD...),
 # and the helpers that read its Binding Acknowledgements (nba, ba, wait_ba, ba_is) and the home
 # agent's bindings and counters (bindings, b_json, cnt).
+set -u
+. "$top_srcdir/tests/netns/lib.sh"
+. "$top_srcdir/tests/netns/test_dp_common.sh"
+xt_require ip tcpdump tshark socat nft
+CTL="$top_builddir/ipsecctl/ipsecctl"
+[ -x "$CTL" ] || xt_skip "ipsecctl not built"
+"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
+
 HA=2001:db8:1::1 HOA=2001:db8:1::100 CN=2001:db8:1::10 COA1=2001:db8:a::100 COA2=2001:db8:b::100
 
 for ns in cn ha rt mn; do

@@ -10,15 +10,7 @@
 # number) with its old Binding Update sequence number is answered 135 naming the last one accepted,
 # and changes nothing; one with the next sequence number is accepted, and the mobile node's running
 # ESP senders get through again (a ping through the tunnel).
-set -u
-. "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/tests/netns/test_dp_common.sh"
-xt_require ip tcpdump tshark socat nft
-CTL="$top_builddir/ipsecctl/ipsecctl"
-[ -x "$CTL" ] || xt_skip "ipsecctl not built"
-"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
 XT_BG_TIMEOUT=120
-
 . "$top_srcdir/tests/netns/mip6_common.sh"
 
 # ---- recorded: a registration and traffic through the tunnel

@@ -28,15 +28,7 @@
 #     binding and the tunnel as they are; a second mobile node loaded is taken up, its tunnel SA
 #     moved away from home by hand goes back (it has no binding), and it is dropped when its SAs are
 #     deleted, the first one's binding staying throughout.
-set -u
-. "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/tests/netns/test_dp_common.sh"
-xt_require ip tcpdump tshark socat nft
-CTL="$top_builddir/ipsecctl/ipsecctl"
-[ -x "$CTL" ] || xt_skip "ipsecctl not built"
-"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
 XT_BG_TIMEOUT=240
-
 . "$top_srcdir/tests/netns/mip6_common.sh"
 
 # ---- 1. registration
