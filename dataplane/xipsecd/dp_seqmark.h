@@ -1,6 +1,7 @@
 /* dataplane/xipsecd/dp_seqmark.h: persistent sequence-number marks for outbound SAs of manual
- * counter-mode keys, and replay-window ceilings for inbound SAs of manual keys (dp_seqmark.c
- * explains both schemes). Control thread only. */
+ * counter-mode keys, replay-window ceilings for inbound SAs of manual keys (dp_seqmark.c explains
+ * both schemes), and the home agent's last accepted Binding Update sequence numbers. Control thread
+ * only. */
 #ifndef XIPSEC_DP_SEQMARK_H
 #define XIPSEC_DP_SEQMARK_H
 
