@@ -167,7 +167,7 @@ static const struct ctl_cmd {
 	  "destroy                            remove the SADB file" },
 	{ "load", ctl_cmd_load, NULL,
 	  "load FILE                          apply a configuration file (all or nothing; -n: print it)\n"
-	  "load --new-keys FILE               ... whose manual GCM/GMAC/CTR/ChaCha20 keys were never used" },
+	  "load --new-keys FILE               ... whose manual keys were never used" },
 	{ "reload", ctl_cmd_reload, NULL,
 	  "reload FILE                        make the manual SAs and policies the file's (all or nothing)" },
 	{ "show", cmd_show, NULL,

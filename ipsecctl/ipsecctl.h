@@ -253,7 +253,7 @@ void ctl_json_escape(FILE *f, const char *s);
 struct ctl_opts {
 	const char *sadb_path;
 	bool json, dry_run, verbose, show_keys, no_times;
-	bool new_keys;              /* --new-keys: the manual counter-mode keys loaded are new (SADB_SAF_SEQ_NEW) */
+	bool new_keys;              /* --new-keys: the manual keys loaded are new (SADB_SAF_SEQ_NEW) */
 	bool flush;                 /* -F: flush everything first (with -f in the same transaction) */
 	double interval;            /* monitor */
 	long count;                 /* monitor: intervals, 0 = forever */

@@ -24,7 +24,10 @@
  * SAs' numbers from a mark in the state directory (SADB_SAF_SEQ_PERSIST); without a usable state
  * directory they are refused here, before anything changes. A key with no mark yet is used only
  * when the operator says it is new (--new-keys: SADB_SAF_SEQ_NEW): a lost, rolled-back or copied
- * mark looks the same as none, and xipsecd refuses the SA rather than send its nonces again. */
+ * mark looks the same as none, and xipsecd refuses the SA rather than send its nonces again.
+ * Inbound, a manual key's replay window would start empty again and accept a recorded packet:
+ * xipsecd holds it under a ceiling recorded in the same directory, with the same rule for a key
+ * without a mark (SADB_SAF_SEQ_NEW from --new-keys, else the SA accepts nothing). */
 static int seq_persist(struct ctl_conf *c, const struct ctl_opts *o)
 {
 	char msg[300];
@@ -33,8 +36,15 @@ static int seq_persist(struct ctl_conf *c, const struct ctl_opts *o)
 	for (size_t i = 0; i < c->n; i++) {
 		struct ctl_item *it = &c->items[i];
 
-		if (it->kind != CTL_IT_SA || it->sa.dir != SADB_DIR_OUT || it->sa.ike_id ||
-		    !sadb_sa_counter_mode(&it->sa))
+		if (it->kind != CTL_IT_SA || it->sa.ike_id)
+			continue;
+		if (it->sa.dir == SADB_DIR_IN && it->sa.replay_window &&
+		    !(it->sa.flags & SADB_SAF_NO_REPLAY)) {
+			/* xipsecd refuses it without a usable state directory, and says so */
+			it->sa.flags |= o->new_keys ? SADB_SAF_SEQ_NEW : 0;
+			continue;
+		}
+		if (it->sa.dir != SADB_DIR_OUT || !sadb_sa_counter_mode(&it->sa))
 			continue;
 		it->sa.flags |= SADB_SAF_SEQ_PERSIST | (o->new_keys ? SADB_SAF_SEQ_NEW : 0);
 		if (checked)

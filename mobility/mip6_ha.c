@@ -62,11 +62,20 @@
  *    deregistration follows at most one paced registration, so churn is bounded at two changes per
  *    token. The bucket lives with the mobile node, not its binding, so deregistering does not refill
  *    it. Residual: a restart of the home agent gives every mobile node a full bucket again.
- *  - A restart of the home agent loses the cache: the next Binding Update is then accepted with any
- *    sequence number (there is no previous one, §9.5.1). That does not reopen replay: the SA's replay
- *    window lives in the SADB's runtime area, which survives a restart of the dataplane, and SAs
- *    negotiated again have new keys. The mobile node re-registers before its lifetime ends; until
- *    then its traffic is not tunnelled, which fails closed.
+ *  - A restart of the home agent loses the cache, and a reboot the SADB's runtime area with the
+ *    replay windows in it: without more, the next Binding Update would be accepted with any
+ *    sequence number (there is no previous one, §9.5.1), a recorded one included, and bind the
+ *    home address to an old care-of address. Two things stop that. The window of a manually keyed
+ *    SA is held under a ceiling on disk (xipsecd's dp_seqmark.c), so the recorded packet itself is
+ *    a replay. And the caller records each mobile node's last accepted sequence number before
+ *    anything changes (mip6_ha_config.seq_store, 130 when it cannot) and hands it back after a
+ *    restart (mip6_ha_seq_restore): until the mobile node is accepted again, a Binding Update not
+ *    newer than that is rejected with 135 naming it (§9.5.1 would accept any number without a
+ *    cache entry; the mobile node takes the number from the BA and goes on above it, §11.7.3),
+ *    bound or not. That second guard also holds for an SA without a window. Residual: the number
+ *    has 16 bits, so a Binding Update recorded 32,768 or more Binding Updates ago looks newer
+ *    again; the ESP window (32 or 64 bits) is what stops that one. The mobile node re-registers
+ *    before its lifetime ends; until then its traffic is not tunnelled, which fails closed.
  * The hash of home addresses is seeded, but only configured mobile nodes are ever inserted, so an
  * outsider cannot choose the keys anyway. */
 #include <errno.h>
@@ -92,6 +101,8 @@ struct ent {
 	 * is less than a whole burst ahead of now, and takes it one interval further. */
 	uint64_t full_at_ms;
 	bool used, bound;
+	bool seq_restored;     /* restored_seq binds until a Binding Update is accepted */
+	uint16_t restored_seq; /* mip6_ha_seq_restore */
 };
 
 struct mip6_ha {
@@ -126,6 +137,7 @@ static const struct {
 	[MIP6_REJECT_ALT_COA_NOT_SRC] = { "alt-coa-not-source", MIP6_ST_INVALID_COA },
 	[MIP6_REJECT_CACHE_FULL] = { "cache-full", MIP6_ST_INSUFFICIENT },
 	[MIP6_REJECT_MOVE_RATE] = { "move-rate", MIP6_ST_INSUFFICIENT },
+	[MIP6_REJECT_SEQ_STORE] = { "sequence-store", MIP6_ST_INSUFFICIENT },
 };
 
 const char *mip6_reject_name(unsigned why)
@@ -373,6 +385,17 @@ const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t ho
 	return i == NONE ? NULL : &ha->ents[i].mn;
 }
 
+int mip6_ha_seq_restore(struct mip6_ha *ha, const uint8_t hoa[16], uint16_t seq)
+{
+	uint32_t i = find(ha, hoa);
+
+	if (i == NONE)
+		return -ENOENT;
+	ha->ents[i].seq_restored = true;
+	ha->ents[i].restored_seq = seq;
+	return 0;
+}
+
 /* ---- Binding Updates ---- */
 
 /* §9.5.1: accepted only if greater than the last one modulo 2^16. */
@@ -463,6 +486,19 @@ static void accept_binding(struct mip6_ha *ha, uint32_t idx, const struct mip6_b
 	ha->st.bu_accepted++;
 }
 
+/* Record the accepted number (mip6_ha_config.seq_store) before the change: false when it could
+ * not be, and then res is the rejection. */
+static bool seq_stored(struct mip6_ha *ha, struct ent *e, const struct mip6_bu *bu,
+		       struct mip6_ha_result *res)
+{
+	if (ha->cfg.seq_store && ha->cfg.seq_store(ha->cfg.seq_arg, e->mn.hoa, bu->seq)) {
+		reject(ha, res, MIP6_REJECT_SEQ_STORE);
+		return false;
+	}
+	e->seq_restored = false;
+	return true;
+}
+
 void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, uint64_t now_ms,
 		struct mip6_ha_result *res)
 {
@@ -517,9 +553,12 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	 * it is replaced or refreshed like a live one, but its sequence number no longer binds. */
 	bool live = bound && e->b.expires_ms > now_ms;
 
-	if (live && !seq_newer(bu->seq, e->b.seq)) {
+	/* the binding's number, or the one from before a restart (mip6_ha_seq_restore) */
+	uint16_t last = live ? e->b.seq : e->restored_seq;
+
+	if ((live || e->seq_restored) && !seq_newer(bu->seq, last)) {
 		reject(ha, res, MIP6_REJECT_SEQ);
-		res->ba.seq = e->b.seq;  /* §9.5.1: the last accepted, so the mobile node can resync */
+		res->ba.seq = last;  /* §9.5.1: the last accepted, so the mobile node can resync */
 		return;
 	}
 	if (!(bu->flags & MIP6_BU_H)) {
@@ -551,6 +590,8 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 			reject(ha, res, MIP6_REJECT_DEREG_UNBOUND);
 			return;
 		}
+		if (!seq_stored(ha, e, bu, res))
+			return;
 		memcpy(res->old_coa, e->b.coa, 16);
 		unbind(ha, idx);
 		res->change = MIP6_CHANGE_DELETE;
@@ -584,6 +625,8 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		reject(ha, res, MIP6_REJECT_MOVE_RATE);
 		return;
 	}
+	if (!seq_stored(ha, e, bu, res))
+		return;
 
 	accept_binding(ha, idx, bu, coa, bound, now_ms, res);
 }

@@ -49,6 +49,12 @@ struct mip6_ha_config {
 	 * per move_interval_ms (0 = 1000, at most 3600000). Refreshes and deregistrations are free. */
 	uint32_t move_burst;
 	uint32_t move_interval_ms;
+	/* Stable storage of each mobile node's last accepted sequence number (NULL: none): called
+	 * with the number of a Binding Update that passed every check, before anything changes; 0 =
+	 * recorded (durably: a restart reads it back with mip6_ha_seq_restore), else the Binding
+	 * Update is rejected with 130 (SEQ_STORE) and nothing changes. */
+	int (*seq_store)(void *arg, const uint8_t hoa[16], uint16_t seq);
+	void *seq_arg;
 };
 
 /* One allowed mobile node. */
@@ -102,6 +108,7 @@ enum mip6_reject {
 	MIP6_REJECT_ALT_COA_NOT_SRC,  /* 174: the Alternate CoA is not the packet's source */
 	MIP6_REJECT_CACHE_FULL,       /* 130: max_bindings reached */
 	MIP6_REJECT_MOVE_RATE,        /* 130: the mobile node's move bucket is empty */
+	MIP6_REJECT_SEQ_STORE,        /* 130: its sequence number could not be recorded (seq_store) */
 	MIP6_REJECT_MAX
 };
 /* "no-alt-coa", "move-rate", ...: a stable token for counters and logs; "?" out of range. */
@@ -153,6 +160,11 @@ int mip6_ha_mn_add(struct mip6_ha *ha, const struct mip6_mn *mn);
  * when it had one, 0 when not, -ENOENT when that home address is not configured. */
 int mip6_ha_mn_remove(struct mip6_ha *ha, const uint8_t hoa[16], struct mip6_binding *was);
 const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t hoa[16]);
+/* The last sequence number accepted from hoa before this home agent started, read back from
+ * stable storage (mip6_ha_config.seq_store): until a Binding Update of hoa is accepted again, one
+ * whose number is not newer is rejected with 135 naming seq, bound or not, so a Binding Update
+ * recorded before the restart changes nothing. -ENOENT when hoa is not configured. */
+int mip6_ha_seq_restore(struct mip6_ha *ha, const uint8_t hoa[16], uint16_t seq);
 
 /* Decide on the Binding Update p (from mip6_parse, MIP6_DROP_NONE) that arrived on SA sa_id (0:
  * unprotected) at now_ms, and apply it to the binding cache. The home address is the Home Address

@@ -114,9 +114,10 @@ enum sadb_auth {
                                        * an inbound SA, the destination of an outbound one); in
                                        * transport mode the Home Address option and the type 2
                                        * routing header select (mip6_sel_addrs) */
-#define SADB_SAF_SEQ_NEW      0x0200u /* outbound, manual counter-mode key: the operator said the key
-                                       * is new, so xipsecd may start its sequence mark when none is
-                                       * on disk (without it a missing mark refuses the SA) */
+#define SADB_SAF_SEQ_NEW      0x0200u /* manual key (outbound counter-mode, or inbound with a replay
+                                       * window): the operator said the key is new, so xipsecd may
+                                       * start its sequence mark or window ceiling when none is on
+                                       * disk (without it a missing mark refuses the SA) */
 
 /* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
 struct sadb_lifetime {
@@ -209,9 +210,10 @@ struct sadb_runtime {
 	uint64_t last_used;
 	uint64_t seq_reserved;      /* outbound: highest sequence number reserved (rule 1); a
 	                             * restarted dataplane resumes above it */
-	uint64_t seq_lease;         /* outbound, SAs with SADB_SAF_SEQ_PERSIST only: the highest number
-	                             * the dataplane has recorded on disk (sadb_seqmark_lease); none
-	                             * above it is used. Written by the dataplane's control thread. */
+	uint64_t seq_lease;         /* SAs with SADB_SAF_SEQ_PERSIST only: the highest number the
+	                             * dataplane has recorded on disk (dp_seqmark.c); outbound none
+	                             * above it is used, inbound (the window's ceiling) none above it
+	                             * is accepted. Written by the dataplane's control thread. */
 	uint64_t replay_top;        /* inbound: highest authenticated sequence number */
 	uint64_t replay_bitmap[SADB_REPLAY_MAX / 64];
 	uint64_t drops[SADB_DROP_MAX];

@@ -109,11 +109,15 @@ struct esp_sa_opts {
 	                                  * per worker) and decrypt in parallel; this lock, the SA's,
 	                                  * is held around each burst's replay-window update. NULL:
 	                                  * one object, used by one thread at a time. */
-	_Atomic uint32_t *lease_hint; /* outbound SADB_SAF_SEQ_PERSIST: set to 1 when fewer than
-	                               * lease_low numbers of the lease on disk are left (or none),
-	                               * so the owner of the leases knows one is due without polling
-	                               * every SA; NULL: nobody to tell */
+	_Atomic uint32_t *lease_hint; /* SADB_SAF_SEQ_PERSIST: set to 1 when fewer than lease_low
+	                               * numbers of the lease on disk are left (or none): outbound
+	                               * below rt->seq_lease, inbound between a received number and
+	                               * the window's ceiling; so the owner of the leases knows one is
+	                               * due without polling every SA; NULL: nobody to tell */
 	uint64_t lease_low;
+	_Atomic uint64_t *window_want; /* inbound SADB_SAF_SEQ_PERSIST: raised to every authenticated
+	                                * number the ceiling refused (SEQ_LEASE), so its owner can
+	                                * move the ceiling past a peer that jumped ahead; NULL: none */
 };
 
 struct esp_sa;
@@ -131,6 +135,10 @@ struct esp_sa;
  * directions) is dropped with SADB_DROP_STALE_SA, counted nowhere (the counters are the new SA's).
  *  - Outbound with SADB_SAF_SEQ_PERSIST: no number above rt->seq_lease is used (SADB_DROP_SEQ_LEASE
  *    until the dataplane has recorded a higher mark on disk).
+ *  - Inbound with SADB_SAF_SEQ_PERSIST and a window: rt->seq_lease is the window's ceiling, no
+ *    number above it is accepted (SADB_DROP_SEQ_LEASE after the ICV, until a higher ceiling is
+ *    recorded on disk; the number goes to opts->window_want);
+ *    esp_replay_seed starts a window above every number a lost window may have accepted.
  * Errors: -EINVAL (inconsistent record: lengths, mode, direction), -ENOTSUP (single DES, a legacy
  * transform without SADB_SAF_LEGACY_OK, or a transform the forced backend lacks), -ENOMEM. *out is
  * NULL on failure. */
@@ -138,6 +146,10 @@ int esp_sa_create(const struct sadb_sa *sa, struct sadb_runtime *rt, const struc
 		  struct esp_sa **out);
 /* Wipe the keys and free the object (NULL is fine). The runtime state is left as it is. */
 void esp_sa_destroy(struct esp_sa *sa);
+/* Start the inbound window of rt at top with every number up to top marked as received, so that
+ * nothing at or below top is ever accepted, however wide the window. Only while no object of the SA
+ * updates the window (before any is given packets, or while its ceiling refuses every number). */
+void esp_replay_seed(struct sadb_runtime *rt, uint64_t top);
 
 /* Which backend an SA uses, and its name ("ipsecmb", "openssl", "sodium", "native"). */
 enum esp_backend esp_sa_backend(const struct esp_sa *sa);

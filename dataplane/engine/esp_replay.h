@@ -47,11 +47,14 @@ static inline uint64_t esp_replay_infer(const struct esp_sa *sa, uint32_t seq_lo
 	return esp_replay_infer_at(sa, seq_lo, esp_replay_top(sa->rt));
 }
 
-/* Check again and mark seq as received (after the ICV verified). */
+/* Check again and mark seq as received (after the ICV verified); SEQ_LEASE above a ceiling
+ * (esp_replay_over_ceiling). */
 static inline enum sadb_drop esp_replay_update(struct esp_sa *sa, uint64_t seq)
 {
 	struct sadb_runtime *rt = sa->rt;
 	uint64_t top = esp_replay_top(rt);
+	if (ESP_UNLIKELY(seq > top && esp_replay_over_ceiling(sa, seq, true)))
+		return SADB_DROP_SEQ_LEASE;
 	if (ESP_LIKELY(seq == top + 1 && seq != 0)) {
 		/* In order, the common case: it passes the check (above the top), and the only number
 		 * the window newly covers is seq itself, whose bit is set here: nothing to clear. */

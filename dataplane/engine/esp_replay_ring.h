@@ -44,6 +44,33 @@ static inline void esp_replay_mark(struct sadb_runtime *rt, uint64_t seq)
 	esp_replay_set_word(rt, bit / 64, esp_replay_word(rt, bit / 64) | 1ULL << (bit % 64));
 }
 
+/* A window held under a ceiling recorded on disk (inbound SADB_SAF_SEQ_PERSIST: rt->seq_lease,
+ * which xipsecd's dp_seqmark.c explains), and seq above the window's top. Before the ICV: the owner
+ * of the ceiling is told when fewer than lease_low numbers are left under it; a number above it
+ * still goes on to be verified. After the ICV (final): a number above the ceiling is not accepted
+ * (SEQ_LEASE) but, authenticated now, recorded in *window_want, so the owner can move the ceiling
+ * past a peer that jumped ahead (its own lease after a reload); never on an unauthenticated number,
+ * which would let anyone push the ceiling, and with it the numbers refused after a crash, away. */
+static inline bool esp_replay_over_ceiling(const struct esp_sa *sa, uint64_t seq, bool verified)
+{
+	if (!(sa->flags & SADB_SAF_SEQ_PERSIST))
+		return false;
+	uint64_t ceil = atomic_load_explicit((_Atomic uint64_t *)&sa->rt->seq_lease, memory_order_acquire);
+	if (ESP_LIKELY(seq <= ceil && ceil - seq > sa->lease_low))
+		return false;
+	esp_lease_tell(sa);
+	if (seq <= ceil || !verified)
+		return false;
+	if (sa->window_want) {
+		uint64_t w = atomic_load_explicit(sa->window_want, memory_order_relaxed);
+		while (w < seq && !atomic_compare_exchange_weak_explicit(sa->window_want, &w, seq,
+									 memory_order_relaxed,
+									 memory_order_relaxed))
+			;
+	}
+	return true;
+}
+
 /* SADB_DROP_NONE if seq may be accepted, else REPLAY / REPLAY_OLD, against top, a value of
  * esp_replay_top the caller read. Reads only.
  * A burst's checks run against one top read before the first of them, not one read per packet:
@@ -62,8 +89,10 @@ static inline enum sadb_drop esp_replay_check_at(const struct esp_sa *sa, uint64
 	if (!sa->window)
 		return SADB_DROP_NONE;
 	const struct sadb_runtime *rt = sa->rt;
-	if (seq > top)
+	if (seq > top) {
+		esp_replay_over_ceiling(sa, seq, false); /* only tells */
 		return SADB_DROP_NONE;
+	}
 	if (top - seq >= sa->window)
 		return SADB_DROP_REPLAY_OLD;
 	uint64_t bit = seq % ESP_REPLAY_RING;

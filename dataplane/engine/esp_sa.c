@@ -494,6 +494,7 @@ int esp_sa_create(const struct sadb_sa *s, struct sadb_runtime *rt, const struct
 	sa->replay_lock = opts->replay_lock;
 	sa->lease_hint = opts->lease_hint;
 	sa->lease_low = opts->lease_low;
+	sa->window_want = opts->window_want;
 	sa->seq_shared = opts->seq_share > 1;
 	if (opts->seq_block)
 		sa->seq_block = opts->seq_block;

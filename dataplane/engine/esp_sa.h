@@ -52,7 +52,8 @@ struct esp_sa {
 	esp_iv_fn iv_fn;
 	void *iv_arg;
 	pthread_spinlock_t *replay_lock; /* inbound, shared runtime: see esp_sa_opts */
-	_Atomic uint32_t *lease_hint;    /* outbound, persisted numbers: see esp_sa_opts */
+	_Atomic uint32_t *lease_hint;    /* persisted numbers or window ceiling: see esp_sa_opts */
+	_Atomic uint64_t *window_want;   /* inbound, window ceiling: see esp_sa_opts */
 	uint64_t lease_low;
 	struct sadb_addr src, dst;
 	uint8_t  hdr4[20];       /* outbound tunnel: outer IPv4 header template (TOS, length, id, DF,
@@ -65,6 +66,15 @@ struct esp_sa {
 	/* The backend's session: the transform, the keys and the backend's keyed state. */
 	struct esp_crypto_sa cs;
 };
+
+/* The lease on disk (outbound numbers, or an inbound window's ceiling) runs low: tell its owner (a
+ * load first, so that the line is written once per lease, not once per packet or refill while the
+ * extension is on its way). */
+static inline void esp_lease_tell(const struct esp_sa *sa)
+{
+	if (sa->lease_hint && !atomic_load_explicit(sa->lease_hint, memory_order_relaxed))
+		atomic_store_explicit(sa->lease_hint, 1, memory_order_release);
+}
 
 /* esp_sa_inner_mtu for a packet whose transport-mode headers kept in front are prefix bytes (esp_mtu.c). */
 uint32_t esp_inner_mtu_hdr(const struct esp_sa *sa, uint32_t outer_mtu, uint8_t inner_family,

@@ -6,14 +6,6 @@
 
 #include "dataplane/engine/esp_internal.h"
 
-/* The lease on disk runs low: tell its owner (a load first, so that the line is written once per
- * lease, not once per refill while the extension is on its way). */
-static void lease_tell(const struct esp_sa *sa)
-{
-	if (sa->lease_hint && !atomic_load_explicit(sa->lease_hint, memory_order_relaxed))
-		atomic_store_explicit(sa->lease_hint, 1, memory_order_release);
-}
-
 bool esp_seq_refill(struct esp_sa *sa)
 {
 	struct sadb_runtime *rt = sa->rt;
@@ -45,14 +37,14 @@ bool esp_seq_refill(struct esp_sa *sa)
 		}
 		if (old >= cap) {
 			sa->seq_why = SADB_DROP_SEQ_LEASE; /* the control thread extends the lease */
-			lease_tell(sa);
+			esp_lease_tell(sa);
 			return false;
 		}
 		want = cap - old < blk ? cap : old + blk;
 	} while (!atomic_compare_exchange_weak_explicit(res, &old, want, memory_order_acq_rel,
 						       memory_order_acquire));
 	if (leased && cap - want <= sa->lease_low)
-		lease_tell(sa);
+		esp_lease_tell(sa);
 	/* Checked after the CAS, not before: if the counter we just advanced was reset for another SA
 	 * instance (its zero, or a value its own objects reserved), the reset's instance store is
 	 * ordered before what the CAS read (rt_reset in libsadb), so this load sees it. The numbers

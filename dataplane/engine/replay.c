@@ -61,3 +61,13 @@ enum sadb_drop esp_replay_update_slow(struct esp_sa *sa, uint64_t seq)
 	esp_replay_mark(rt, seq);
 	return SADB_DROP_NONE;
 }
+
+void esp_replay_seed(struct sadb_runtime *rt, uint64_t top)
+{
+	if (top <= esp_replay_top(rt))
+		return;
+	/* every ring bit set: a number under the new top is in the window only as "received" */
+	for (uint64_t w = 0; w < RING_BITS / 64; w++)
+		esp_replay_set_word(rt, w, ~0ULL);
+	atomic_store_explicit((_Atomic uint64_t *)&rt->replay_top, top, memory_order_release);
+}

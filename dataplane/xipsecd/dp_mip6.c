@@ -37,7 +37,9 @@
  *    SA's runtime area, so its sequence numbers continue: nothing is re-keyed and no nonce repeats.
  *  - Restart: bindings are this process's state. A restarted xipsecd starts with an empty cache and
  *    moves every mobile node's tunnel SAs back home, so nothing is tunnelled on the word of a
- *    binding it no longer knows; mobile nodes re-register at their next refresh.
+ *    binding it no longer knows; mobile nodes re-register at their next refresh. Each mobile
+ *    node's last accepted sequence number outlives it, on disk before the BA goes
+ *    (dp_mip6_cfg.c), so a recorded Binding Update is refused (135) after a restart or reboot.
  *  - Local user: the SADB and the control socket are root's (0600); the sysctls set here
  *    (proxy_ndp, proxy_delay of the home link) are the ones RFC 6275 section 10.4.1 needs. */
 #include "config.h"
@@ -174,6 +176,8 @@ static void mip6_free(struct dp_mip6 *m)
 		close(m->nd_fd);
 	if (m->nl_fd >= 0)
 		close(m->nl_fd);
+	if (m->state_fd >= 0)
+		close(m->state_fd);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);
@@ -190,6 +194,7 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
+	m->state_fd = -1;
 	m->in_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->out_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->in_fd < 0 || m->out_fd < 0) {

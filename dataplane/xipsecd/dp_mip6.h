@@ -91,6 +91,7 @@ struct dp_mip6 {
 	uint32_t mn_slot_bits;
 	bool warned_link;
 	bool sync_due;               /* tunnels moved since the SA table was last republished */
+	int state_fd;                /* the state directory (Binding Update sequence numbers), -1 */
 	struct mq ba;                /* acknowledgements waiting for that republication */
 };
 

@@ -13,6 +13,7 @@
 #include <syslog.h>
 
 #include "dataplane/xipsecd/dp_mip6.h"
+#include "dataplane/xipsecd/dp_seqmark.h"
 
 static int cmp_role(const void *a, const void *b)
 {
@@ -197,6 +198,49 @@ static bool rec_same(const struct sadb_home_agent *a, const struct sadb_home_age
 	return !memcmp(&x, &y, sizeof(x));
 }
 
+/* The state directory (dp_seqmark.c), opened when first needed; -1 while it cannot be. */
+static int state_dir(struct dp_mip6 *m)
+{
+	char msg[256];
+
+	if (m->state_fd < 0) {
+		m->state_fd = sadb_state_dir_open(NULL, true, msg, sizeof(msg));
+		if (m->state_fd < 0)
+			dp_log(LOG_ERR, "home agent: state directory: %s", msg);
+	}
+	return m->state_fd;
+}
+
+/* libmip6's seq_store: each mobile node's last accepted Binding Update sequence number, on disk
+ * before anything changes and before the acknowledgement goes (mip6_ha.c says why). */
+static int bu_seq_store(void *arg, const uint8_t hoa[16], uint16_t seq)
+{
+	struct dp_mip6 *m = arg;
+	char msg[256], b[INET6_ADDRSTRLEN];
+	int r = dp_seqmark_bu_store(state_dir(m), hoa, seq, msg, sizeof(msg));
+
+	if (r)
+		dp_log(LOG_ERR, "home agent: Binding Update %u of %s refused (130): its sequence number "
+		       "cannot be recorded: %s", seq, a6(hoa, b), msg);
+	return r;
+}
+
+/* After a restart or reboot: a mobile node's Binding Updates continue above the last one accepted
+ * (mip6_ha_seq_restore). None recorded: a mobile node that never registered here, or a lost file;
+ * either way its Binding Updates still arrive only on an SA whose window is held under a ceiling
+ * on disk (dp_seqmark.c), which refuses a recorded one. */
+static void bu_seq_restore(struct dp_mip6 *m, const uint8_t hoa[16])
+{
+	char msg[256], b[INET6_ADDRSTRLEN];
+	uint16_t seq;
+	int r = dp_seqmark_bu_load(state_dir(m), hoa, &seq, msg, sizeof(msg));
+
+	if (!r)
+		mip6_ha_seq_restore(m->ha, hoa, seq);
+	else if (r != -ENOENT)
+		dp_log(LOG_ERR, "home agent: last Binding Update of %s: %s", a6(hoa, b), msg);
+}
+
 static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
 {
 	struct dp_mip6 *m = M(ctx);
@@ -222,6 +266,8 @@ static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
 	cfg.max_lifetime_s = rec->max_lifetime;
 	cfg.max_mns = 1u << 16;
 	cfg.hash_seed = (uint32_t)dp_now_ns();
+	cfg.seq_store = bu_seq_store;
+	cfg.seq_arg = m;
 	r = mip6_ha_create(&cfg, &m->ha);
 	if (r) {
 		dp_log(LOG_ERR, "home agent: configuration refused: %s", strerror(-r));
@@ -296,6 +342,8 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 		if (r) {
 			m->refused_mns++;
 			dp_log(LOG_WARNING, "home agent: mobile node %s refused: %s", a6(mn.hoa, b), strerror(-r));
+		} else {
+			bu_seq_restore(m, mn.hoa);
 		}
 	}
 	/* A mobile node without a binding is at home: its tunnel goes nowhere (after a restart too).

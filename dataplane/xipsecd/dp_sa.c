@@ -116,6 +116,7 @@ static void seq_lease(struct dp_sa_state *st, struct dp_sa **v, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		rq[i].sa = &v[i]->sa;
 		rq[i].rt = v[i]->rt;
+		rq[i].want = atomic_load_explicit(&v[i]->window_want, memory_order_relaxed);
 	}
 	dp_seqmark_lease_batch(st->state_fd, rq, n);
 	for (unsigned i = 0; i < n; i++) {
@@ -123,19 +124,74 @@ static void seq_lease(struct dp_sa_state *st, struct dp_sa **v, unsigned n)
 
 		if (rq[i].err && !s->lease_failed) {
 			if (quiet < DP_LEASE_LOG_MAX)
-				dp_log(LOG_ERR, "SA spi 0x%08x dst %s (manual key, %s): its sequence numbers "
-				       "(nonces) cannot be recorded on disk, so it sends nothing: %s", s->sa.spi,
+				dp_log(LOG_ERR, "SA spi 0x%08x dst %s (manual key, %s): %s: %s", s->sa.spi,
 				       sadb_addr_str(&s->sa.dst, a, sizeof(a)), sadb_enc_name(s->sa.enc_alg),
-				       rq[i].msg);
+				       s->sa.dir == SADB_DIR_IN ?
+				       "its replay window's ceiling cannot be recorded on disk, so it accepts "
+				       "nothing" : "its sequence numbers (nonces) cannot be recorded on disk, "
+				       "so it sends nothing", rq[i].msg);
 			quiet++;
 		}
 		s->lease_failed = rq[i].err != 0;
 		s->lease_retry_ns = s->lease_failed ? dp_now_ns() + DP_LEASE_RETRY_NS : 0;
 	}
 	if (quiet > DP_LEASE_LOG_MAX)
-		dp_log(LOG_ERR, "%u more SAs with manual keys send nothing for the same reason",
+		dp_log(LOG_ERR, "%u more SAs with manual keys send or accept nothing for the same reason",
 		       quiet - DP_LEASE_LOG_MAX);
 	free(rq);
+}
+
+static bool window_held(const struct dp_sa *s)
+{
+	return s && !s->unusable && s->sa.dir == SADB_DIR_IN && dp_seqmark_needed(&s->sa);
+}
+
+/* Bring the marks of the n inbound SAs in v down to their final windows' tops (their objects are
+ * gone: dp_seqmark_release_batch). */
+static void window_release(struct dp_sa_state *st, struct dp_sa **v, unsigned n)
+{
+	struct dp_seqmark_req *rq = calloc(n ? n : 1, sizeof(*rq));
+	unsigned k = 0;
+
+	if (!rq)
+		return; /* the ceilings stay the marks: safe */
+	for (unsigned i = 0; i < n; i++)
+		if (window_held(v[i])) {
+			rq[k].sa = &v[i]->sa;
+			rq[k++].rt = v[i]->rt;
+		}
+	dp_seqmark_release_batch(st->state_fd, rq, k);
+	free(rq);
+}
+
+/* After the grace period that retired the replaced SAs: their windows are final, so their marks
+ * come down to their tops, and only then are the new inbound SAs of manual keys (published with
+ * no ceiling: they accept nothing yet) leased, each reading the mark its predecessor left. */
+static void window_handover(struct dp_sa_state *st, struct dp_satab *t, const struct dp_satab *old,
+			    struct dp_sa **dead, unsigned n_dead)
+{
+	struct dp_sa **lease = calloc(t->max_sa > n_dead ? t->max_sa : n_dead, sizeof(*lease));
+	unsigned n_lease = 0;
+
+	if (!lease)
+		return; /* the ceilings stay the marks (safe); dp_sa_tick's look once a second leases */
+	/* a dead object whose runtime area lives on in its slot (its record was updated) is not final */
+	for (unsigned i = 0; i < n_dead; i++) {
+		const struct dp_sa *now = t->slot[dead[i]->slot];
+
+		lease[n_lease] = dead[i];
+		n_lease += !(now && now->sa.instance == dead[i]->sa.instance);
+	}
+	window_release(st, lease, n_lease);
+	n_lease = 0;
+	for (uint32_t i = 0; i < t->max_sa; i++) {
+		struct dp_sa *s = t->slot[i];
+
+		if (window_held(s) && (!old || old->slot[i] != s))
+			lease[n_lease++] = s;
+	}
+	seq_lease(st, lease, n_lease);
+	free(lease);
 }
 
 static uint32_t mix(uint32_t h)
@@ -188,11 +244,13 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	o.seq_share = (uint16_t)ctx->n_workers; /* per-burst reservation with several (esp.h) */
 	if (dp_seqmark_needed(rec)) {
 		o.lease_hint = &st->lease_hint;
-		o.lease_low = dp_seqmark_lease_size() / 2; /* dp_seqmark_due's threshold */
+		/* dp_seqmark_due's threshold */
+		o.lease_low = (rec->dir == SADB_DIR_IN ? dp_seqmark_window_block() : dp_seqmark_lease_size()) / 2;
+		o.window_want = rec->dir == SADB_DIR_IN ? &s->window_want : NULL;
 	}
 	/* A persisted SA's numbers are leased by dp_sa_sync, in one batch with the others, before
 	 * the table that holds it is published: until then no worker sees it, and the engine never
-	 * reserves above rt->seq_lease. */
+	 * reserves (outbound) or accepts (inbound) above rt->seq_lease. */
 	if (rec->dir == SADB_DIR_OUT) {
 		/* A manual counter-mode key is held to its lease whatever wrote it (dp_seqmark.c): the
 		 * engine obeys rt->seq_lease only for SADB_SAF_SEQ_PERSIST, so it gets the flag here.
@@ -209,10 +267,16 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		explicit_bzero(&leased, sizeof(leased));
 	} else {
 		/* one per worker: each decrypts on its own crypto context, the window update is
-		 * serialised by the slot's lock (rule 5) */
+		 * serialised by the slot's lock (rule 5). A manual key's window is held under its
+		 * ceiling on disk (dp_seqmark.c), by the same flag as outbound. */
+		struct sadb_sa leased = *rec;
+
+		if (dp_seqmark_needed(rec))
+			leased.flags |= SADB_SAF_SEQ_PERSIST;
 		o.replay_lock = ctx->n_workers > 1 ? s->in_lock : NULL;
 		for (unsigned i = 0; i < ctx->n_workers && !err; i++)
-			err = esp_sa_create(rec, s->rt, &o, &s->e[i]);
+			err = esp_sa_create(&leased, s->rt, &o, &s->e[i]);
+		explicit_bzero(&leased, sizeof(leased));
 	}
 	if (err) {
 		char a[64];
@@ -532,7 +596,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		for (uint32_t i = 0; i < st->max_sa; i++) {
 			struct dp_sa *s = t->slot[i];
 
-			if (s && (!old || old->slot[i] != s) && !s->unusable && dp_seqmark_needed(&s->sa))
+			if (s && (!old || old->slot[i] != s) && !s->unusable && dp_seqmark_needed(&s->sa) &&
+			    s->sa.dir == SADB_DIR_OUT)
 				lease[n_lease++] = s;
 		}
 		seq_lease(st, lease, n_lease);
@@ -549,6 +614,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		st->need_full = true;    /* the local SPD is built again next round */
 	/* After the grace period no worker holds the old table or the replaced SAs. */
 	synchronize_rcu();
+	window_handover(st, t, old, dead, n_dead);
 	spi_filter_diff(ctx, t, old, false);
 	tab_free(old);
 	for (uint32_t i = 0; i < n_dead; i++)
@@ -579,6 +645,8 @@ void dp_sa_fini(struct dp_ctx *ctx)
 	if (t) {
 		rcu_assign_pointer(ctx->satab, NULL);
 		synchronize_rcu();
+		/* the workers have stopped: every window is final */
+		window_release(st, t->slot, t->max_sa);
 		for (uint32_t i = 0; i < t->max_sa; i++)
 			sa_free(t->slot[i], ctx->n_workers);
 		tab_free(t);
@@ -611,9 +679,8 @@ void dp_sa_tick(struct dp_ctx *ctx)
 	st->lease_scan_ns = now + DP_LEASE_SCAN_NS;
 	for (uint32_t i = 0; i < t->n_persist; i++) {
 		struct dp_sa *s = t->persist[i];
-		uint64_t max = (s->sa.flags & SADB_SAF_ESN) ? UINT64_MAX : UINT32_MAX;
-
-		if (dp_seqmark_due(s->rt, max) && now >= s->lease_retry_ns)
+		if (dp_seqmark_due(&s->sa, s->rt, atomic_load_explicit(&s->window_want, memory_order_relaxed)) &&
+		    now >= s->lease_retry_ns)
 			t->persist_due[n_due++] = s;
 	}
 	seq_lease(st, t->persist_due, n_due);

@@ -19,6 +19,7 @@ struct dp_sa {
 	/* Control thread only (dp_expire.c): CLOCK_REALTIME ns when this process first saw this SA
 	 * instance, and first saw it used (0 = not yet); kept across updates of the record. */
 	uint64_t seen_ns, use_seen_ns;
+	_Atomic uint64_t window_want; /* inbound, window ceiling: esp_sa_opts.window_want */
 	struct esp_sa *e[];          /* engine objects, one per worker (either direction) */
 };
 

@@ -1,5 +1,6 @@
-# tests/netns/test_mip6_mn.py: a Mobile IPv6 mobile node for test_mip6_ha.sh, built on scapy's Mobile
-# IPv6 layers and its SecurityAssociation (nobody here wrote them). It registers with the home agent
+# tests/netns/test_mip6_mn.py: a Mobile IPv6 mobile node for test_mip6_ha.sh and
+# test_dp_replay_reboot.sh (mip6_common.sh starts it), built on scapy's Mobile IPv6 layers and its
+# SecurityAssociation (nobody here wrote them). It registers with the home agent
 # (Binding Updates with a Home Address option and, as RFC 3776 3.1 requires, the care-of address in
 # an Alternate Care-of Address option, which ESP transport mode protects), reports every Binding
 # Acknowledgement it receives, and terminates its end of the ESP tunnel to the home agent: packets

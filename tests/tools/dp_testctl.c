@@ -8,7 +8,8 @@
  *              [auth ALG HEXKEY] [encap SPORT DPORT] [window N] [ike ID] [flags N]
  * (ike ID: the entry is owned by IKE SA ID, as xipsec-iked's would be. An outbound manual key of a
  * counter-mode cipher is written as `ipsecctl load --new-keys` writes it, SADB_SAF_SEQ_PERSIST and
- * SADB_SAF_SEQ_NEW, since every test starts with a state directory of its own; flags N writes
+ * SADB_SAF_SEQ_NEW, and an inbound manual key with SADB_SAF_SEQ_NEW, since every test starts with
+ * a state directory of its own; flags N writes
  * exactly the SADB_SAF_* bits N instead, as another writer might.)
  *   dp_testctl SADB del SPI esp|ah DST
  *   dp_testctl SADB rt SPI esp|ah DST        (runtime counters as key=value lines)
@@ -232,6 +233,8 @@ static int sa(struct sadb *db, int argc, char **argv)
 		s.flags |= SADB_SAF_LEGACY_OK;
 	if (!raw_flags && s.dir == SADB_DIR_OUT && !s.ike_id && sadb_sa_counter_mode(&s))
 		s.flags |= SADB_SAF_SEQ_PERSIST | SADB_SAF_SEQ_NEW;
+	if (!raw_flags && s.dir == SADB_DIR_IN && !s.ike_id)
+		s.flags |= SADB_SAF_SEQ_NEW;
 	if (sadb_sa_validate(&s, msg, sizeof(msg)))
 		die("invalid SA", msg);
 	err = sadb_sa_add(db, &s, NULL);

@@ -6,7 +6,10 @@
  * nothing is leased. A missing mark is not mark 0: a key is started without one only when the
  * operator said it is new (SADB_SAF_SEQ_NEW); a lost mark refuses the SA, alone and in a batch. Every
  * outbound manual counter-mode SA needs a lease, whether its writer set SADB_SAF_SEQ_PERSIST or not.
- * In a private temporary directory. */
+ * Inbound, a manual key's window ceiling: on disk before the runtime area has it, a step above the
+ * window's top, and after a reboot (a fresh runtime area) the window starts at the mark with every
+ * number under it taken; per SPI; an SA whose objects are gone brings its mark down to its top; a
+ * lost mark refuses the SA. In a private temporary directory. */
 #include "config.h"
 
 #include <dirent.h>
@@ -53,6 +56,7 @@ static int setup(void **state)
 		return -1;
 	dirfd_ = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	setenv(DP_ENV_SEQ_LEASE, "1000", 1);
+	setenv(DP_ENV_WINDOW_LEASE, "100", 1);
 	for (unsigned i = 0; i < NSA; i++)
 		mk_sa(&sa[i], (uint8_t)(i + 1));
 	memset(rt, 0, sizeof(rt));
@@ -100,6 +104,7 @@ static void batch(struct sadb_sa *s, struct sadb_runtime *r, unsigned n, struct 
 	for (unsigned i = 0; i < n; i++) {
 		rq[i].sa = &s[i];
 		rq[i].rt = &r[i];
+		rq[i].want = 0;
 	}
 	dp_seqmark_lease_batch(dirfd_, rq, n);
 }
@@ -135,7 +140,7 @@ static void test_batch_restart(void **state)
 	/* one at a time, the same rule */
 	char msg[256];
 	memset(&rt[0], 0, sizeof(rt[0]));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].seq_reserved, 2000);
 	assert_int_equal(rt[0].seq_lease, 3000);
 	count_files(&marks, &tmp);
@@ -171,7 +176,7 @@ static void test_same_key(void **state)
 	/* and a later SA of that key starts above all three */
 	struct sadb_runtime later = { 0 };
 	char msg[256];
-	assert_int_equal(dp_seqmark_lease(dirfd_, &s[0], &later, msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &s[0], &later, 0, msg, sizeof(msg)), 0);
 	for (unsigned a = 0; a < 3; a++)
 		assert_true(later.seq_reserved >= r[same[a]].seq_lease);
 	assert_int_equal(r[1].seq_lease, 1000);
@@ -252,7 +257,7 @@ static void test_lost_mark(void **state)
 	sa[0].flags &= ~SADB_SAF_SEQ_NEW; /* loaded again without --new-keys */
 	sa[1].flags &= ~SADB_SAF_SEQ_NEW;
 	memset(rt, 0, sizeof(rt));
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), -ENOENT);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), -ENOENT);
 	assert_int_equal(rt[0].seq_lease, 0);
 	assert_non_null(strstr(msg, "nonces"));
 	assert_non_null(strstr(msg, "--new-keys"));
@@ -264,8 +269,122 @@ static void test_lost_mark(void **state)
 	assert_int_equal(rt[1].seq_lease, 2000);
 	/* the operator says the key is new: started again */
 	sa[0].flags |= SADB_SAF_SEQ_NEW;
-	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], msg, sizeof(msg)), 0);
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
 	assert_int_equal(rt[0].seq_lease, 1000);
+}
+
+/* The mark in dir/name, or 0. */
+static uint64_t mark_of(const char *name)
+{
+	char path[256];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "xipsec-seqmark 1 %llu", &v) != 1)
+		v = 0;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Inbound: the ceiling on disk first, a step (100 here) above the window's top, extended when half
+ * of it is left; a reboot (runtime areas from 0, loaded without --new-keys) starts the window at
+ * the mark with every number under it taken, and a lost mark refuses the SA. */
+static void test_inbound(void **state)
+{
+	(void)state;
+	struct dp_seqmark_req rq[2];
+	char msg[256];
+	unsigned marks, tmp;
+
+	for (unsigned i = 0; i < 2; i++) {
+		sa[i].dir = SADB_DIR_IN;
+		sa[i].flags = SADB_SAF_SEQ_NEW;
+		sa[i].replay_window = 64;
+		sa[i].spi = 0x100 + i;
+		sa[i].auth_alg = SADB_AUTH_HMAC_SHA256_128;
+		sa[i].auth_key_len = 32;
+		memset(sa[i].auth_key, 0x77, 32);
+		memset(sa[i].enc_key, 0x11, 16); /* one key, two SPIs: a window each */
+	}
+	assert_true(dp_seqmark_needed(&sa[0]));
+	batch(sa, rt, 2, rq);
+	assert_int_equal(rq[0].err, 0);
+	assert_int_equal(rq[1].err, 0);
+	assert_string_not_equal(rq[0].name, rq[1].name);
+	assert_non_null(strstr(rq[0].name, ".win"));
+	assert_int_equal(rt[0].seq_lease, 100);
+	assert_int_equal(mark_of(rq[0].name), 100);
+	assert_int_equal(rt[0].replay_top, 0); /* a new key: nothing to refuse */
+	assert_false(dp_seqmark_due(&sa[0], &rt[0], 0));
+	rt[0].replay_top = 60;               /* traffic: 40 left of 100 */
+	assert_true(dp_seqmark_due(&sa[0], &rt[0], 0));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
+	assert_int_equal(rt[0].seq_lease, 160);
+	assert_int_equal(mark_of(rq[0].name), 160);
+	assert_int_equal(rt[0].replay_top, 60); /* a live window is never moved */
+	rt[0].replay_top = 130;              /* accepted up to 130, then the box reboots */
+
+	memset(rt, 0, sizeof(rt));
+	sa[0].flags &= ~SADB_SAF_SEQ_NEW;
+	sa[1].flags &= ~SADB_SAF_SEQ_NEW;
+	batch(sa, rt, 2, rq);
+	assert_int_equal(rq[0].err, 0);
+	assert_int_equal(rt[0].replay_top, 160); /* everything a lost window may have taken */
+	for (unsigned w = 0; w < SADB_REPLAY_MAX / 64; w++)
+		assert_true(rt[0].replay_bitmap[w] == ~0ULL);
+	assert_int_equal(rt[0].seq_lease, 260);
+	assert_int_equal(mark_of(rq[0].name), 260);
+	assert_int_equal(rt[1].replay_top, 100);
+	/* the same runtime area again (xipsecd restarted, the SADB kept): its window stands */
+	rt[0].replay_top = 170;
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
+	assert_int_equal(rt[0].replay_top, 170);
+	assert_int_equal(rt[0].seq_lease, 270);
+	/* the peer jumped ahead (its own lease after a reload): an authenticated 100000 refused */
+	assert_true(dp_seqmark_due(&sa[0], &rt[0], 100000));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 100000, msg, sizeof(msg)), 0);
+	assert_int_equal(rt[0].seq_lease, 100100);
+	assert_int_equal(mark_of(rq[0].name), 100100);
+	assert_false(dp_seqmark_due(&sa[0], &rt[0], 100000));
+	rt[0].seq_lease = 270; /* as before the jump, for what follows */
+	snprintf(msg, sizeof(msg), "%s/%s", dir, rq[0].name);
+	{
+		FILE *f = fopen(msg, "w");
+		assert_non_null(f);
+		fprintf(f, "xipsec-seqmark 1 270\n");
+		fclose(f);
+	}
+	/* the SA's objects are gone (deleted, or xipsecd stopping): the mark comes down to its top,
+	 * so the next SA of the key starts exactly there; one whose mark another raised keeps it */
+	rt[1].seq_lease = 150; /* not the mark (200) any more */
+	rq[0].sa = &sa[0];
+	rq[0].rt = &rt[0];
+	rq[1].sa = &sa[1];
+	rq[1].rt = &rt[1];
+	dp_seqmark_release_batch(dirfd_, rq, 2);
+	assert_int_equal(mark_of(rq[0].name), 170);
+	assert_int_equal(rt[0].seq_lease, 170);
+	assert_int_equal(mark_of(rq[1].name), 200);
+	assert_int_equal(rt[1].seq_lease, 150);
+	memset(&rt[0], 0, sizeof(rt[0]));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[0], &rt[0], 0, msg, sizeof(msg)), 0);
+	assert_int_equal(rt[0].replay_top, 170);
+	assert_int_equal(rt[0].seq_lease, 270);
+	count_files(&marks, &tmp);
+	assert_int_equal(marks, 2);
+	assert_int_equal(tmp, 0);
+
+	/* a lost mark, no --new-keys: refused, the window gets no ceiling */
+	snprintf(msg, sizeof(msg), "%s/%s", dir, rq[1].name);
+	assert_int_equal(unlink(msg), 0);
+	memset(&rt[1], 0, sizeof(rt[1]));
+	assert_int_equal(dp_seqmark_lease(dirfd_, &sa[1], &rt[1], 0, msg, sizeof(msg)), -ENOENT);
+	assert_non_null(strstr(msg, "replay mark"));
+	assert_non_null(strstr(msg, "--new-keys"));
+	assert_int_equal(rt[1].seq_lease, 0);
 }
 
 /* Which SAs are leased: the SA decides, not the writer's flag. */
@@ -274,16 +393,19 @@ static void test_needed(void **state)
 	static const struct {
 		uint8_t dir;
 		uint16_t enc;
-		uint32_t flags, ike_id;
+		uint32_t flags, ike_id, window;
 		bool needed;
 	} rows[] = {
-		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, SADB_SAF_SEQ_PERSIST, 0, true },
-		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, 0, 0, true },             /* another writer's */
-		{ SADB_DIR_OUT, SADB_ENC_CHACHA20_POLY1305, 0, 0, true },
-		{ SADB_DIR_OUT, SADB_ENC_AES_CTR, 0, 0, true },
-		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, 0, 7, false },            /* IKE's: keys die with it */
-		{ SADB_DIR_IN, SADB_ENC_AES_GCM16, 0, 0, false },
-		{ SADB_DIR_OUT, SADB_ENC_AES_CBC, 0, 0, false },              /* random IVs */
+		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, SADB_SAF_SEQ_PERSIST, 0, 0, true },
+		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, 0, 0, 0, true },          /* another writer's */
+		{ SADB_DIR_OUT, SADB_ENC_CHACHA20_POLY1305, 0, 0, 0, true },
+		{ SADB_DIR_OUT, SADB_ENC_AES_CTR, 0, 0, 0, true },
+		{ SADB_DIR_OUT, SADB_ENC_AES_GCM16, 0, 7, 0, false },         /* IKE's: keys die with it */
+		{ SADB_DIR_IN, SADB_ENC_AES_GCM16, 0, 0, 0, false },          /* no window to keep */
+		{ SADB_DIR_IN, SADB_ENC_AES_CBC, 0, 0, 64, true },            /* a window of a manual key */
+		{ SADB_DIR_IN, SADB_ENC_AES_GCM16, SADB_SAF_NO_REPLAY, 0, 64, false },
+		{ SADB_DIR_IN, SADB_ENC_AES_GCM16, 0, 7, 64, false },         /* IKE's */
+		{ SADB_DIR_OUT, SADB_ENC_AES_CBC, 0, 0, 0, false },           /* random IVs */
 	};
 	struct sadb_sa s;
 
@@ -294,6 +416,7 @@ static void test_needed(void **state)
 		s.enc_alg = rows[i].enc;
 		s.flags = rows[i].flags;
 		s.ike_id = rows[i].ike_id;
+		s.replay_window = rows[i].window;
 		if (dp_seqmark_needed(&s) != rows[i].needed)
 			fail_msg("row %zu: needed %d", i, !rows[i].needed);
 	}
@@ -307,6 +430,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lost_mark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inbound, setup, teardown),
 		cmocka_unit_test(test_needed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

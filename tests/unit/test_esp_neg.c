@@ -6,6 +6,8 @@
  * through ipsec-mb's job ring (the Debian 1.3 wrap bug) checked against OpenSSL. */
 #include "config.h"
 
+#include <inttypes.h>
+
 #include "tests/unit/test_esp_util.h"
 #include "dataplane/engine/esp_internal.h"
 
@@ -432,6 +434,58 @@ static void test_replay_window_reference(void **state)
 		esp_sa_destroy(sa);
 		free(rt);
 	}
+}
+
+/* An inbound window held under a ceiling on disk (SADB_SAF_SEQ_PERSIST, rt->seq_lease) and started
+ * by esp_replay_seed above what a lost window may have accepted: one row per number, in order. */
+static void test_replay_ceiling(void **state)
+{
+	(void)state;
+	/* check: before the ICV; update: after it (only when the check passed) */
+	static const struct {
+		const char *what;
+		uint64_t seq;
+		enum sadb_drop check, update;
+		bool hint;
+	} rows[] = {
+		{ "under the seed: a lost window may have taken it", 999, SADB_DROP_REPLAY, 0, false },
+		{ "under the seed, old", 1000 - 64, SADB_DROP_REPLAY_OLD, 0, false },
+		{ "the seed itself", 1000, SADB_DROP_REPLAY, 0, false },
+		{ "above the seed, far from the ceiling", 1001, SADB_DROP_NONE, SADB_DROP_NONE, false },
+		{ "within lease_low of the ceiling: accepted, owner told", 1090, SADB_DROP_NONE, SADB_DROP_NONE, true },
+		{ "the ceiling itself", 1100, SADB_DROP_NONE, SADB_DROP_NONE, true },
+		{ "above the ceiling: verified, not yet on disk, wanted", 5000, SADB_DROP_NONE, SADB_DROP_SEQ_LEASE, true },
+		{ "a replay of an accepted number", 1090, SADB_DROP_REPLAY, 0, false },
+	};
+	struct sadb_sa s;
+	mk_sa(&s, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, SADB_DIR_IN, AF_INET, 0, false, 1);
+	s.replay_window = 64;
+	s.flags |= SADB_SAF_SEQ_PERSIST;
+	struct sadb_runtime *rt = rt_new();
+	_Atomic uint32_t hint = 0;
+	_Atomic uint64_t want = 0;
+	struct esp_sa_opts o = { .backend = ESP_BACKEND_AUTO, .lease_hint = &hint, .lease_low = 20,
+				 .window_want = &want };
+	struct esp_sa *sa;
+	rt->replay_top = 900; /* what the runtime area held: the seed covers it */
+	esp_replay_seed(rt, 1000);
+	esp_replay_seed(rt, 10); /* never lowers the window */
+	assert_int_equal(rt->replay_top, 1000);
+	rt->seq_lease = 1100;
+	assert_int_equal(esp_sa_create(&s, rt, &o, &sa), 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		atomic_store(&hint, 0);
+		enum sadb_drop d = esp_replay_check(sa, rows[i].seq), u = 0;
+		if (d == SADB_DROP_NONE)
+			u = esp_replay_update(sa, rows[i].seq);
+		if (d != rows[i].check || u != rows[i].update || atomic_load(&hint) != rows[i].hint)
+			fail_msg("%s: seq %" PRIu64 " gave %s then %s, hint %u", rows[i].what, rows[i].seq,
+				 dropname(d), dropname(u), (unsigned)atomic_load(&hint));
+	}
+	assert_int_equal(rt->replay_top, 1100);
+	assert_int_equal(atomic_load(&want), 5000); /* only the verified number above the ceiling */
+	esp_sa_destroy(sa);
+	free(rt);
 }
 
 /* RFC 4303 Appendix A.2: the high half inferred from the window's position. */
@@ -1543,6 +1597,7 @@ int main(void)
 		cmocka_unit_test(test_pad_each_byte),
 		cmocka_unit_test(test_icv_equal),
 		cmocka_unit_test(test_replay_window_reference),
+		cmocka_unit_test(test_replay_ceiling),
 		cmocka_unit_test(test_esn_infer),
 		cmocka_unit_test(test_seq),
 		cmocka_unit_test(test_seq_shared),

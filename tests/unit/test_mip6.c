@@ -531,6 +531,25 @@ static void test_parse_mutations(void **state)
 #define COA1 "2001:db8:77::5"
 #define COA2 "2001:db8:88::6"
 
+/* The caller's stable storage of sequence numbers (mip6_ha_config.seq_store), as a test sees it. */
+static struct {
+	int fail;         /* what the next stores return */
+	unsigned n;
+	uint16_t last;
+	uint8_t hoa[16];
+} store;
+
+static int store_seq(void *arg, const uint8_t hoa[16], uint16_t seq)
+{
+	assert_ptr_equal(arg, &store);
+	if (store.fail)
+		return store.fail;
+	store.n++;
+	store.last = seq;
+	memcpy(store.hoa, hoa, 16);
+	return 0;
+}
+
 static struct mip6_ha *mk_ha(uint32_t max_bindings, bool kmm, uint32_t refresh_s)
 {
 	struct mip6_ha_config c;
@@ -550,6 +569,8 @@ static struct mip6_ha *mk_ha(uint32_t max_bindings, bool kmm, uint32_t refresh_s
 	c.max_bindings = max_bindings;
 	c.key_mgmt_mobility = kmm;
 	c.hash_seed = 0x5eed;
+	c.seq_store = store_seq;
+	c.seq_arg = &store;
 	struct mip6_ha *ha;
 	assert_int_equal(mip6_ha_create(&c, &ha), 0);
 	struct { const char *hoa; uint32_t sa; bool off; const char *ha; } mns[] = {
@@ -779,6 +800,54 @@ static void test_ha_seq_window(void **state)
 	send_bu(ha, (struct bu_args){ .seq = 5, .lifetime = 10, .now = 20 + 40000 }, &r);
 	assert_int_equal(r.ba.status, 0);
 	assert_int_equal(r.change, MIP6_CHANGE_REFRESH);
+	assert_totals(ha);
+	mip6_ha_destroy(ha);
+}
+
+static void expect_reject(struct mip6_ha *ha, struct bu_args a, uint8_t status, uint16_t seq);
+
+/* A restart: the last accepted number, stored before anything changed, comes back with
+ * mip6_ha_seq_restore and binds with no binding in the cache (a recorded Binding Update is
+ * rejected with 135 naming it, nothing changes); a newer one is accepted and ends the hold. A
+ * number that cannot be stored is 130, nothing changed. */
+static void test_ha_seq_restart(void **state)
+{
+	(void)state;
+	struct mip6_ha *ha = mk_ha(0, false, 0);
+	struct mip6_ha_result r;
+
+	memset(&store, 0, sizeof(store));
+	send_bu(ha, (struct bu_args){ .seq = 100, .lifetime = 10, .now = 10 }, &r);
+	assert_int_equal(r.change, MIP6_CHANGE_NEW);
+	assert_int_equal(store.n, 1);
+	assert_int_equal(store.last, 100);
+	assert_memory_equal(store.hoa, ad(MN_A), 16);
+	mip6_ha_destroy(ha);
+
+	ha = mk_ha(0, false, 0); /* restarted: an empty cache */
+	assert_int_equal(mip6_ha_seq_restore(ha, ad(MN_A), store.last), 0);
+	assert_int_equal(mip6_ha_seq_restore(ha, ad("2001:db8::dead"), 1), -ENOENT);
+	static const uint16_t recorded[] = { 100, 99, 1, (uint16_t)(100 + 32768) };
+	for (unsigned i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++)
+		expect_reject(ha, (struct bu_args){ .seq = recorded[i], .lifetime = 10, .now = 20 },
+			      MIP6_ST_SEQ_OUT_OF_WINDOW, 100);
+	assert_int_equal(mip6_ha_count(ha), 0);
+	assert_int_equal(store.n, 1);
+	/* the registration's next number: accepted, stored first */
+	send_bu(ha, (struct bu_args){ .seq = 101, .lifetime = 10, .now = 30 }, &r);
+	assert_int_equal(r.ba.status, 0);
+	assert_int_equal(r.change, MIP6_CHANGE_NEW);
+	assert_int_equal(store.last, 101);
+	/* storage fails: 130, nothing changes, nothing stored */
+	store.fail = -EIO;
+	expect_reject(ha, (struct bu_args){ .src = COA2, .seq = 102, .lifetime = 10, .now = 40 },
+		      MIP6_ST_INSUFFICIENT, 102);
+	assert_int_equal(mip6_ha_stats(ha)->reject_why[MIP6_REJECT_SEQ_STORE], 1);
+	assert_memory_equal(mip6_ha_lookup(ha, ad(MN_A))->coa, ad(COA1), 16);
+	store.fail = 0;
+	send_bu(ha, (struct bu_args){ .src = COA2, .seq = 102, .lifetime = 10, .now = 50 }, &r);
+	assert_int_equal(r.change, MIP6_CHANGE_MOVE);
+	assert_int_equal(store.last, 102);
 	assert_totals(ha);
 	mip6_ha_destroy(ha);
 }
@@ -1447,6 +1516,7 @@ int main(void)
 		cmocka_unit_test(test_parse_mutations),
 		cmocka_unit_test(test_ha_register),
 		cmocka_unit_test(test_ha_seq_window),
+		cmocka_unit_test(test_ha_seq_restart),
 		cmocka_unit_test(test_ha_rejections),
 		cmocka_unit_test(test_ha_coa_bound),
 		cmocka_unit_test(test_ha_move_rate),
