@@ -212,6 +212,9 @@ struct dp_ctx {
 	struct dp_mip6 *mip6;        /* dp_mip6.c: the Mobile IPv6 home agent */
 	struct dp_handoff *handoff;  /* dp_handoff.c; NULL with one worker or --no-handoff */
 	struct dp_acquire *acq;      /* dp_acquire.c */
+	/* The XDP program's local SPD (dp_xdp.c) could not be built from the SADB: the next
+	 * dp_sa_sync reads every record and builds it again (control thread only). */
+	bool local_spd_stale;
 	/* dp_stats.c (control thread): the counters view, when one could be made */
 	struct sadb_stats_writer *stats;
 	uint64_t stats_at, stats_gen;  /* when the last reading was published, of which generation */

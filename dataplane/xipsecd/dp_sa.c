@@ -505,7 +505,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	struct dp_sa **dead = NULL;
 	uint32_t n_dead = 0;
 	uint8_t *dirty = NULL;
-	bool full = st->need_full || !old;
+	bool full = st->need_full || ctx->local_spd_stale || !old;
 	bool pol = full;             /* the XDP program's local SPD is built again */
 	uint64_t gen = sadb_generation(ctx->db);
 	int err = -ENOMEM;

@@ -291,9 +291,8 @@ int dp_xdp_sync_addrs(struct dp_ctx *ctx)
 	 * never passed unchecked. */
 	memcpy(x->own, s->a, s->n * sizeof(*s->a));
 	x->n_own = s->n;
+	/* on failure ctx->local_spd_stale has the next sync build it again, every policy read afresh */
 	err = dp_xdp_local_spd(ctx);
-	if (err)
-		dp_sa_resync(ctx);   /* built again, every policy read afresh, at the next sync */
 	/* Add the new set before removing what is gone, so an address that stays is never missing. */
 	for (unsigned i = 0; i < s->n; i++)
 		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &one, BPF_ANY)) {
@@ -585,6 +584,7 @@ int dp_xdp_local_spd(struct dp_ctx *ctx)
 out:
 	if (err)
 		dp_log(LOG_WARNING, "local SPD not built: %s; the table in use stays", strerror(-err));
+	ctx->local_spd_stale = err != 0;
 	free(v);
 	return err;
 }
