@@ -30,7 +30,6 @@ ipsecctl_ipsecctl_SOURCES = ipsecctl/ipsecctl.c ipsecctl/ipsecctl_cmd.h ipsecctl
 	ipsecctl/ipsecctl_load.c ipsecctl/ipsecctl_edit.c ipsecctl/ipsecctl_metrics.c \
 	ipsecctl/ike_cmd.h ipsecctl/ike_cmd.c
 ipsecctl_ipsecctl_CPPFLAGS = $(AM_CPPFLAGS) $(VICI_CPPFLAGS)
-ipsecctl_ipsecctl_LDFLAGS = $(AM_LDFLAGS) $(VICI_LDFLAGS)
 ipsecctl_ipsecctl_LDADD = ipsecctl/libipsecctl.a metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm
 
 dist_man_MANS += ipsecctl/ipsecctl.8
