@@ -2,7 +2,7 @@
 # Its logic lives in ipsecctl/libipsecctl.a so the unit tests (tests/unit/ipsecctl.mk) and the
 # configuration fuzzer (tests/ipsecctl/local.mk) link the same parsers the command uses. The
 # command adds what only it runs: the SADB writes, `ipsecctl metrics` over the metrics layer
-# (metrics/) and `ipsecctl ike`, the VICI client (ike_cmd.c, libvici: $(VICI_*) from configure).
+# (metrics/) and `ipsecctl ike`, the VICI client (ike_cmd.c; libvici loaded through metrics/vici_dl.h).
 noinst_LIBRARIES += ipsecctl/libipsecctl.a
 ipsecctl_libipsecctl_a_SOURCES = \
 	ipsecctl/ipsecctl.h \
