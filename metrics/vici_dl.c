@@ -17,6 +17,8 @@ static const struct vici_dl *loaded;
 static char load_err[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+_Static_assert(sizeof(table.init) == sizeof(void *), "dlsym's result is copied into the table");
+
 #define SYM(field, name) { name, &table.field, sizeof(table.field) }
 static const struct {
 	const char *name;
@@ -33,7 +35,8 @@ static const struct {
 
 static void load(void)
 {
-	const char *path = getenv("XIPSEC_VICI_LIB");
+	/* ignored in a set-user-ID or capability-raising exec, as ld.so ignores LD_LIBRARY_PATH */
+	const char *path = secure_getenv("XIPSEC_VICI_LIB");
 	void *lib, *sym;
 
 	if (!path || !*path)

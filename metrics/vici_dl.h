@@ -9,7 +9,8 @@
  * libvici.h as usual, so the table's entries have exactly libvici's prototypes.
  *
  * The library is $XIPSEC_VICI_LIB when set (for tests: a path that does not exist stands for a
- * host without strongswan-swanctl), else XIPSEC_VICI_LIB_PATH from configure. */
+ * host without strongswan-swanctl; ignored in a secure exec, as ld.so's LD_* are), else
+ * XIPSEC_VICI_LIB_PATH from configure. */
 #ifndef XIPSEC_VICI_DL_H
 #define XIPSEC_VICI_DL_H
 
