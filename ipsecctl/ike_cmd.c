@@ -28,7 +28,10 @@ int ipsecctl_ike_main(int argc, char **argv)
 	return 1;
 }
 #else
-#include <libvici.h>
+#include "metrics/vici_dl.h"
+
+/* libvici, loaded by the commands that talk to the daemon (list, initiate, terminate) */
+static const struct vici_dl *vici;
 
 #define IKE_DEFAULT_RUN_DIR "/run/xipsec-iked"
 #define IKE_ENV_RUN_DIR     "XIPSEC_IKED_RUN"
@@ -94,7 +97,7 @@ static void vnode_free(struct vnode *n)
 static char *value_dup(vici_res_t *res)
 {
 	int len = 0;
-	char *v = vici_parse_value(res, &len), *s = malloc(len + 1);
+	char *v = vici->parse_value(res, &len), *s = malloc(len + 1);
 
 	if (!s)
 		return NULL;
@@ -112,12 +115,12 @@ static struct vnode *vici_tree(vici_res_t *res)
 
 	stack[0] = root;
 	for (;;) {
-		switch (vici_parse(res)) {
+		switch (vici->parse(res)) {
 		case VICI_PARSE_BEGIN_SECTION:
 		case VICI_PARSE_BEGIN_LIST:
 			if (depth + 1 >= (int)(sizeof(stack) / sizeof(stack[0])))
 				goto fail;
-			stack[depth + 1] = vnode_add(stack[depth], V_SECTION, vici_parse_name(res), NULL);
+			stack[depth + 1] = vnode_add(stack[depth], V_SECTION, vici->parse_name(res), NULL);
 			depth++;
 			break;
 		case VICI_PARSE_END_SECTION:
@@ -128,7 +131,7 @@ static struct vnode *vici_tree(vici_res_t *res)
 			break;
 		case VICI_PARSE_KEY_VALUE:
 			v = value_dup(res);
-			vnode_add(stack[depth], V_KV, vici_parse_name(res), v);
+			vnode_add(stack[depth], V_KV, vici->parse_name(res), v);
 			free(v);
 			break;
 		case VICI_PARSE_LIST_ITEM:
@@ -281,7 +284,7 @@ struct ike_ctx {
 
 static int connect_vici(struct ike_ctx *c)
 {
-	c->conn = vici_connect(c->uri);
+	c->conn = vici->connect(c->uri);
 	if (!c->conn) {
 		ctl_err("ike: cannot connect to xipsec-iked at %s: %s (is it running? see --run-dir)", c->uri,
 			strerror(errno));
@@ -350,19 +353,19 @@ static int cmd_list(struct ike_ctx *c)
 
 	status_read(c->run_dir, &st);
 	c->sas = vnode_add(NULL, V_SECTION, "", NULL);
-	if (vici_register(c->conn, "list-sa", on_list_sa, c) != 0) {
+	if (vici->register_event(c->conn, "list-sa", on_list_sa, c) != 0) {
 		ctl_err("ike: registering for list-sa events failed: %s", strerror(errno));
 		return 1;
 	}
-	req = vici_begin("list-sas");
-	vici_add_key_valuef(req, "noblock", "yes");
-	res = vici_submit(req, c->conn);
+	req = vici->begin("list-sas");
+	vici->add_key_valuef(req, "noblock", "yes");
+	res = vici->submit(req, c->conn);
 	if (!res) {
 		ctl_err("ike: list-sas failed: %s", strerror(errno));
 		return 1;
 	}
-	vici_free_res(res);
-	vici_register(c->conn, "list-sa", NULL, NULL);
+	vici->free_res(res);
+	vici->register_event(c->conn, "list-sa", NULL, NULL);
 
 	if (c->json) {
 		printf("{\n  \"schema\": %d,\n  \"ike_sas\": [", CTL_JSON_SCHEMA);
@@ -565,11 +568,11 @@ static int result(vici_res_t *res, const char *what)
 		ctl_err("ike: %s failed: %s", what, strerror(errno));
 		return 1;
 	}
-	if (strcmp(vici_find_str(res, "no", "success"), "yes") != 0) {
-		ctl_err("ike: %s failed: %s", what, vici_find_str(res, "unknown error", "errmsg"));
+	if (strcmp(vici->find_str(res, "no", "success"), "yes") != 0) {
+		ctl_err("ike: %s failed: %s", what, vici->find_str(res, "unknown error", "errmsg"));
 		rc = 1;
 	}
-	vici_free_res(res);
+	vici->free_res(res);
 	return rc;
 }
 
@@ -615,14 +618,14 @@ static int cmd_initiate(struct ike_ctx *c, int argc, char **argv)
 		ctl_err("ike: initiate: --timeout wants milliseconds, not '%s'", timeout);
 		return 2;
 	}
-	req = vici_begin("initiate");
+	req = vici->begin("initiate");
 	if (child)
-		vici_add_key_valuef(req, "child", "%s", child);
+		vici->add_key_valuef(req, "child", "%s", child);
 	if (ike)
-		vici_add_key_valuef(req, "ike", "%s", ike);
-	vici_add_key_valuef(req, "timeout", "%s", timeout);
-	vici_add_key_valuef(req, "init-limits", "no");
-	if (result(vici_submit(req, c->conn), "initiate"))
+		vici->add_key_valuef(req, "ike", "%s", ike);
+	vici->add_key_valuef(req, "timeout", "%s", timeout);
+	vici->add_key_valuef(req, "init-limits", "no");
+	if (result(vici->submit(req, c->conn), "initiate"))
 		return 1;
 	if (c->json)
 		done_json("initiated", child, ike);
@@ -633,7 +636,7 @@ static int cmd_initiate(struct ike_ctx *c, int argc, char **argv)
 
 static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 {
-	vici_req_t *req = vici_begin("terminate");
+	vici_req_t *req = vici->begin("terminate");
 	const char *child = NULL, *ike = NULL;
 	bool which = false;
 	int i;
@@ -646,28 +649,28 @@ static int cmd_terminate(struct ike_ctx *c, int argc, char **argv)
 		else if (strcmp(argv[i], "--ike-id") == 0) k = "ike-id";
 		else if (strcmp(argv[i], "--child-id") == 0) k = "child-id";
 		else if (strcmp(argv[i], "--force") == 0) {
-			vici_add_key_valuef(req, "force", "yes");
+			vici->add_key_valuef(req, "force", "yes");
 			continue;
 		}
 		if (!k || i + 1 >= argc) {
 			ctl_err("ike: terminate: unexpected argument '%s'", argv[i]);
-			vici_free_req(req);
+			vici->free_req(req);
 			return 2;
 		}
 		if (!strcmp(k, "child") || !strcmp(k, "child-id"))
 			child = argv[i + 1];
 		else
 			ike = argv[i + 1];
-		vici_add_key_valuef(req, (char *)k, "%s", argv[++i]);
+		vici->add_key_valuef(req, (char *)k, "%s", argv[++i]);
 		which = true;
 	}
 	if (!which) {
 		ctl_err("ike: terminate wants --ike NAME, --child NAME, --ike-id N or --child-id N");
-		vici_free_req(req);
+		vici->free_req(req);
 		return 2;
 	}
-	vici_add_key_valuef(req, "timeout", "10000");
-	if (result(vici_submit(req, c->conn), "terminate"))
+	vici->add_key_valuef(req, "timeout", "10000");
+	if (result(vici->submit(req, c->conn), "terminate"))
 		return 1;
 	if (c->json)
 		done_json("terminated", child, ike);
@@ -750,9 +753,14 @@ int ipsecctl_ike_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	vici_init();
+	if (!(vici = vici_dl())) {
+		ctl_err("ike: " VICI_DL_MISSING);
+		ctl_err("ike: %s", vici_dl_error());
+		return 1;
+	}
+	vici->init();
 	if (connect_vici(&c) < 0) {
-		vici_deinit();
+		vici->deinit();
 		return 1;
 	}
 	if (strcmp(argv[i], "list") == 0)
@@ -761,8 +769,8 @@ int ipsecctl_ike_main(int argc, char **argv)
 		rc = cmd_initiate(&c, argc - i - 1, argv + i + 1);
 	else
 		rc = cmd_terminate(&c, argc - i - 1, argv + i + 1);
-	vici_disconnect(c.conn);
-	vici_deinit();
+	vici->disconnect(c.conn);
+	vici->deinit();
 	return rc;
 }
 #endif /* XIPSEC_HAVE_VICI */

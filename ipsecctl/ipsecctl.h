@@ -273,7 +273,5 @@ void ctl_sa_text(FILE *f, struct sadb *db, const struct sadb_sa *sa, uint32_t sl
 void ctl_policy_json(struct ctl_json *j, const struct sadb_policy *p);
 int ctl_monitor(struct sadb *db, const struct ctl_opts *o, int argc, char **argv);
 int ctl_export_wireshark(struct sadb *db, const struct ctl_opts *o, int argc, char **argv);
-/* Wireshark esp_sa UAT record for one SA into buf; -ENOTSUP if Wireshark cannot decrypt it. */
-int ctl_wireshark_record(const struct sadb_sa *sa, char *buf, size_t len);
 
 #endif

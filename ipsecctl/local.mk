@@ -2,7 +2,7 @@
 # Its logic lives in ipsecctl/libipsecctl.a so the unit tests (tests/unit/ipsecctl.mk) and the
 # configuration fuzzer (tests/ipsecctl/local.mk) link the same parsers the command uses. The
 # command adds what only it runs: the SADB writes, `ipsecctl metrics` over the metrics layer
-# (metrics/) and `ipsecctl ike`, the VICI client (ike_cmd.c, libvici: $(VICI_*) from configure).
+# (metrics/) and `ipsecctl ike`, the VICI client (ike_cmd.c; libvici loaded through metrics/vici_dl.h).
 noinst_LIBRARIES += ipsecctl/libipsecctl.a
 ipsecctl_libipsecctl_a_SOURCES = \
 	ipsecctl/ipsecctl.h \
@@ -30,7 +30,6 @@ ipsecctl_ipsecctl_SOURCES = ipsecctl/ipsecctl.c ipsecctl/ipsecctl_cmd.h ipsecctl
 	ipsecctl/ipsecctl_load.c ipsecctl/ipsecctl_edit.c ipsecctl/ipsecctl_metrics.c \
 	ipsecctl/ike_cmd.h ipsecctl/ike_cmd.c
 ipsecctl_ipsecctl_CPPFLAGS = $(AM_CPPFLAGS) $(VICI_CPPFLAGS)
-ipsecctl_ipsecctl_LDFLAGS = $(AM_LDFLAGS) $(VICI_LDFLAGS)
 ipsecctl_ipsecctl_LDADD = ipsecctl/libipsecctl.a metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm
 
 dist_man_MANS += ipsecctl/ipsecctl.8

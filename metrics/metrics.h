@@ -34,8 +34,8 @@
  * Threads: xm_collect() may run in any one thread at a time per snapshot; xm_global_init() once per
  * process before the first xm_collect() (it starts libvici), xm_global_deinit() at exit.
  *
- * Linking: metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm, with $(VICI_LDFLAGS) in
- * the program's LDFLAGS (configure.ac, metrics/local.mk). */
+ * Linking: metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) -lm (configure.ac, metrics/local.mk).
+ * libvici is loaded at run time (vici_dl.h); without it the IKE families are left out. */
 #ifndef XIPSEC_METRICS_H
 #define XIPSEC_METRICS_H
 

@@ -120,19 +120,23 @@ int xm_collect_ike(struct xm_snapshot *s, const struct xm_opts *o)
 	return collect_status(s, run_dir(o));
 }
 #else
-#include <libvici.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "metrics/vici_dl.h"
+
+/* libvici, loaded and started once; NULL while it is not (a host without strongswan-swanctl: the
+ * IKE families are then left out, as when xipsec-iked does not run). */
+static const struct vici_dl *vici;
 static bool vici_ready;
 
 int xm_global_init(void)
 {
-	if (!vici_ready) {
-		vici_init();
+	if (!vici_ready && (vici = vici_dl()) != NULL) {
+		vici->init();
 		vici_ready = true;
 	}
 	return 0;
@@ -144,7 +148,7 @@ void xm_global_deinit(void)
 {
 	/* not under a query left behind (collect_vici): it still uses libvici */
 	if (vici_ready && !atomic_load(&vici_stuck)) {
-		vici_deinit();
+		vici->deinit();
 		vici_ready = false;
 	}
 }
@@ -205,12 +209,12 @@ static int index_of(const char *const *names, unsigned n, const char *v)
 	return -1;
 }
 
-/* The value of the key vici_parse() is at, as a string in buf; false when it is empty or does not
+/* The value of the key vici->parse() is at, as a string in buf; false when it is empty or does not
  * fit (no value this file reads is longer than a counter or a state name). */
 static bool value_str(vici_res_t *res, char *buf, size_t size)
 {
 	int len = 0;
-	char *v = vici_parse_value(res, &len);
+	char *v = vici->parse_value(res, &len);
 
 	if (!v || len <= 0 || (size_t)len >= size)
 		return false;
@@ -222,7 +226,7 @@ static bool value_str(vici_res_t *res, char *buf, size_t size)
 /* A CHILD SA's name, reqid or SPI into r: true when the key was one of them. */
 static bool child_field(vici_res_t *res, struct child_rec *r)
 {
-	const char *k = vici_parse_name(res);
+	const char *k = vici->parse_name(res);
 	char buf[64];
 
 	if (strcmp(k, "name") == 0) {
@@ -255,14 +259,14 @@ static void on_list_sa(void *user, char *name, vici_res_t *res)
 
 	(void)name;
 	for (;;) {
-		int t = vici_parse(res), i;
+		int t = vici->parse(res), i;
 		char buf[32];
 
 		switch (t) {
 		case VICI_PARSE_BEGIN_SECTION:
 			depth++;
 			if (depth < 4)
-				snprintf(sect[depth], sizeof(sect[0]), "%s", vici_parse_name(res));
+				snprintf(sect[depth], sizeof(sect[0]), "%s", vici->parse_name(res));
 			if (depth == 3)
 				memset(&rec, 0, sizeof(rec));
 			break;
@@ -275,7 +279,7 @@ static void on_list_sa(void *user, char *name, vici_res_t *res)
 			if (depth == 3 && strcmp(sect[2], "child-sas") == 0 &&
 			    child_field(res, &rec))
 				break;
-			if (strcmp(vici_parse_name(res), "state") != 0)
+			if (strcmp(vici->parse_name(res), "state") != 0)
 				break;
 			if (!value_str(res, buf, sizeof(buf)))
 				break;
@@ -312,14 +316,14 @@ struct vici_found {
 /* The global set of charon's counters: counters { "" { ike-rekey-init = N ... } }. */
 static void query_counters(struct vici_found *f, vici_conn_t *conn)
 {
-	vici_req_t *req = vici_begin("get-counters");
-	vici_res_t *res = vici_submit(req, conn);
+	vici_req_t *req = vici->begin("get-counters");
+	vici_res_t *res = vici->submit(req, conn);
 	int depth = 0;
 
 	if (!res)
 		return;
 	for (bool done = false; !done;) {
-		int t = vici_parse(res), i;
+		int t = vici->parse(res), i;
 		char buf[32];
 
 		switch (t) {
@@ -331,7 +335,7 @@ static void query_counters(struct vici_found *f, vici_conn_t *conn)
 			break;
 		case VICI_PARSE_KEY_VALUE:
 			if (depth != 2 || (i = index_of(xm_ike_event_names, XM_IKE_EVENTS_N,
-							vici_parse_name(res))) < 0)
+							vici->parse_name(res))) < 0)
 				break;
 			if (!value_str(res, buf, sizeof(buf)))
 				break;
@@ -346,7 +350,7 @@ static void query_counters(struct vici_found *f, vici_conn_t *conn)
 			done = true;
 		}
 	}
-	vici_free_res(res);
+	vici->free_res(res);
 }
 
 /* 0 when something accepts connections on the Unix socket path, else -1 with errno set. */
@@ -377,41 +381,41 @@ static void vici_query(const char *uri, struct vici_found *f)
 	vici_req_t *req;
 	vici_res_t *res;
 
-	if (!(conn = vici_connect((char *)uri))) {
+	if (!(conn = vici->connect((char *)uri))) {
 		snprintf(f->err, sizeof(f->err), "cannot connect to %.160s: %s", uri, strerror(errno));
 		return;
 	}
-	if (vici_register(conn, "list-sa", on_list_sa, &f->c) != 0) {
+	if (vici->register_event(conn, "list-sa", on_list_sa, &f->c) != 0) {
 		snprintf(f->err, sizeof(f->err), "%.160s: list-sa events: %s", uri, strerror(errno));
-		vici_disconnect(conn);
+		vici->disconnect(conn);
 		return;
 	}
-	req = vici_begin("list-sas");
+	req = vici->begin("list-sas");
 	/* do not wait for IKE SAs another thread of the daemon holds */
-	vici_add_key_valuef(req, "noblock", "yes");
-	res = vici_submit(req, conn);
-	vici_register(conn, "list-sa", NULL, NULL);
+	vici->add_key_valuef(req, "noblock", "yes");
+	res = vici->submit(req, conn);
+	vici->register_event(conn, "list-sa", NULL, NULL);
 	if (!res || f->c.bad) {
 		snprintf(f->err, sizeof(f->err), "%.160s: list-sas failed", uri);
 		if (res)
-			vici_free_res(res);
-		vici_disconnect(conn);
+			vici->free_res(res);
+		vici->disconnect(conn);
 		return;
 	}
-	vici_free_res(res);
+	vici->free_res(res);
 	f->up = true;
-	req = vici_begin("stats");
-	if ((res = vici_submit(req, conn)) != NULL) {
-		const char *h = vici_find_str(res, NULL, "ikesas.half-open");
+	req = vici->begin("stats");
+	if ((res = vici->submit(req, conn)) != NULL) {
+		const char *h = vici->find_str(res, NULL, "ikesas.half-open");
 
 		if (h) {
 			f->half = strtoull(h, NULL, 10);
 			f->have_half = true;
 		}
-		vici_free_res(res);
+		vici->free_res(res);
 	}
 	query_counters(f, conn);
-	vici_disconnect(conn);
+	vici->disconnect(conn);
 }
 
 /* A query the collector waits for at most XM_VICI_TIMEOUT_MS. A daemon that accepts the connection
@@ -594,6 +598,10 @@ static int collect_vici(struct xm_snapshot *s, const struct xm_opts *o, const ch
 	else
 		snprintf(uri, sizeof(uri), "unix://%s/charon.vici", dir);
 	xm_global_init();
+	if (!vici_ready) {
+		snprintf(s->ike_err, sizeof(s->ike_err), "libvici not loaded: %.200s", vici_dl_error());
+		return xm_add(s, XM_IKE_UP, 0, 0, 0);
+	}
 	/* A socket nobody answers on is the daemon not running: find out with a plain connect
 	 * first, so that libvici does not print its own message on stderr at every scrape. */
 	if (strncmp(uri, "unix://", 7) == 0 && unix_probe(uri + 7) != 0) {

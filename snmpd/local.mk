@@ -6,7 +6,6 @@ sbin_PROGRAMS += snmpd/xipsec-snmpd
 snmpd_xipsec_snmpd_SOURCES = snmpd/xipsec_snmpd.c snmpd/netsnmp.h snmpd/snmp_mib.c \
 	snmpd/snmp_mib.h snmpd/snmp_notify.c snmpd/snmp_notify.h snmpd/snmp_view.c snmpd/snmp_view.h
 snmpd_xipsec_snmpd_CPPFLAGS = $(AM_CPPFLAGS) $(NETSNMP_CFLAGS)
-snmpd_xipsec_snmpd_LDFLAGS = $(AM_LDFLAGS) $(VICI_LDFLAGS)
 snmpd_xipsec_snmpd_LDADD = metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) $(NETSNMP_LIBS) -lm
 dist_man_MANS += snmpd/xipsec-snmpd.8
 endif

@@ -145,5 +145,23 @@ else
 	echo "FAIL: XIPSEC_SADB is not used"; fail=$((fail + 1))
 fi
 
+# Without libvici (a host without strongswan-swanctl, as XIPSEC_VICI_LIB=/nonexistent stands for),
+# `ipsecctl ike list` names the package and fails; `ipsecctl metrics` leaves the IKE families out.
+n=$((n + 1))
+{ XIPSEC_VICI_LIB=/nonexistent "$CTL" ike --run-dir "$T" list; echo "[exit $?]"; } > "$T/novici" 2>&1
+if grep -qx 'ipsecctl: ike: IKE commands need strongswan-swanctl (libvici): apt install strongswan-swanctl' "$T/novici" &&
+   grep -qx '\[exit 1\]' "$T/novici"; then
+	echo "ok: ike list without libvici"
+else
+	echo "FAIL: ike list without libvici:"; cat "$T/novici"; fail=$((fail + 1))
+fi
+n=$((n + 1))
+if XIPSEC_VICI_LIB=/nonexistent ctl metrics --ike-run-dir "$T" > "$T/novici" 2>&1 &&
+   grep -qx 'xipsec_ike_up 0' "$T/novici" && ! grep -q '^xipsec_ike_sas' "$T/novici"; then
+	echo "ok: metrics without libvici"
+else
+	echo "FAIL: metrics without libvici:"; cat "$T/novici"; fail=$((fail + 1))
+fi
+
 echo "golden.sh: $n checks, $fail failed"
 [ "$n" -gt 0 ] && [ "$fail" = 0 ]

@@ -4,7 +4,8 @@
 # the installed unit file and expanded as systemd does (the environment file's KEY=value lines, then
 # UNIT_VARS; ${VAR} one argument, $VAR split at blanks); an installed path on it (also as the value of
 # KEY=/path) becomes the root's copy. It runs inside what setpriv and prlimit can give of the unit's
-# sandbox: CapabilityBoundingSet, NoNewPrivileges, LimitMEMLOCK, and a clean environment.
+# sandbox: CapabilityBoundingSet, NoNewPrivileges, LimitMEMLOCK, and a clean environment; and under
+# its UMask and SystemCallFilter (unit_sandbox.py).
 #   unit_root GW [LINES]        install GW's root and write its xipsec.env (its interfaces, the test's
 #                               SADB, control socket and state directory, the root's XDP program;
 #                               LINES added)
@@ -51,7 +52,8 @@ unit_argv() {
 	done
 }
 
-# unit_wrap ROOT UNIT: the sandbox of the unit that setpriv/prlimit can give, as a command prefix
+# unit_wrap ROOT UNIT: the sandbox of the unit that setpriv/prlimit and unit_sandbox.py can give, as a
+# command prefix
 unit_wrap() {
 	local caps bound=-all c
 	caps=$(unit_lines "$1" "$2" CapabilityBoundingSet)
@@ -63,7 +65,7 @@ unit_wrap() {
 		WRAP+=(prlimit --memlock=unlimited:unlimited --)
 	WRAP+=(setpriv --inh-caps=-all --bounding-set="$bound")
 	[ "$(unit_lines "$1" "$2" NoNewPrivileges)" = yes ] && WRAP+=(--no-new-privs)
-	WRAP+=(--)
+	WRAP+=(-- python3 "$top_srcdir/tests/netns/unit_sandbox.py" "$1$systemdsystemunitdir/$2")
 }
 
 # unit_run GW UNIT KEY [N]: run the unit's N-th (default first) KEY= command on gateway GW, in the

@@ -30,6 +30,11 @@ ver=$(cd "$top_srcdir" && dpkg-parsechangelog -S Version)
 debs=("$DEB_DIR/xipsec_${ver}_$arch.deb" "$DEB_DIR/xipsec-iked_${ver}_$arch.deb"
       "$DEB_DIR/xipsec-snmp_${ver}_$arch.deb")
 for d in "${debs[@]}"; do [ -f "$d" ] || xt_fail "$d missing: run scripts/package first"; done
+# libvici is loaded when present (metrics/vici_dl.c), so the dataplane's package only recommends it
+# and no binary links it (dpkg-shlibdeps would add it back); xipsec-iked needs swanctl itself.
+dpkg-deb -f "${debs[0]}" Depends | grep -q strongswan-swanctl && xt_fail "xipsec depends on strongswan-swanctl"
+dpkg-deb -f "${debs[0]}" Recommends | grep -q strongswan-swanctl || xt_fail "xipsec does not recommend strongswan-swanctl"
+dpkg-deb -f "${debs[1]}" Depends | grep -q strongswan-swanctl || xt_fail "xipsec-iked does not depend on strongswan-swanctl"
 t0=$(date +%s)
 lap() { xt_log "$1 ($(( $(date +%s) - t0 )) s)"; }
 

@@ -10,7 +10,6 @@ check_PROGRAMS += tests/snmp/test_snmp_view
 tests_snmp_test_snmp_view_SOURCES = tests/snmp/test_snmp_view.c snmpd/snmp_view.c snmpd/snmp_view.h \
 	tests/unit/sadb_testlib.h
 tests_snmp_test_snmp_view_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_snmp_test_snmp_view_LDFLAGS = $(AM_LDFLAGS) $(VICI_LDFLAGS)
 tests_snmp_test_snmp_view_LDADD = metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) $(CMOCKA_LIBS) -lm
 
 # xipsec-snmpd's notification events from successive views (snmpd/snmp_notify.c, no Net-SNMP).

@@ -11,5 +11,4 @@ UNIT_TESTS += tests/unit/test_metrics
 check_PROGRAMS += tests/unit/test_metrics
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/sadb_testlib.h
 tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_metrics_LDFLAGS = $(AM_LDFLAGS) $(VICI_LDFLAGS)
 tests_unit_test_metrics_LDADD = metrics/libxmetrics.a sadb/libsadb.a $(VICI_LIBS) $(CMOCKA_LIBS) -lm
