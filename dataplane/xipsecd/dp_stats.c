@@ -12,10 +12,11 @@
  * reads them from the SA's runtime area after the RCU grace period that follows the table without
  * it, and before it releases the slot. Every counter of the runtime area is added by a worker while
  * it holds the SA, inside an RCU read-side section that ends at its next quiescent state (a helper
- * decrypting a handed-off burst works inside its owner's: dp_handoff.c); the grace period waits for every such section
- * that could have found the SA, and a section that starts later looks it up in the new table, where
- * it is not. So no one adds to these counters any more, and the slot, still not released, holds
- * the runtime area of this SA instance and no other (sadb_runtime_read checks the instance). */
+ * decrypting a handed-off burst works inside its owner's: dp_handoff.c); the grace period waits for
+ * every such section that could have found the SA, and a section that starts later looks it up in
+ * the new table, where it is not. So no one adds to these counters any more, and the slot, still
+ * not released, holds the runtime area of this SA instance and no other (sadb_runtime_read checks
+ * the instance). */
 #include "config.h"
 
 #include <stdio.h>
