@@ -451,17 +451,18 @@ int xm_collect(struct xm_snapshot *s, const struct xm_opts *o)
 
 			rc |= xm_add(s, XM_STATS_AGE, 0, 0, s->now > at ? s->now - at : 0);
 		}
-		free(r);
 	} else {
 		rc = xm_add(s, XM_SADB_UP, 0, 0, 0);
 	}
 	if (!rc && !o->no_ike)
 		rc = xm_collect_ike(s, o);
 	/* The final counters of the tunnels' SAs gone since the last time: from their runtime areas
-	 * when the caller holds the SADB open (root, reading the SADB), else (the counters view: no
-	 * key, no SADB) the last reading that saw them. */
+	 * when the caller holds the SADB open (root, reading the SADB), else (no key, no SADB) from
+	 * the counters view's gone records. The per-SA families leave gone records out: a deleted
+	 * SA's series end with it. */
 	if (!rc && !o->no_sa)
-		rc = xm_collect_tunnels(s, o->tunnels, o->stats ? NULL : o->db);
+		rc = xm_collect_tunnels(s, o->tunnels, o->stats ? NULL : o->db, o->stats ? r : NULL);
+	free(r);
 	if (!rc)
 		rc = collect_build(s);
 	if (rc) {

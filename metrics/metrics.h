@@ -175,8 +175,9 @@ struct xm_snapshot {
 
 /* What an exporter that runs for long remembers between snapshots so that a tunnel's counters go
  * on across rekeys: the last counters of every SA it saw, and per tunnel the totals of its SAs that
- * are gone (metrics/metrics_tunnel.c). An SA's traffic after the last snapshot that saw it is not
- * counted; the memory starts empty with the exporter. Opaque; one snapshot at a time uses it. */
+ * are gone (metrics/metrics_tunnel.c). An SA's traffic after the last snapshot that saw it is
+ * counted only from its runtime area in the SADB or its gone record in the counters view; the
+ * memory starts empty with the exporter. Opaque; one snapshot at a time uses it. */
 struct xm_tunnel_memory;
 #define XM_TUNNEL_KEEP_SECONDS 3600 /* a tunnel without SAs is remembered (and listed) this long */
 

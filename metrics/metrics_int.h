@@ -5,6 +5,7 @@
 #define XIPSEC_METRICS_INT_H
 
 #include "metrics/metrics.h"
+#include "sadb/sadb_stats.h"
 
 #define XM_IKE_STATES   8
 #define XM_CHILD_STATES 11
@@ -26,9 +27,11 @@ int xm_rows_set(struct xm_rowset *r, size_t row, unsigned i, const char *v);
 enum { XM_SA_L_SPI, XM_SA_L_PROTO, XM_SA_L_DIR, XM_SA_L_LOCAL, XM_SA_L_PEER, XM_SA_L_CONN,
        XM_SA_L_CHILD, XM_SA_L_REQID, XM_SA_N_LABELS };
 /* The tunnel families from the SA families (metrics_tunnel.c), after the connection and child
- * labels are in; mem as xm_opts.tunnels; db the SADB the SA families were read from (for the final
- * counters of SAs gone since), or NULL. 0 or -ENOMEM. */
-int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, struct sadb *db);
+ * labels are in; mem as xm_opts.tunnels; for the final counters of SAs gone since, db the SADB the
+ * SA families were read from, or view the counters view's reading they came from (its gone
+ * records), or neither (NULL). 0 or -ENOMEM. */
+int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, struct sadb *db,
+		       const struct sadb_stats_reading *view);
 /* The xipsec-iked families; 0 or -ENOMEM (a daemon that does not answer is not an error). */
 int xm_collect_ike(struct xm_snapshot *s, const struct xm_opts *o);
 

@@ -8,10 +8,15 @@
  *  - an SA gone from the SADB leaves its runtime area behind until its slot is given to another
  *    SA (libsadb quarantines freed slots while the dataplane may hold them): its final counters
  *    are read from there, by slot and instance, when the snapshot that finds it gone is taken;
- *    only when the slot was already reused, or when the snapshot comes from xipsecd's key-less
- *    counters view (the unprivileged exporter cannot open the SADB), do the counters of the last
- *    snapshot that saw it stand (the tunnel is then short of that SA's last moments, at most one
- *    scrape interval of them; never above the truth);
+ *    when the snapshot comes from xipsecd's key-less counters view (the unprivileged exporter
+ *    cannot open the SADB), from the SA's gone record there, which xipsecd wrote once no worker
+ *    could add to them (dataplane/xipsecd/dp_stats.c); only when neither is there any more (the
+ *    slot reused, the record's time over) do the counters of the last snapshot that saw it stand
+ *    (the tunnel is then short of that SA's last moments; never above the truth);
+ *  - reading the view, an SA may leave the SADB's SAs one reading before its gone record comes
+ *    (the SADB deleted it while xipsecd was applying an earlier change): it is kept in its tunnel
+ *    with its last counters, no longer counted among the tunnel's SAs, for XM_GONE_WAIT seconds
+ *    or until its gone record shows, so its final counters are not replaced by the last seen;
  *  - an SA that is still in the SADB but lost its names (xipsec-iked did not answer this time) is
  *    kept in its tunnel with its last counters until it returns or goes: never counted twice in one
  *    tunnel.
@@ -30,12 +35,18 @@
 
 enum { T_PACKETS, T_BYTES, T_DROPS, T_N };
 
+/* How long an SA gone from the view's SAs waits for its gone record: xipsecd publishes it within
+ * SADB_STATS_CHANGE_MS of applying the deletion, and a reading every SADB_STATS_INTERVAL_MS. */
+#define XM_GONE_WAIT 2
+
 /* One SA as a tunnel last saw it. */
 struct tsa {
 	uint64_t instance;
 	uint32_t slot;
 	unsigned dir;               /* 0 in, 1 out */
 	uint64_t v[T_N];
+	uint64_t missing;           /* snapshot time it was first found gone without its final
+	                             * counters (waiting for its gone record), 0 = not gone */
 };
 
 struct tunnel {
@@ -50,6 +61,16 @@ struct tunnel {
 struct xm_tunnel_memory {
 	struct tunnel *t;           /* sorted by (conn, child, reqid) */
 	size_t n;
+};
+
+/* Where the final counters of the SAs gone since the last snapshot come from: the SADB the
+ * snapshot was read from, or the gone records of the counters view's reading (either may be
+ * absent). */
+struct finals {
+	struct sadb *db;
+	bool view;                  /* the snapshot is the view's: its gone records may be late */
+	const struct sadb_stats_sa *gone;
+	size_t n_gone;
 };
 
 /* One SA of the snapshot that belongs to a tunnel. */
@@ -215,7 +236,7 @@ static int current(const struct xm_snapshot *s, struct cur **out, size_t *n_out)
 			continue;
 		at[row] = (long)n;
 		c[n++] = (struct cur){ conn, sa_label(r, row, XM_SA_L_CHILD), k->reqid,
-				       { k->instance, k->slot, k->dir == SADB_DIR_IN ? 0 : 1, { 0 } } };
+				       { k->instance, k->slot, k->dir == SADB_DIR_IN ? 0 : 1, { 0 }, 0 } };
 	}
 	for (size_t i = 0; i < fp->n; i++)
 		if (fp->s[i].row < r->n_rows && at[fp->s[i].row] >= 0)
@@ -239,27 +260,43 @@ static bool has_instance(const uint64_t *v, size_t n, uint64_t instance)
 }
 
 /* The counters an SA that left the SADB ended with: its runtime area's while its slot still
- * holds it, else the last ones seen; never below the last ones seen. */
-static void final_counters(struct sadb *db, const struct tsa *o, uint64_t v[T_N])
+ * holds it, or its gone record's in the view, else the last ones seen; never below the last ones
+ * seen. Whether they are its final ones (not only the last seen). */
+static bool final_counters(const struct finals *f, const struct tsa *o, uint64_t v[T_N])
 {
 	struct sadb_runtime_view rv;
+	uint64_t fin[T_N] = { 0 };
+	bool found = false;
 
 	memcpy(v, o->v, sizeof(o->v));
-	if (!db || sadb_runtime_read(db, o->slot, o->instance, 0, &rv) != 0)
-		return;
-	if (rv.packets > v[T_PACKETS])
-		v[T_PACKETS] = rv.packets;
-	if (rv.bytes > v[T_BYTES])
-		v[T_BYTES] = rv.bytes;
-	if (rv.drops_total > v[T_DROPS])
-		v[T_DROPS] = rv.drops_total;
+	if (f->db && sadb_runtime_read(f->db, o->slot, o->instance, 0, &rv) == 0) {
+		fin[T_PACKETS] = rv.packets;
+		fin[T_BYTES] = rv.bytes;
+		fin[T_DROPS] = rv.drops_total;
+		found = true;
+	}
+	for (size_t i = 0; i < f->n_gone && !found; i++) {
+		const struct sadb_stats_sa *g = &f->gone[i];
+
+		if (g->instance != o->instance || g->slot != o->slot)
+			continue;
+		fin[T_PACKETS] = g->packets;
+		fin[T_BYTES] = g->bytes;
+		for (unsigned d = 1; d < SADB_DROP_MAX; d++)
+			fin[T_DROPS] += g->drops[d];
+		found = true;
+	}
+	for (unsigned k = 0; k < T_N && found; k++)
+		if (fin[k] > v[k])
+			v[k] = fin[k];
+	return found;
 }
 
 /* Tunnel nt (from old, the memory's entry for the same key, or NULL) with the SAs c[0..n) it has
  * now: SAs of old that left the SADB go into the gone totals with their final counters, those
  * still in it (under other names this time) stay with their last counters. */
 static int tunnel_next(struct tunnel *nt, struct tunnel *old, const struct cur *c, size_t n,
-		       const uint64_t *inst, size_t n_inst, uint64_t now, struct sadb *db)
+		       const uint64_t *inst, size_t n_inst, uint64_t now, const struct finals *f)
 {
 	size_t cap = n + (old ? old->n_sa : 0);
 
@@ -281,12 +318,17 @@ static int tunnel_next(struct tunnel *nt, struct tunnel *old, const struct cur *
 		if (here)
 			continue;
 		if (has_instance(inst, n_inst, o->instance)) {
-			nt->sa[nt->n_sa++] = *o;
+			nt->sa[nt->n_sa] = *o;
+			nt->sa[nt->n_sa++].missing = 0;
 			continue;
 		}
 		uint64_t fin[T_N];
 
-		final_counters(db, o, fin);
+		if (!final_counters(f, o, fin) && f->view && (!o->missing || now - o->missing < XM_GONE_WAIT)) {
+			nt->sa[nt->n_sa] = *o;
+			nt->sa[nt->n_sa++].missing = o->missing ? o->missing : now;
+			continue;
+		}
 		for (unsigned v = 0; v < T_N; v++)
 			nt->gone[o->dir][v] += fin[v];
 	}
@@ -311,7 +353,7 @@ static int emit(struct xm_snapshot *s, const struct tunnel *t)
 		return -ENOMEM;
 	memcpy(sum, t->gone, sizeof(sum));
 	for (size_t i = 0; i < t->n_sa; i++) {
-		nsa[t->sa[i].dir]++;
+		nsa[t->sa[i].dir] += !t->sa[i].missing;
 		for (unsigned v = 0; v < T_N; v++)
 			sum[t->sa[i].dir][v] += t->sa[i].v[v];
 	}
@@ -326,7 +368,7 @@ static int emit(struct xm_snapshot *s, const struct tunnel *t)
 
 /* Merge the memory's tunnels and the snapshot's (both sorted by key) into the next memory. */
 static int merge(struct xm_tunnel_memory *m, const struct cur *c, size_t n, const uint64_t *inst,
-		 size_t n_inst, uint64_t now, struct sadb *db, struct tunnel **out, size_t *n_out)
+		 size_t n_inst, uint64_t now, const struct finals *f, struct tunnel **out, size_t *n_out)
 {
 	struct tunnel *nt = calloc(m->n + n + 1, sizeof(*nt));
 	size_t k = 0, i = 0, j = 0;
@@ -349,7 +391,7 @@ static int merge(struct xm_tunnel_memory *m, const struct cur *c, size_t n, cons
 			while (e < n && cur_cmp(&c[j], &c[e]) == 0)
 				e++;
 		rc = tunnel_next(&nt[k], d <= 0 ? old : NULL, c + j, d >= 0 ? e - j : 0, inst,
-				 n_inst, now, db);
+				 n_inst, now, f);
 		if (d <= 0)
 			i++;
 		j = e;
@@ -369,8 +411,10 @@ static int merge(struct xm_tunnel_memory *m, const struct cur *c, size_t n, cons
 	return 0;
 }
 
-int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, struct sadb *db)
+int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, struct sadb *db,
+		       const struct sadb_stats_reading *view)
 {
+	struct finals f = { db, view != NULL, view ? view->sa + view->n_rec : NULL, view ? view->n_gone : 0 };
 	struct xm_tunnel_memory none = { NULL, 0 }, *m = mem ? mem : &none;
 	uint64_t *inst = malloc((s->sa.n_rows ? s->sa.n_rows : 1) * sizeof(*inst));
 	struct tunnel *nt = NULL;
@@ -384,7 +428,7 @@ int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, stru
 		inst[r] = s->sa.sa[r].instance;
 	qsort(inst, s->sa.n_rows, sizeof(*inst), u64_cmp);
 	if ((rc = keep_names(s, m)) == 0 && (rc = current(s, &c, &n)) == 0 &&
-	    (rc = merge(m, c, n, inst, s->sa.n_rows, s->now, db, &nt, &n_nt)) == 0) {
+	    (rc = merge(m, c, n, inst, s->sa.n_rows, s->now, &f, &nt, &n_nt)) == 0) {
 		for (size_t i = 0; i < n_nt && !rc; i++)
 			rc = emit(s, &nt[i]);
 		for (size_t i = 0; i < m->n; i++)

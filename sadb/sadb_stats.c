@@ -1,6 +1,7 @@
 /* sadb/sadb_stats.c: the counters view (sadb/sadb_stats.h): the producer's files (the directory and
  * the file it trusts, a new file per start renamed into place), a reading of the SADB copied into
- * the buffer that is not current and published, and the readers' whole copy of the current one.
+ * the buffer that is not current and published with the gone records the producer keeps, and the
+ * readers' whole copy of the current one.
  * The publication argument is written at the declarations in sadb_stats.h. */
 #include "config.h"
 
@@ -31,16 +32,24 @@ struct stats_head {
 	uint64_t magic;
 	uint32_t version, head_size;
 	uint32_t sa_size, reading_size;    /* sizeof the records: a reader of another build refuses */
-	uint32_t cap_sa, pad;              /* SA records each buffer holds */
+	uint32_t cap_sa, pad;              /* SA records each buffer holds (live and gone) */
 	uint64_t buf_off[2], buf_size;
 	uint64_t current;                  /* the buffer of the last whole reading (release store) */
+};
+
+/* A deleted SA's record, shown until CLOCK_MONOTONIC ns `until`. */
+struct gone {
+	struct sadb_stats_sa rec;
+	uint64_t until;
 };
 
 struct sadb_stats_writer {
 	uint8_t *map;
 	size_t size;
-	uint32_t cap_sa;
+	uint32_t max_sa;                   /* live records: the SADB's capacity */
 	uint64_t *scratch;                 /* one reading, built here, then stored word by word */
+	struct gone gone[SADB_STATS_GONE_MAX]; /* a ring, oldest at gone_head */
+	uint32_t gone_head, n_gone;
 };
 
 static size_t buf_size(uint32_t cap_sa)
@@ -151,7 +160,7 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 	int fd, r;
 
 	*out = NULL;
-	if (!path || !*path || max_sa == 0) {
+	if (!path || !*path || max_sa == 0 || max_sa > UINT32_MAX - SADB_STATS_GONE_MAX) {
 		FERR("counters view: no path or no SA capacity");
 		return -EINVAL;
 	}
@@ -169,7 +178,7 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 		FERR("cannot create %s: %s", tmp, strerror(errno));
 		return r;
 	}
-	bs = buf_size(max_sa);
+	bs = buf_size(max_sa + SADB_STATS_GONE_MAX);
 	w = calloc(1, sizeof(*w));
 	if (w)
 		w->scratch = malloc(bs);
@@ -178,7 +187,7 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 		FERR("counters view: no memory for %zu bytes", bs);
 		goto fail;
 	}
-	w->cap_sa = max_sa;
+	w->max_sa = max_sa;
 	w->size = 4096 + 2 * bs;
 	/* the group before the mode: the file is never readable by a group it is not meant for */
 	if (fstat(fd, &st) < 0 || (st.st_gid != gid && fchown(fd, (uid_t)-1, gid) < 0) ||
@@ -196,8 +205,8 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 	}
 	h = (struct stats_head *)w->map;
 	*h = (struct stats_head){ SADB_STATS_MAGIC, SADB_STATS_VERSION, sizeof(*h),
-				  sizeof(struct sadb_stats_sa), sizeof(struct sadb_stats_reading), max_sa,
-				  0, { 4096, 4096 + bs }, bs, 0 };
+				  sizeof(struct sadb_stats_sa), sizeof(struct sadb_stats_reading),
+				  max_sa + SADB_STATS_GONE_MAX, 0, { 4096, 4096 + bs }, bs, 0 };
 	if (rename(tmp, path) < 0) {
 		r = -errno;
 		FERR("cannot rename %s to %s: %s", tmp, path, strerror(errno));
@@ -235,7 +244,7 @@ static void sa_fill(struct sadb_stats_sa *o, const struct sadb_sa *sa, uint32_t 
 	o->state = sa->state;
 	o->reqid = sa->reqid;
 	o->ike_id = sa->ike_id;
-	o->expired = rv->expired;
+	o->expired = (uint16_t)rv->expired;
 	o->instance = sa->instance;
 	o->created = sa->created;
 	o->src = sa->src;
@@ -323,6 +332,48 @@ int sadb_stats_read(const struct sadb *db, bool with_sa, struct sadb_stats_readi
 	return 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int sadb_stats_gone(struct sadb_stats_writer *w, const struct sadb *db, const struct sadb_sa *sa,
+		    uint32_t slot)
+{
+	struct sadb_runtime_view rv;
+	struct gone *g;
+
+	if (sadb_runtime_read(db, slot, sa->instance, 0, &rv) < 0)
+		return -ESTALE;
+	if (w->n_gone == SADB_STATS_GONE_MAX) {         /* full: the oldest leaves */
+		w->gone_head = (w->gone_head + 1) % SADB_STATS_GONE_MAX;
+		w->n_gone--;
+	}
+	g = &w->gone[(w->gone_head + w->n_gone++) % SADB_STATS_GONE_MAX];
+	sa_fill(&g->rec, sa, slot, &rv);
+	g->rec.state = SADB_STATE_DEAD;
+	g->rec.flags = SADB_STATS_GONE;
+	g->until = mono_ns() + SADB_STATS_GONE_SECONDS * 1000000000ull;
+	return 0;
+}
+
+/* The gone records still shown, after r's n_rec live ones; those whose time is over are dropped. */
+static void add_gone(struct sadb_stats_writer *w, struct sadb_stats_reading *r)
+{
+	uint64_t now = mono_ns();
+
+	while (w->n_gone && w->gone[w->gone_head].until <= now) {
+		w->gone_head = (w->gone_head + 1) % SADB_STATS_GONE_MAX;
+		w->n_gone--;
+	}
+	for (uint32_t i = 0; i < w->n_gone; i++)
+		r->sa[r->n_rec + i] = w->gone[(w->gone_head + i) % SADB_STATS_GONE_MAX].rec;
+	r->n_gone = w->n_gone;
+}
+
 int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db)
 {
 	struct stats_head *h = (struct stats_head *)w->map;
@@ -334,12 +385,13 @@ int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db)
 	int rc;
 
 	memset(r, 0, offsetof(struct sadb_stats_reading, sa));
-	rc = read_sadb(r, w->cap_sa, db);
+	rc = read_sadb(r, w->max_sa, db);
 	if (rc < 0)
 		return rc;
+	add_gone(w, r);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->published = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	words = reading_len(r->n_rec) / 8;
+	words = reading_len(r->n_rec + r->n_gone) / 8;
 	/* seq odd before any other word of the buffer changes (the fence orders the stores after it) */
 	seq = __atomic_load_n(&dst[0], __ATOMIC_RELAXED) | 1;
 	__atomic_store_n(&dst[0], seq, __ATOMIC_RELAXED);
@@ -370,12 +422,14 @@ static int copy_current(const uint8_t *map, const struct stats_head *h, struct s
 			continue;
 		for (size_t k = 1; k < words; k++)
 			dst[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
-		/* n_rec as copied bounds the rest; a torn value is caught by seq below */
-		if (r->n_rec <= h->cap_sa)
-			for (size_t k = words; k < reading_len(r->n_rec) / 8; k++)
+		/* n_rec and n_gone as copied bound the rest; a torn value is caught by seq below */
+		bool fits = (uint64_t)r->n_rec + r->n_gone <= h->cap_sa;
+
+		if (fits)
+			for (size_t k = words; k < reading_len(r->n_rec + r->n_gone) / 8; k++)
 				dst[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&src[0], __ATOMIC_RELAXED) == seq && r->n_rec <= h->cap_sa) {
+		if (__atomic_load_n(&src[0], __ATOMIC_RELAXED) == seq && fits) {
 			r->seq = seq;
 			*out = r;
 			return 0;

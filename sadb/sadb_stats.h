@@ -5,7 +5,8 @@
  * What it holds: the SADB's counts and generation, the dataplane's identity (pid, start time,
  * workers) and every worker's counter record, and per SA its identity (SPI, protocol, direction,
  * mode, state, reqid, IKE SA id, slot, instance, outer addresses), its lifetimes, creation time,
- * counters, first and last use, expiry bits and drops by reason. Never a key, a salt, the replay
+ * counters, first and last use, expiry bits and drops by reason; and for a while the final
+ * counters of the SAs deleted lately (gone records, below). Never a key, a salt, the replay
  * window, a sequence number or a selector. What an unprivileged reader learns from it is which
  * tunnels exist between which addresses and how much they carry: the same as anyone who sees the
  * outside interface's traffic, and nothing that lets it read, forge or replay a packet.
@@ -49,9 +50,17 @@
 #define SADB_STATS_ENV_PATH      "XIPSEC_STATS"
 #define SADB_STATS_DEFAULT_GROUP "xipsec-mon"
 #define SADB_STATS_MAGIC         0x5853544154533031ULL /* "XSTATS01" */
-#define SADB_STATS_VERSION       1u
+#define SADB_STATS_VERSION       2u    /* 2: gone records after the live ones */
 #define SADB_STATS_INTERVAL_MS   500u  /* the longest a reading waits for its successor */
 #define SADB_STATS_CHANGE_MS     50u   /* the shortest: after a SADB change */
+
+/* Gone records: an SA the dataplane deleted is shown, with the counters it ended with, state
+ * SADB_STATE_DEAD and flag SADB_STATS_GONE, for SADB_STATS_GONE_SECONDS after its deletion and
+ * among the SADB_STATS_GONE_MAX latest (the oldest leave first). Time enough for every scraper
+ * that saw the SA to learn its last moments (a tunnel's counters add them, metrics_tunnel.c). */
+#define SADB_STATS_GONE_SECONDS  30u
+#define SADB_STATS_GONE_MAX      1024u
+#define SADB_STATS_GONE          1u    /* sadb_stats_sa.flags: a gone record */
 
 /* One SA as the view shows it. Every field is a whole number of 64-bit words (copied word by word). */
 struct sadb_stats_sa {
@@ -59,7 +68,8 @@ struct sadb_stats_sa {
 	uint8_t proto, dir, mode, state;   /* enum sadb_proto, sadb_dir, sadb_mode, sadb_state */
 	uint32_t reqid;
 	uint32_t ike_id;
-	uint32_t expired;                  /* bit 0 soft, bit 1 hard */
+	uint16_t expired;                  /* bit 0 soft, bit 1 hard */
+	uint16_t flags;                    /* SADB_STATS_GONE */
 	uint64_t instance, created;
 	struct sadb_addr src, dst;
 	struct sadb_lifetime soft, hard;
@@ -67,7 +77,8 @@ struct sadb_stats_sa {
 	uint64_t drops[SADB_DROP_MAX];
 };
 
-/* One reading: the buffer's fixed part, followed by n_sa records. */
+/* One reading: the buffer's fixed part, followed by n_rec records of the SAs in the SADB, then
+ * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs). */
 struct sadb_stats_reading {
 	uint64_t seq;                      /* odd while the producer writes this buffer */
 	uint64_t published;                /* CLOCK_REALTIME nanoseconds the reading was completed */
@@ -77,6 +88,7 @@ struct sadb_stats_reading {
 	uint64_t dp_pid, dp_started;       /* the dataplane (sadb_dp_stats), 0 = none */
 	uint32_t n_workers;
 	uint32_t n_rec;                    /* SA records below (every SA the reading saw) */
+	uint32_t n_gone, pad;              /* gone records after them */
 	uint64_t sa_drops[SADB_DROP_MAX];  /* drops of every SA, by reason */
 	struct sadb_worker_stats w[SADB_MAX_WORKERS];
 	struct sadb_stats_sa sa[];
@@ -98,6 +110,12 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
  * read (the previous reading stays current). Keys read from db never leave this call's stack,
  * which is wiped. One thread at a time. */
 int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db);
+/* The dataplane deleted sa (its record as the dataplane held it, in slot): keep a gone record of
+ * it with the counters its runtime area holds now, published from the next reading on. The
+ * caller calls it when no one adds to them any more (dp_stats.c) and before the slot may be given
+ * to another SA. 0, or -ESTALE when the area no longer belongs to the SA (nothing kept). */
+int sadb_stats_gone(struct sadb_stats_writer *w, const struct sadb *db, const struct sadb_sa *sa,
+		    uint32_t slot);
 /* Unmap; the file stays (readers see its age grow and the dataplane's pid gone). NULL is fine. */
 void sadb_stats_close(struct sadb_stats_writer *w);
 

@@ -390,6 +390,9 @@ ssize_t dp_tun_read(struct dp_ctx *ctx, uint8_t *buf, size_t cap);
 void dp_stats_open(struct dp_ctx *ctx);
 /* Every control round: publish a reading when one is due (now: dp_now_ns()). */
 void dp_stats_tick(struct dp_ctx *ctx, uint64_t now);
+/* dp_sa_sync, after the grace period that retired sa and before its slot is released: keep a gone
+ * record of the deleted SA sa (slot) with its final counters in the view. */
+void dp_stats_gone(struct dp_ctx *ctx, const struct sadb_sa *sa, uint32_t slot);
 /* A last reading, then unmap (the file stays for the readers). */
 void dp_stats_close(struct dp_ctx *ctx);
 

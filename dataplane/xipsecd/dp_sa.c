@@ -571,6 +571,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		if (sadb_sa_get(ctx->db, i, &rec) == 0) {
 			if (cur && same_record(&cur->sa, &rec))
 				continue;
+			if (cur)
+				cur->deleted = cur->sa.instance != rec.instance;
 			t->slot[i] = sa_make(ctx, st, &rec, i);
 			explicit_bzero(&rec, sizeof(rec));
 			if (t->slot[i] && cur && cur->sa.instance == t->slot[i]->sa.instance) {
@@ -582,6 +584,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 			}
 		} else {
 			t->slot[i] = NULL;
+			if (cur)
+				cur->deleted = true;
 		}
 		if (cur)
 			dead[n_dead++] = cur;
@@ -617,8 +621,13 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	window_handover(st, t, old, dead, n_dead);
 	spi_filter_diff(ctx, t, old, false);
 	tab_free(old);
-	for (uint32_t i = 0; i < n_dead; i++)
+	for (uint32_t i = 0; i < n_dead; i++) {
+		/* no worker adds to its counters any more, and its slot is not released yet: they
+		 * are final (dp_stats.c) */
+		if (dead[i]->deleted)
+			dp_stats_gone(ctx, &dead[i]->sa, dead[i]->slot);
 		sa_free(dead[i], ctx->n_workers);
+	}
 	/* Every SA deleted up to here is gone from this process: its slot may take a new SA. */
 	sadb_dp_release(ctx->db, st->since);
 	free(dead);

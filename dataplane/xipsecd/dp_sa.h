@@ -11,6 +11,7 @@ struct dp_sa {
 	struct sadb_sa sa;           /* the record this object was built from (keys wiped on free) */
 	uint32_t slot;
 	bool unusable;               /* the engine refused the transform */
+	bool deleted;                /* control thread: the SADB no longer holds this instance */
 	bool lease_failed;           /* SADB_SAF_SEQ_PERSIST: the last lease could not be recorded */
 	uint64_t lease_retry_ns;     /* ... and is not tried again before this dp_now_ns() */
 	struct sadb_runtime *rt;     /* in the SADB: survives restarts */

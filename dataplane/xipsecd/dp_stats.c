@@ -3,7 +3,20 @@
  * as an unprivileged user instead of mapping the SADB. A reading every SADB_STATS_INTERVAL_MS, and
  * one SADB_STATS_CHANGE_MS after a change the control thread applied, so a new SA shows within a
  * scrape. A view that cannot be made is logged and left out: monitoring is not worth a dataplane
- * that refuses to forward (the exporter then says the view is missing). */
+ * that refuses to forward (the exporter then says the view is missing).
+ *
+ * A deleted SA's final counters (dp_stats_gone): a tunnel's counters in the exporter add those of
+ * its SAs gone by rekeys, and a reading only has an SA's counters as they were when it was taken,
+ * up to an interval before its last packet. So the view also shows, for a while, a gone record of
+ * every SA the dataplane deleted, with counters that are exact, not a late reading: dp_sa_sync
+ * reads them from the SA's runtime area after the RCU grace period that follows the table without
+ * it, and before it releases the slot. Every counter of the runtime area is added by a worker while
+ * it holds the SA, inside an RCU read-side section that ends at its next quiescent state (a helper
+ * decrypting a handed-off burst works inside its owner's: dp_handoff.c); the grace period waits for
+ * every such section that could have found the SA, and a section that starts later looks it up in
+ * the new table, where it is not. So no one adds to these counters any more, and the slot, still
+ * not released, holds the runtime area of this SA instance and no other (sadb_runtime_read checks
+ * the instance). */
 #include "config.h"
 
 #include <stdio.h>
@@ -54,6 +67,13 @@ void dp_stats_tick(struct dp_ctx *ctx, uint64_t now)
 		dp_log(LOG_WARNING, "counters view: reading the SADB: %s", strerror(-err));
 	ctx->stats_at = now;
 	ctx->stats_gen = ctx->sadb_gen;
+}
+
+void dp_stats_gone(struct dp_ctx *ctx, const struct sadb_sa *sa, uint32_t slot)
+{
+	if (ctx->stats && sadb_stats_gone(ctx->stats, ctx->db, sa, slot) < 0)
+		dp_log(LOG_WARNING, "counters view: the runtime area of deleted SA %08x (slot %u) belongs to "
+		       "another SA; its final counters are not shown", sa->spi, slot);
 }
 
 void dp_stats_close(struct dp_ctx *ctx)

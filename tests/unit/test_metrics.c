@@ -3,7 +3,8 @@
  * the sample lines of every family over a real SADB whose runtime counters the test sets (the values
  * must come out exactly, lifetimes remaining included; every total the sum of its parts), a
  * tunnel's counters across a rekey with and without the exporter's memory (never down with it, the
- * final counters of a deleted SA read from its runtime area), the family table's naming rules (counters
+ * final counters of a deleted SA read from its runtime area, or from its gone record when the
+ * snapshot comes from the counters view), the family table's naming rules (counters
  * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
  * incomplete and malformed requests, plus random mutations (never a crash, never a read past the
  * buffer — ASan watches), and a VICI socket that never answers (the collection's time-out). */
@@ -25,6 +26,7 @@
 #include <cmocka.h>
 
 #include "metrics/metrics.h"
+#include "sadb/sadb_stats.h"
 #include "tests/unit/sadb_testlib.h"
 
 static char *memout(void (*fn)(FILE *, const char *), const char *in)
@@ -324,10 +326,12 @@ static void test_collect_sadb(void **state)
 	sadb_close(db);
 }
 
-/* The tunnel (reqid 9, outbound) of one snapshot, with or without the exporter's memory. */
-static uint64_t tunnel_out(struct xm_tunnel_memory *mem, struct sadb *db, uint64_t what)
+/* The tunnel (reqid 9, outbound) of one snapshot, with or without the exporter's memory; from the
+ * counters view at path view, else from db. */
+static uint64_t tunnel_out(struct xm_tunnel_memory *mem, struct sadb *db, const char *view, uint64_t what)
 {
-	struct xm_opts o = { .db = db, .no_ike = true, .tunnels = mem };
+	struct xm_opts o = { .db = view ? NULL : db, .no_ike = true, .tunnels = mem, .stats = view != NULL,
+			     .stats_path = view };
 	struct xm_snapshot snap;
 	uint64_t v = 0;
 
@@ -364,27 +368,88 @@ static void test_tunnel_rekey(void **state)
 	assert_int_equal(sadb_sa_add(db, &a, &slot_a), 0);
 	sadb_runtime(db, slot_a)->packets = 10;
 	sadb_runtime(db, slot_a)->drops[SADB_DROP_MTU] = 1;
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 10);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_PACKETS), 10);
 	/* the new SA is installed, both carry traffic */
 	assert_int_equal(sadb_sa_add(db, &b, &slot_b), 0);
 	sadb_runtime(db, slot_a)->packets = 12;
 	sadb_runtime(db, slot_b)->packets = 3;
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 15);
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_SAS), 2);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_PACKETS), 15);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_SAS), 2);
 	/* the old one carries one packet more, unseen, and goes: its final counters, still in its
 	 * runtime area (the slot is not reused yet), stay in the tunnel's */
 	sadb_runtime(db, slot_a)->packets = 13;
 	assert_int_equal(sadb_sa_delete(db, a.spi, a.proto, &a.dst), 0);
 	sadb_runtime(db, slot_b)->packets = 4;
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 17);
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_DROPS), 1);
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_SAS), 1);
-	assert_int_equal(tunnel_out(NULL, db, XM_TUNNEL_PACKETS), 4);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_PACKETS), 17);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_DROPS), 1);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_SAS), 1);
+	assert_int_equal(tunnel_out(NULL, db, NULL, XM_TUNNEL_PACKETS), 4);
 	/* every SA gone: the tunnel is still listed with its totals */
 	assert_int_equal(sadb_sa_delete(db, b.spi, b.proto, &b.dst), 0);
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_PACKETS), 17);
-	assert_int_equal(tunnel_out(mem, db, XM_TUNNEL_SAS), 0);
-	assert_int_equal(tunnel_out(NULL, db, XM_TUNNEL_PACKETS), 0);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_PACKETS), 17);
+	assert_int_equal(tunnel_out(mem, db, NULL, XM_TUNNEL_SAS), 0);
+	assert_int_equal(tunnel_out(NULL, db, NULL, XM_TUNNEL_PACKETS), 0);
+	xm_tunnel_memory_free(mem);
+	sadb_close(db);
+}
+
+/* The same rekey seen through the counters view, as the unprivileged exporter sees it: the old
+ * SA's last packet, counted after the last reading that showed it, comes from its gone record,
+ * also when a reading without the SA came before the one with its gone record. */
+static void test_tunnel_rekey_view(void **state)
+{
+	struct sadb_params prm = { 64, 64 };
+	struct sadb_sa a = t_sa(0x3100, "192.0.2.1", "192.0.2.2"), b = t_sa(0x3101, "192.0.2.1", "192.0.2.2");
+	struct xm_tunnel_memory *mem = xm_tunnel_memory_new();
+	struct sadb_stats_writer *w;
+	struct sadb_sa rec;
+	uint32_t slot_a, slot_b;
+	struct sadb *db;
+	char dir[] = "/tmp/xipsec-test-metrics.XXXXXX", view[64], msg[512];
+
+	(void)state;
+	assert_non_null(mem);
+	assert_non_null(mkdtemp(dir));
+	snprintf(view, sizeof(view), "%s/view", dir);
+	assert_int_equal(sadb_open(t_path("metrics-view"), SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(view, getegid(), prm.max_sa, &w, msg, sizeof(msg)), 0);
+	a.reqid = b.reqid = 9;
+	assert_int_equal(sadb_sa_add(db, &a, &slot_a), 0);
+	assert_int_equal(sadb_sa_add(db, &b, &slot_b), 0);
+	sadb_runtime(db, slot_a)->packets = 12;
+	sadb_runtime(db, slot_a)->drops[SADB_DROP_MTU] = 1;
+	sadb_runtime(db, slot_b)->packets = 3;
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(tunnel_out(mem, NULL, view, XM_TUNNEL_PACKETS), 15);
+	/* one packet more on the old SA, then the dataplane deletes it and keeps its final counters */
+	sadb_runtime(db, slot_a)->packets = 13;
+	sadb_runtime(db, slot_a)->drops[SADB_DROP_MTU] = 2;
+	assert_int_equal(sadb_sa_get(db, slot_a, &rec), 0);
+	assert_int_equal(sadb_sa_delete(db, a.spi, a.proto, &a.dst), 0);
+	sadb_runtime(db, slot_b)->packets = 4;
+	/* a reading taken before the dataplane applied the deletion: the old SA waits for its gone
+	 * record in the tunnel, with its last counters, no longer one of its SAs */
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(tunnel_out(mem, NULL, view, XM_TUNNEL_PACKETS), 16);
+	assert_int_equal(tunnel_out(mem, NULL, view, XM_TUNNEL_SAS), 1);
+	assert_int_equal(sadb_stats_gone(w, db, &rec, slot_a), 0);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(tunnel_out(mem, NULL, view, XM_TUNNEL_PACKETS), 17);
+	assert_int_equal(tunnel_out(mem, NULL, view, XM_TUNNEL_DROPS), 2);
+	/* the gone record is no SA of the tunnel's, and no SA of its own: its series ended */
+	assert_int_equal(tunnel_out(mem, NULL, view, XM_TUNNEL_SAS), 1);
+	assert_int_equal(tunnel_out(NULL, NULL, view, XM_TUNNEL_PACKETS), 4);
+	{
+		struct xm_opts o = { .no_ike = true, .stats = true, .stats_path = view };
+		struct xm_snapshot snap;
+
+		assert_int_equal(xm_collect(&snap, &o), 0);
+		assert_int_equal(snap.sa.n_rows, 1);
+		xm_snapshot_free(&snap);
+	}
+	sadb_stats_close(w);
+	unlink(view);
+	rmdir(dir);
 	xm_tunnel_memory_free(mem);
 	sadb_close(db);
 }
@@ -599,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_format_label_escape),
 		cmocka_unit_test(test_collect_sadb),
 		cmocka_unit_test(test_tunnel_rekey),
+		cmocka_unit_test(test_tunnel_rekey_view),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_mutations),
 		cmocka_unit_test(test_vici_silent),

@@ -4,7 +4,9 @@
  * in the file; the file is 0640 with the given group in a 2750 directory; a name that is a
  * symbolic link or a directory, and a directory others may write, are refused and left as they were; a reader that copies while the
  * producer publishes as fast as it can never gets a torn reading (every SA record of one reading
- * carries the same counter value). */
+ * carries the same counter value); a deleted SA's gone record follows the live ones with the
+ * counters its runtime area held when it was kept, state dead, and at most SADB_STATS_GONE_MAX of
+ * them are shown, the oldest leaving first. */
 #include "config.h"
 
 #include <errno.h>
@@ -240,12 +242,65 @@ static void test_never_torn(void **state)
 	sadb_close(rc.db);
 }
 
+static void test_gone(void **state)
+{
+	uint32_t slots[N_SA];
+	struct sadb *db = make_db(slots);
+	struct sadb_stats_writer *w;
+	struct sadb_stats_reading *r;
+	struct sadb_runtime *rt = sadb_runtime(db, slots[3]);
+	struct sadb_sa sa, other;
+	char msg[512];
+
+	(void)state;
+	set_counters(db, slots, 7);
+	assert_int_equal(sadb_stats_create(view_path("d"), getegid(), 256, &w, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_sa_get(db, slots[3], &sa), 0);
+	assert_int_equal(sadb_sa_get(db, slots[4], &other), 0);
+	assert_int_equal(sadb_sa_delete(db, sa.spi, sa.proto, &sa.dst), 0);
+	/* counted after the deletion, before the dataplane let go of it: part of the final counters */
+	__atomic_store_n(&rt->packets, 99, __ATOMIC_RELAXED);
+	assert_int_equal(sadb_stats_gone(w, db, &sa, slots[3]), 0);
+	/* a slot that holds another SA's area keeps nothing */
+	assert_int_equal(sadb_stats_gone(w, db, &sa, slots[4]), -ESTALE);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(sadb_stats_load(view_path("d"), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(r->n_sa, N_SA - 1);
+	assert_int_equal(r->n_rec, N_SA - 1);
+	assert_int_equal(r->n_gone, 1);
+	for (uint32_t i = 0; i < r->n_rec; i++)
+		assert_true(r->sa[i].instance != sa.instance && !(r->sa[i].flags & SADB_STATS_GONE));
+	assert_int_equal(r->sa[r->n_rec].flags, SADB_STATS_GONE);
+	assert_int_equal(r->sa[r->n_rec].state, SADB_STATE_DEAD);
+	assert_int_equal(r->sa[r->n_rec].instance, sa.instance);
+	assert_int_equal(r->sa[r->n_rec].slot, slots[3]);
+	assert_int_equal(r->sa[r->n_rec].spi, sa.spi);
+	assert_int_equal(r->sa[r->n_rec].reqid, sa.reqid);
+	assert_int_equal(r->sa[r->n_rec].packets, 99);
+	assert_int_equal(r->sa[r->n_rec].bytes, 700);
+	free(r);
+	/* bounded: the newest SADB_STATS_GONE_MAX stay, oldest first */
+	for (uint64_t v = 100; v < 100 + SADB_STATS_GONE_MAX; v++) {
+		__atomic_store_n(&rt->packets, v, __ATOMIC_RELAXED);
+		assert_int_equal(sadb_stats_gone(w, db, &sa, slots[3]), 0);
+	}
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(sadb_stats_load(view_path("d"), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(r->n_gone, SADB_STATS_GONE_MAX);
+	assert_int_equal(r->sa[r->n_rec].packets, 100);
+	assert_int_equal(r->sa[r->n_rec + SADB_STATS_GONE_MAX - 1].packets, 100 + SADB_STATS_GONE_MAX - 1);
+	free(r);
+	sadb_stats_close(w);
+	sadb_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reading),
 		cmocka_unit_test(test_refused_names),
 		cmocka_unit_test(test_never_torn),
+		cmocka_unit_test(test_gone),
 	};
 	char cmd[128];
 	int failed;
