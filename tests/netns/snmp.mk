@@ -2,3 +2,5 @@
 # two xipsecd gateways with known traffic).
 NETNS_TESTS += tests/netns/test_snmp_agent.sh
 EXTRA_DIST += tests/netns/test_snmp_agent.sh
+NETNS_TESTS += tests/netns/test_snmp_ike.sh
+EXTRA_DIST += tests/netns/test_snmp_ike.sh
