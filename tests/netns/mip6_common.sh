@@ -1,44 +1,22 @@
 # tests/netns/mip6_common.sh: the Mobile IPv6 home agent's netns test bed with one manually keyed
-# mobile node, sourced by test_dp_replay_reboot.sh (it sources lib.sh and test_dp_common.sh): the topology (cn, ha, rt, mn),
-# the home agent's manual-key configuration loaded and xipsecd started on ha (dp_start_ha), the
-# mobile node played by scapy (tests/netns/test_mip6_mn.py, driven through a FIFO: mn CMD...),
-# and the helpers that read its Binding Acknowledgements (nba, ba, wait_ba, ba_is) and the home
-# agent's bindings and counters (bindings, b_json, cnt).
+# mobile node, sourced by test_mip6_ha.sh and test_dp_replay_reboot.sh (it sources lib.sh,
+# test_dp_common.sh and test_mip6_common.sh, whose network it builds): the home agent's
+# configuration ($XT_DIR/ha.conf) loaded and xipsecd started on ha (mip6_start_ha, with
+# $MIP6_HA_OPTS), the mobile node played by scapy (tests/netns/test_mip6_mn.py, driven through a
+# FIFO: mn CMD...), and the helpers that read its Binding Acknowledgements (nba, ba, wait_ba, ba_is)
+# and the home agent's bindings and counters (bindings, b_json, cnt).
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
+. "$top_srcdir/tests/netns/test_mip6_common.sh"
 xt_require ip tcpdump tshark socat nft
 CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 "$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
 
-HA=2001:db8:1::1 HOA=2001:db8:1::100 CN=2001:db8:1::10 COA1=2001:db8:a::100 COA2=2001:db8:b::100
+HOA=2001:db8:1::100
 
-for ns in cn ha rt mn; do
-	xt_ns_add "$ns"
-	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
-done
-xt_veth cn eth0 ha in0
-xt_veth ha out0 rt eth0
-xt_veth rt eth1 mn eth1
-xt_veth rt eth2 mn eth2
-xt_exec cn ip -6 addr add $CN/64 dev eth0 nodad
-xt_exec ha ip -6 addr add $HA/64 dev in0 nodad
-xt_exec ha ip -6 addr add 2001:db8:f::1/64 dev out0 nodad
-xt_exec ha ip -6 route add default via 2001:db8:f::2
-# only xipsecd forwards on the home agent
-xt_exec ha sysctl -qw net.ipv6.conf.all.forwarding=0
-xt_exec rt ip -6 addr add 2001:db8:f::2/64 dev eth0 nodad
-xt_exec rt ip -6 addr add 2001:db8:a::1/64 dev eth1 nodad
-xt_exec rt ip -6 addr add 2001:db8:b::1/64 dev eth2 nodad
-xt_exec rt ip -6 route add 2001:db8:1::/64 via 2001:db8:f::1
-xt_exec rt sysctl -qw net.ipv6.conf.all.forwarding=1
-xt_exec mn ip -6 addr add $COA1/64 dev eth1 nodad
-xt_exec mn ip -6 addr add $COA2/64 dev eth2 nodad
-for ns in cn mn; do xt_exec "$ns" ethtool -K eth1 tx off >/dev/null 2>&1; done
-xt_exec cn ethtool -K eth0 tx off >/dev/null
-dp_sadb ha
-SADB=$(dp_sadb_of ha)
+mip6_topo
 ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
 
 key() { head -c 20 /dev/urandom | xxd -p -c 40; }
@@ -50,12 +28,7 @@ mobile-node $HOA \\
 	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI
 EOF
 ctl --new-keys load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
-dp_start_ha() {
-	xt_bg ha xipsecd-ha "$XIPSECD" --inside in0 --outside out0 --sadb "$SADB" --ctl "$XT_DIR/ha.sock" "$@"
-	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/ha.sock" ||
-		{ cat "$XT_DIR/xipsecd-ha.log" >&2; xt_fail "xipsecd on ha did not start"; }
-}
-dp_start_ha
+mip6_start_ha ${MIP6_HA_OPTS:-}
 bindings() { ctl --ctl "$XT_DIR/ha.sock" --json show bindings; }
 b_json() { bindings > "$XT_DIR/b.json" || xt_fail "ipsecctl show bindings"; dp_json "$XT_DIR/b.json" "$1"; }
 
@@ -68,9 +41,7 @@ cat > "$XT_DIR/mn.json" <<EOF
  "sa": {"bu": {"spi": 8193, "key": "$K_BU"}, "ba": {"spi": 8192, "key": "$K_BA"},
         "tun_out": {"spi": 12289, "key": "$K_TI"}, "tun_in": {"spi": 12288, "key": "$K_TO"}}}
 EOF
-mkfifo "$XT_DIR/mn.fifo"
-xt_bg mn mn "$PYTHON" -u "$top_srcdir/tests/netns/test_mip6_mn.py" "$XT_DIR/mn.json" "$XT_DIR/mn.fifo"
-xt_wait 20 grep -q '"ev": "ready"' "$XT_DIR/mn.log" || { cat "$XT_DIR/mn.log" >&2; xt_fail "mobile node did not start"; }
+mip6_start_mn
 xt_exec mn sysctl -qw net.ipv6.conf.tun0.router_solicitations=0 net.ipv6.conf.tun0.addr_gen_mode=1
 xt_exec mn ip link set tun0 up
 xt_exec mn ip -6 addr add $HOA/128 dev tun0 nodad

@@ -29,7 +29,7 @@ dp_capture_stop rec
 xt_stop xipsecd-ha
 rm -f "$SADB"
 ctl load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load after the reboot (without --new-keys)"
-dp_start_ha
+mip6_start_ha
 [ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "a binding right after the reboot"
 
 # ---- the recording sent again from the router: every ESP packet towards the home agent
@@ -82,7 +82,7 @@ dp_capture_stop rec2
 xt_stop xipsecd-ha KILL
 rm -f "$SADB"
 ctl load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load after the crash"
-dp_start_ha
+mip6_start_ha
 n1=$(nba)
 bu0=$(replay_drops 0x2001) tun0=$(replay_drops 0x3001)
 replay "$XT_DIR/rec2.pcap"
