@@ -124,8 +124,7 @@ static int client(const char *path, const char *req)
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
 	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP, O_CL_LOCAL, O_CL_PEER, O_CL_KEY, O_CL_LEASE, O_CL_BUDGET, O_CL_SYNCP,
-	       O_CL_SYNCMS };
+	       O_STATS, O_STATS_GROUP, O_CLUSTER };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -144,25 +143,25 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
 		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
-		{ "cluster-local", required_argument, NULL, O_CL_LOCAL },
-		{ "cluster-peer", required_argument, NULL, O_CL_PEER },
-		{ "cluster-key", required_argument, NULL, O_CL_KEY },
-		{ "cluster-lease", required_argument, NULL, O_CL_LEASE },
-		{ "cluster-budget", required_argument, NULL, O_CL_BUDGET },
-		{ "cluster-sync-packets", required_argument, NULL, O_CL_SYNCP },
-		{ "cluster-sync-ms", required_argument, NULL, O_CL_SYNCMS },
+		{ "cluster-local", required_argument, NULL, O_CLUSTER },
+		{ "cluster-peer", required_argument, NULL, O_CLUSTER },
+		{ "cluster-key", required_argument, NULL, O_CLUSTER },
+		{ "cluster-lease", required_argument, NULL, O_CLUSTER },
+		{ "cluster-budget", required_argument, NULL, O_CLUSTER },
+		{ "cluster-sync-packets", required_argument, NULL, O_CLUSTER },
+		{ "cluster-sync-ms", required_argument, NULL, O_CLUSTER },
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int c, li = 0;
 	const char *cpus = NULL;
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
 	cfg->tx_budget = DP_TX_BUDGET;
-	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vhV", opts, &li)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -221,36 +220,13 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 			cfg->tx_budget = (unsigned)v;
 			break;
 		case O_BUSYPOLL: cfg->busy_poll = true; break;
-		/* an unset variable of the unit's environment file arrives as "": not clustered */
-		case O_CL_LOCAL: cfg->cluster.local = *optarg ? optarg : NULL; break;
-		case O_CL_PEER: cfg->cluster.peer = *optarg ? optarg : NULL; break;
-		case O_CL_KEY: cfg->cluster.key_path = *optarg ? optarg : NULL; break;
-		case O_CL_LEASE: case O_CL_BUDGET: case O_CL_SYNCP: case O_CL_SYNCMS: {
-			/* the option's name, its range and where it goes, by its code */
-			static const struct { const char *name; unsigned long long min, max; } r[] = {
-				[O_CL_LEASE - O_CL_LEASE] = { "cluster-lease", 1024, 1ull << 30 },
-				[O_CL_BUDGET - O_CL_LEASE] = { "cluster-budget", 1024, 1ull << 30 },
-				[O_CL_SYNCP - O_CL_LEASE] = { "cluster-sync-packets", 1, 1u << 24 },
-				[O_CL_SYNCMS - O_CL_LEASE] = { "cluster-sync-ms", 1, 60000 },
-			};
-			unsigned k = (unsigned)(c - O_CL_LEASE);
-			unsigned long long n;
+		case O_CLUSTER: {
+			char err[160];
 
-			errno = 0;
-			n = strtoull(optarg, &end, 0);
-			if (errno || *end || n < r[k].min || n > r[k].max) {
-				fprintf(stderr, "xipsecd: --%s takes %llu..%llu, not '%s'\n", r[k].name,
-					r[k].min, r[k].max, optarg);
+			if (dp_cluster_option(&cfg->cluster, opts[li].name, optarg, err, sizeof(err))) {
+				fprintf(stderr, "xipsecd: %s\n", err);
 				return 2;
 			}
-			if (c == O_CL_LEASE)
-				cfg->cluster.lease = n;
-			else if (c == O_CL_BUDGET)
-				cfg->cluster.budget = n;
-			else if (c == O_CL_SYNCP)
-				cfg->cluster.sync_packets = (unsigned)n;
-			else
-				cfg->cluster.sync_ms = (unsigned)n;
 			break;
 		}
 		case O_STATUS: *status = true; break;
