@@ -418,8 +418,14 @@ static void tick_out(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s,
 
 	/* a peer that acknowledges nothing (gone, or active too) leaves the SA its solo budget */
 	if (!reachable(cl, now) || cl->peer_active) {
-		uint64_t cap = dpc_lease_solo_cap(&c->l, cl->cfg.budget);
+		uint64_t cap;
 
+		/* An SA that never had a lease here (installed while no peer acknowledges) has no
+		 * acknowledged end to count from: the other node may hold it too and start from 0
+		 * as well. It starts as a takeover does, in a block of this node's parity. */
+		if (!c->l.acked && !c->l.granted)
+			take_over(ctx, cl, s, c);
+		cap = dpc_lease_solo_cap(&c->l, cl->cfg.budget);
 		if (cap > c->l.granted)
 			c->l.granted = cap;
 		bits = dpc_lease_solo_expiry(&c->l, reserved, cl->cfg.budget);
@@ -613,6 +619,7 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 	} else {
 		/* it had everything it made; with an active peer (a healed split brain) it catches up */
 		cl->active = false;
+		cl->scan_ns = 0; /* the next tick withdraws every SA's limit */
 		cl->eligible = !(reachable(cl, now) && cl->peer_active);
 		cl->serving = false;
 		cl->serve_token = 0;

@@ -52,13 +52,20 @@ static void use(struct node *n, unsigned count)
 	}
 }
 
-/* The active's tick: solo cap when alone, the limit raised after the reservation. */
+static void take_over(struct node *n);
+
+/* The active's tick: solo cap when alone (an SA never leased starting as a takeover does), the
+ * limit raised after the reservation. */
 static void tick(struct node *n)
 {
 	if (!n->active)
 		return;
 	if (n->alone) {
-		uint64_t cap = dpc_lease_solo_cap(&n->l, B);
+		uint64_t cap;
+
+		if (!n->l.acked && !n->l.granted)
+			take_over(n);
+		cap = dpc_lease_solo_cap(&n->l, B);
 
 		if (cap > n->l.granted)
 			n->l.granted = cap;
@@ -233,6 +240,25 @@ static void test_two_standbys_promoted(void **state)
 				 (unsigned long long)a.grant_base, (unsigned long long)a.limit,
 				 (unsigned long long)b.grant_base, (unsigned long long)b.limit);
 	}
+}
+
+/* An SA installed on both nodes while both are active (in contact or not): neither has a lease
+ * for it, both start it alone, never on the same numbers. */
+static void test_new_sa_both_active(void **state)
+{
+	struct node a, b;
+
+	(void)state;
+	nodes(&a, &b);
+	a.active = b.active = true;
+	a.alone = b.alone = true;
+	for (int i = 0; i < 20; i++) {
+		tick(&a);
+		tick(&b);
+		use(&a, 300);
+		use(&b, 300);
+	}
+	assert_true(a.reserved > 0 && b.reserved > 0);
 }
 
 /* Random histories against the naive record: asks, lost acks, cuts, takeovers, heals. */
@@ -496,6 +522,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_contact, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failover_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_standbys_promoted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_sa_both_active, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_histories, setup, teardown),
 		cmocka_unit_test(test_solo_expiry),
 		cmocka_unit_test(test_roundtrip),
