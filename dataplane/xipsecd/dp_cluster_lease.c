@@ -34,6 +34,9 @@
  *    so they are different blocks, whatever each recorded; each stops at its block's end.
  *  - A node promoted a second time in one cut starts above its own first block (its grants are in
  *    its base).
+ *  - An SA that never had a lease on an active node whose peer acknowledges nothing (installed on
+ *    both nodes while both are active) has no acknowledged end to count from: it starts as a
+ *    takeover does, in a block of the node's parity, so the two nodes' blocks differ.
  *  - After the link heals, each sends the other its ends (DPC_MERGE) and each records the max; the
  *    node that stays active asks its next lease above that max, so it continues above every number
  *    either node used; the other, made standby, acknowledges it.
