@@ -65,6 +65,7 @@ struct dp_config {
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
+	unsigned mip6_err_burst, mip6_err_rate; /* the home agent's error bucket; 0 = mip6_err.h's defaults */
 	int verbose;
 };
 

@@ -75,6 +75,7 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 	mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
 	if (res.drop != MIP6_DROP_NONE) {
 		dp_log(LOG_INFO, "home agent: Binding Update dropped: %s", mip6_drop_name(res.drop));
+		dp_mip6_error(ctx, q, res.drop);
 		return;
 	}
 	switch (res.change) {
@@ -204,6 +205,7 @@ int dp_mip6_init(struct dp_ctx *ctx)
 		return r;
 	}
 	dp_mip6_nd_open(ctx, m);
+	dp_mip6_err_init(ctx, m);
 	/* The home agent moves tunnel SAs: it needs a writer handle of its own. Opened here, before
 	 * any binding exists, so a SADB that refuses it is reported at start. */
 	r = sadb_open(ctx->cfg.sadb_path, SADB_RDWR, NULL, &m->wdb, msg, sizeof(msg));
@@ -331,6 +333,9 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);
+	for (unsigned e = 1; e < MIP6_ERR_MAX; e++)
+		put(&b, "counter\terror_sent_%s\t%llu\ncounter\terror_limited_%s\t%llu\n", mip6_err_name(e),
+		    (unsigned long long)m->err_sent[e], mip6_err_name(e), (unsigned long long)m->err_limited[e]);
 	for (unsigned s = 128; s < 256; s++)
 		if (st->rejected[s])
 			put(&b, "rejected\t%u\t%llu\n", s, (unsigned long long)st->rejected[s]);

@@ -3,6 +3,7 @@
  *   dp_mip6_queue.c  the two bounded queues between the workers and the control thread (any thread)
  *   dp_mip6.c        the control thread's home agent: Binding Updates in, acknowledgements out,
  *                    expiry, start and stop, the control socket's "bindings" answer
+ *   dp_mip6_err.c    control thread: Binding Errors and Parameter Problems for what it dropped
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
@@ -15,6 +16,7 @@
 #include <netinet/in.h>
 
 #include "dataplane/xipsecd/dp_path.h"
+#include "mobility/mip6_err.h"
 #include "mobility/mip6_ha.h"
 
 #define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
@@ -93,6 +95,8 @@ struct dp_mip6 {
 	bool sync_due;               /* tunnels moved since the SA table was last republished */
 	int state_fd;                /* the state directory (Binding Update sequence numbers), -1 */
 	struct mq ba;                /* acknowledgements waiting for that republication */
+	struct mip6_err_bucket err_bucket;  /* Binding Errors and Parameter Problems (dp_mip6_err.c) */
+	uint64_t err_sent[MIP6_ERR_MAX], err_limited[MIP6_ERR_MAX];
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -116,6 +120,12 @@ static inline const char *a6(const uint8_t a[16], char *b)
 void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len);
 /* Control thread: the oldest Binding Update the workers queued, copied to *q; false when none. */
 bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q);
+
+/* ---- dp_mip6_err.c ---- */
+void dp_mip6_err_init(struct dp_ctx *ctx, struct dp_mip6 *m);
+/* The home agent dropped the message q for drop (MIP6_DROP_NONE: not dropped, nothing to say):
+ * answer it with the error RFC 6275 section 9.2 or 9.3 asks for, if any and the bucket allows. */
+void dp_mip6_error(struct dp_ctx *ctx, const struct mq_msg *q, enum mip6_drop drop);
 
 /* ---- dp_mip6_cfg.c ---- */
 /* Bring the home agent in step with the SADB (when its generation moved since the last look). */

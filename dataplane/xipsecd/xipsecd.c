@@ -26,6 +26,7 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_sa.h"
+#include "mobility/mip6_err.h"
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
 
@@ -61,9 +62,13 @@ static void usage(FILE *f)
 		"      --tx-budget N   frames one copy-mode transmit call may send, 32..%u, or 0 for\n"
 		"                      the kernel's 32 (default %u)\n"
 		"      --busy-poll     run the interfaces' NAPI polls from the workers (busy polling)\n"
+		"      --mip6-error-burst N, --mip6-error-rate N\n"
+		"                      the home agent's Binding Errors and Parameter Problems: N back\n"
+		"                      to back, then N a second, 1..1000000 (default %u and %u)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
 		"  -v, --verbose       more log messages\n"
-		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
+		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET,
+		MIP6_ERR_BURST_DEFAULT, MIP6_ERR_RATE_DEFAULT);
 }
 
 static int client(const char *path, const char *req)
@@ -115,7 +120,7 @@ static int client(const char *path, const char *req)
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
 	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP };
+	       O_STATS, O_STATS_GROUP, O_MIP6_ERR_BURST, O_MIP6_ERR_RATE };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -134,6 +139,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
 		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
+		{ "mip6-error-burst", required_argument, NULL, O_MIP6_ERR_BURST },
+		{ "mip6-error-rate", required_argument, NULL, O_MIP6_ERR_RATE },
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -184,6 +191,16 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_NOPIN: cfg->no_pin = true; break;
 		case O_CPUS: cpus = optarg; break;
 		case O_NOHANDOFF: cfg->no_handoff = true; break;
+		case O_MIP6_ERR_BURST: case O_MIP6_ERR_RATE:
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || v < 1 || v > 1000000) {
+				fprintf(stderr, "xipsecd: --%s takes 1..1000000, not '%s'\n",
+					c == O_MIP6_ERR_BURST ? "mip6-error-burst" : "mip6-error-rate", optarg);
+				return 2;
+			}
+			*(c == O_MIP6_ERR_BURST ? &cfg->mip6_err_burst : &cfg->mip6_err_rate) = (unsigned)v;
+			break;
 		case O_BATCH:
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
