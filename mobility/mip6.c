@@ -2,7 +2,8 @@
  * Mobility Header (the extension-header walk that finds the Home Address option and a type 2
  * routing header, the MH checks of RFC 6275 §9.2, the Binding Update, Acknowledgement and Error
  * bodies with their mobility options), the MH checksum, and building the BA, BE and BU packets and
- * the ICMPv6 Parameter Problem the home agent answers a malformed Mobility Header with.
+ * the Binding Refresh Request, the ICMPv6 Parameter Problem the home agent answers a malformed
+ * Mobility Header with, and the Neighbor Solicitation of its Duplicate Address Detection.
  * No state, no allocation. */
 #include <errno.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #define NH_DSTOPTS  60
 #define NH_ICMPV6   58
 #define ICMPV6_PARAM_PROBLEM 4
+#define ICMPV6_NEIGHBOR_SOLICIT 135
 
 static inline uint16_t rd16(const uint8_t *p)
 {
@@ -478,6 +480,36 @@ int mip6_build_param_problem(uint8_t *buf, size_t cap, const uint8_t src[16], co
 	memcpy(ic + 8, inv, quote);
 	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 8 + quote, pseudo_sum_proto(src, dst, 8 + quote, NH_ICMPV6))));
 	return (int)total;
+}
+
+int mip6_build_brr(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
+		   const uint8_t hoa[16])
+{
+	if (cap < MIP6_BRR_LEN)
+		return -ENOSPC;
+	put_ipv6(buf, 24 + 8, NH_ROUTING, 0, src, dst);
+	put_rh2(buf + 40, hoa);
+	uint8_t *mh = buf + 64;
+	put_mh(mh, 8, MIP6_MH_BRR);
+	mh[6] = mh[7] = 0;
+	wr16(mh + 4, mip6_mh_checksum(src, hoa, mh, 8));
+	return MIP6_BRR_LEN;
+}
+
+int mip6_build_dad_ns(uint8_t *buf, size_t cap, const uint8_t target[16])
+{
+	static const uint8_t any[16];
+	uint8_t snm[16] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+	if (cap < MIP6_DAD_NS_LEN)
+		return -ENOSPC;
+	memcpy(snm + 13, target + 13, 3);
+	put_ipv6(buf, 24, NH_ICMPV6, 255, any, snm);
+	uint8_t *ic = buf + 40;
+	memset(ic, 0, 8);
+	ic[0] = ICMPV6_NEIGHBOR_SOLICIT;
+	memcpy(ic + 8, target, 16);
+	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 24, pseudo_sum_proto(any, snm, 24, NH_ICMPV6))));
+	return MIP6_DAD_NS_LEN;
 }
 
 int mip6_build_bu(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],

@@ -236,6 +236,21 @@ int mip6_build_be(uint8_t *buf, size_t cap, const struct mip6_be_params *p);
 int mip6_build_param_problem(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
 			     uint32_t pointer, const uint8_t *inv, uint32_t inv_len);
 
+/* Build a Binding Refresh Request (§6.1.2) from the home agent's address src to a mobile node away
+ * from home: IPv6 to its care-of address dst / type 2 routing header with hoa / Mobility Header,
+ * so that its signalling SA, selected by the home address, protects it. Returns its length
+ * (MIP6_BRR_LEN), or -ENOSPC. */
+#define MIP6_BRR_LEN (40 + 24 + 8)
+int mip6_build_brr(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
+		   const uint8_t hoa[16]);
+
+/* Build the Neighbor Solicitation of Duplicate Address Detection for target (RFC 4862 §5.4.2), as
+ * the home agent sends it for a home address before it proxies it (RFC 6275 §10.4.1): from the
+ * unspecified address to target's solicited-node multicast address, hop limit 255, no option.
+ * Returns its length (MIP6_DAD_NS_LEN), or -ENOSPC. */
+#define MIP6_DAD_NS_LEN (40 + 24)
+int mip6_build_dad_ns(uint8_t *buf, size_t cap, const uint8_t target[16]);
+
 /* Build a Binding Update as a whole IPv6 packet: IPv6 / [Destination Options with the Home Address
  * option, when hoa is not NULL] / Mobility Header [with an Alternate Care-of Address option when
  * bu->has_alt_coa], checksummed. The home agent never sends one: the benchmark's and the tests'
