@@ -66,6 +66,10 @@ struct dp_config {
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
 	unsigned mip6_err_burst, mip6_err_rate; /* the home agent's error bucket; 0 = mip6_err.h's defaults */
+	int mip6_dad_ms;             /* the home agent's DAD wait; -1 = 1000 ms, 0 = no detection */
+	unsigned mip6_refresh_s;     /* Binding Refresh Advice in its BAs, seconds; 0 = none */
+	int mip6_brr_at, mip6_brr_max; /* Binding Refresh Requests: at this percent of a binding's
+	                              * lifetime, this many in all; -1 = 75 and 2, 0 = none */
 	int verbose;
 };
 

@@ -68,9 +68,7 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 {
 	struct dp_mip6 *m = M(ctx);
 	struct mip6_ha_result res;
-	uint8_t ba[MIP6_BA_MAX_LEN];
 	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
-	int n;
 
 	mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
 	if (res.drop != MIP6_DROP_NONE) {
@@ -78,6 +76,8 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 		dp_mip6_error(ctx, q, res.drop);
 		return;
 	}
+	if (dp_mip6_dad_hold(ctx, &res))
+		return;  /* answered when Duplicate Address Detection ends (dp_mip6_dad.c) */
 	switch (res.change) {
 	case MIP6_CHANGE_NEW:
 		dp_log(LOG_NOTICE, "home agent: %s registered at %s for %u s", a6(res.hoa, h), a6(res.coa, c),
@@ -98,7 +98,17 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 			       mip6_reject_name(res.reject), mip6_status_name(res.ba.status));
 		break;
 	}
-	n = mip6_ha_build_ba(m->ha, &res, ba, sizeof(ba));
+	if (res.ba.status < 128)
+		dp_mip6_brr_track(ctx, res.hoa);
+	dp_mip6_queue_ba(ctx, &res);
+}
+
+void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res)
+{
+	struct dp_mip6 *m = M(ctx);
+	uint8_t ba[MIP6_BA_MAX_LEN];
+	int n = mip6_ha_build_ba(m->ha, res, ba, sizeof(ba));
+
 	if (n > 0 && !m->sync_due && !m->ba.n) {
 		dp_mip6_out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
 	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
@@ -157,6 +167,8 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	}
 	if (m->ha && mip6_ha_next_expiry(m->ha) <= now)
 		mip6_ha_expire(m->ha, now, expired_cb, ctx);
+	dp_mip6_dad_run(ctx, now);
+	dp_mip6_brr_run(ctx, now);
 	flush_moves(ctx);
 	dp_mip6_na_run(ctx, now);
 }
@@ -179,6 +191,8 @@ static void mip6_free(struct dp_mip6 *m)
 		close(m->nl_fd);
 	if (m->state_fd >= 0)
 		close(m->state_fd);
+	dp_mip6_dad_close(m);
+	dp_mip6_brr_clear(m);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);
@@ -200,12 +214,16 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	m->out_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->in_fd < 0 || m->out_fd < 0) {
 		r = -errno;
-		m->nd_fd = m->nl_fd = -1;
+		m->nd_fd = m->nl_fd = m->dad_tx = m->dad_rx = -1;
 		mip6_free(m);
 		return r;
 	}
 	dp_mip6_nd_open(ctx, m);
+	dp_mip6_dad_open(ctx, m);
 	dp_mip6_err_init(ctx, m);
+	m->brr_at = ctx->cfg.mip6_brr_at < 0 ? 75u : (unsigned)ctx->cfg.mip6_brr_at;
+	m->brr_max = ctx->cfg.mip6_brr_max < 0 ? 2u : (unsigned)ctx->cfg.mip6_brr_max;
+	m->brr_next = UINT64_MAX;
 	/* The home agent moves tunnel SAs: it needs a writer handle of its own. Opened here, before
 	 * any binding exists, so a SADB that refuses it is reported at start. */
 	r = sadb_open(ctx->cfg.sadb_path, SADB_RDWR, NULL, &m->wdb, msg, sizeof(msg));
@@ -219,10 +237,27 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	return 0;
 }
 
+static void unproxy_cb(const struct mip6_binding *b, void *arg)
+{
+	struct dp_mip6 *m = arg;
+	uint8_t ll[16];
+
+	dp_mip6_proxy_neigh(m, b->hoa, false);
+	dp_mip6_ll_of(b->hoa, ll);
+	dp_mip6_proxy_neigh(m, ll, false);
+}
+
 /* After the workers have stopped. The tunnels stay where the bindings put them: a restarted
- * dataplane moves them home (sync_config). */
+ * dataplane moves them home (sync_config). The home link is given back as it was: no proxy entry
+ * answers for a mobile node nobody serves any more, the sysctls take their earlier values. */
 void dp_mip6_fini(struct dp_ctx *ctx)
 {
+	struct dp_mip6 *m = ctx->mip6;
+
+	if (m && m->ha) {
+		mip6_ha_foreach(m->ha, unproxy_cb, m);
+		dp_mip6_nd_unlink(ctx);
+	}
 	mip6_free(ctx->mip6);
 	ctx->mip6 = NULL;
 }
@@ -330,6 +365,9 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "queue_full_in", atomic_load(&m->in_full) },
 		{ "queue_drop_too_big", atomic_load(&m->in_too_big) },
 		{ "queue_full_out", atomic_load(&m->out_full) },
+		{ "dad_started", m->dad_started }, { "dad_ok", m->dad_ok },
+		{ "dad_skipped", m->dad_skipped }, { "dad_ns_sent", m->dad_ns_sent },
+		{ "dad_failed", st->dad_failed }, { "brr_sent", m->brr_sent },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);

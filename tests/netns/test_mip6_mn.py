@@ -29,14 +29,15 @@
 #                                   tunnelled from the home address)
 #   counts                          print the counters
 # Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "be", ...} for every
-# Binding Error, {"ev": "pp", ...} for every ICMPv6 Parameter Problem through the tunnel, {"ev":
+# Binding Error, {"ev": "brr", ...} for every Binding Refresh Request, {"ev": "pp", ...} for every ICMPv6 Parameter Problem through the tunnel, {"ev":
 # "sent", ...} per command.
 import fcntl, json, logging, os, select, socket, struct, sys, time
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
 from scapy.layers.inet6 import (HAO, ICMPv6ParamProblem, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA,
-                                MIP6MH_BE, MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA, in6_chksum)
+                                MIP6MH_BE, MIP6MH_BRR, MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA,
+                                MIP6OptBRAdvice, in6_chksum)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -203,6 +204,15 @@ def main():
                             cksum_ok=IPv6(bytes(be2))[MIP6MH_BE].cksum == chk)
                         n['be'] = n.get('be', 0) + 1
                         continue
+                    if len(body) > 2 and body[2] == 0:
+                        brr = IPv6(bytes(dec / MIP6MH_BRR(body)))
+                        chk = brr[MIP6MH_BRR].cksum
+                        brr2 = IPv6(bytes(brr))
+                        del brr2[MIP6MH_BRR].cksum
+                        out(ev='brr', iface=socks[s], src=ip.src, dst=ip.dst, esp_spi=spi, t=time.time(),
+                            rh_addr=rh.addresses[0] if rh and rh.addresses else None,
+                            cksum_ok=IPv6(bytes(brr2))[MIP6MH_BRR].cksum == chk)
+                        continue
                     dec = IPv6(bytes(dec / MIP6MH_BA(body)))
                     ba = dec[MIP6MH_BA]
                     chk = ba.cksum
@@ -212,7 +222,8 @@ def main():
                         status=ba.status, seq=ba.seq, lifetime=ba.mhtime * 4, flags=int(ba.flags),
                         rh_type=rh.type if rh else None, rh_segleft=rh.segleft if rh else None,
                         rh_addr=rh.addresses[0] if rh and rh.addresses else None,
-                        cksum_ok=IPv6(bytes(ba2))[MIP6MH_BA].cksum == chk)
+                        cksum_ok=IPv6(bytes(ba2))[MIP6MH_BA].cksum == chk, t=time.time(),
+                        refresh=next((o.rinter * 4 for o in ba.options if isinstance(o, MIP6OptBRAdvice)), None))
                     n['ba'] += 1
                 elif spi == cfg['sa']['tun_in']['spi']:
                     inner = tun_in.decrypt(IPv6(bytes(p[IPv6])))
