@@ -237,6 +237,8 @@ int dp_mip6_wake_fd(struct dp_ctx *ctx);
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
 /* A buffer that holds the whole "bindings" answer. */
 size_t dp_mip6_ctl_cap(struct dp_ctx *ctx);
+/* The home agent's counters for the counters view (dp_stats.c); ha zeroed when it has none. */
+void dp_mip6_stats(struct dp_ctx *ctx, struct sadb_stats_ha *ha);
 
 /* ---- dp_handoff.c: inbound crypto handed to other workers (after ctx->w exists; fini after the
  * workers stopped). The rest are the workers' own calls. ---- */

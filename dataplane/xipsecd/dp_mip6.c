@@ -109,6 +109,9 @@ void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res)
 	uint8_t ba[MIP6_BA_MAX_LEN];
 	int n = mip6_ha_build_ba(m->ha, res, ba, sizeof(ba));
 
+	if (n > 0)
+		m->ba_status[res->ba.status]++;
+
 	if (n > 0 && !m->sync_due && !m->ba.n) {
 		dp_mip6_out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
 	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
@@ -260,6 +263,36 @@ void dp_mip6_fini(struct dp_ctx *ctx)
 	}
 	mip6_free(ctx->mip6);
 	ctx->mip6 = NULL;
+}
+
+void dp_mip6_stats(struct dp_ctx *ctx, struct sadb_stats_ha *ha)
+{
+	struct dp_mip6 *m = M(ctx);
+
+	memset(ha, 0, sizeof(*ha));
+	if (!m || !m->ha)
+		return;
+	const struct mip6_ha_stats *st = mip6_ha_stats(m->ha);
+	uint64_t *k = ha->kind;
+
+	ha->present = 1;
+	ha->bindings = mip6_ha_count(m->ha);
+	k[SADB_HA_BU_RECEIVED] = st->bu_received;
+	k[SADB_HA_BU_ACCEPTED] = st->bu_accepted;
+	k[SADB_HA_BU_REJECTED] = st->bu_rejected;
+	k[SADB_HA_BU_DROPPED] = st->dropped;
+	k[SADB_HA_BA_SENT] = st->ba_sent;
+	k[SADB_HA_BE_SENT] = m->err_sent[MIP6_ERR_BE_UNKNOWN_BINDING] + m->err_sent[MIP6_ERR_BE_UNKNOWN_MH_TYPE];
+	k[SADB_HA_PP_SENT] = m->err_sent[MIP6_ERR_PP_PAYLOAD_PROTO] + m->err_sent[MIP6_ERR_PP_HEADER_LEN];
+	for (unsigned e = 1; e < MIP6_ERR_MAX; e++)
+		k[SADB_HA_ERRORS_LIMITED] += m->err_limited[e];
+	k[SADB_HA_BRR_SENT] = m->brr_sent;
+	k[SADB_HA_MOVES] = st->bindings_moved;
+	k[SADB_HA_PROXY_NA_SENT] = m->na_sent;
+	k[SADB_HA_DAD_OK] = m->dad_ok;
+	k[SADB_HA_DAD_FAILED] = st->dad_failed;
+	k[SADB_HA_EXPIRED] = st->bindings_expired;
+	memcpy(ha->ba_status, m->ba_status, sizeof(ha->ba_status));
 }
 
 /* ---- the control socket's "bindings" ---- */

@@ -130,6 +130,7 @@ struct dp_mip6 {
 	size_t n_brr, cap_brr;
 	uint64_t brr_next;           /* the earliest due_ms (UINT64_MAX: none) */
 	uint64_t brr_sent;
+	uint64_t ba_status[256];     /* acknowledgements built, by status (the counters view) */
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)

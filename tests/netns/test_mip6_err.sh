@@ -10,11 +10,13 @@
 #     the mobile node's tunnel (SA 0x3000), checksum right; a wrong checksum: nothing;
 #  3. a burst of 12 unknown types gets at most the bucket's worth (--mip6-error-burst 4, one a
 #     second refilled), the rest counted as held back; every answer counted by kind in `ipsecctl
-#     show bindings`, and the binding still there.
+#     show bindings`, in `ipsecctl metrics` (the counters view) and in an snmpwalk of XIPSEC-MIB
+#     (snmpd with xipsec-snmpd), and the binding still there.
 set -u
 XT_BG_TIMEOUT=90
 MIP6_HA_OPTS="--mip6-error-burst 4 --mip6-error-rate 1"
 . "$top_srcdir/tests/netns/mip6_common.sh"
+xt_require snmpd snmpwalk
 
 nev() { grep -c "\"ev\": \"$1\"" "$XT_DIR/mn.log"; }
 ev_have() { [ "$(nev "$1")" -ge "$2" ]; }
@@ -72,6 +74,37 @@ share=$(cnt queue_drop_share)
 	xt_fail "Parameter Problems not counted: $(cat "$XT_DIR/b.json")"
 [ "$(b_json "[(x['home_address'], x['care_of_address']) for x in j['bindings']]")" = "[('$HOA', '$COA1')]" ] ||
 	xt_fail "the binding did not survive the errors: $(cat "$XT_DIR/b.json")"
+
+# the same counters in `ipsecctl metrics`, read from the counters view as the exporter reads it
+sleep 0.7 # a reading is at most 500 ms old
+ctl metrics --stats "$XIPSEC_STATS" > "$XT_DIR/metrics.txt" || xt_fail "ipsecctl metrics --stats"
+for want in "xipsec_home_agent_up 1" "xipsec_home_agent_bindings 1" \
+	"xipsec_home_agent_events_total{kind=\"be_sent\"} $sent" \
+	"xipsec_home_agent_events_total{kind=\"pp_sent\"} 2" \
+	"xipsec_home_agent_events_total{kind=\"errors_limited\"} $limited" \
+	"xipsec_home_agent_binding_acks_total{status=\"0\"} 1"; do
+	grep -qxF "$want" "$XT_DIR/metrics.txt" || xt_fail "ipsecctl metrics lacks '$want': $(grep home_agent "$XT_DIR/metrics.txt")"
+done
+grep -q '^# HELP xipsec_home_agent_events_total ' "$XT_DIR/metrics.txt" || xt_fail "no HELP line for the home agent's events"
+
+# and in XIPSEC-MIB: Net-SNMP's snmpd as the master agent, xipsec-snmpd reading the same view,
+# snmpwalk (Net-SNMP's) of xipsecGlobals
+AGENT="$top_builddir/snmpd/xipsec-snmpd"
+[ -x "$AGENT" ] || xt_fail "xipsec-snmpd not built (configure found no libsnmp-dev)"
+MIBDIRS="$top_srcdir/snmpd/mib/ietf:$top_srcdir/snmpd/mib" SD="$XT_DIR/snmp"
+mkdir -p "$SD/persist" "$SD/client/cert_indexes"
+printf '%s\n' "agentaddress udp:127.0.0.1:1161" "master agentx" "agentXSocket $SD/agentx.sock" \
+	"rocommunity xsmip6 127.0.0.1 .1.3.6.1.4.1.32473" > "$SD/snmpd.conf"
+xt_bg ha snmpd env SNMP_PERSISTENT_DIR="$SD/persist" MIBS= snmpd -f -C -c "$SD/snmpd.conf" -Lf "$SD/snmpd.log"
+xt_wait 10 test -S "$SD/agentx.sock" || xt_fail "snmpd did not open its AgentX socket: $(cat "$SD/snmpd.log")"
+xt_bg ha snmp-agent "$AGENT" --agentx-socket "$SD/agentx.sock" --stats "$XIPSEC_STATS" --no-ike --no-sa --ping 1
+xt_wait 10 grep -q "subagent connected" "$XT_DIR/snmp-agent.log" || xt_fail "xipsec-snmpd did not connect"
+xt_exec ha env SNMP_PERSISTENT_DIR="$SD/client" snmpwalk -v2c -c xsmip6 -m XIPSEC-MIB -M "$MIBDIRS" -OqsU -t 3 -r 1 \
+	127.0.0.1:1161 XIPSEC-MIB::xipsecGlobals > "$SD/walk.txt" || xt_fail "snmpwalk of xipsecGlobals"
+for want in "xipsecHomeAgentUp.0 true" "xipsecHomeAgentBindings.0 1" "xipsecHaBeSent.0 $sent" \
+	"xipsecHaPpSent.0 2" "xipsecHaErrorsLimited.0 $limited" "xipsecHaBuAccepted.0 1"; do
+	grep -qxF "$want" "$SD/walk.txt" || xt_fail "snmpwalk lacks '$want': $(grep -i 'ha\|home' "$SD/walk.txt")"
+done
 
 mn counts
 sleep 0.3
