@@ -191,7 +191,7 @@ static void dad_read(struct dp_mip6 *m)
 void dp_mip6_dad_run(struct dp_ctx *ctx, uint64_t now)
 {
 	struct dp_mip6 *m = M(ctx);
-	char h[INET6_ADDRSTRLEN];
+	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
 
 	if (!m->n_dad)
 		return;
@@ -218,7 +218,7 @@ void dp_mip6_dad_run(struct dp_ctx *ctx, uint64_t now)
 				continue;
 			m->dad_ok++;
 			dp_log(LOG_NOTICE, "home agent: %s registered at %s after Duplicate Address Detection",
-			       a6(w.hoa, h), a6(w.res.coa, (char[INET6_ADDRSTRLEN]){ 0 }));
+			       a6(w.hoa, h), a6(w.res.coa, c));
 			dp_mip6_binding_up(ctx, w.hoa, w.res.coa, true);
 		}
 		dp_mip6_brr_track(ctx, w.hoa);
