@@ -103,27 +103,6 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 	dp_mip6_queue_ba(ctx, &res);
 }
 
-void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res)
-{
-	struct dp_mip6 *m = M(ctx);
-	uint8_t ba[MIP6_BA_MAX_LEN];
-	int n = mip6_ha_build_ba(m->ha, res, ba, sizeof(ba));
-
-	if (n > 0)
-		m->ba_status[res->ba.status]++;
-
-	if (n > 0 && !m->sync_due && !m->ba.n) {
-		dp_mip6_out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
-	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
-		struct mq_msg *d = &m->ba.m[m->ba.n++];
-		d->len = (uint32_t)n;
-		d->sa_id = 0;
-		memcpy(d->pkt, ba, (size_t)n);
-	} else if (n > 0) {
-		atomic_fetch_add_explicit(&m->out_full, 1, memory_order_relaxed);
-	}
-}
-
 /* The end of a batch: republish the SA table if tunnels moved (an RCU grace period: no worker
  * encrypts towards an old care-of address any more), then queue the batch's acknowledgements. */
 static void flush_moves(struct dp_ctx *ctx)

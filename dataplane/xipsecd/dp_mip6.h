@@ -154,9 +154,8 @@ static inline const char *a6(const uint8_t a[16], char *b)
 void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len);
 /* Control thread: the oldest Binding Update the workers queued, copied to *q; false when none. */
 bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q);
-
-/* dp_mip6.c: queue res's acknowledgement: at once when nothing moved, else after the batch's
- * republication (flush_moves). */
+/* Control thread: queue res's acknowledgement (built here): at once when nothing moved, else in
+ * the batch's holding queue until its republication (dp_mip6.c, flush_moves). */
 void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res);
 
 /* ---- dp_mip6_dad.c ---- */

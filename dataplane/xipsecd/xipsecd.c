@@ -123,11 +123,45 @@ static int client(const char *path, const char *req)
 	return 0;
 }
 
+enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
+       O_STATS, O_STATS_GROUP, O_MIP6_ERR_BURST, O_MIP6_ERR_RATE, O_MIP6_DAD,
+       O_MIP6_BRA, O_MIP6_BRR_AT, O_MIP6_BRR_MAX };
+
+/* The Mobile IPv6 home agent's options: each a number in its range; 0 or, said on stderr, -1. */
+static int mip6_opt(int c, const char *arg, struct dp_config *cfg)
+{
+	static const struct { int opt; const char *name; unsigned long min, max; } lim[] = {
+		{ O_MIP6_DAD, "mip6-dad-ms", 0, 10000 }, { O_MIP6_BRA, "mip6-refresh-advice", 0, 262140 },
+		{ O_MIP6_BRR_AT, "mip6-brr-at", 0, 99 }, { O_MIP6_BRR_MAX, "mip6-brr-max", 0, 10 },
+		{ O_MIP6_ERR_BURST, "mip6-error-burst", 1, 1000000 },
+		{ O_MIP6_ERR_RATE, "mip6-error-rate", 1, 1000000 },
+	};
+	unsigned k = 0;
+	unsigned long v;
+	char *end;
+
+	while (lim[k].opt != c)
+		k++;
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || *end || v < lim[k].min || v > lim[k].max) {
+		fprintf(stderr, "xipsecd: --%s takes %lu..%lu, not '%s'\n", lim[k].name, lim[k].min,
+			lim[k].max, arg);
+		return -1;
+	}
+	switch (c) {
+	case O_MIP6_DAD: cfg->mip6_dad_ms = (int)v; break;
+	case O_MIP6_BRA: cfg->mip6_refresh_s = (unsigned)v; break;
+	case O_MIP6_BRR_AT: cfg->mip6_brr_at = (int)v; break;
+	case O_MIP6_BRR_MAX: cfg->mip6_brr_max = (int)v; break;
+	case O_MIP6_ERR_BURST: cfg->mip6_err_burst = (unsigned)v; break;
+	default: cfg->mip6_err_rate = (unsigned)v; break;
+	}
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP, O_MIP6_ERR_BURST, O_MIP6_ERR_RATE, O_MIP6_DAD,
-	       O_MIP6_BRA, O_MIP6_BRR_AT, O_MIP6_BRR_MAX };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -204,38 +238,10 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_NOPIN: cfg->no_pin = true; break;
 		case O_CPUS: cpus = optarg; break;
 		case O_NOHANDOFF: cfg->no_handoff = true; break;
-		case O_MIP6_DAD: case O_MIP6_BRA: case O_MIP6_BRR_AT: case O_MIP6_BRR_MAX: {
-			static const struct { int opt; const char *name; unsigned long max; } lim[] = {
-				{ O_MIP6_DAD, "mip6-dad-ms", 10000 }, { O_MIP6_BRA, "mip6-refresh-advice", 262140 },
-				{ O_MIP6_BRR_AT, "mip6-brr-at", 99 }, { O_MIP6_BRR_MAX, "mip6-brr-max", 10 },
-			};
-			unsigned k = 0;
-
-			while (lim[k].opt != c)
-				k++;
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || v > lim[k].max) {
-				fprintf(stderr, "xipsecd: --%s takes 0..%lu, not '%s'\n", lim[k].name, lim[k].max, optarg);
-				return 2;
-			}
-			if (c == O_MIP6_DAD)
-				cfg->mip6_dad_ms = (int)v;
-			else if (c == O_MIP6_BRA)
-				cfg->mip6_refresh_s = (unsigned)v;
-			else
-				*(c == O_MIP6_BRR_AT ? &cfg->mip6_brr_at : &cfg->mip6_brr_max) = (int)v;
-			break;
-		}
+		case O_MIP6_DAD: case O_MIP6_BRA: case O_MIP6_BRR_AT: case O_MIP6_BRR_MAX:
 		case O_MIP6_ERR_BURST: case O_MIP6_ERR_RATE:
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || *end || v < 1 || v > 1000000) {
-				fprintf(stderr, "xipsecd: --%s takes 1..1000000, not '%s'\n",
-					c == O_MIP6_ERR_BURST ? "mip6-error-burst" : "mip6-error-rate", optarg);
+			if (mip6_opt(c, optarg, cfg))
 				return 2;
-			}
-			*(c == O_MIP6_ERR_BURST ? &cfg->mip6_err_burst : &cfg->mip6_err_rate) = (unsigned)v;
 			break;
 		case O_BATCH:
 			errno = 0;
