@@ -231,7 +231,8 @@ void dp_mip6_fini(struct dp_ctx *ctx);
 /* Readable when workers queued Binding Updates: then (and every tick) call dp_mip6_run. */
 int dp_mip6_event_fd(struct dp_ctx *ctx);
 void dp_mip6_run(struct dp_ctx *ctx);
-/* Readable when Binding Acknowledgements wait for worker 0 (dp_local_ha_burst). */
+/* Readable when the home agent's packets (acknowledgements, errors, refresh requests) wait for
+ * worker 0 (dp_local_ha_burst). */
 int dp_mip6_wake_fd(struct dp_ctx *ctx);
 /* The control socket's "bindings" answer (tab-separated lines, ending with "end"). */
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
