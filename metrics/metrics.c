@@ -37,7 +37,12 @@ static const char *const sa_state_names[] = { "larval", "mature", "dying", "dead
 static const char *const tunnel_dir_names[] = { "in", "out" };
 
 enum sub_kind { SUB_NONE, SUB_REASON, SUB_LIMIT, SUB_IKE_STATE, SUB_CHILD_STATE, SUB_IKE_EVENT,
-		SUB_SA_STATE, SUB_DIR };
+		SUB_SA_STATE, SUB_DIR, SUB_HA_KIND, SUB_BA_STATUS };
+
+/* the home agent's event kinds (sadb_stats_ha_kind_name) and BA statuses ("0".."255"), filled once */
+static const char *ha_kind_names[SADB_HA_KINDS];
+static char ba_status_str[256][4];
+static const char *ba_status_names[256];
 
 struct fam_def {
 	const char *name, *help;
@@ -151,6 +156,14 @@ static const struct fam_def defs[XM_FAMILIES] = {
 		"exporter)", C, RT, SUB_DIR },
 	[XM_BUILD_INFO] = { "xipsec_build_info", "Always 1: the exporter's version, the SADB layout "
 		"version it reads and whether it was built with VICI (xipsec-iked's metrics)", G, RB, 0 },
+	[XM_HA_UP] = { "xipsec_home_agent_up", "1 when the dataplane runs a Mobile IPv6 home agent, else 0 "
+		"(read from the counters view only)", G, RG, 0 },
+	[XM_HA_BINDINGS] = { "xipsec_home_agent_bindings", "Bindings in the home agent's cache", G, RG, 0 },
+	[XM_HA_EVENTS] = { "xipsec_home_agent_events_total", "The home agent's signalling and binding "
+		"events by kind: Binding Updates in, messages sent, errors held back, moves, DAD results, "
+		"expiries", C, RG, SUB_HA_KIND },
+	[XM_HA_BA_STATUS] = { "xipsec_home_agent_binding_acks_total",
+		"Binding Acknowledgements the home agent sent, by status (RFC 6275 6.1.8)", C, RG, SUB_BA_STATUS },
 };
 #undef C
 #undef G
@@ -174,7 +187,38 @@ static const struct {
 	[SUB_IKE_EVENT] = { "event", xm_ike_event_names, XM_IKE_EVENTS_N },
 	[SUB_SA_STATE] = { "state", sa_state_names, N_SA_STATES },
 	[SUB_DIR] = { "dir", tunnel_dir_names, 2 },
+	[SUB_HA_KIND] = { "kind", ha_kind_names, SADB_HA_KINDS },
+	[SUB_BA_STATUS] = { "status", ba_status_names, 256 },
 };
+
+static pthread_once_t ha_names_once = PTHREAD_ONCE_INIT;
+
+static void ha_names_init(void)
+{
+	for (unsigned i = 0; i < 256; i++) {
+		snprintf(ba_status_str[i], sizeof(ba_status_str[i]), "%u", i);
+		ba_status_names[i] = ba_status_str[i];
+	}
+	for (unsigned k = 0; k < SADB_HA_KINDS; k++)
+		ha_kind_names[k] = sadb_stats_ha_kind_name(k);
+}
+
+/* The home agent's families: only a view's reading has them (the producer's own counters). */
+static int collect_ha(struct xm_snapshot *s, const struct sadb_stats_ha *ha)
+{
+	int rc = 0;
+
+	rc |= xm_add(s, XM_HA_UP, 0, 0, ha->present ? 1 : 0);
+	if (!ha->present)
+		return rc;
+	rc |= xm_add(s, XM_HA_BINDINGS, 0, 0, ha->bindings);
+	for (unsigned k = 0; k < SADB_HA_KINDS && !rc; k++)
+		rc |= xm_add(s, XM_HA_EVENTS, 0, k, ha->kind[k]);
+	for (unsigned st = 0; st < 256 && !rc; st++)
+		if (ha->ba_status[st])
+			rc |= xm_add(s, XM_HA_BA_STATUS, 0, st, ha->ba_status[st]);
+	return rc;
+}
 
 /* ---- snapshots (their samples: metrics_snapshot.c) ---- */
 
@@ -206,6 +250,7 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 	s->build.label_names[0] = "version";
 	s->build.label_names[1] = "sadb_layout";
 	s->build.label_names[2] = "vici";
+	pthread_once(&ha_names_once, ha_names_init);
 	for (unsigned i = 0; i < XM_FAMILIES; i++) {
 		struct xm_family *f = &s->fam[i];
 		const struct fam_def *d = &defs[i];
@@ -384,6 +429,8 @@ static int collect_reading(struct xm_snapshot *s, const struct sadb_stats_readin
 		rc |= worker_one(s, w, &r->w[w], drops);
 	for (unsigned i = 1; i < SADB_DROP_MAX && !rc; i++)
 		rc |= xm_add(s, XM_DROPS, 0, i, drops[i]);
+	if (!rc)
+		rc |= collect_ha(s, &r->ha);
 	return rc ? -ENOMEM : 0;
 }
 

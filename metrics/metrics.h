@@ -115,6 +115,11 @@ enum xm_id {
 	XM_TUNNEL_DROPS,            /* xipsec_tunnel_drops_total{dir} */
 	/* build row set */
 	XM_BUILD_INFO,              /* xipsec_build_info{version,sadb_layout,vici} 1 */
+	/* the Mobile IPv6 home agent (the counters view only), global row set */
+	XM_HA_UP,                   /* xipsec_home_agent_up: 1 when xipsecd runs a home agent */
+	XM_HA_BINDINGS,             /* xipsec_home_agent_bindings */
+	XM_HA_EVENTS,               /* xipsec_home_agent_events_total{kind} */
+	XM_HA_BA_STATUS,            /* xipsec_home_agent_binding_acks_total{status} (statuses sent) */
 	XM_FAMILIES                 /* how many there are */
 };
 

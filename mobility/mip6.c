@@ -1,7 +1,9 @@
 /* mobility/mip6.c: the Mobile IPv6 wire formats (mip6.h): parsing an IPv6 packet that carries a
  * Mobility Header (the extension-header walk that finds the Home Address option and a type 2
  * routing header, the MH checks of RFC 6275 §9.2, the Binding Update, Acknowledgement and Error
- * bodies with their mobility options), the MH checksum, and building the BA, BE and BU packets.
+ * bodies with their mobility options), the MH checksum, and building the BA, BE and BU packets and
+ * the Binding Refresh Request, the ICMPv6 Parameter Problem the home agent answers a malformed
+ * Mobility Header with, and the Neighbor Solicitation of its Duplicate Address Detection.
  * No state, no allocation. */
 #include <errno.h>
 #include <string.h>
@@ -12,6 +14,9 @@
 #define NH_ROUTING  43
 #define NH_FRAGMENT 44
 #define NH_DSTOPTS  60
+#define NH_ICMPV6   58
+#define ICMPV6_PARAM_PROBLEM 4
+#define ICMPV6_NEIGHBOR_SOLICIT 135
 
 static inline uint16_t rd16(const uint8_t *p)
 {
@@ -113,14 +118,19 @@ static uint16_t fold(uint64_t s)
 	return (uint16_t)s;
 }
 
-static uint64_t pseudo_sum(const uint8_t src[16], const uint8_t dst[16], uint32_t len)
+static uint64_t pseudo_sum_proto(const uint8_t src[16], const uint8_t dst[16], uint32_t len, uint8_t proto)
 {
 	uint64_t s = sum_bytes(src, 16, 0);
 	s = sum_bytes(dst, 16, s);
 	s += len >> 16;
 	s += len & 0xffff;
-	s += MIP6_PROTO_MH;
+	s += proto;
 	return s;
+}
+
+static uint64_t pseudo_sum(const uint8_t src[16], const uint8_t dst[16], uint32_t len)
+{
+	return pseudo_sum_proto(src, dst, len, MIP6_PROTO_MH);
 }
 
 uint16_t mip6_mh_checksum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *mh,
@@ -384,6 +394,17 @@ static void put_ipv6(uint8_t *b, uint16_t plen, uint8_t nh, uint8_t hlim, const 
 	memcpy(b + 24, dst, 16);
 }
 
+/* A type 2 routing header in front of a Mobility Header: one address, segments left 1 (§6.4). */
+static void put_rh2(uint8_t *r, const uint8_t hoa[16])
+{
+	r[0] = MIP6_PROTO_MH;
+	r[1] = 2;
+	r[2] = MIP6_RH_TYPE2;
+	r[3] = 1;
+	memset(r + 4, 0, 4);
+	memcpy(r + 8, hoa, 16);
+}
+
 static void put_mh(uint8_t *mh, uint32_t mh_len, uint8_t type)
 {
 	mh[0] = MIP6_PROTO_NONE;
@@ -400,15 +421,8 @@ int mip6_build_ba(uint8_t *buf, size_t cap, const struct mip6_ba_params *p)
 		return -ENOSPC;
 	put_ipv6(buf, (uint16_t)(rh + mh_len), p->rh2 ? NH_ROUTING : MIP6_PROTO_MH, p->hop_limit,
 		 p->src, p->dst);
-	if (rh) {
-		uint8_t *r = buf + 40;
-		r[0] = MIP6_PROTO_MH;
-		r[1] = 2;
-		r[2] = MIP6_RH_TYPE2;
-		r[3] = 1;
-		memset(r + 4, 0, 4);
-		memcpy(r + 8, p->hoa, 16);
-	}
+	if (rh)
+		put_rh2(buf + 40, p->hoa);
 	uint8_t *mh = buf + 40 + rh;
 	put_mh(mh, mh_len, MIP6_MH_BA);
 	mh[6] = p->status;
@@ -432,17 +446,70 @@ int mip6_build_ba(uint8_t *buf, size_t cap, const struct mip6_ba_params *p)
 
 int mip6_build_be(uint8_t *buf, size_t cap, const struct mip6_be_params *p)
 {
-	uint32_t mh_len = 24, total = 40 + mh_len;
+	uint32_t rh = p->rh2 ? 24 : 0, mh_len = 24, total = 40 + rh + mh_len;
 	if (cap < total)
 		return -ENOSPC;
-	put_ipv6(buf, (uint16_t)mh_len, MIP6_PROTO_MH, p->hop_limit, p->src, p->dst);
-	uint8_t *mh = buf + 40;
+	put_ipv6(buf, (uint16_t)(rh + mh_len), p->rh2 ? NH_ROUTING : MIP6_PROTO_MH, p->hop_limit,
+		 p->src, p->dst);
+	if (rh)
+		put_rh2(buf + 40, p->hoa);
+	uint8_t *mh = buf + 40 + rh;
 	put_mh(mh, mh_len, MIP6_MH_BE);
 	mh[6] = p->status;
 	mh[7] = 0;
 	memcpy(mh + 8, p->hoa, 16);
-	wr16(mh + 4, mip6_mh_checksum(p->src, p->dst, mh, mh_len));
+	wr16(mh + 4, mip6_mh_checksum(p->src, p->rh2 ? p->hoa : p->dst, mh, mh_len));
 	return (int)total;
+}
+
+int mip6_build_param_problem(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
+			     uint32_t pointer, const uint8_t *inv, uint32_t inv_len)
+{
+	/* RFC 4443 §2.4 (c): as much of the invoking packet as fits in the minimum MTU */
+	uint32_t quote = inv_len < MIP6_PP_MAX_LEN - 48 ? inv_len : MIP6_PP_MAX_LEN - 48;
+	uint32_t total = 48 + quote;
+	if (cap < total)
+		return -ENOSPC;
+	put_ipv6(buf, (uint16_t)(8 + quote), NH_ICMPV6, 0, src, dst);
+	uint8_t *ic = buf + 40;
+	ic[0] = ICMPV6_PARAM_PROBLEM;
+	ic[1] = 0;  /* erroneous header field encountered */
+	wr16(ic + 2, 0);
+	wr16(ic + 4, (uint16_t)(pointer >> 16));
+	wr16(ic + 6, (uint16_t)pointer);
+	memcpy(ic + 8, inv, quote);
+	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 8 + quote, pseudo_sum_proto(src, dst, 8 + quote, NH_ICMPV6))));
+	return (int)total;
+}
+
+int mip6_build_brr(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
+		   const uint8_t hoa[16])
+{
+	if (cap < MIP6_BRR_LEN)
+		return -ENOSPC;
+	put_ipv6(buf, 24 + 8, NH_ROUTING, 0, src, dst);
+	put_rh2(buf + 40, hoa);
+	uint8_t *mh = buf + 64;
+	put_mh(mh, 8, MIP6_MH_BRR);
+	mh[6] = mh[7] = 0;
+	wr16(mh + 4, mip6_mh_checksum(src, hoa, mh, 8));
+	return MIP6_BRR_LEN;
+}
+
+int mip6_build_dad_ns(uint8_t *buf, size_t cap, const uint8_t target[16])
+{
+	static const uint8_t any[16];
+	uint8_t snm[16] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+	if (cap < MIP6_DAD_NS_LEN)
+		return -ENOSPC;
+	memcpy(snm + 13, target + 13, 3);
+	put_ipv6(buf, 24, NH_ICMPV6, 255, any, snm);
+	uint8_t *ic = buf + 40;
+	memset(ic, 0, 8);
+	ic[0] = ICMPV6_NEIGHBOR_SOLICIT;
+	memcpy(ic + 8, target, 16);
+	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 24, pseudo_sum_proto(any, snm, 24, NH_ICMPV6))));
+	return MIP6_DAD_NS_LEN;
 }
 
 int mip6_build_bu(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],

@@ -220,12 +220,36 @@ struct mip6_be_params {
 	uint8_t status;         /* enum mip6_be_status */
 	uint8_t hoa[16];        /* the home address of the offending packet's Home Address option, or zero */
 	uint8_t hop_limit;      /* 0 = 64 */
+	bool rh2;               /* a type 2 routing header with hoa: to a mobile node away from home, so
+	                         * that its signalling SA (selected by the home address) protects it */
 };
-#define MIP6_BE_MAX_LEN (40 + 24)
+#define MIP6_BE_MAX_LEN (40 + 24 + 24)
 
-/* Build a Binding Error as a whole IPv6 packet: IPv6 / Mobility Header. Returns its length, or
- * -ENOSPC. */
+/* Build a Binding Error as a whole IPv6 packet: IPv6 / [type 2 routing header] / Mobility Header.
+ * Returns its length, or -ENOSPC. */
 int mip6_build_be(uint8_t *buf, size_t cap, const struct mip6_be_params *p);
+
+/* Build an ICMPv6 Parameter Problem, code 0 (erroneous header field, RFC 4443 §3.4), from src to
+ * dst about the packet inv[0..inv_len), quoted as far as the IPv6 minimum MTU allows; pointer is
+ * the offset in inv of the offending field. Returns the length, or -ENOSPC. */
+#define MIP6_PP_MAX_LEN 1280
+int mip6_build_param_problem(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
+			     uint32_t pointer, const uint8_t *inv, uint32_t inv_len);
+
+/* Build a Binding Refresh Request (§6.1.2) from the home agent's address src to a mobile node away
+ * from home: IPv6 to its care-of address dst / type 2 routing header with hoa / Mobility Header,
+ * so that its signalling SA, selected by the home address, protects it. Returns its length
+ * (MIP6_BRR_LEN), or -ENOSPC. */
+#define MIP6_BRR_LEN (40 + 24 + 8)
+int mip6_build_brr(uint8_t *buf, size_t cap, const uint8_t src[16], const uint8_t dst[16],
+		   const uint8_t hoa[16]);
+
+/* Build the Neighbor Solicitation of Duplicate Address Detection for target (RFC 4862 §5.4.2), as
+ * the home agent sends it for a home address before it proxies it (RFC 6275 §10.4.1): from the
+ * unspecified address to target's solicited-node multicast address, hop limit 255, no option.
+ * Returns its length (MIP6_DAD_NS_LEN), or -ENOSPC. */
+#define MIP6_DAD_NS_LEN (40 + 24)
+int mip6_build_dad_ns(uint8_t *buf, size_t cap, const uint8_t target[16]);
 
 /* Build a Binding Update as a whole IPv6 packet: IPv6 / [Destination Options with the Home Address
  * option, when hoa is not NULL] / Mobility Header [with an Alternate Care-of Address option when

@@ -645,6 +645,22 @@ void mip6_ha_input(struct mip6_ha *ha, const uint8_t *pkt, uint32_t len, uint32_
 	mip6_ha_bu(ha, &p, sa_id, now_ms, res);
 }
 
+int mip6_ha_dad_failed(struct mip6_ha *ha, const uint8_t hoa[16], struct mip6_ha_result *res)
+{
+	uint32_t i = find(ha, hoa);
+	if (i == NONE || !ha->ents[i].bound)
+		return -ENOENT;
+	unbind(ha, i);
+	ha->st.bindings_deleted++;
+	ha->st.dad_failed++;
+	res->ba.status = MIP6_ST_DAD_FAILED;
+	res->ba.lifetime = 0;
+	res->ba.refresh = 0;
+	res->change = MIP6_CHANGE_NONE;
+	res->lifetime_s = 0;
+	return 0;
+}
+
 int mip6_ha_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, uint8_t *buf, size_t cap)
 {
 	if (res->drop != MIP6_DROP_NONE)

@@ -142,6 +142,8 @@ struct mip6_ha_stats {
 	uint64_t drops[MIP6_DROP_MAX]; /* by reason */
 	uint64_t ba_sent;              /* BAs built by mip6_ha_build_ba */
 	uint64_t bindings_added, bindings_refreshed, bindings_moved, bindings_deleted, bindings_expired;
+	uint64_t dad_failed;           /* new bindings withdrawn by mip6_ha_dad_failed (the Binding
+	                                * Update stays counted accepted: the rules accepted it) */
 };
 
 struct mip6_ha;
@@ -186,6 +188,12 @@ void mip6_ha_input(struct mip6_ha *ha, const uint8_t *pkt, uint32_t len, uint32_
 /* Build res->ba into buf (mip6_build_ba) and count it sent. Length or -ENOSPC; -EINVAL for a
  * dropped result. */
 int mip6_ha_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, uint8_t *buf, size_t cap);
+
+/* Duplicate Address Detection (RFC 6275 §10.4.1) found hoa in use on the home link after res (a
+ * new binding) was decided: the binding goes (counted deleted and in dad_failed, nothing else
+ * changes) and res becomes the Binding Acknowledgement that says so, status 134, lifetime 0.
+ * -ENOENT when hoa has no binding (it went meanwhile: nothing to answer for). */
+int mip6_ha_dad_failed(struct mip6_ha *ha, const uint8_t hoa[16], struct mip6_ha_result *res);
 
 /* The binding of a home address, or NULL. Valid until the next call that changes the cache. */
 const struct mip6_binding *mip6_ha_lookup(const struct mip6_ha *ha, const uint8_t hoa[16]);

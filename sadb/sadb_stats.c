@@ -50,7 +50,22 @@ struct sadb_stats_writer {
 	uint64_t *scratch;                 /* one reading, built here, then stored word by word */
 	struct gone gone[SADB_STATS_GONE_MAX]; /* a ring, oldest at gone_head */
 	uint32_t gone_head, n_gone;
+	struct sadb_stats_ha ha;           /* sadb_stats_set_ha's, copied into each reading */
 };
+
+const char *sadb_stats_ha_kind_name(unsigned kind)
+{
+	static const char *const n[SADB_HA_KINDS] = {
+		"bu_received", "bu_accepted", "bu_rejected", "bu_dropped", "ba_sent", "be_sent", "pp_sent",
+		"errors_limited", "brr_sent", "moves", "proxy_na_sent", "dad_ok", "dad_failed", "expired",
+	};
+	return kind < SADB_HA_KINDS ? n[kind] : "?";
+}
+
+void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *ha)
+{
+	w->ha = *ha;
+}
 
 static size_t buf_size(uint32_t cap_sa)
 {
@@ -389,6 +404,7 @@ int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db)
 	if (rc < 0)
 		return rc;
 	add_gone(w, r);
+	r->ha = w->ha;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->published = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	words = reading_len(r->n_rec + r->n_gone) / 8;

@@ -50,7 +50,7 @@
 #define SADB_STATS_ENV_PATH      "XIPSEC_STATS"
 #define SADB_STATS_DEFAULT_GROUP "xipsec-mon"
 #define SADB_STATS_MAGIC         0x5853544154533031ULL /* "XSTATS01" */
-#define SADB_STATS_VERSION       2u    /* 2: gone records after the live ones */
+#define SADB_STATS_VERSION       3u    /* 2: gone records after the live ones; 3: the home agent's */
 #define SADB_STATS_INTERVAL_MS   500u  /* the longest a reading waits for its successor */
 #define SADB_STATS_CHANGE_MS     50u   /* the shortest: after a SADB change */
 
@@ -77,6 +77,36 @@ struct sadb_stats_sa {
 	uint64_t drops[SADB_DROP_MAX];
 };
 
+/* The Mobile IPv6 home agent's counters, as xipsecd keeps them (dataplane/xipsecd/dp_mip6.c): its
+ * messages by kind and its Binding Acknowledgements by status. Counters, never a binding's
+ * addresses: the view shows no mobile node's whereabouts. New kinds only ever go at the end. */
+enum sadb_stats_ha_kind {
+	SADB_HA_BU_RECEIVED,         /* Binding Updates handed to the home agent */
+	SADB_HA_BU_ACCEPTED,
+	SADB_HA_BU_REJECTED,         /* answered with a status >= 128 */
+	SADB_HA_BU_DROPPED,          /* not answered */
+	SADB_HA_BA_SENT,
+	SADB_HA_BE_SENT,             /* Binding Errors */
+	SADB_HA_PP_SENT,             /* ICMPv6 Parameter Problems */
+	SADB_HA_ERRORS_LIMITED,      /* errors the token bucket held back */
+	SADB_HA_BRR_SENT,            /* Binding Refresh Requests */
+	SADB_HA_MOVES,               /* bindings moved to a new care-of address */
+	SADB_HA_PROXY_NA_SENT,       /* unsolicited Neighbor Advertisements for home addresses */
+	SADB_HA_DAD_OK,              /* Duplicate Address Detections that found the address free */
+	SADB_HA_DAD_FAILED,          /* ... that found it in use (BA 134) */
+	SADB_HA_EXPIRED,             /* bindings that expired */
+	SADB_HA_KINDS
+};
+/* "bu_received", ...: the kind's label; "?" out of range. */
+const char *sadb_stats_ha_kind_name(unsigned kind);
+
+struct sadb_stats_ha {
+	uint64_t present;                  /* 1: the dataplane runs a home agent */
+	uint64_t bindings;                 /* in its cache now */
+	uint64_t kind[SADB_HA_KINDS];
+	uint64_t ba_status[256];           /* Binding Acknowledgements sent, by status */
+};
+
 /* One reading: the buffer's fixed part, followed by n_rec records of the SAs in the SADB, then
  * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs). */
 struct sadb_stats_reading {
@@ -90,6 +120,7 @@ struct sadb_stats_reading {
 	uint32_t n_rec;                    /* SA records below (every SA the reading saw) */
 	uint32_t n_gone, pad;              /* gone records after them */
 	uint64_t sa_drops[SADB_DROP_MAX];  /* drops of every SA, by reason */
+	struct sadb_stats_ha ha;           /* the last sadb_stats_set_ha; zero without one */
 	struct sadb_worker_stats w[SADB_MAX_WORKERS];
 	struct sadb_stats_sa sa[];
 };
@@ -110,6 +141,8 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
  * read (the previous reading stays current). Keys read from db never leave this call's stack,
  * which is wiped. One thread at a time. */
 int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db);
+/* The home agent's counters for the next readings (the producer's own, not the SADB's). */
+void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *ha);
 /* The dataplane deleted sa (its record as the dataplane held it, in slot): keep a gone record of
  * it with the counters its runtime area holds now, published from the next reading on. The
  * caller calls it when no one adds to them any more (dp_stats.c) and before the slot may be given

@@ -247,8 +247,12 @@ static int globals_handler(netsnmp_mib_handler *handler, netsnmp_handler_registr
 		}
 		uint64_t v = M.view.g[n - 1];
 
+		if (n - 1 >= XS_G_HA_EVENTS) {
+			set_c64(vb, v);  /* the home agent's counters */
+			continue;
+		}
 		switch (n - 1) {
-		case XS_G_SADB_UP: case XS_G_DP_UP: case XS_G_IKE_UP:
+		case XS_G_SADB_UP: case XS_G_DP_UP: case XS_G_IKE_UP: case XS_G_HA_UP:
 			set_truth(vb, v);
 			break;
 		case XS_G_SADB_CHANGES: case XS_G_DROPS_TOTAL:

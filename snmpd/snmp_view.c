@@ -202,6 +202,12 @@ static void build_globals(struct xs_view *v)
 	g[XS_G_IKE_SAS] = sum_all(s, XM_IKE_SAS);
 	g[XS_G_IKE_HALF_OPEN] = global1(s, XM_IKE_HALF_OPEN);
 	g[XS_G_CHILD_SAS] = sum_all(s, XM_IKE_CHILD_SAS);
+	g[XS_G_HA_UP] = global1(s, XM_HA_UP);
+	g[XS_G_HA_BINDINGS] = global1(s, XM_HA_BINDINGS);
+	const struct xm_family *ev = &s->fam[XM_HA_EVENTS];
+	for (size_t i = 0; i < ev->n; i++)
+		if (ev->s[i].sub < SADB_HA_KINDS)
+			g[XS_G_HA_EVENTS + ev->s[i].sub] = ev->s[i].value;
 }
 
 void xs_view_free(struct xs_view *v)

@@ -11,13 +11,16 @@
 #include <stdint.h>
 
 #include "metrics/metrics.h"
+#include "sadb/sadb_stats.h"
 
 /* XIPSEC-MIB's xipsecGlobals, in the MIB's column order (xipsecGlobals.N is g[N - 1]). */
 enum xs_global {
 	XS_G_SADB_UP, XS_G_SAS, XS_G_SA_CAPACITY, XS_G_POLICIES, XS_G_POLICY_CAPACITY, XS_G_SADB_CHANGES,
 	XS_G_DP_UP, XS_G_DP_START_TIME, XS_G_WORKERS, XS_G_DROPS_TOTAL, XS_G_IKE_UP, XS_G_IKE_SAS,
 	XS_G_IKE_HALF_OPEN, XS_G_CHILD_SAS,
-	XS_G_MAX
+	XS_G_HA_UP, XS_G_HA_BINDINGS,
+	XS_G_HA_EVENTS,               /* .. XS_G_HA_EVENTS + SADB_HA_KINDS - 1: by enum sadb_stats_ha_kind */
+	XS_G_MAX = XS_G_HA_EVENTS + SADB_HA_KINDS
 };
 
 /* The remaining lifetimes of an SA, in the MIB's column order (xipsecSaSoftSecondsLeft on). */

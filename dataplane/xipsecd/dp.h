@@ -67,6 +67,11 @@ struct dp_config {
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
 	struct dp_cluster_cfg cluster; /* --cluster-*: unset (peer NULL) = not clustered */
+	unsigned mip6_err_burst, mip6_err_rate; /* the home agent's error bucket; 0 = mip6_err.h's defaults */
+	int mip6_dad_ms;             /* the home agent's DAD wait; -1 = 1000 ms, 0 = no detection */
+	unsigned mip6_refresh_s;     /* Binding Refresh Advice in its BAs, seconds; 0 = none */
+	int mip6_brr_at, mip6_brr_max; /* Binding Refresh Requests: at this percent of a binding's
+	                              * lifetime, this many in all; -1 = 75 and 2, 0 = none */
 	int verbose;
 };
 
@@ -229,12 +234,15 @@ void dp_mip6_fini(struct dp_ctx *ctx);
 /* Readable when workers queued Binding Updates: then (and every tick) call dp_mip6_run. */
 int dp_mip6_event_fd(struct dp_ctx *ctx);
 void dp_mip6_run(struct dp_ctx *ctx);
-/* Readable when Binding Acknowledgements wait for worker 0 (dp_local_ha_burst). */
+/* Readable when the home agent's packets (acknowledgements, errors, refresh requests) wait for
+ * worker 0 (dp_local_ha_burst). */
 int dp_mip6_wake_fd(struct dp_ctx *ctx);
 /* The control socket's "bindings" answer (tab-separated lines, ending with "end"). */
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
 /* A buffer that holds the whole "bindings" answer. */
 size_t dp_mip6_ctl_cap(struct dp_ctx *ctx);
+/* The home agent's counters for the counters view (dp_stats.c); ha zeroed when it has none. */
+void dp_mip6_stats(struct dp_ctx *ctx, struct sadb_stats_ha *ha);
 
 /* ---- dp_handoff.c: inbound crypto handed to other workers (after ctx->w exists; fini after the
  * workers stopped). The rest are the workers' own calls. ---- */

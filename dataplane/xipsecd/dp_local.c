@@ -1,7 +1,7 @@
 /* dataplane/xipsecd/dp_local.c: the stage where the gateway's own packets enter the packet path, on
  * worker 0: those the local stack routes into the TUN device (dp_tun.c) and those the Mobile IPv6
- * home agent originates on the control thread (its Binding Acknowledgements, queued by
- * dp_mip6_queue.c). Either is read into a fresh frame and starts its way in the outbound stage as
+ * home agent originates on the control thread (its Binding Acknowledgements, Binding Errors,
+ * Parameter Problems and Binding Refresh Requests, queued by dp_mip6_queue.c). Either is read into a fresh frame and starts its way in the outbound stage as
  * locally originated (FWD_FROM_TUN: no TTL decrement, never back into the device); the home agent's
  * carry FWD_MOBILE, so the outbound SPD honours their type 2 routing header. Data flows one way:
  * the home agent only fills its queue, this stage drains it; neither the device nor the home agent

@@ -68,15 +68,16 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 {
 	struct dp_mip6 *m = M(ctx);
 	struct mip6_ha_result res;
-	uint8_t ba[MIP6_BA_MAX_LEN];
 	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
-	int n;
 
 	mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
 	if (res.drop != MIP6_DROP_NONE) {
 		dp_log(LOG_INFO, "home agent: Binding Update dropped: %s", mip6_drop_name(res.drop));
+		dp_mip6_error(ctx, q, res.drop);
 		return;
 	}
+	if (dp_mip6_dad_hold(ctx, &res))
+		return;  /* answered when Duplicate Address Detection ends (dp_mip6_dad.c) */
 	switch (res.change) {
 	case MIP6_CHANGE_NEW:
 		dp_log(LOG_NOTICE, "home agent: %s registered at %s for %u s", a6(res.hoa, h), a6(res.coa, c),
@@ -97,17 +98,9 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 			       mip6_reject_name(res.reject), mip6_status_name(res.ba.status));
 		break;
 	}
-	n = mip6_ha_build_ba(m->ha, &res, ba, sizeof(ba));
-	if (n > 0 && !m->sync_due && !m->ba.n) {
-		dp_mip6_out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
-	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
-		struct mq_msg *d = &m->ba.m[m->ba.n++];
-		d->len = (uint32_t)n;
-		d->sa_id = 0;
-		memcpy(d->pkt, ba, (size_t)n);
-	} else if (n > 0) {
-		atomic_fetch_add_explicit(&m->out_full, 1, memory_order_relaxed);
-	}
+	if (res.ba.status < 128)
+		dp_mip6_brr_track(ctx, res.hoa);
+	dp_mip6_queue_ba(ctx, &res);
 }
 
 /* The end of a batch: republish the SA table if tunnels moved (an RCU grace period: no worker
@@ -156,6 +149,8 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	}
 	if (m->ha && mip6_ha_next_expiry(m->ha) <= now)
 		mip6_ha_expire(m->ha, now, expired_cb, ctx);
+	dp_mip6_dad_run(ctx, now);
+	dp_mip6_brr_run(ctx, now);
 	flush_moves(ctx);
 	dp_mip6_na_run(ctx, now);
 }
@@ -178,6 +173,8 @@ static void mip6_free(struct dp_mip6 *m)
 		close(m->nl_fd);
 	if (m->state_fd >= 0)
 		close(m->state_fd);
+	dp_mip6_dad_close(m);
+	dp_mip6_brr_clear(m);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);
@@ -199,11 +196,16 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	m->out_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->in_fd < 0 || m->out_fd < 0) {
 		r = -errno;
-		m->nd_fd = m->nl_fd = -1;
+		m->nd_fd = m->nl_fd = m->dad_tx = m->dad_rx = -1;
 		mip6_free(m);
 		return r;
 	}
 	dp_mip6_nd_open(ctx, m);
+	dp_mip6_dad_open(ctx, m);
+	dp_mip6_err_init(ctx, m);
+	m->brr_at = ctx->cfg.mip6_brr_at < 0 ? 75u : (unsigned)ctx->cfg.mip6_brr_at;
+	m->brr_max = ctx->cfg.mip6_brr_max < 0 ? 2u : (unsigned)ctx->cfg.mip6_brr_max;
+	m->brr_next = UINT64_MAX;
 	/* The home agent moves tunnel SAs: it needs a writer handle of its own. Opened here, before
 	 * any binding exists, so a SADB that refuses it is reported at start. */
 	r = sadb_open(ctx->cfg.sadb_path, SADB_RDWR, NULL, &m->wdb, msg, sizeof(msg));
@@ -217,12 +219,59 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	return 0;
 }
 
+static void unproxy_cb(const struct mip6_binding *b, void *arg)
+{
+	struct dp_mip6 *m = arg;
+	uint8_t ll[16];
+
+	dp_mip6_proxy_neigh(m, b->hoa, false);
+	dp_mip6_ll_of(b->hoa, ll);
+	dp_mip6_proxy_neigh(m, ll, false);
+}
+
 /* After the workers have stopped. The tunnels stay where the bindings put them: a restarted
- * dataplane moves them home (sync_config). */
+ * dataplane moves them home (sync_config). The home link is given back as it was: no proxy entry
+ * answers for a mobile node nobody serves any more, the sysctls take their earlier values. */
 void dp_mip6_fini(struct dp_ctx *ctx)
 {
+	struct dp_mip6 *m = ctx->mip6;
+
+	if (m && m->ha) {
+		mip6_ha_foreach(m->ha, unproxy_cb, m);
+		dp_mip6_nd_unlink(ctx);
+	}
 	mip6_free(ctx->mip6);
 	ctx->mip6 = NULL;
+}
+
+void dp_mip6_stats(struct dp_ctx *ctx, struct sadb_stats_ha *ha)
+{
+	struct dp_mip6 *m = M(ctx);
+
+	memset(ha, 0, sizeof(*ha));
+	if (!m || !m->ha)
+		return;
+	const struct mip6_ha_stats *st = mip6_ha_stats(m->ha);
+	uint64_t *k = ha->kind;
+
+	ha->present = 1;
+	ha->bindings = mip6_ha_count(m->ha);
+	k[SADB_HA_BU_RECEIVED] = st->bu_received;
+	k[SADB_HA_BU_ACCEPTED] = st->bu_accepted;
+	k[SADB_HA_BU_REJECTED] = st->bu_rejected;
+	k[SADB_HA_BU_DROPPED] = st->dropped;
+	k[SADB_HA_BA_SENT] = st->ba_sent;
+	k[SADB_HA_BE_SENT] = m->err_sent[MIP6_ERR_BE_UNKNOWN_BINDING] + m->err_sent[MIP6_ERR_BE_UNKNOWN_MH_TYPE];
+	k[SADB_HA_PP_SENT] = m->err_sent[MIP6_ERR_PP_PAYLOAD_PROTO] + m->err_sent[MIP6_ERR_PP_HEADER_LEN];
+	for (unsigned e = 1; e < MIP6_ERR_MAX; e++)
+		k[SADB_HA_ERRORS_LIMITED] += m->err_limited[e];
+	k[SADB_HA_BRR_SENT] = m->brr_sent;
+	k[SADB_HA_MOVES] = st->bindings_moved;
+	k[SADB_HA_PROXY_NA_SENT] = m->na_sent;
+	k[SADB_HA_DAD_OK] = m->dad_ok;
+	k[SADB_HA_DAD_FAILED] = st->dad_failed;
+	k[SADB_HA_EXPIRED] = st->bindings_expired;
+	memcpy(ha->ba_status, m->ba_status, sizeof(ha->ba_status));
 }
 
 /* ---- the control socket's "bindings" ---- */
@@ -328,9 +377,15 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "queue_full_in", atomic_load(&m->in_full) },
 		{ "queue_drop_too_big", atomic_load(&m->in_too_big) },
 		{ "queue_full_out", atomic_load(&m->out_full) },
+		{ "dad_started", m->dad_started }, { "dad_ok", m->dad_ok },
+		{ "dad_skipped", m->dad_skipped }, { "dad_ns_sent", m->dad_ns_sent },
+		{ "dad_failed", st->dad_failed }, { "brr_sent", m->brr_sent },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);
+	for (unsigned e = 1; e < MIP6_ERR_MAX; e++)
+		put(&b, "counter\terror_sent_%s\t%llu\ncounter\terror_limited_%s\t%llu\n", mip6_err_name(e),
+		    (unsigned long long)m->err_sent[e], mip6_err_name(e), (unsigned long long)m->err_limited[e]);
 	for (unsigned s = 128; s < 256; s++)
 		if (st->rejected[s])
 			put(&b, "rejected\t%u\t%llu\n", s, (unsigned long long)st->rejected[s]);

@@ -3,6 +3,9 @@
  *   dp_mip6_queue.c  the two bounded queues between the workers and the control thread (any thread)
  *   dp_mip6.c        the control thread's home agent: Binding Updates in, acknowledgements out,
  *                    expiry, start and stop, the control socket's "bindings" answer
+ *   dp_mip6_dad.c    control thread: Duplicate Address Detection before a new binding's answer
+ *   dp_mip6_brr.c    control thread: Binding Refresh Requests before a binding expires
+ *   dp_mip6_err.c    control thread: Binding Errors and Parameter Problems for what it dropped
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
@@ -15,6 +18,7 @@
 #include <netinet/in.h>
 
 #include "dataplane/xipsecd/dp_path.h"
+#include "mobility/mip6_err.h"
 #include "mobility/mip6_ha.h"
 
 #define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
@@ -22,6 +26,7 @@
 #define MQ_SHARE 4u          /* inbound messages one signalling SA may have queued (dp_mip6_queue.c) */
 #define NA_REPEAT 3u         /* unsolicited advertisements per registration (RFC 4861 section 7.2.6) */
 #define NA_GAP_MS 1000u
+#define ND_SYSCTLS 3u        /* proxy_ndp, proxy_delay, forwarding of the home link (dp_mip6_nd.c) */
 
 struct mq_msg {
 	uint32_t len;
@@ -54,6 +59,24 @@ enum { ROLE_BU, ROLE_BA, ROLE_TUN_OUT, ROLE_TUN_IN, ROLES };
 struct mn_cfg {
 	uint8_t hoa[16];
 	uint32_t id[ROLES];
+};
+
+/* A new binding waiting for Duplicate Address Detection (dp_mip6_dad.c). */
+struct dad_wait {
+	uint8_t hoa[16];
+	uint8_t ll_addr[16];         /* the link-local address of hoa's interface identifier */
+	bool ll;                     /* the L bit: ll_addr is detected (and proxied) too */
+	bool dup;                    /* an advertisement or a detecting solicitation for it was seen */
+	uint64_t due_ms;
+	struct mip6_ha_result res;   /* the decision answered when the detection ends */
+};
+
+/* A binding whose Binding Refresh Requests are due (dp_mip6_brr.c). */
+struct brr_due {
+	uint8_t hoa[16];
+	uint64_t updated_ms;         /* the binding's, when scheduled: another means it was renewed */
+	uint64_t due_ms;
+	unsigned left;               /* requests still to send */
 };
 
 struct na_due {
@@ -93,6 +116,21 @@ struct dp_mip6 {
 	bool sync_due;               /* tunnels moved since the SA table was last republished */
 	int state_fd;                /* the state directory (Binding Update sequence numbers), -1 */
 	struct mq ba;                /* acknowledgements waiting for that republication */
+	struct mip6_err_bucket err_bucket;  /* Binding Errors and Parameter Problems (dp_mip6_err.c) */
+	uint64_t err_sent[MIP6_ERR_MAX], err_limited[MIP6_ERR_MAX];
+	bool nd_linked;              /* the home link's sysctls are set; nd_saved holds their old values */
+	char nd_saved[ND_SYSCTLS][16];
+	unsigned dad_ms;             /* RetransTimer of the detection; 0: none */
+	int dad_tx, dad_rx;          /* packet socket (solicitations out), raw ICMPv6 (ND in) */
+	struct dad_wait *dad;
+	size_t n_dad, cap_dad;
+	uint64_t dad_started, dad_ok, dad_skipped, dad_ns_sent;  /* refusals: mip6_ha_stats.dad_failed */
+	unsigned brr_at, brr_max;    /* --mip6-brr-at (percent of the lifetime; 0: none), --mip6-brr-max */
+	struct brr_due *brr;
+	size_t n_brr, cap_brr;
+	uint64_t brr_next;           /* the earliest due_ms (UINT64_MAX: none) */
+	uint64_t brr_sent;
+	uint64_t ba_status[256];     /* acknowledgements built, by status (the counters view) */
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -116,6 +154,32 @@ static inline const char *a6(const uint8_t a[16], char *b)
 void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len);
 /* Control thread: the oldest Binding Update the workers queued, copied to *q; false when none. */
 bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q);
+/* Control thread: queue res's acknowledgement (built here): at once when nothing moved, else in
+ * the batch's holding queue until its republication (dp_mip6.c, flush_moves). */
+void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res);
+
+/* ---- dp_mip6_dad.c ---- */
+void dp_mip6_dad_open(struct dp_ctx *ctx, struct dp_mip6 *m);
+void dp_mip6_dad_close(struct dp_mip6 *m);
+/* The accepted decision res (not yet applied to forwarding): true when its answer waits for a
+ * detection (a new binding, or a later Binding Update of one waiting), false when the caller goes
+ * on with it as usual. */
+bool dp_mip6_dad_hold(struct dp_ctx *ctx, const struct mip6_ha_result *res);
+/* The detections that ended by now: bring each binding up or refuse it (134), and queue its BA. */
+void dp_mip6_dad_run(struct dp_ctx *ctx, uint64_t now);
+
+/* ---- dp_mip6_brr.c ---- */
+/* hoa's binding was made or renewed (or went: no binding, nothing due any more). */
+void dp_mip6_brr_track(struct dp_ctx *ctx, const uint8_t hoa[16]);
+/* Send the requests due by now. */
+void dp_mip6_brr_run(struct dp_ctx *ctx, uint64_t now);
+void dp_mip6_brr_clear(struct dp_mip6 *m);
+
+/* ---- dp_mip6_err.c ---- */
+void dp_mip6_err_init(struct dp_ctx *ctx, struct dp_mip6 *m);
+/* The home agent dropped the message q for drop (MIP6_DROP_NONE: not dropped, nothing to say):
+ * answer it with the error RFC 6275 section 9.2 or 9.3 asks for, if any and the bucket allows. */
+void dp_mip6_error(struct dp_ctx *ctx, const struct mq_msg *q, enum mip6_drop drop);
 
 /* ---- dp_mip6_cfg.c ---- */
 /* Bring the home agent in step with the SADB (when its generation moved since the last look). */
@@ -137,8 +201,12 @@ void dp_mip6_binding_down(struct dp_ctx *ctx, const uint8_t hoa[16]);
 /* Open the ND and netlink sockets of the home link (a socket that cannot be had leaves its fd -1:
  * proxy ND then fails and is counted, the home agent still runs). */
 void dp_mip6_nd_open(struct dp_ctx *ctx, struct dp_mip6 *m);
-/* The home link's sysctls proxy ND needs (RFC 6275 section 10.4.1). */
+/* The home link's sysctls proxy ND needs (RFC 6275 section 10.4.1), their earlier values kept;
+ * dp_mip6_nd_unlink puts those back (the home agent removed, xipsecd stopping). */
 void dp_mip6_nd_link(struct dp_ctx *ctx);
+void dp_mip6_nd_unlink(struct dp_ctx *ctx);
+/* The link-local address with hoa's interface identifier (the L bit, RFC 6275 section 6.1.7). */
+void dp_mip6_ll_of(const uint8_t hoa[16], uint8_t ll[16]);
 /* Add or remove the proxy neighbour entry for hoa on the home link: 0 or -errno. */
 int dp_mip6_proxy_neigh(struct dp_mip6 *m, const uint8_t hoa[16], bool add);
 /* Start (on) or stop the unsolicited Neighbor Advertisements for hoa; dp_mip6_na_run sends those due. */

@@ -179,6 +179,8 @@ static void teardown_all(struct dp_ctx *ctx)
 	for (size_t i = 0; i < m->n_mns; i++)
 		if (mip6_ha_lookup(m->ha, m->mns[i].hoa))
 			dp_mip6_binding_down(ctx, m->mns[i].hoa);
+	m->n_dad = 0;  /* their decisions name this home agent's state */
+	dp_mip6_nd_unlink(ctx);
 	mip6_ha_destroy(m->ha);
 	m->ha = NULL;
 	free(m->mns);
@@ -264,6 +266,7 @@ static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
 	}
 	cfg.n_prefixes = rec->n_prefix;
 	cfg.max_lifetime_s = rec->max_lifetime;
+	cfg.refresh_s = ctx->cfg.mip6_refresh_s;  /* Binding Refresh Advice (xipsecd --mip6-refresh-advice) */
 	cfg.max_mns = 1u << 16;
 	cfg.hash_seed = (uint32_t)dp_now_ns();
 	cfg.seq_store = bu_seq_store;

@@ -93,14 +93,30 @@ void dp_mip6_binding_up(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 		dp_log(LOG_WARNING, "home agent: cannot proxy ND for %s: %s", a6(hoa, b), strerror(-r));
 	}
 	dp_mip6_na_schedule(m, hoa, true);
+	/* the L bit: the mobile node's link-local address is defended too (RFC 6275 section 10.4.1) */
+	const struct mip6_binding *bd = mip6_ha_lookup(m->ha, hoa);
+	if (bd && (bd->bu_flags & MIP6_BU_L)) {
+		uint8_t ll[16];
+
+		dp_mip6_ll_of(hoa, ll);
+		if ((r = dp_mip6_proxy_neigh(m, ll, true)) != 0) {
+			m->nd_errors++;
+			dp_log(LOG_WARNING, "home agent: cannot proxy ND for %s: %s", a6(ll, b), strerror(-r));
+		}
+	}
 }
 
 void dp_mip6_binding_down(struct dp_ctx *ctx, const uint8_t hoa[16])
 {
 	struct dp_mip6 *m = M(ctx);
+	uint8_t ll[16];
 	int r = dp_mip6_proxy_neigh(m, hoa, false);
 
 	if (r)
+		m->nd_errors++;
+	/* the link-local entry the L bit may have added (none: nothing to remove, not an error) */
+	dp_mip6_ll_of(hoa, ll);
+	if (dp_mip6_proxy_neigh(m, ll, false))
 		m->nd_errors++;
 	dp_mip6_na_schedule(m, hoa, false);
 	dp_mip6_tunnel_move(ctx, hoa, hoa);

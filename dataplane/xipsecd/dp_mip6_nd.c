@@ -48,19 +48,68 @@ void dp_mip6_nd_open(struct dp_ctx *ctx, struct dp_mip6 *m)
 	}
 }
 
+/* The home link's sysctls proxy ND needs and the values they take. The kernel answers for proxied
+ * addresses only on a router's interface; the gateway's forwarding stays xipsecd's (all.forwarding
+ * is untouched). */
+static const struct {
+	const char *dir, *name, *v;
+} nd_sysctl[ND_SYSCTLS] = {
+	{ "conf", "proxy_ndp", "1" },
+	{ "neigh", "proxy_delay", "0" },
+	{ "conf", "forwarding", "1" },
+};
+
+static void nd_path(char *p, size_t len, const struct dp_ctx *ctx, unsigned i)
+{
+	snprintf(p, len, "/proc/sys/net/ipv6/%s/%s/%s", nd_sysctl[i].dir, ctx->ifc[DP_IN].name,
+		 nd_sysctl[i].name);
+}
+
 void dp_mip6_nd_link(struct dp_ctx *ctx)
 {
+	struct dp_mip6 *m = M(ctx);
 	char p[128];
 
-	M(ctx)->home_ifindex = ctx->ifc[DP_IN].ifindex;
-	snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/%s/proxy_ndp", ctx->ifc[DP_IN].name);
-	sysctl_set(p, "1");
-	snprintf(p, sizeof(p), "/proc/sys/net/ipv6/neigh/%s/proxy_delay", ctx->ifc[DP_IN].name);
-	sysctl_set(p, "0");
-	/* the kernel answers for proxied addresses only on a router's interface; the gateway's
-	 * forwarding stays xipsecd's (all.forwarding is untouched) */
-	snprintf(p, sizeof(p), "/proc/sys/net/ipv6/conf/%s/forwarding", ctx->ifc[DP_IN].name);
-	sysctl_set(p, "1");
+	m->home_ifindex = ctx->ifc[DP_IN].ifindex;
+	for (unsigned i = 0; i < ND_SYSCTLS; i++) {
+		nd_path(p, sizeof(p), ctx, i);
+		/* what was there before, put back when the home agent goes (dp_mip6_nd_unlink) */
+		if (!m->nd_linked) {
+			int fd = open(p, O_RDONLY | O_CLOEXEC);
+			ssize_t r = fd >= 0 ? read(fd, m->nd_saved[i], sizeof(m->nd_saved[i]) - 1) : -1;
+
+			m->nd_saved[i][r > 0 ? r : 0] = 0;
+			if (fd >= 0)
+				close(fd);
+		}
+		sysctl_set(p, nd_sysctl[i].v);
+	}
+	m->nd_linked = true;
+}
+
+void dp_mip6_nd_unlink(struct dp_ctx *ctx)
+{
+	struct dp_mip6 *m = M(ctx);
+	char p[128];
+
+	if (!m->nd_linked)
+		return;
+	for (unsigned i = 0; i < ND_SYSCTLS; i++) {
+		m->nd_saved[i][strcspn(m->nd_saved[i], "\n")] = 0;
+		if (!m->nd_saved[i][0])
+			continue;  /* unreadable: left as it is */
+		nd_path(p, sizeof(p), ctx, i);
+		sysctl_set(p, m->nd_saved[i]);
+	}
+	m->nd_linked = false;
+}
+
+void dp_mip6_ll_of(const uint8_t hoa[16], uint8_t ll[16])
+{
+	memset(ll, 0, 8);
+	ll[0] = 0xfe;
+	ll[1] = 0x80;
+	memcpy(ll + 8, hoa + 8, 8);
 }
 
 /* The kernel answers Neighbor Solicitations for a proxied address on the home link (a proxy

@@ -4,7 +4,9 @@
  * room: dropped and counted; the workers never wait for the home agent) and the control thread is
  * woken through an eventfd; the control thread takes them out (dp_mip6_in_pop). Outbound, the
  * control thread queues the acknowledgements it built (dp_mip6_out_push) and wakes worker 0, whose
- * dp_local.c drains them (dp_mip6_pop) into its outbound path: data flows one way, the home agent
+ * dp_local.c drains them (dp_mip6_pop) into its outbound path (an acknowledgement that must wait
+ * for its batch's republication waits in the control thread's own holding queue first,
+ * dp_mip6_queue_ba): data flows one way, the home agent
  * never calls into the packet path. One mutex guards both queues; worker 0 reads out_n before
  * taking it, so an idle home agent costs it one atomic load a round.
  *
@@ -229,4 +231,24 @@ bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q)
 	slot_release(&m->in, i);
 	pthread_mutex_unlock(&m->lock);
 	return true;
+}
+
+void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res)
+{
+	struct dp_mip6 *m = M(ctx);
+	uint8_t ba[MIP6_BA_MAX_LEN];
+	int n = mip6_ha_build_ba(m->ha, res, ba, sizeof(ba));
+
+	if (n > 0)
+		m->ba_status[res->ba.status]++;
+	if (n > 0 && !m->sync_due && !m->ba.n) {
+		dp_mip6_out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
+	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
+		struct mq_msg *d = &m->ba.m[m->ba.n++];
+		d->len = (uint32_t)n;
+		d->sa_id = 0;
+		memcpy(d->pkt, ba, (size_t)n);
+	} else if (n > 0) {
+		atomic_fetch_add_explicit(&m->out_full, 1, memory_order_relaxed);
+	}
 }

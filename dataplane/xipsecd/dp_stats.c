@@ -62,6 +62,10 @@ void dp_stats_tick(struct dp_ctx *ctx, uint64_t now)
 	if (!ctx->stats || (since < SADB_STATS_INTERVAL_MS * 1000000ull &&
 			    (ctx->stats_gen == ctx->sadb_gen || since < SADB_STATS_CHANGE_MS * 1000000ull)))
 		return;
+	struct sadb_stats_ha ha;
+
+	dp_mip6_stats(ctx, &ha);
+	sadb_stats_set_ha(ctx->stats, &ha);
 	err = sadb_stats_publish(ctx->stats, ctx->db);
 	if (err < 0)
 		dp_log(LOG_WARNING, "counters view: reading the SADB: %s", strerror(-err));

@@ -26,6 +26,7 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_sa.h"
+#include "mobility/mip6_err.h"
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
 
@@ -70,9 +71,19 @@ static void usage(FILE *f)
 		"      --cluster-budget N  numbers a node may use unacknowledged ($XIPSEC_CLUSTER_BUDGET, 2^24)\n"
 		"      --cluster-sync-packets N, --cluster-sync-ms T  inbound window tops sent every N\n"
 		"                      numbers or T ms (1024, 100)\n"
+		"      --mip6-error-burst N, --mip6-error-rate N\n"
+		"                      the home agent's Binding Errors and Parameter Problems: N back\n"
+		"                      to back, then N a second, 1..1000000 (default %u and %u)\n"
+		"      --mip6-dad-ms N the home agent's Duplicate Address Detection wait for a new\n"
+		"                      binding's home address, 0..10000 (default 1000; 0: none)\n"
+		"      --mip6-refresh-advice S  Binding Refresh Advice of S seconds in accepted\n"
+		"                      acknowledgements, 0..262140 (default 0: none)\n"
+		"      --mip6-brr-at P, --mip6-brr-max N  a Binding Refresh Request when a binding\n"
+		"                      has lived P%% of its lifetime, N in all (default 75 and 2; 0: none)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
 		"  -v, --verbose       more log messages\n"
-		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
+		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET,
+		MIP6_ERR_BURST_DEFAULT, MIP6_ERR_RATE_DEFAULT);
 }
 
 static int client(const char *path, const char *req)
@@ -121,10 +132,45 @@ static int client(const char *path, const char *req)
 	return 0;
 }
 
+enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
+       O_STATS, O_STATS_GROUP, O_MIP6_ERR_BURST, O_MIP6_ERR_RATE, O_MIP6_DAD,
+       O_MIP6_BRA, O_MIP6_BRR_AT, O_MIP6_BRR_MAX, O_CLUSTER };
+
+/* The Mobile IPv6 home agent's options: each a number in its range; 0 or, said on stderr, -1. */
+static int mip6_opt(int c, const char *arg, struct dp_config *cfg)
+{
+	static const struct { int opt; const char *name; unsigned long min, max; } lim[] = {
+		{ O_MIP6_DAD, "mip6-dad-ms", 0, 10000 }, { O_MIP6_BRA, "mip6-refresh-advice", 0, 262140 },
+		{ O_MIP6_BRR_AT, "mip6-brr-at", 0, 99 }, { O_MIP6_BRR_MAX, "mip6-brr-max", 0, 10 },
+		{ O_MIP6_ERR_BURST, "mip6-error-burst", 1, 1000000 },
+		{ O_MIP6_ERR_RATE, "mip6-error-rate", 1, 1000000 },
+	};
+	unsigned k = 0;
+	unsigned long v;
+	char *end;
+
+	while (lim[k].opt != c)
+		k++;
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || *end || v < lim[k].min || v > lim[k].max) {
+		fprintf(stderr, "xipsecd: --%s takes %lu..%lu, not '%s'\n", lim[k].name, lim[k].min,
+			lim[k].max, arg);
+		return -1;
+	}
+	switch (c) {
+	case O_MIP6_DAD: cfg->mip6_dad_ms = (int)v; break;
+	case O_MIP6_BRA: cfg->mip6_refresh_s = (unsigned)v; break;
+	case O_MIP6_BRR_AT: cfg->mip6_brr_at = (int)v; break;
+	case O_MIP6_BRR_MAX: cfg->mip6_brr_max = (int)v; break;
+	case O_MIP6_ERR_BURST: cfg->mip6_err_burst = (unsigned)v; break;
+	default: cfg->mip6_err_rate = (unsigned)v; break;
+	}
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP, O_CLUSTER };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -150,6 +196,12 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "cluster-budget", required_argument, NULL, O_CLUSTER },
 		{ "cluster-sync-packets", required_argument, NULL, O_CLUSTER },
 		{ "cluster-sync-ms", required_argument, NULL, O_CLUSTER },
+		{ "mip6-error-burst", required_argument, NULL, O_MIP6_ERR_BURST },
+		{ "mip6-error-rate", required_argument, NULL, O_MIP6_ERR_RATE },
+		{ "mip6-dad-ms", required_argument, NULL, O_MIP6_DAD },
+		{ "mip6-refresh-advice", required_argument, NULL, O_MIP6_BRA },
+		{ "mip6-brr-at", required_argument, NULL, O_MIP6_BRR_AT },
+		{ "mip6-brr-max", required_argument, NULL, O_MIP6_BRR_MAX },
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -161,6 +213,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
 	cfg->tx_budget = DP_TX_BUDGET;
+	cfg->mip6_dad_ms = -1;
+	cfg->mip6_brr_at = cfg->mip6_brr_max = -1;
 	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vhV", opts, &li)) != -1) {
 		char *end;
 		unsigned long v;
@@ -200,6 +254,11 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		case O_NOPIN: cfg->no_pin = true; break;
 		case O_CPUS: cpus = optarg; break;
 		case O_NOHANDOFF: cfg->no_handoff = true; break;
+		case O_MIP6_DAD: case O_MIP6_BRA: case O_MIP6_BRR_AT: case O_MIP6_BRR_MAX:
+		case O_MIP6_ERR_BURST: case O_MIP6_ERR_RATE:
+			if (mip6_opt(c, optarg, cfg))
+				return 2;
+			break;
 		case O_BATCH:
 			errno = 0;
 			v = strtoul(optarg, &end, 10);

@@ -21,16 +21,23 @@
 #   bu-alt IFACE SEQ LIFETIME ALT   protected, from IFACE's care-of address, but its Alternate
 #                                   Care-of Address option names ALT (a mobile node pointing its
 #                                   tunnel at a third party)
+#   mh-bad IFACE KIND [N]           N (default 1) protected Binding Updates 20 ms apart, broken after
+#                                   scapy built them (checksum fixed again but for `cksum`): KIND
+#                                   type (MH type 42), proto (Payload Proto 6), short (Header Len 0),
+#                                   cksum (a wrong checksum)
 #   hoti CN                         a Home Test Init to CN through the tunnel (RFC 6275 5.2.5: reverse
 #                                   tunnelled from the home address)
 #   counts                          print the counters
-# Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "sent", ...} per command.
+# Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "be", ...} for every
+# Binding Error, {"ev": "brr", ...} for every Binding Refresh Request, {"ev": "pp", ...} for every ICMPv6 Parameter Problem through the tunnel, {"ev":
+# "sent", ...} per command.
 import fcntl, json, logging, os, select, socket, struct, sys, time
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
-from scapy.layers.inet6 import (HAO, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BU,
-                                MIP6MH_HoTI, MIP6OptAltCoA)
+from scapy.layers.inet6 import (HAO, ICMPv6ParamProblem, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA,
+                                MIP6MH_BE, MIP6MH_BRR, MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA,
+                                MIP6OptBRAdvice, in6_chksum)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -97,6 +104,22 @@ def main():
         send(ifc, p)
         return coa
 
+    def mh_bad(ifc, seq, kind):
+        coa = links[ifc]['coa']
+        p = IPv6(bytes(IPv6(src=coa, dst=ha) / IPv6ExtHdrDestOpt(options=[HAO(hoa=hoa)]) /
+                       MIP6MH_BU(seq=seq, flags='AH', mhtime=15, options=[MIP6OptAltCoA(acoa=coa)])))
+        raw = bytearray(bytes(p))
+        mh = 40 + 24
+        at, val = {'type': (2, 42), 'proto': (0, 6), 'short': (1, 0), 'cksum': (4, raw[mh + 4] ^ 0xff)}[kind]
+        raw[mh + at] = val
+        if kind != 'cksum':
+            n = (raw[mh + 1] + 1) * 8
+            raw[mh + 4:mh + 6] = b'\0\0'
+            # the pseudo-header's source is the home address (RFC 6275 6.1.1); scapy's sum
+            s = in6_chksum(135, IPv6(src=hoa, dst=ha), bytes(raw[mh:mh + n]))
+            raw[mh + 4:mh + 6] = struct.pack('!H', s)
+        send(ifc, bu_sa.encrypt(IPv6(bytes(raw))))
+
     tun_ifc = cur
     # read-write, so that the FIFO never reports end-of-file between the test's commands
     cmd = os.fdopen(os.open(sys.argv[2], os.O_RDWR | os.O_NONBLOCK), 'r')
@@ -132,6 +155,11 @@ def main():
                 else:
                     coa = bu(ifc, seq, 60, trunc=True)
                 out(ev='sent', cmd=a[0], iface=ifc, coa=coa, seq=seq, esp_seq=bu_sa.seq_num)
+            elif a[0] == 'mh-bad':
+                for i in range(int(a[3]) if len(a) > 3 else 1):
+                    mh_bad(a[1], 100 + i, a[2])
+                    time.sleep(0.02)
+                out(ev='sent', cmd='mh-bad', kind=a[2], esp_seq=bu_sa.seq_num)
             elif a[0] == 'hoti':
                 p = IPv6(bytes(IPv6(src=hoa, dst=a[1]) / MIP6MH_HoTI(cookie=bytes.fromhex('1122334455667788'))))
                 send(tun_ifc, tun_out.encrypt(p))
@@ -163,7 +191,29 @@ def main():
                     flat = ba_sa.decrypt(IPv6(bytes(IPv6(src=ip.src, dst=ip.dst, nh=50) / Raw(bytes(ip[ESP])))))
                     dec = IPv6(src=ip.src, dst=ip.dst) / (
                         IPv6ExtHdrRouting(type=rh.type, segleft=rh.segleft, addresses=rh.addresses) if rh else Raw(b''))
-                    dec = IPv6(bytes(dec / MIP6MH_BA(bytes(flat.payload))))
+                    body = bytes(flat.payload)
+                    if len(body) > 2 and body[2] == 7:
+                        be = IPv6(bytes(dec / MIP6MH_BE(body)))
+                        chk = be[MIP6MH_BE].cksum
+                        be2 = IPv6(bytes(be))
+                        del be2[MIP6MH_BE].cksum
+                        out(ev='be', iface=socks[s], src=ip.src, dst=ip.dst, esp_spi=spi,
+                            status=be[MIP6MH_BE].status, hoa=be[MIP6MH_BE].ha,
+                            rh_type=rh.type if rh else None, rh_segleft=rh.segleft if rh else None,
+                            rh_addr=rh.addresses[0] if rh and rh.addresses else None,
+                            cksum_ok=IPv6(bytes(be2))[MIP6MH_BE].cksum == chk)
+                        n['be'] = n.get('be', 0) + 1
+                        continue
+                    if len(body) > 2 and body[2] == 0:
+                        brr = IPv6(bytes(dec / MIP6MH_BRR(body)))
+                        chk = brr[MIP6MH_BRR].cksum
+                        brr2 = IPv6(bytes(brr))
+                        del brr2[MIP6MH_BRR].cksum
+                        out(ev='brr', iface=socks[s], src=ip.src, dst=ip.dst, esp_spi=spi, t=time.time(),
+                            rh_addr=rh.addresses[0] if rh and rh.addresses else None,
+                            cksum_ok=IPv6(bytes(brr2))[MIP6MH_BRR].cksum == chk)
+                        continue
+                    dec = IPv6(bytes(dec / MIP6MH_BA(body)))
                     ba = dec[MIP6MH_BA]
                     chk = ba.cksum
                     ba2 = IPv6(bytes(dec))
@@ -172,10 +222,19 @@ def main():
                         status=ba.status, seq=ba.seq, lifetime=ba.mhtime * 4, flags=int(ba.flags),
                         rh_type=rh.type if rh else None, rh_segleft=rh.segleft if rh else None,
                         rh_addr=rh.addresses[0] if rh and rh.addresses else None,
-                        cksum_ok=IPv6(bytes(ba2))[MIP6MH_BA].cksum == chk)
+                        cksum_ok=IPv6(bytes(ba2))[MIP6MH_BA].cksum == chk, t=time.time(),
+                        refresh=next((o.rinter * 4 for o in ba.options if isinstance(o, MIP6OptBRAdvice)), None))
                     n['ba'] += 1
                 elif spi == cfg['sa']['tun_in']['spi']:
                     inner = tun_in.decrypt(IPv6(bytes(p[IPv6])))
+                    if ICMPv6ParamProblem in inner:
+                        pp = inner[ICMPv6ParamProblem]
+                        chk = pp.cksum
+                        pp2 = IPv6(bytes(inner))
+                        del pp2[ICMPv6ParamProblem].cksum
+                        out(ev='pp', src=inner.src, dst=inner.dst, code=pp.code, ptr=pp.ptr,
+                            quote=bytes(pp.payload)[:96].hex(), esp_spi=spi,
+                            cksum_ok=IPv6(bytes(pp2))[ICMPv6ParamProblem].cksum == chk)
                     os.write(tun, bytes(inner))
                     n['tun_rx'] += 1
             except Exception as ex:  # a bad packet is counted, never fatal

@@ -25,7 +25,7 @@ tr() { snmptranslate -m XIPSEC-MIB -M "$mib/ietf:$mib" "$@"; }
 err=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>&1 >/dev/null)
 [ -z "$err" ] || { echo "FAIL: snmptranslate: $err"; exit 1; }
 n=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>/dev/null | grep -c -- '-R-- ')
-[ "$n" = 49 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 49 (14 + 19 + 13 + 3)"; exit 1; }
+[ "$n" = 65 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 65 (30 + 19 + 13 + 3)"; exit 1; }
 # numeric OIDs the subagent registers, by name
 while read -r name want; do
 	got=$(tr -On "XIPSEC-MIB::$name" 2>&1)
@@ -34,6 +34,13 @@ done <<'LIST'
 xipsecMIB .1.3.6.1.4.1.32473
 xipsecSaCount .1.3.6.1.4.1.32473.1.1.2
 xipsecChildSaCount .1.3.6.1.4.1.32473.1.1.14
+xipsecHomeAgentUp .1.3.6.1.4.1.32473.1.1.15
+xipsecHomeAgentBindings .1.3.6.1.4.1.32473.1.1.16
+xipsecHaBuReceived .1.3.6.1.4.1.32473.1.1.17
+xipsecHaDadFailed .1.3.6.1.4.1.32473.1.1.29
+xipsecHaExpired .1.3.6.1.4.1.32473.1.1.30
+xipsecComplianceV5 .1.3.6.1.4.1.32473.2.1.5
+xipsecHomeAgentGroup .1.3.6.1.4.1.32473.2.2.8
 xipsecSaPackets .1.3.6.1.4.1.32473.1.2.1.11
 xipsecSaHardPacketsLeft .1.3.6.1.4.1.32473.1.2.1.21
 xipsecWorkerRxPackets .1.3.6.1.4.1.32473.1.3.1.2

@@ -1228,6 +1228,69 @@ static void test_ha_k_and_refresh(void **state)
 	mip6_ha_destroy(ha);
 }
 
+/* RFC 6275 §10.4.1: the home address in use on the home link after the decision: the binding goes,
+ * the BA says 134 with lifetime 0; a refresh of a binding is never withdrawn (no binding: -ENOENT). */
+static void test_ha_dad_failed(void **state)
+{
+	(void)state;
+	struct mip6_ha *ha = mk_ha(0, false, 200);
+	struct mip6_ha_result r;
+	send_bu(ha, (struct bu_args){ .seq = 1, .lifetime = 100 }, &r);
+	assert_int_equal(r.change, MIP6_CHANGE_NEW);
+	assert_int_equal(mip6_ha_dad_failed(ha, r.hoa, &r), 0);
+	assert_int_equal(r.ba.status, MIP6_ST_DAD_FAILED);
+	assert_int_equal(r.ba.lifetime, 0);
+	assert_int_equal(r.ba.refresh, 0);
+	assert_int_equal(r.change, MIP6_CHANGE_NONE);
+	assert_null(mip6_ha_lookup(ha, ad(MN_A)));
+	assert_int_equal(mip6_ha_count(ha), 0);
+	assert_int_equal(mip6_ha_next_expiry(ha), UINT64_MAX);
+	const struct mip6_ha_stats *st = mip6_ha_stats(ha);
+	assert_int_equal(st->dad_failed, 1);
+	assert_int_equal(st->bindings_added, 1);
+	assert_int_equal(st->bindings_deleted, 1);
+	assert_int_equal(mip6_ha_dad_failed(ha, ad(MN_A), &r), -ENOENT);
+	/* the next registration is a new binding again (with no binding any sequence number is
+	 * taken, §9.5.1, as after a deregistration; replays are ESP's to stop) */
+	send_bu(ha, (struct bu_args){ .seq = 2, .lifetime = 100 }, &r);
+	assert_int_equal(r.change, MIP6_CHANGE_NEW);
+	assert_int_equal(r.ba.status, 0);
+	mip6_ha_destroy(ha);
+}
+
+/* The Binding Refresh Request (§6.1.2) parses back with its routing header and checksum; the DAD
+ * solicitation (RFC 4862 §5.4.2) goes from :: to the solicited-node group, hop limit 255. */
+static void test_brr_and_dad_ns(void **state)
+{
+	(void)state;
+	uint8_t b[MIP6_BRR_LEN + 8];
+	struct mip6_pkt p;
+	int n = mip6_build_brr(b, sizeof(b), ad(HA1), ad(COA1), ad(MN_A));
+	assert_int_equal(n, MIP6_BRR_LEN);
+	assert_int_equal(mip6_parse(b, (uint32_t)n, &p), MIP6_DROP_NONE);
+	assert_int_equal(p.mh_type, MIP6_MH_BRR);
+	assert_true(p.has_rh2);
+	assert_memory_equal(p.rh2_addr, ad(MN_A), 16);
+	assert_memory_equal(p.dst, ad(COA1), 16);
+	assert_int_equal(mip6_build_brr(b, MIP6_BRR_LEN - 1, ad(HA1), ad(COA1), ad(MN_A)), -ENOSPC);
+	n = mip6_build_dad_ns(b, sizeof(b), ad("2001:db8::12:3456"));
+	assert_int_equal(n, MIP6_DAD_NS_LEN);
+	assert_memory_equal(b + 8, ad("::"), 16);
+	assert_memory_equal(b + 24, ad("ff02::1:ff12:3456"), 16);
+	assert_int_equal(b[6], 58);
+	assert_int_equal(b[7], 255);
+	assert_int_equal(b[40], 135);
+	assert_memory_equal(b + 48, ad("2001:db8::12:3456"), 16);
+	/* RFC 1071 over the pseudo-header and the message: all ones */
+	uint32_t s = 24 + 58;
+	for (int i = 8; i < 64; i += 2)
+		s += (uint32_t)(b[i] << 8 | b[i + 1]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	assert_int_equal(s, 0xffff);
+	assert_int_equal(mip6_build_dad_ns(b, MIP6_DAD_NS_LEN - 1, ad("2001:db8::1")), -ENOSPC);
+}
+
 static void test_ha_config(void **state)
 {
 	(void)state;
@@ -1523,6 +1586,8 @@ int main(void)
 		cmocka_unit_test(test_ha_drops),
 		cmocka_unit_test(test_ha_k_and_refresh),
 		cmocka_unit_test(test_ha_config),
+		cmocka_unit_test(test_ha_dad_failed),
+		cmocka_unit_test(test_brr_and_dad_ns),
 		cmocka_unit_test(test_ha_scale_expiry),
 		cmocka_unit_test(test_sel_addrs),
 	};
