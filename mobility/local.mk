@@ -1,6 +1,7 @@
 # mobility/local.mk: libmip6, the Mobile IPv6 home agent's I/O-free core: wire formats (mip6.h) and
-# the home agent's rules and binding cache (mip6_ha.h). It depends on nothing but libc.
+# the home agent's rules and binding cache (mip6_ha.h), home agent discovery
+# (mip6_disc.h). It depends on nothing but libc.
 noinst_LIBRARIES += mobility/libmip6.a
-mobility_libmip6_a_SOURCES = mobility/mip6.c mobility/mip6_ha.c
-noinst_HEADERS += mobility/mip6.h mobility/mip6_ha.h
+mobility_libmip6_a_SOURCES = mobility/mip6.c mobility/mip6_ha.c mobility/mip6_disc.c
+noinst_HEADERS += mobility/mip6.h mobility/mip6_ha.h mobility/mip6_disc.h
 MIP6_LIBS = mobility/libmip6.a

@@ -158,6 +158,7 @@ void dp_mip6_run(struct dp_ctx *ctx)
 		mip6_ha_expire(m->ha, now, expired_cb, ctx);
 	flush_moves(ctx);
 	dp_mip6_na_run(ctx, now);
+	dp_mip6_disc_run(ctx, now);
 }
 
 static void mip6_free(struct dp_mip6 *m)
@@ -178,6 +179,8 @@ static void mip6_free(struct dp_mip6 *m)
 		close(m->nl_fd);
 	if (m->state_fd >= 0)
 		close(m->state_fd);
+	if (m->disc_fd >= 0)
+		close(m->disc_fd);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);
@@ -194,7 +197,7 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
-	m->state_fd = -1;
+	m->state_fd = m->disc_fd = -1;
 	m->in_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->out_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->in_fd < 0 || m->out_fd < 0) {
@@ -204,6 +207,7 @@ int dp_mip6_init(struct dp_ctx *ctx)
 		return r;
 	}
 	dp_mip6_nd_open(ctx, m);
+	dp_mip6_disc_open(m);
 	/* The home agent moves tunnel SAs: it needs a writer handle of its own. Opened here, before
 	 * any binding exists, so a SADB that refuses it is reported at start. */
 	r = sadb_open(ctx->cfg.sadb_path, SADB_RDWR, NULL, &m->wdb, msg, sizeof(msg));
@@ -328,6 +332,9 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "queue_full_in", atomic_load(&m->in_full) },
 		{ "queue_drop_too_big", atomic_load(&m->in_too_big) },
 		{ "queue_full_out", atomic_load(&m->out_full) },
+		{ "ra_heard", m->halist.ra_taken }, { "ra_dropped", m->halist.ra_bad },
+		{ "home_agents_list_full", m->halist.full }, { "dhaad_requests", m->dhaad_requests },
+		{ "dhaad_replies", m->dhaad_replies }, { "dhaad_dropped", m->dhaad_dropped },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);
