@@ -113,20 +113,26 @@ static uint16_t fold(uint64_t s)
 	return (uint16_t)s;
 }
 
-static uint64_t pseudo_sum(const uint8_t src[16], const uint8_t dst[16], uint32_t len)
+static uint64_t pseudo_sum(const uint8_t src[16], const uint8_t dst[16], uint32_t len, uint8_t nh)
 {
 	uint64_t s = sum_bytes(src, 16, 0);
 	s = sum_bytes(dst, 16, s);
 	s += len >> 16;
 	s += len & 0xffff;
-	s += MIP6_PROTO_MH;
+	s += nh;
 	return s;
+}
+
+uint16_t mip6_l4_checksum(uint8_t nh, const uint8_t src[16], const uint8_t dst[16], const uint8_t *msg,
+			  uint32_t len)
+{
+	return (uint16_t)~fold(sum_bytes(msg, len, pseudo_sum(src, dst, len, nh)));
 }
 
 uint16_t mip6_mh_checksum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *mh,
 			  uint32_t mh_len)
 {
-	uint64_t s = pseudo_sum(src, dst, mh_len);
+	uint64_t s = pseudo_sum(src, dst, mh_len, MIP6_PROTO_MH);
 	s = sum_bytes(mh, mh_len < 4 ? mh_len : 4, s);
 	if (mh_len > 6)
 		s = sum_bytes(mh + 6, mh_len - 6, s);
@@ -342,7 +348,7 @@ enum mip6_drop mip6_parse(const uint8_t *pkt, uint32_t len, struct mip6_pkt *out
 	out->mh_off = off;
 	out->mh_len = mh_len;
 	out->mh_type = mh[2];
-	uint64_t s = pseudo_sum(out->has_hao ? out->hoa : out->src, final_dst, mh_len);
+	uint64_t s = pseudo_sum(out->has_hao ? out->hoa : out->src, final_dst, mh_len, MIP6_PROTO_MH);
 	if (fold(sum_bytes(mh, mh_len, s)) != 0xffff)
 		return MIP6_DROP_BAD_CHECKSUM;
 	if (mh[0] != MIP6_PROTO_NONE)

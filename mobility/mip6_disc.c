@@ -1,5 +1,6 @@
 /* mobility/mip6_disc.c: the home agents list of a home link and the DHAAD Reply (RFC 6275 sections
- * 10.5 and 10.5.1), as mip6_disc.h says. Every Router Advertisement is read whole before the list
+ * 10.5 and 10.5.1), the Mobile Prefix Solicitation read and the Advertisement built (section 10.6),
+ * as mip6_disc.h says. Every Router Advertisement is read whole before the list
  * changes, so a malformed one changes nothing. The list is small (one link's home agents), so it is a
  * flat array scanned in full: a reply sorts at most MIP6_HALIST_MAX + 1 addresses. */
 #include "config.h"
@@ -8,6 +9,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "mobility/mip6.h"
 #include "mobility/mip6_disc.h"
 
 #define OPT_PREFIX   3u     /* Prefix Information (RFC 4861 section 4.6.2) */
@@ -213,4 +215,97 @@ int mip6_dhaad_reply(struct mip6_halist *l, const uint8_t own[16], const uint8_t
 	for (unsigned i = 0; i < n; i++)
 		memcpy(out + MIP6_DHAAD_HDR + 16 * i, c[i].addr, 16);
 	return (int)(MIP6_DHAAD_HDR + 16 * n);
+}
+
+/* ---- Mobile Prefix Discovery (sections 6.7, 6.8, 10.6) ---- */
+
+static void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+	wr16(p, (uint16_t)(v >> 16));
+	wr16(p + 2, (uint16_t)v);
+}
+
+int mip6_mps_parse(const uint8_t *pkt, uint32_t len, struct mip6_mps *out)
+{
+	uint32_t off = 40, plen;
+	const uint8_t *msg;
+	uint8_t nh;
+
+	if (len < 40 || pkt[0] >> 4 != 6)
+		return -EINVAL;
+	plen = rd16(pkt + 4);
+	if (40 + plen > len)
+		return -EINVAL;
+	len = 40 + plen;                 /* what follows the payload is not the packet's */
+	/* hop-by-hop, routing and destination options headers in front of ICMPv6; anything else
+	 * (a fragment, ESP, another upper layer) is no solicitation */
+	for (nh = pkt[6]; nh == 0 || nh == 43 || nh == 60;) {
+		uint32_t hl;
+
+		if (off + 8 > len || off + (hl = ((uint32_t)pkt[off + 1] + 1) * 8) > len)
+			return -EINVAL;
+		nh = pkt[off];
+		off += hl;
+	}
+	if (nh != 58 || off >= len || pkt[off] != MIP6_ICMP_MPS)
+		return -ENOMSG;
+	msg = pkt + off;
+	if (len - off < 8 || msg[1] != 0)
+		return -EINVAL;
+	memcpy(out->coa, pkt + 8, 16);
+	memcpy(out->hoa, pkt + 8, 16);
+	memcpy(out->dst, pkt + 24, 16);
+	mip6_sel_addrs(pkt, len, out->hoa, out->dst);
+	if (!memcmp(out->hoa, out->coa, 16))
+		return -EINVAL;                  /* no Home Address option: not from away */
+	/* the checksum field included, a correct message sums to zero (RFC 4443 section 2.3; the
+	 * home address is the source of the pseudo-header, RFC 6275 section 6.3) */
+	if (mip6_l4_checksum(58, out->hoa, out->dst, msg, len - off) != 0)
+		return -EINVAL;
+	out->id = rd16(msg + 4);
+	return 0;
+}
+
+int mip6_build_mpa(uint8_t *buf, size_t cap, const struct mip6_mpa_params *p)
+{
+	unsigned n = p->n_prefix < MIP6_MPA_MAX_PREFIXES ? p->n_prefix : MIP6_MPA_MAX_PREFIXES;
+	uint32_t icmp = 8 + 32 * n, total = 40 + 24 + icmp;
+	uint8_t *r = buf + 40, *m = buf + 64;
+
+	if (cap < total)
+		return -ENOSPC;
+	memset(buf, 0, total);
+	buf[0] = 0x60;
+	wr16(buf + 4, (uint16_t)(24 + icmp));
+	buf[6] = 43;                     /* routing header */
+	buf[7] = 64;
+	memcpy(buf + 8, p->src, 16);
+	memcpy(buf + 24, p->dst, 16);
+	r[0] = 58;
+	r[1] = 2;
+	r[2] = 2;                        /* type 2 (section 6.4), one segment left: the home address */
+	r[3] = 1;
+	memcpy(r + 8, p->hoa, 16);
+	m[0] = MIP6_ICMP_MPA;
+	wr16(m + 4, p->id);
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *o = m + 8 + 32 * i;
+
+		o[0] = OPT_PREFIX;
+		o[1] = 4;
+		o[2] = p->prefix[i].len;
+		o[3] = 0xc0;                 /* on-link, autonomous */
+		wr32(o + 4, p->valid_s);
+		wr32(o + 8, p->preferred_s);
+		memcpy(o + 16, p->prefix[i].addr, 16);
+	}
+	/* the final destination, the home address, in the pseudo-header (RFC 8200 section 8.1) */
+	wr16(m + 2, mip6_l4_checksum(58, p->src, p->hoa, m, icmp));
+	return (int)total;
 }

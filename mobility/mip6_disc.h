@@ -1,11 +1,18 @@
-/* mobility/mip6_disc.h: Dynamic Home Agent Address Discovery, the home agent's side (RFC 6275
- * section 10.5): the home agents list of a home link, learnt from the Router Advertisements the home
+/* mobility/mip6_disc.h: what a home agent answers a mobile node that looks for it or for its home
+ * prefixes (RFC 6275 sections 10.5 and 10.6).
+ *
+ * Dynamic Home Agent Address Discovery: the home agents list of a home link, learnt from the Router Advertisements the home
  * agents on it send (the H bit, the Home Agent Information option, section 7.4; the Prefix
  * Information options with the R bit that carry each one's global address, section 7.2), and the
  * DHAAD Reply (section 6.5, 6.6) a request to the home prefix's Mobile IPv6 Home-Agents anycast
  * address (RFC 2526) gets: the list's addresses in that prefix, the most preferred first.
  *
- * No I/O, no allocation: messages start at the ICMPv6 header, as a raw ICMPv6 socket delivers them
+ * Mobile Prefix Discovery: a Mobile Prefix Solicitation (section 6.7) from a mobile node away from
+ * home, as ESP transport mode delivered it (RFC 3776 section 4.2), read, and the Mobile Prefix
+ * Advertisement (section 6.8) that answers it built as a whole IPv6 packet for the same SAs, like a
+ * Binding Acknowledgement (mip6.h).
+ *
+ * No I/O, no allocation: discovery messages start at the ICMPv6 header, as a raw ICMPv6 socket delivers them
  * (the kernel checks and fills the ICMPv6 checksum of such a socket); the caller checks what only the
  * socket knows (the hop limit 255 of a Router Advertisement, RFC 4861 section 6.1.2, and the link it
  * came from). Times are the caller's monotonic milliseconds.
@@ -20,6 +27,8 @@
 #define MIP6_ICMP_RA          134  /* Router Advertisement (RFC 4861 section 4.2) */
 #define MIP6_ICMP_DHAAD_REQ   144  /* Home Agent Address Discovery Request (RFC 6275 section 6.5) */
 #define MIP6_ICMP_DHAAD_REP   145  /* Home Agent Address Discovery Reply (section 6.6) */
+#define MIP6_ICMP_MPS         146  /* Mobile Prefix Solicitation (RFC 6275 section 6.7) */
+#define MIP6_ICMP_MPA         147  /* Mobile Prefix Advertisement (section 6.8) */
 #define MIP6_RA_H             0x20u /* the RA's Home Agent flag (section 7.1) */
 #define MIP6_ANYCAST_HA_ID    0x7eu /* Mobile IPv6 Home-Agents anycast ID (RFC 2526 section 3) */
 
@@ -65,5 +74,40 @@ void mip6_ha_anycast(const uint8_t prefix[16], unsigned plen, uint8_t out[16]);
  * turned from one reply to the next. Its length, or -EINVAL when req is no DHAAD Request. */
 int mip6_dhaad_reply(struct mip6_halist *l, const uint8_t own[16], const uint8_t prefix[16],
 		     unsigned plen, const uint8_t *req, size_t len, uint8_t *out, size_t cap);
+
+/* A Mobile Prefix Solicitation: its identifier, and the addresses of the packet that carried it. */
+struct mip6_mps {
+	uint8_t coa[16];         /* the IPv6 source: the care-of address */
+	uint8_t hoa[16];         /* the Home Address option's address */
+	uint8_t dst[16];         /* the home agent's address */
+	uint16_t id;
+};
+/* Read the decrypted packet pkt[0..len) (IPv6, extension headers, ICMPv6) as a Mobile Prefix
+ * Solicitation from a mobile node away from home (section 11.4.2: with a Home Address option;
+ * RFC 4443's checksum over the home address as source). 0 with *out filled, -ENOMSG when its
+ * upper layer is no ICMPv6 type 146 (another message for the caller), -EINVAL when it is a
+ * malformed one (no Home Address option, short, a bad checksum or code). */
+int mip6_mps_parse(const uint8_t *pkt, uint32_t len, struct mip6_mps *out);
+
+/* What a Mobile Prefix Advertisement says and where it goes. */
+#define MIP6_MPA_MAX_PREFIXES 8
+struct mip6_mpa_params {
+	uint8_t src[16];         /* the home agent's address */
+	uint8_t dst[16];         /* the mobile node's care-of address (its binding's) */
+	uint8_t hoa[16];         /* in the type 2 routing header: the final destination */
+	uint16_t id;             /* the solicitation's */
+	struct {
+		uint8_t addr[16];
+		uint8_t len;
+	} prefix[MIP6_MPA_MAX_PREFIXES];
+	unsigned n_prefix;
+	uint32_t valid_s, preferred_s;  /* the prefixes' lifetimes */
+};
+#define MIP6_MPA_MAX_LEN (40 + 24 + 8 + 32 * MIP6_MPA_MAX_PREFIXES)
+/* Build the advertisement as a whole IPv6 packet in buf[0..cap): IPv6 / type 2 routing header
+ * (segments left 1) / ICMPv6 147 with one Prefix Information option per home prefix (the L and A
+ * flags set, RFC 4861 section 4.6.2), checksummed with the home address as the pseudo-header's
+ * destination. Its length, or -ENOSPC. */
+int mip6_build_mpa(uint8_t *buf, size_t cap, const struct mip6_mpa_params *p);
 
 #endif

@@ -151,7 +151,7 @@ void dp_mip6_run(struct dp_ctx *ctx)
 			break;
 		if (!dp_mip6_in_pop(m, &q))
 			break;
-		if (m->ha)
+		if (m->ha && !dp_mip6_mps(ctx, &q))
 			handle_bu(ctx, &q);
 	}
 	if (m->ha && mip6_ha_next_expiry(m->ha) <= now)
@@ -335,6 +335,8 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "ra_heard", m->halist.ra_taken }, { "ra_dropped", m->halist.ra_bad },
 		{ "home_agents_list_full", m->halist.full }, { "dhaad_requests", m->dhaad_requests },
 		{ "dhaad_replies", m->dhaad_replies }, { "dhaad_dropped", m->dhaad_dropped },
+		{ "mps_received", m->mps_received }, { "mpa_sent", m->mpa_sent },
+		{ "mps_dropped", m->mps_dropped },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);

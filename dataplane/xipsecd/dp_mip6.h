@@ -6,7 +6,8 @@
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
- *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD)
+ *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD),
+ *                    Mobile Prefix Discovery
  * Each calls only those listed after it, and none calls into the packet path: what the home agent
  * originates goes through its queue, which worker 0 drains (dp_local.c). */
 #ifndef XIPSEC_DP_MIP6_H
@@ -100,6 +101,7 @@ struct dp_mip6 {
 	uint8_t anycast[SADB_HA_MAX_PREFIX][16]; /* the Home-Agents anycast addresses joined */
 	unsigned n_anycast;
 	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
+	uint64_t mps_received, mpa_sent, mps_dropped;
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -158,5 +160,8 @@ void dp_mip6_disc_open(struct dp_mip6 *m);
 /* The anycast addresses follow the home prefixes; the RAs and DHAAD Requests waiting are taken
  * (a bounded number per call), the home agents list expired. */
 void dp_mip6_disc_run(struct dp_ctx *ctx, uint64_t now);
+/* A message the workers queued: when it is a Mobile Prefix Solicitation, it is answered (or dropped
+ * and counted) and true returned; false for anything else (a Binding Update's for dp_mip6.c). */
+bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q);
 
 #endif

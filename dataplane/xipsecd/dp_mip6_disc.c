@@ -189,3 +189,56 @@ void dp_mip6_disc_run(struct dp_ctx *ctx, uint64_t now)
 	}
 	mip6_halist_expire(&m->halist, now);
 }
+
+/* ---- Mobile Prefix Discovery (RFC 6275 section 10.6) ---- */
+
+/* The home prefixes' lifetimes in an advertisement: the home agent does not advertise them on the
+ * home link itself (radvd does), so it gives RFC 4861 section 6.2.1's defaults for a prefix, which
+ * a mobile node only uses to know when to ask again. */
+#define MPA_VALID_S     2592000u
+#define MPA_PREFERRED_S 604800u
+
+bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q)
+{
+	struct dp_mip6 *m = M(ctx);
+	struct mip6_mpa_params p = { .valid_s = MPA_VALID_S, .preferred_s = MPA_PREFERRED_S };
+	struct mip6_mps s;
+	const struct mn_cfg *mn;
+	const struct mip6_binding *b;
+	uint8_t pkt[MIP6_MPA_MAX_LEN];
+	char h[INET6_ADDRSTRLEN];
+	int r = mip6_mps_parse(q->pkt, q->len, &s), n;
+
+	if (r == -ENOMSG)
+		return false;
+	m->mps_received++;
+	/* the solicitation's SA must be its home address's own signalling SA (the SA's selector has
+	 * already bound the Home Address option to its keys), and the node registered: the answer goes
+	 * to its binding's care-of address (section 10.6), never to an address only this packet named */
+	if (r || !(mn = dp_mip6_mn_find(m->mns, m->n_mns, s.hoa)) || mn->id[ROLE_BU] != q->sa_id ||
+	    !(b = mip6_ha_lookup(m->ha, s.hoa))) {
+		m->mps_dropped++;
+		dp_log(LOG_INFO, "home agent: Mobile Prefix Solicitation%s%s dropped: %s", r ? "" : " of ",
+		       r ? "" : a6(s.hoa, h), r ? "malformed" : "not from a registered mobile node's SA");
+		return true;
+	}
+	memcpy(p.src, m->rec.addr.a.b, 16);
+	memcpy(p.dst, b->coa, 16);
+	memcpy(p.hoa, s.hoa, 16);
+	p.id = s.id;
+	for (unsigned i = 0; i < m->rec.n_prefix && i < MIP6_MPA_MAX_PREFIXES; i++) {
+		memcpy(p.prefix[i].addr, m->rec.prefix[i].a.b, 16);
+		p.prefix[i].len = m->rec.plen[i];
+		p.n_prefix++;
+	}
+	n = mip6_build_mpa(pkt, sizeof(pkt), &p);
+	if (n < 0) {
+		m->mps_dropped++;
+		return true;
+	}
+	/* worker 0 protects it with the node's outbound signalling SA (the policy of ICMPv6 147 to
+	 * the home address, the type 2 routing header's), as it does a Binding Acknowledgement */
+	dp_mip6_out_push(ctx, pkt, (uint32_t)n);
+	m->mpa_sent++;
+	return true;
+}

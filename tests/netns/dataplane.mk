@@ -1,6 +1,6 @@
 # tests/netns/dataplane.mk: xipsecd's end-to-end tests in network namespaces.
 # test_dp_common.sh is sourced by them (and mip6_common.sh, the home agent's test bed, by
-# test_mip6_ha.sh, test_mip6_flood.sh and test_dp_replay_reboot.sh), test_dp_scapy_peer.py is
+# test_mip6_ha.sh, test_mip6_flood.sh, test_mip6_mpd.sh and test_dp_replay_reboot.sh), test_dp_scapy_peer.py is
 # test_dp_scapy.sh's peer gateway, test_dp_frag_send.py the sender of fragmented ESP of
 # test_dp_frag*.sh and test_dp_frag_recv.py their receiver, test_mip6_mn.py the mobile node of the
 # home agent's tests, test_mip6_flooder.py test_mip6_flood.sh's flood, test_mip6_dhaad_req.py
@@ -12,7 +12,7 @@ DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_dp_readd.sh tests/netns/test_dp_hub.sh \
 	tests/netns/test_dp_icmp.sh tests/netns/test_dp_icmp_decap.sh tests/netns/test_dp_lifetime.sh \
 	tests/netns/test_mip6_ha.sh tests/netns/test_dp_replay_reboot.sh \
-	tests/netns/test_mip6_flood.sh tests/netns/test_mip6_dhaad.sh \
+	tests/netns/test_mip6_flood.sh tests/netns/test_mip6_dhaad.sh tests/netns/test_mip6_mpd.sh \
 	tests/netns/test_dp_xsk_opts.sh \
 	tests/netns/test_dp_handoff.sh \
 	tests/netns/test_dp_local.sh

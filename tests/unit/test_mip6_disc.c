@@ -3,7 +3,9 @@
  * malformed RA refused with the list unchanged, the list's rules (H bit cleared, lifetime 0, the
  * Router Lifetime as default, expiry, a full list), the Home-Agents anycast address (RFC 2526), and
  * the DHAAD Reply (order by preference, the own address always in, other prefixes out, equal
- * preferences turned, the size limit, malformed requests). */
+ * preferences turned, the size limit, malformed requests); Mobile Prefix Discovery (section 10.6):
+ * a Solicitation scapy built read, each fault refused, and the Advertisement built byte for byte as
+ * scapy builds it. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "mobility/mip6.h"
 #include "mobility/mip6_disc.h"
 
 static const uint8_t *ad(const char *s)
@@ -259,6 +262,90 @@ static void test_reply(void **state)
 					  sizeof(out)), -EINVAL);
 }
 
+/* scapy: IPv6(src='2001:db8:a::100', dst='2001:db8:1::1') / IPv6ExtHdrDestOpt(options=[HAO(
+ * hoa='2001:db8:1::100')]) / ICMPv6MPSol(id=0x1234), checksummed by scapy */
+static const uint8_t scapy_mps[72] = {
+	0x60, 0x00, 0x00, 0x00, 0x00, 0x20, 0x3c, 0x40, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x0a, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x3a, 0x02, 0x01, 0x02, 0x00, 0x00, 0xc9, 0x10,
+	0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00,
+	0x92, 0x00, 0xff, 0x13, 0x12, 0x34, 0x00, 0x00,
+};
+
+static void test_mps(void **state)
+{
+	static const struct {
+		const char *what;
+		int off, val;            /* byte changed (-1: none) */
+		size_t len;              /* length given (0: whole) */
+		int want;
+	} rows[] = {
+		{ "scapy's", -1, 0, 0, 0 },
+		{ "bytes past the payload length ignored", -1, 0, sizeof(scapy_mps) + 8, 0 },
+		{ "a bad checksum", 66, 0x00, 0, -EINVAL },
+		{ "code 1", 65, 1, 0, -EINVAL },
+		{ "the Home Address option padded away", 46, 1, 0, -EINVAL }, /* PadN of its length */
+		{ "shorter than its payload length", -1, 0, 70, -EINVAL },
+		{ "not version 6", 0, 0x40, 0, -EINVAL },
+		{ "a Router Solicitation", 64, 133, 0, -ENOMSG },
+		{ "a Mobility Header", 40, 135, 0, -ENOMSG },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint8_t b[sizeof(scapy_mps) + 8] = { 0 };
+		struct mip6_mps m;
+		int r;
+
+		memcpy(b, scapy_mps, sizeof(scapy_mps));
+		if (rows[i].off >= 0)
+			b[rows[i].off] = (uint8_t)rows[i].val;
+		r = mip6_mps_parse(b, rows[i].len ? (uint32_t)rows[i].len : sizeof(scapy_mps), &m);
+		if (r != rows[i].want)
+			fail_msg("%s: %d, not %d", rows[i].what, r, rows[i].want);
+		if (r == 0) {
+			assert_memory_equal(m.coa, ad("2001:db8:a::100"), 16);
+			assert_memory_equal(m.hoa, ad("2001:db8:1::100"), 16);
+			assert_memory_equal(m.dst, ad("2001:db8:1::1"), 16);
+			assert_int_equal(m.id, 0x1234);
+		}
+	}
+}
+
+/* scapy: IPv6(src='2001:db8:1::1', dst='2001:db8:a::100') / IPv6ExtHdrRouting(type=2, segleft=1,
+ * addresses=['2001:db8:1::100']) / ICMPv6MPAdv(id=0x1234, flags=0) / two ICMPv6NDOptPrefixInfo
+ * (2001:db8:1::/64 and 2001:db8:9::/48, L=1, A=1, valid 2592000, preferred 604800) */
+static const uint8_t scapy_mpa[136] = {
+	0x60, 0x00, 0x00, 0x00, 0x00, 0x60, 0x2b, 0x40, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x0a, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x3a, 0x02, 0x02, 0x01, 0x00, 0x00, 0x00, 0x00,
+	0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00,
+	0x93, 0x00, 0x9b, 0x6d, 0x12, 0x34, 0x00, 0x00, 0x03, 0x04, 0x40, 0xc0, 0x00, 0x27, 0x8d, 0x00,
+	0x00, 0x09, 0x3a, 0x80, 0x00, 0x00, 0x00, 0x00, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x01, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x04, 0x30, 0xc0, 0x00, 0x27, 0x8d, 0x00,
+	0x00, 0x09, 0x3a, 0x80, 0x00, 0x00, 0x00, 0x00, 0x20, 0x01, 0x0d, 0xb8, 0x00, 0x09, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+};
+
+static void test_mpa(void **state)
+{
+	struct mip6_mpa_params p = { .id = 0x1234, .n_prefix = 2, .valid_s = 2592000,
+				     .preferred_s = 604800 };
+	uint8_t b[MIP6_MPA_MAX_LEN];
+
+	(void)state;
+	memcpy(p.src, ad("2001:db8:1::1"), 16);
+	memcpy(p.dst, ad("2001:db8:a::100"), 16);
+	memcpy(p.hoa, ad("2001:db8:1::100"), 16);
+	memcpy(p.prefix[0].addr, ad("2001:db8:1::"), 16);
+	p.prefix[0].len = 64;
+	memcpy(p.prefix[1].addr, ad("2001:db8:9::"), 16);
+	p.prefix[1].len = 48;
+	assert_int_equal(mip6_build_mpa(b, sizeof(b), &p), sizeof(scapy_mpa));
+	assert_memory_equal(b, scapy_mpa, sizeof(scapy_mpa));
+	assert_int_equal(mip6_build_mpa(b, sizeof(scapy_mpa) - 1, &p), -ENOSPC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +354,8 @@ int main(void)
 		cmocka_unit_test(test_list_rules),
 		cmocka_unit_test(test_anycast),
 		cmocka_unit_test(test_reply),
+		cmocka_unit_test(test_mps),
+		cmocka_unit_test(test_mpa),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
