@@ -4,8 +4,9 @@
  * needs: ESP transport for its signalling (Binding Updates and Acknowledgements, Mobile Prefix
  * Solicitations and Advertisements) and ESP tunnel for its traffic, with the policies that bind
  * them. The tunnel SAs start "at home" (the mobile node's home address as their outer peer);
- * xipsecd's home agent moves them to the care-of address when the mobile node registers one. A mobile-node statement needs the
- * home-agent statement before it: the home agent's address is one end of every SA it makes. */
+ * xipsecd's home agent moves them to the care-of address when the mobile node registers one. A
+ * mobile-node statement needs the home-agent statement before it: the home agent's address is one
+ * end of every SA it makes. */
 #include "config.h"
 
 #include <inttypes.h>

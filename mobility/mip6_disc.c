@@ -1,8 +1,8 @@
 /* mobility/mip6_disc.c: the home agents list of a home link and the DHAAD Reply (RFC 6275 sections
  * 10.5 and 10.5.1), the Mobile Prefix Solicitation read and the Advertisement built (section 10.6),
- * as mip6_disc.h says. Every Router Advertisement is read whole before the list
- * changes, so a malformed one changes nothing. The list is small (one link's home agents), so it is a
- * flat array scanned in full: a reply sorts at most MIP6_HALIST_MAX + 1 addresses. */
+ * as mip6_disc.h says. Every Router Advertisement is read whole before the list changes, so a
+ * malformed one changes nothing. The list is small (one link's home agents), so it is a flat array
+ * scanned in full: a reply sorts at most MIP6_HALIST_MAX + 1 addresses. */
 #include "config.h"
 
 #include <errno.h>

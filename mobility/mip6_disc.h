@@ -1,21 +1,22 @@
 /* mobility/mip6_disc.h: what a home agent answers a mobile node that looks for it or for its home
  * prefixes (RFC 6275 sections 10.5 and 10.6).
  *
- * Dynamic Home Agent Address Discovery: the home agents list of a home link, learnt from the Router Advertisements the home
- * agents on it send (the H bit, the Home Agent Information option, section 7.4; the Prefix
- * Information options with the R bit that carry each one's global address, section 7.2), and the
- * DHAAD Reply (section 6.5, 6.6) a request to the home prefix's Mobile IPv6 Home-Agents anycast
- * address (RFC 2526) gets: the list's addresses in that prefix, the most preferred first.
+ * Dynamic Home Agent Address Discovery: the home agents list of a home link, learnt from the
+ * Router Advertisements the home agents on it send (the H bit, the Home Agent Information option,
+ * section 7.4; the Prefix Information options with the R bit that carry each one's global
+ * address, section 7.2), and the DHAAD Reply (sections 6.5, 6.6) a request to the home prefix's
+ * Mobile IPv6 Home-Agents anycast address (RFC 2526) gets: the list's addresses in that prefix,
+ * the most preferred first.
  *
  * Mobile Prefix Discovery: a Mobile Prefix Solicitation (section 6.7) from a mobile node away from
  * home, as ESP transport mode delivered it (RFC 3776 section 4.2), read, and the Mobile Prefix
  * Advertisement (section 6.8) that answers it built as a whole IPv6 packet for the same SAs, like a
  * Binding Acknowledgement (mip6.h).
  *
- * No I/O, no allocation: discovery messages start at the ICMPv6 header, as a raw ICMPv6 socket delivers them
- * (the kernel checks and fills the ICMPv6 checksum of such a socket); the caller checks what only the
- * socket knows (the hop limit 255 of a Router Advertisement, RFC 4861 section 6.1.2, and the link it
- * came from). Times are the caller's monotonic milliseconds.
+ * No I/O, no allocation: discovery messages start at the ICMPv6 header, as a raw ICMPv6 socket
+ * delivers them (the kernel checks and fills the ICMPv6 checksum of such a socket); the caller
+ * checks what only the socket knows (the hop limit 255 of a Router Advertisement, RFC 4861
+ * section 6.1.2, and the link it came from). Times are the caller's monotonic milliseconds.
  * Threading: a list belongs to one thread (xipsecd's control thread); the functions keep no other
  * state. */
 #ifndef XIPSEC_MIP6_DISC_H

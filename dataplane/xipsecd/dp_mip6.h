@@ -98,7 +98,8 @@ struct dp_mip6 {
 	struct mq ba;                /* acknowledgements waiting for that republication */
 	int disc_fd;                 /* ICMPv6: RAs heard on the home link, DHAAD requests; -1 */
 	struct mip6_halist halist;   /* the home link's home agents (dp_mip6_disc.c) */
-	uint8_t anycast[SADB_HA_MAX_PREFIX][16]; /* the Home-Agents anycast addresses joined */
+	uint8_t anycast[SADB_HA_MAX_PREFIX][16]; /* the home prefixes' Home-Agents anycast addresses */
+	bool anycast_joined[SADB_HA_MAX_PREFIX];
 	unsigned n_anycast;
 	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
 	uint64_t mps_received, mpa_sent, mps_dropped;

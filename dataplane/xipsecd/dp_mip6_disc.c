@@ -10,8 +10,8 @@
  * joins on the home link (IPV6_JOIN_ANYCAST: the kernel then delivers it locally) and which the
  * gateway's address set then holds (dp_nl_addrs lists the joined anycast addresses), so the XDP
  * program passes it to the kernel, through the gateway's inbound SPD (local_spd), rather than to
- * the workers' forwarding. The reply leaves through the kernel's routing, as IKE does, from the home
- * agent's address.
+ * the workers' forwarding. The reply leaves through the kernel's routing, as IKE does, from the
+ * home agent's address.
  *
  * What a malformed or unexpected message costs: one read and a counter (an RA whose hop limit is
  * not 255 came from off the link, RFC 4861 section 6.1.2, and one from another interface is not the
@@ -53,9 +53,10 @@ void dp_mip6_disc_open(struct dp_mip6 *m)
 	}
 }
 
-/* The anycast addresses joined follow the home prefixes of the running home agent (none when it
- * is off). The gateway's address set is read again after a change, so the XDP program sends what
- * is addressed to them to the kernel. */
+/* The anycast addresses follow the home prefixes of the running home agent (none when it is off).
+ * The gateway's address set is read again after a change, so the XDP program sends what is
+ * addressed to them to the kernel. One that cannot be joined is logged once, when the prefixes
+ * change, not at every round. */
 static void anycast_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 {
 	uint8_t want[SADB_HA_MAX_PREFIX][16];
@@ -71,21 +72,23 @@ static void anycast_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 		struct ipv6_mreq mr = { .ipv6mr_interface = (unsigned)ctx->ifc[DP_IN].ifindex };
 
 		memcpy(&mr.ipv6mr_multiaddr, m->anycast[i], 16);
-		setsockopt(m->disc_fd, IPPROTO_IPV6, IPV6_LEAVE_ANYCAST, &mr, sizeof(mr));
+		if (m->anycast_joined[i])
+			setsockopt(m->disc_fd, IPPROTO_IPV6, IPV6_LEAVE_ANYCAST, &mr, sizeof(mr));
 	}
-	m->n_anycast = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct ipv6_mreq mr = { .ipv6mr_interface = (unsigned)ctx->ifc[DP_IN].ifindex };
 		char b[INET6_ADDRSTRLEN];
 
 		memcpy(&mr.ipv6mr_multiaddr, want[i], 16);
-		if (setsockopt(m->disc_fd, IPPROTO_IPV6, IPV6_JOIN_ANYCAST, &mr, sizeof(mr))) {
+		memcpy(m->anycast[i], want[i], 16);
+		m->anycast_joined[i] = !setsockopt(m->disc_fd, IPPROTO_IPV6, IPV6_JOIN_ANYCAST, &mr,
+						   sizeof(mr));
+		if (!m->anycast_joined[i])
 			dp_log(LOG_WARNING, "home agent: cannot join the Home-Agents anycast address %s "
-			       "on %s: %s", a6(want[i], b), ctx->ifc[DP_IN].name, strerror(errno));
-			continue;
-		}
-		memcpy(m->anycast[m->n_anycast++], want[i], 16);
+			       "on %s, no DHAAD there: %s", a6(want[i], b), ctx->ifc[DP_IN].name,
+			       strerror(errno));
 	}
+	m->n_anycast = n;
 	err = dp_xdp_sync_addrs(ctx);
 	if (err)
 		dp_log(LOG_WARNING, "home agent: cannot update local addresses: %s", strerror(-err));
@@ -94,19 +97,15 @@ static void anycast_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 /* The home prefix whose anycast address dst is: its index in m->rec, or -1. */
 static int anycast_prefix(const struct dp_mip6 *m, const uint8_t dst[16])
 {
+	/* anycast[i] is the address of the record's prefix i (anycast_follow) */
 	for (unsigned i = 0; i < m->n_anycast; i++)
-		if (!memcmp(m->anycast[i], dst, 16))
-			for (unsigned p = 0; p < m->rec.n_prefix; p++) {
-				uint8_t a[16];
-
-				mip6_ha_anycast(m->rec.prefix[p].a.b, m->rec.plen[p], a);
-				if (!memcmp(a, dst, 16))
-					return (int)p;
-			}
+		if (m->anycast_joined[i] && !memcmp(m->anycast[i], dst, 16))
+			return (int)i;
 	return -1;
 }
 
-static void dhaad_answer(struct dp_mip6 *m, const struct sockaddr_in6 *from, const uint8_t dst[16], const uint8_t *req, size_t len)
+static void dhaad_answer(struct dp_mip6 *m, const struct sockaddr_in6 *from, const uint8_t dst[16],
+			 const uint8_t *req, size_t len)
 {
 	uint8_t rep[MIP6_DHAAD_HDR + 16 * MIP6_DHAAD_MAX_ADDRS];
 	char cb[CMSG_SPACE(sizeof(struct in6_pktinfo))] = { 0 };
