@@ -1,11 +1,12 @@
 /* ipsecctl/ipsecctl_parse_mip6.c: the Mobile IPv6 statements of ipsecctl's configuration language
  * (RFC 6275 home agent, manual keying as RFC 3776 describes it): `home-agent`, which becomes the
  * SADB's home agent record, and `mobile-node`, which expands into the two SA pairs a mobile node
- * needs: ESP transport for its Mobility Header signalling (Binding Updates and Acknowledgements)
- * and ESP tunnel for its traffic, with the policies that bind them. The tunnel SAs start "at home"
- * (the mobile node's home address as their outer peer); xipsecd's home agent moves them to the
- * care-of address when the mobile node registers one. A mobile-node statement needs the
- * home-agent statement before it: the home agent's address is one end of every SA it makes. */
+ * needs: ESP transport for its signalling (Binding Updates and Acknowledgements, Mobile Prefix
+ * Solicitations and Advertisements) and ESP tunnel for its traffic, with the policies that bind
+ * them. The tunnel SAs start "at home" (the mobile node's home address as their outer peer);
+ * xipsecd's home agent moves them to the care-of address when the mobile node registers one. A
+ * mobile-node statement needs the home-agent statement before it: the home agent's address is one
+ * end of every SA it makes. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -16,6 +17,9 @@
 #include "ipsecctl/ipsecctl_conf.h"
 
 #define MH_PROTO 135        /* the Mobility Header (RFC 6275 6.1) */
+#define ICMP6_PROTO 58
+#define MPD_SOL 146         /* Mobile Prefix Solicitation (RFC 6275 6.7) */
+#define MPD_ADV 147         /* Mobile Prefix Advertisement (RFC 6275 6.8) */
 #define HA_LIFETIME_DEFAULT 3600u
 #define HA_LIFETIME_MAX (65535u * 4u) /* RFC 6275 6.1.7: 16 bits of 4-second units */
 
@@ -261,6 +265,29 @@ static int mn_hoa(struct ps *p, const struct sadb_addr *hoa, struct ctl_pos hpos
 	return 0;
 }
 
+/* The signalling pair's policies, which conf_pair_items has just made (the last two items: out,
+ * in) for the pair's selector: they become the Mobility Header's (RFC 3776 4.1), and a copy of each
+ * protects Mobile Prefix Discovery (RFC 3776 4.2: the Solicitation, ICMPv6 146, from the mobile
+ * node; the Advertisement, 147, to it) with the same SAs, the type where a port would be. */
+static int mn_sig_policies(struct ps *p)
+{
+	struct ctl_conf *c = p->c;
+	struct ctl_item *it;
+	size_t out = c->n - 2;
+
+	for (size_t d = 0; d < 2; d++) {
+		uint8_t type = d == 0 ? MPD_ADV : MPD_SOL;
+
+		c->items[out + d].pol.sel.proto = MH_PROTO;
+		if (!(it = conf_item_new(c, CTL_IT_POLICY, p->t[0].pos)))
+			return -1;
+		*it = c->items[out + d];     /* conf_item_new may have moved the items */
+		it->pol.sel.proto = ICMP6_PROTO;
+		it->pol.sel.sport_lo = it->pol.sel.sport_hi = type;
+	}
+	return 0;
+}
+
 int conf_parse_mobile_node(struct ps *p)
 {
 	struct ctl_conf *c = p->c;
@@ -278,14 +305,12 @@ int conf_parse_mobile_node(struct ps *p)
 	if (ps_addr(p, "the mobile node's home address", &hoa, &hpos) ||
 	    mn_words(p, pr, part_pos, &prio) || mn_hoa(p, &hoa, hpos))
 		goto out;
-	/* signalling: ESP transport between the home agent and the home address, Mobility Header
-	 * only (RFC 3776 4.1); its policies win over the tunnel's, so a Binding Acknowledgement is
-	 * never tunnelled */
+	/* signalling: ESP transport between the home agent and the home address; its policies win
+	 * over the tunnel's, so a Binding Acknowledgement is never tunnelled. The SAs' selector names
+	 * no protocol: the policies say what the pair carries (mn_sig_policies) */
 	pr[MN_SIG].o.t.proto = SADB_PROTO_ESP;
 	pr[MN_SIG].o.t.mode = SADB_MODE_TRANSPORT;
 	mn_sel(&pr[MN_SIG].po.sel, &c->ha.addr, 128, &hoa);
-	pr[MN_SIG].po.sel.proto = true;
-	pr[MN_SIG].po.sel.sel.proto = MH_PROTO;
 	pr[MN_SIG].po.pol.priority = prio;
 	/* traffic: ESP tunnel from anywhere to the home address, its outer peer the home address
 	 * itself until the mobile node registers a care-of address */
@@ -314,7 +339,8 @@ int conf_parse_mobile_node(struct ps *p)
 		c->capmn = cap;
 	}
 	c->mn[c->nmn++] = (struct ctl_mobile_node){ hoa, hpos, p->t[0].pos };
-	rc = conf_pair_items(p, &pr[MN_SIG]) || conf_pair_items(p, &pr[MN_TUN]) ? -1 : 0;
+	rc = conf_pair_items(p, &pr[MN_SIG]) || mn_sig_policies(p) || conf_pair_items(p, &pr[MN_TUN]) ?
+	     -1 : 0;
 out:
 	conf_pair_free(&pr[MN_SIG]);
 	conf_pair_free(&pr[MN_TUN]);

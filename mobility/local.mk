@@ -1,7 +1,7 @@
 # mobility/local.mk: libmip6, the Mobile IPv6 home agent's I/O-free core: wire formats (mip6.h) and
-# the home agent's rules and binding cache (mip6_ha.h), and its errors
-# (mip6_err.h). It depends on nothing but libc.
+# the home agent's rules and binding cache (mip6_ha.h), its errors (mip6_err.h) and home agent
+# discovery (mip6_disc.h). It depends on nothing but libc.
 noinst_LIBRARIES += mobility/libmip6.a
-mobility_libmip6_a_SOURCES = mobility/mip6.c mobility/mip6_ha.c mobility/mip6_err.c
-noinst_HEADERS += mobility/mip6.h mobility/mip6_ha.h mobility/mip6_err.h
+mobility_libmip6_a_SOURCES = mobility/mip6.c mobility/mip6_ha.c mobility/mip6_err.c mobility/mip6_disc.c
+noinst_HEADERS += mobility/mip6.h mobility/mip6_ha.h mobility/mip6_err.h mobility/mip6_disc.h
 MIP6_LIBS = mobility/libmip6.a

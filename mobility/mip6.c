@@ -118,25 +118,26 @@ static uint16_t fold(uint64_t s)
 	return (uint16_t)s;
 }
 
-static uint64_t pseudo_sum_proto(const uint8_t src[16], const uint8_t dst[16], uint32_t len, uint8_t proto)
+static uint64_t pseudo_sum(const uint8_t src[16], const uint8_t dst[16], uint32_t len, uint8_t nh)
 {
 	uint64_t s = sum_bytes(src, 16, 0);
 	s = sum_bytes(dst, 16, s);
 	s += len >> 16;
 	s += len & 0xffff;
-	s += proto;
+	s += nh;
 	return s;
 }
 
-static uint64_t pseudo_sum(const uint8_t src[16], const uint8_t dst[16], uint32_t len)
+uint16_t mip6_l4_checksum(uint8_t nh, const uint8_t src[16], const uint8_t dst[16], const uint8_t *msg,
+			  uint32_t len)
 {
-	return pseudo_sum_proto(src, dst, len, MIP6_PROTO_MH);
+	return (uint16_t)~fold(sum_bytes(msg, len, pseudo_sum(src, dst, len, nh)));
 }
 
 uint16_t mip6_mh_checksum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *mh,
 			  uint32_t mh_len)
 {
-	uint64_t s = pseudo_sum(src, dst, mh_len);
+	uint64_t s = pseudo_sum(src, dst, mh_len, MIP6_PROTO_MH);
 	s = sum_bytes(mh, mh_len < 4 ? mh_len : 4, s);
 	if (mh_len > 6)
 		s = sum_bytes(mh + 6, mh_len - 6, s);
@@ -352,7 +353,7 @@ enum mip6_drop mip6_parse(const uint8_t *pkt, uint32_t len, struct mip6_pkt *out
 	out->mh_off = off;
 	out->mh_len = mh_len;
 	out->mh_type = mh[2];
-	uint64_t s = pseudo_sum(out->has_hao ? out->hoa : out->src, final_dst, mh_len);
+	uint64_t s = pseudo_sum(out->has_hao ? out->hoa : out->src, final_dst, mh_len, MIP6_PROTO_MH);
 	if (fold(sum_bytes(mh, mh_len, s)) != 0xffff)
 		return MIP6_DROP_BAD_CHECKSUM;
 	if (mh[0] != MIP6_PROTO_NONE)
@@ -478,7 +479,7 @@ int mip6_build_param_problem(uint8_t *buf, size_t cap, const uint8_t src[16], co
 	wr16(ic + 4, (uint16_t)(pointer >> 16));
 	wr16(ic + 6, (uint16_t)pointer);
 	memcpy(ic + 8, inv, quote);
-	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 8 + quote, pseudo_sum_proto(src, dst, 8 + quote, NH_ICMPV6))));
+	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 8 + quote, pseudo_sum(src, dst, 8 + quote, NH_ICMPV6))));
 	return (int)total;
 }
 
@@ -508,7 +509,7 @@ int mip6_build_dad_ns(uint8_t *buf, size_t cap, const uint8_t target[16])
 	memset(ic, 0, 8);
 	ic[0] = ICMPV6_NEIGHBOR_SOLICIT;
 	memcpy(ic + 8, target, 16);
-	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 24, pseudo_sum_proto(any, snm, 24, NH_ICMPV6))));
+	wr16(ic + 2, (uint16_t)~fold(sum_bytes(ic, 24, pseudo_sum(any, snm, 24, NH_ICMPV6))));
 	return MIP6_DAD_NS_LEN;
 }
 

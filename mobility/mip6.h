@@ -191,6 +191,11 @@ enum mip6_drop mip6_parse(const uint8_t *pkt, uint32_t len, struct mip6_pkt *out
 uint16_t mip6_mh_checksum(const uint8_t src[16], const uint8_t dst[16], const uint8_t *mh,
 			  uint32_t mh_len);
 
+/* The checksum of the upper-layer message of protocol nh at msg[0..len) (its checksum field zero)
+ * between src and dst, the pseudo-header's addresses (RFC 8200 §8.1): ICMPv6's, for instance. */
+uint16_t mip6_l4_checksum(uint8_t nh, const uint8_t src[16], const uint8_t dst[16], const uint8_t *msg,
+			  uint32_t len);
+
 /* Whether a is a unicast routable address: not unspecified, loopback, multicast or link-local. */
 bool mip6_addr_unicast_routable(const uint8_t a[16]);
 

@@ -330,7 +330,7 @@ int dp_nl_neigh_get(int fd, uint32_t *seq, uint8_t family, int ifindex, const ui
 		    uint8_t *mac);
 /* Have the kernel start resolving addr on ifindex (NTF_USE). */
 int dp_nl_neigh_resolve(int fd, uint32_t *seq, uint8_t family, int ifindex, const uint8_t *addr);
-/* Dump every local address: cb(family, addr, arg). */
+/* Dump every local address, IPv6 anycast addresses joined included: cb(family, addr, arg). */
 struct dp_nl_addr_info {
 	int ifindex;
 	uint8_t scope;               /* RT_SCOPE_*: 0 = universe (global) */

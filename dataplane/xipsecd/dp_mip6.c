@@ -144,7 +144,7 @@ void dp_mip6_run(struct dp_ctx *ctx)
 			break;
 		if (!dp_mip6_in_pop(m, &q))
 			break;
-		if (m->ha)
+		if (m->ha && !dp_mip6_mps(ctx, &q))
 			handle_bu(ctx, &q);
 	}
 	if (m->ha && mip6_ha_next_expiry(m->ha) <= now)
@@ -153,6 +153,7 @@ void dp_mip6_run(struct dp_ctx *ctx)
 	dp_mip6_brr_run(ctx, now);
 	flush_moves(ctx);
 	dp_mip6_na_run(ctx, now);
+	dp_mip6_disc_run(ctx, now);
 }
 
 static void mip6_free(struct dp_mip6 *m)
@@ -175,6 +176,8 @@ static void mip6_free(struct dp_mip6 *m)
 		close(m->state_fd);
 	dp_mip6_dad_close(m);
 	dp_mip6_brr_clear(m);
+	if (m->disc_fd >= 0)
+		close(m->disc_fd);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);
@@ -191,7 +194,7 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
-	m->state_fd = -1;
+	m->state_fd = m->disc_fd = -1;
 	m->in_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->out_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->in_fd < 0 || m->out_fd < 0) {
@@ -206,6 +209,7 @@ int dp_mip6_init(struct dp_ctx *ctx)
 	m->brr_at = ctx->cfg.mip6_brr_at < 0 ? 75u : (unsigned)ctx->cfg.mip6_brr_at;
 	m->brr_max = ctx->cfg.mip6_brr_max < 0 ? 2u : (unsigned)ctx->cfg.mip6_brr_max;
 	m->brr_next = UINT64_MAX;
+	dp_mip6_disc_open(m);
 	/* The home agent moves tunnel SAs: it needs a writer handle of its own. Opened here, before
 	 * any binding exists, so a SADB that refuses it is reported at start. */
 	r = sadb_open(ctx->cfg.sadb_path, SADB_RDWR, NULL, &m->wdb, msg, sizeof(msg));
@@ -380,6 +384,11 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "dad_started", m->dad_started }, { "dad_ok", m->dad_ok },
 		{ "dad_skipped", m->dad_skipped }, { "dad_ns_sent", m->dad_ns_sent },
 		{ "dad_failed", st->dad_failed }, { "brr_sent", m->brr_sent },
+		{ "ra_heard", m->halist.ra_taken }, { "ra_dropped", m->halist.ra_bad },
+		{ "home_agents_list_full", m->halist.full }, { "dhaad_requests", m->dhaad_requests },
+		{ "dhaad_replies", m->dhaad_replies }, { "dhaad_dropped", m->dhaad_dropped },
+		{ "mps_received", m->mps_received }, { "mpa_sent", m->mpa_sent },
+		{ "mps_dropped", m->mps_dropped },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);

@@ -9,6 +9,8 @@
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
+ *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD),
+ *                    Mobile Prefix Discovery
  * Each calls only those listed after it, and none calls into the packet path: what the home agent
  * originates goes through its queue, which worker 0 drains (dp_local.c). */
 #ifndef XIPSEC_DP_MIP6_H
@@ -19,6 +21,7 @@
 
 #include "dataplane/xipsecd/dp_path.h"
 #include "mobility/mip6_err.h"
+#include "mobility/mip6_disc.h"
 #include "mobility/mip6_ha.h"
 
 #define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
@@ -131,6 +134,13 @@ struct dp_mip6 {
 	uint64_t brr_next;           /* the earliest due_ms (UINT64_MAX: none) */
 	uint64_t brr_sent;
 	uint64_t ba_status[256];     /* acknowledgements built, by status (the counters view) */
+	int disc_fd;                 /* ICMPv6: RAs heard on the home link, DHAAD requests; -1 */
+	struct mip6_halist halist;   /* the home link's home agents (dp_mip6_disc.c) */
+	uint8_t anycast[SADB_HA_MAX_PREFIX][16]; /* the home prefixes' Home-Agents anycast addresses */
+	bool anycast_joined[SADB_HA_MAX_PREFIX];
+	unsigned n_anycast;
+	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
+	uint64_t mps_received, mpa_sent, mps_dropped;
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -212,5 +222,15 @@ int dp_mip6_proxy_neigh(struct dp_mip6 *m, const uint8_t hoa[16], bool add);
 /* Start (on) or stop the unsolicited Neighbor Advertisements for hoa; dp_mip6_na_run sends those due. */
 void dp_mip6_na_schedule(struct dp_mip6 *m, const uint8_t hoa[16], bool on);
 void dp_mip6_na_run(struct dp_ctx *ctx, uint64_t now);
+
+/* ---- dp_mip6_disc.c ---- */
+/* Open the discovery socket (none: disc_fd -1, logged; the home agent runs without discovery). */
+void dp_mip6_disc_open(struct dp_mip6 *m);
+/* The anycast addresses follow the home prefixes; the RAs and DHAAD Requests waiting are taken
+ * (a bounded number per call), the home agents list expired. */
+void dp_mip6_disc_run(struct dp_ctx *ctx, uint64_t now);
+/* A message the workers queued: when it is a Mobile Prefix Solicitation, it is answered (or dropped
+ * and counted) and true returned; false for anything else (a Binding Update's for dp_mip6.c). */
+bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q);
 
 #endif

@@ -139,7 +139,8 @@ static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
 		n++;
 	}
 	explicit_bzero(&sa, sizeof(sa));
-	qsort(v, n, sizeof(*v), cmp_role);
+	if (n) /* a home agent with no mobile node yet: v is NULL, which qsort may not be given */
+		qsort(v, n, sizeof(*v), cmp_role);
 	mns = calloc(n ? n : 1, sizeof(*mns));
 	if (!mns) {
 		free(v);

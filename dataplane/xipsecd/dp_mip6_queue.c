@@ -1,8 +1,8 @@
 /* dataplane/xipsecd/dp_mip6_queue.c: the Mobile IPv6 home agent's two bounded queues, the only place
  * the workers and the control thread meet. Inbound, any worker (dp_mip6_take, called by the engine
- * stage): a decapsulated Mobility Header packet of a mobile node's transport SA is copied in (no
- * room: dropped and counted; the workers never wait for the home agent) and the control thread is
- * woken through an eventfd; the control thread takes them out (dp_mip6_in_pop). Outbound, the
+ * stage): a decapsulated Mobility Header packet or Mobile Prefix Solicitation of a mobile node's
+ * transport SA is copied in (no room: dropped and counted; the workers never wait for the home
+ * agent) and the control thread is woken through an eventfd; the control thread takes them out (dp_mip6_in_pop). Outbound, the
  * control thread queues the acknowledgements it built (dp_mip6_out_push) and wakes worker 0, whose
  * dp_local.c drains them (dp_mip6_pop) into its outbound path (an acknowledgement that must wait
  * for its batch's republication waits in the control thread's own holding queue first,
@@ -103,7 +103,7 @@ bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3
 
 	if (!m || sa->sa.mode != SADB_MODE_TRANSPORT || !(sa->sa.flags & SADB_SAF_MOBILE) ||
 	    dp_l3_family(l3) != AF_INET6 || esp_pkt_sel(l3, len, &sel) != SADB_DROP_NONE ||
-	    sel.proto != IPPROTO_MH)
+	    (sel.proto != IPPROTO_MH && !(sel.proto == IPPROTO_ICMPV6 && sel.sport == MIP6_ICMP_MPS)))
 		return false;
 	if (len > MQ_PKT) {
 		atomic_fetch_add_explicit(&m->in_too_big, 1, memory_order_relaxed);

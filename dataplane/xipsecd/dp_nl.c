@@ -252,7 +252,7 @@ static int addr_cb(struct nlmsghdr *h, void *arg)
 		return 0;
 	for (struct rtattr *r = IFA_RTA(ifa); RTA_OK(r, len); r = RTA_NEXT(r, len))
 		if ((r->rta_type == IFA_LOCAL || r->rta_type == IFA_ADDRESS ||
-		     r->rta_type == IFA_BROADCAST) &&
+		     r->rta_type == IFA_BROADCAST || r->rta_type == IFA_ANYCAST) &&
 		    RTA_PAYLOAD(r) == alen(ifa->ifa_family)) {
 			struct dp_nl_addr_info info = {
 				.ifindex = (int)ifa->ifa_index, .scope = ifa->ifa_scope,
@@ -279,10 +279,19 @@ int dp_nl_addrs(int fd, uint32_t *seq,
 		.a.ifa_family = AF_UNSPEC,
 	};
 	struct addr_walk w = { cb, arg };
+	int err;
 
 	/* IFA_ADDRESS of a point-to-point link is the peer: harmless, it only sends that address's
 	 * traffic to the kernel, which is where peer-to-peer traffic of such a link belongs. */
-	return transact(fd, seq, &req.n, RTM_NEWADDR, addr_cb, &w);
+	err = transact(fd, seq, &req.n, RTM_NEWADDR, addr_cb, &w);
+	if (err)
+		return err;
+	/* The IPv6 anycast addresses the kernel delivers locally (a router's subnet anycast, the
+	 * Mobile IPv6 Home-Agents anycast address the home agent joins): the kernel's, like the
+	 * unicast ones. A dump answers with RTM_GETANYCAST messages, IFA_ANYCAST attributes. */
+	req.n.nlmsg_type = RTM_GETANYCAST;
+	req.a.ifa_family = AF_INET6;
+	return transact(fd, seq, &req.n, RTM_GETANYCAST, addr_cb, &w);
 }
 
 int dp_nl_monitor_read(int fd)

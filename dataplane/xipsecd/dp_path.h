@@ -181,8 +181,8 @@ unsigned dp_local_tun_burst(struct dp_worker *w, struct dp_group *g);
 unsigned dp_local_ha_burst(struct dp_worker *w, struct dp_group *g);
 
 /* ---- dp_mip6_queue.c: the home agent's two queues, as the packet path sees them ---- */
-/* A decapsulated packet of a mobile node's transport SA: a Mobility Header packet is copied to the
- * control thread's queue (true: consumed, the caller frees the frame; a full queue or an oversized
+/* A decapsulated packet of a mobile node's transport SA: a Mobility Header packet or a Mobile Prefix
+ * Solicitation is copied to the control thread's queue (true: consumed, the caller frees the frame; a full queue or an oversized
  * packet is a counted drop). Any worker. */
 bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len);
 /* Worker 0: the next packet the home agent originated, copied to buf (at least DP_MIP6_PKT bytes):

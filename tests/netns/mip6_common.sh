@@ -4,7 +4,8 @@
 # configuration ($XT_DIR/ha.conf) loaded and xipsecd started on ha (mip6_start_ha, with
 # $MIP6_HA_OPTS), the mobile node played by scapy (tests/netns/test_mip6_mn.py, driven through a
 # FIFO: mn CMD...), and the helpers that read its Binding Acknowledgements (nba, ba, wait_ba, ba_is)
-# and the home agent's bindings and counters (bindings, b_json, cnt).
+# and the home agent's bindings and counters (bindings, b_json, cnt). $MIP6_HA_PREFIXES replaces the
+# home agent's one home prefix (prefix 2001:db8:1::/64).
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -22,7 +23,7 @@ ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
 key() { head -c 20 /dev/urandom | xxd -p -c 40; }
 K_BA=$(key) K_BU=$(key) K_TO=$(key) K_TI=$(key)
 cat > "$XT_DIR/ha.conf" <<EOF
-home-agent $HA prefix 2001:db8:1::/64 lifetime 600
+home-agent $HA ${MIP6_HA_PREFIXES:-prefix 2001:db8:1::/64} lifetime 600
 mobile-node $HOA \\
 	signalling spi 0x2000:0x2001 enc aes128gcm16 key 0x$K_BA:0x$K_BU \\
 	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI

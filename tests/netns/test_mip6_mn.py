@@ -27,17 +27,22 @@
 #                                   cksum (a wrong checksum)
 #   hoti CN                         a Home Test Init to CN through the tunnel (RFC 6275 5.2.5: reverse
 #                                   tunnelled from the home address)
+#   mps IFACE ID                    a Mobile Prefix Solicitation (RFC 6275 6.7) with identifier ID from
+#                                   IFACE's care-of address with a Home Address option, ESP-protected
+#                                   by the signalling SA (RFC 3776 4.2)
+#   mps-plain IFACE ID              the same without ESP (must go unanswered)
 #   counts                          print the counters
 # Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "be", ...} for every
-# Binding Error, {"ev": "brr", ...} for every Binding Refresh Request, {"ev": "pp", ...} for every ICMPv6 Parameter Problem through the tunnel, {"ev":
-# "sent", ...} per command.
+# Binding Error, {"ev": "brr", ...} for every Binding Refresh Request, {"ev": "pp", ...} for every ICMPv6
+# Parameter Problem through the tunnel, {"ev": "mpa", ...fields} for every Mobile Prefix Advertisement,
+# {"ev": "sent", ...} per command.
 import fcntl, json, logging, os, select, socket, struct, sys, time
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
-from scapy.layers.inet6 import (HAO, ICMPv6ParamProblem, IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA,
-                                MIP6MH_BE, MIP6MH_BRR, MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA,
-                                MIP6OptBRAdvice, in6_chksum)
+from scapy.layers.inet6 import (HAO, ICMPv6MPAdv, ICMPv6MPSol, ICMPv6NDOptPrefixInfo, ICMPv6ParamProblem,
+                                IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BE, MIP6MH_BRR,
+                                MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA, MIP6OptBRAdvice, in6_chksum)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -160,6 +165,12 @@ def main():
                     mh_bad(a[1], 100 + i, a[2])
                     time.sleep(0.02)
                 out(ev='sent', cmd='mh-bad', kind=a[2], esp_seq=bu_sa.seq_num)
+            elif a[0] in ('mps', 'mps-plain'):
+                ifc, coa = a[1], links[a[1]]['coa']
+                p = IPv6(src=coa, dst=ha) / IPv6ExtHdrDestOpt(options=[HAO(hoa=hoa)]) / ICMPv6MPSol(id=int(a[2]))
+                p = IPv6(bytes(p))  # the ICMPv6 checksum with the home address as source (RFC 6275 6.3)
+                send(ifc, bu_sa.encrypt(p) if a[0] == 'mps' else p)
+                out(ev='sent', cmd=a[0], iface=ifc, coa=coa, id=int(a[2]))
             elif a[0] == 'hoti':
                 p = IPv6(bytes(IPv6(src=hoa, dst=a[1]) / MIP6MH_HoTI(cookie=bytes.fromhex('1122334455667788'))))
                 send(tun_ifc, tun_out.encrypt(p))
@@ -191,6 +202,27 @@ def main():
                     flat = ba_sa.decrypt(IPv6(bytes(IPv6(src=ip.src, dst=ip.dst, nh=50) / Raw(bytes(ip[ESP])))))
                     dec = IPv6(src=ip.src, dst=ip.dst) / (
                         IPv6ExtHdrRouting(type=rh.type, segleft=rh.segleft, addresses=rh.addresses) if rh else Raw(b''))
+                    if flat.nh == 58:
+                        # a Mobile Prefix Advertisement: scapy reads it and its Prefix Information
+                        # options, and computes the checksum again (the routing header's address
+                        # as the pseudo-header's destination)
+                        raw = bytes(flat.payload)
+                        dec = IPv6(bytes(dec / ICMPv6MPAdv(raw[:8])))
+                        mpa, opts, off = dec[ICMPv6MPAdv], [], 8
+                        while off + 32 <= len(raw):
+                            o = ICMPv6NDOptPrefixInfo(raw[off:off + 32])
+                            opts.append({'prefix': '%s/%d' % (o.prefix, o.prefixlen), 'L': int(o.L), 'A': int(o.A),
+                                         'valid': o.validlifetime, 'preferred': o.preferredlifetime})
+                            off += 32
+                        again = IPv6(bytes(IPv6(src=ip.src, dst=ip.dst) / IPv6ExtHdrRouting(
+                            type=rh.type, segleft=rh.segleft, addresses=rh.addresses) / ICMPv6MPAdv(raw)))
+                        again[ICMPv6MPAdv].cksum = None
+                        out(ev='mpa', iface=socks[s], src=ip.src, dst=ip.dst, esp_spi=spi, code=mpa.code,
+                            type=mpa.type, id=mpa.id, prefixes=opts, rest=len(raw) - off,
+                            rh_type=rh.type if rh else None, rh_segleft=rh.segleft if rh else None,
+                            rh_addr=rh.addresses[0] if rh and rh.addresses else None,
+                            cksum_ok=IPv6(bytes(again))[ICMPv6MPAdv].cksum == mpa.cksum)
+                        continue
                     body = bytes(flat.payload)
                     if len(body) > 2 and body[2] == 7:
                         be = IPv6(bytes(dec / MIP6MH_BE(body)))

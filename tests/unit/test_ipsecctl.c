@@ -500,7 +500,8 @@ static char *print_conf(const struct ctl_conf *c)
 }
 
 /* Mobile IPv6: the home-agent record, and a mobile-node's expansion into a signalling transport
- * pair (Mobility Header only, the stronger priority) and a tunnel pair whose peer is the home
+ * pair (the stronger priority; its policies: the Mobility Header both ways, the Mobile Prefix
+ * Solicitation in and Advertisement out, RFC 3776 4.2) and a tunnel pair whose peer is the home
  * address, every SA flagged mobile; its -n text parses back to the same records. */
 #define MN_KEY(b) "0x" b b b b b b b b b b b b b b b b b b b b
 static const char mn_text[] =
@@ -522,21 +523,25 @@ static void test_parse_mobile_node(void **state)
 	assert_int_equal(c.ha.n_prefix, 2);
 	assert_int_equal(c.ha.plen[1], 48);
 	assert_int_equal(c.ha.max_lifetime, 600);
-	assert_int_equal(c.n, 8);
+	assert_int_equal(c.n, 10);
 	ha = &c.ha.addr;
 	hoa = &c.items[0].sa.dst;
 	assert_int_equal(hoa->a.b[15], 9);
-	for (size_t i = 0; i < 8; i++) {
+	for (size_t i = 0; i < 10; i++) {
+		/* the policies' protocol and ICMPv6 type (the selector's source "port") */
+		static const struct { uint8_t proto, type; } pols[10] = {
+			[2] = { 135, 0 }, [3] = { 135, 0 }, [4] = { 58, 147 }, [5] = { 58, 146 },
+		};
 		const struct ctl_item *it = &c.items[i];
-		bool sig = i < 4;
+		bool sig = i < 6;
 
-		assert_int_equal(it->kind, i % 4 < 2 ? CTL_IT_SA : CTL_IT_POLICY);
+		assert_int_equal(it->kind, i < 2 || i == 6 || i == 7 ? CTL_IT_SA : CTL_IT_POLICY);
 		if (it->kind == CTL_IT_SA) {
 			bool out = it->sa.dir == SADB_DIR_OUT;
 
 			assert_true(it->sa.flags & SADB_SAF_MOBILE);
 			assert_int_equal(it->sa.mode, sig ? SADB_MODE_TRANSPORT : SADB_MODE_TUNNEL);
-			assert_int_equal(it->sa.sel.proto, sig ? 135 : 0);
+			assert_int_equal(it->sa.sel.proto, 0);
 			assert_int_equal(it->sa.replay_window, sig ? SADB_REPLAY_DEFAULT : 32);
 			/* outer endpoints: the home agent and, at home, the home address */
 			assert_true(sadb_addr_eq(out ? &it->sa.src : &it->sa.dst, ha));
@@ -553,10 +558,16 @@ static void test_parse_mobile_node(void **state)
 			assert_int_equal(it->pol.priority, sig ? 7 : 8);
 			assert_int_equal(it->pol.reqid, sig ? 0x6000 : 0x6100);
 			assert_int_equal(it->pol.mode, sig ? SADB_MODE_TRANSPORT : SADB_MODE_TUNNEL);
+			assert_int_equal(it->pol.dir, i % 2 ? SADB_DIR_IN : SADB_DIR_OUT);
+			assert_int_equal(it->pol.sel.proto, pols[i].proto);
+			if (pols[i].type) {
+				assert_int_equal(it->pol.sel.sport_lo, pols[i].type);
+				assert_int_equal(it->pol.sel.sport_hi, pols[i].type);
+			}
 		}
 	}
-	assert_int_equal(c.items[4].sa.enc_key[0], 0x33);
-	assert_int_equal(c.items[5].sa.enc_key[0], 0x44);
+	assert_int_equal(c.items[6].sa.enc_key[0], 0x33);
+	assert_int_equal(c.items[7].sa.enc_key[0], 0x44);
 	/* the -n text parses back to the same records */
 	p1 = print_conf(&c);
 	free(errs);
