@@ -169,45 +169,47 @@ static int mip6_opt(int c, const char *arg, struct dp_config *cfg)
 	return 0;
 }
 
+/* xipsecd's long options (usage() says what each does). */
+static const struct option opts[] = {
+	{ "inside", required_argument, NULL, 'i' },
+	{ "outside", required_argument, NULL, 'o' },
+	{ "workers", required_argument, NULL, 'w' },
+	{ "sadb", required_argument, NULL, 's' },
+	{ "ctl", required_argument, NULL, 'c' },
+	{ "stats", required_argument, NULL, O_STATS },
+	{ "stats-group", required_argument, NULL, O_STATS_GROUP },
+	{ "tun", required_argument, NULL, O_TUN },
+	{ "xdp-obj", required_argument, NULL, O_XDP },
+	{ "skb-mode", no_argument, NULL, O_SKB },
+	{ "copy", no_argument, NULL, O_COPY },
+	{ "no-pin", no_argument, NULL, O_NOPIN },
+	{ "cpus", required_argument, NULL, O_CPUS },
+	{ "no-handoff", no_argument, NULL, O_NOHANDOFF },
+	{ "batch", required_argument, NULL, O_BATCH },
+	{ "tx-budget", required_argument, NULL, O_TXBUDGET },
+	{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
+	{ "cluster-local", required_argument, NULL, O_CLUSTER },
+	{ "cluster-peer", required_argument, NULL, O_CLUSTER },
+	{ "cluster-key", required_argument, NULL, O_CLUSTER },
+	{ "cluster-lease", required_argument, NULL, O_CLUSTER },
+	{ "cluster-budget", required_argument, NULL, O_CLUSTER },
+	{ "cluster-sync-packets", required_argument, NULL, O_CLUSTER },
+	{ "cluster-sync-ms", required_argument, NULL, O_CLUSTER },
+	{ "mip6-error-burst", required_argument, NULL, O_MIP6_ERR_BURST },
+	{ "mip6-error-rate", required_argument, NULL, O_MIP6_ERR_RATE },
+	{ "mip6-dad-ms", required_argument, NULL, O_MIP6_DAD },
+	{ "mip6-refresh-advice", required_argument, NULL, O_MIP6_BRA },
+	{ "mip6-brr-at", required_argument, NULL, O_MIP6_BRR_AT },
+	{ "mip6-brr-max", required_argument, NULL, O_MIP6_BRR_MAX },
+	{ "status", no_argument, NULL, O_STATUS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
-	static const struct option opts[] = {
-		{ "inside", required_argument, NULL, 'i' },
-		{ "outside", required_argument, NULL, 'o' },
-		{ "workers", required_argument, NULL, 'w' },
-		{ "sadb", required_argument, NULL, 's' },
-		{ "ctl", required_argument, NULL, 'c' },
-		{ "stats", required_argument, NULL, O_STATS },
-		{ "stats-group", required_argument, NULL, O_STATS_GROUP },
-		{ "tun", required_argument, NULL, O_TUN },
-		{ "xdp-obj", required_argument, NULL, O_XDP },
-		{ "skb-mode", no_argument, NULL, O_SKB },
-		{ "copy", no_argument, NULL, O_COPY },
-		{ "no-pin", no_argument, NULL, O_NOPIN },
-		{ "cpus", required_argument, NULL, O_CPUS },
-		{ "no-handoff", no_argument, NULL, O_NOHANDOFF },
-		{ "batch", required_argument, NULL, O_BATCH },
-		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
-		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
-		{ "cluster-local", required_argument, NULL, O_CLUSTER },
-		{ "cluster-peer", required_argument, NULL, O_CLUSTER },
-		{ "cluster-key", required_argument, NULL, O_CLUSTER },
-		{ "cluster-lease", required_argument, NULL, O_CLUSTER },
-		{ "cluster-budget", required_argument, NULL, O_CLUSTER },
-		{ "cluster-sync-packets", required_argument, NULL, O_CLUSTER },
-		{ "cluster-sync-ms", required_argument, NULL, O_CLUSTER },
-		{ "mip6-error-burst", required_argument, NULL, O_MIP6_ERR_BURST },
-		{ "mip6-error-rate", required_argument, NULL, O_MIP6_ERR_RATE },
-		{ "mip6-dad-ms", required_argument, NULL, O_MIP6_DAD },
-		{ "mip6-refresh-advice", required_argument, NULL, O_MIP6_BRA },
-		{ "mip6-brr-at", required_argument, NULL, O_MIP6_BRR_AT },
-		{ "mip6-brr-max", required_argument, NULL, O_MIP6_BRR_MAX },
-		{ "status", no_argument, NULL, O_STATUS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
 	int c, li = 0;
 	const char *cpus = NULL;
 
