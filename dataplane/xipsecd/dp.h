@@ -65,6 +65,8 @@ struct dp_config {
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
+	unsigned cluster_segments;   /* active/active segments, 0 = none (dp_segment.h) */
+	uint32_t cluster_addr;       /* their cluster address, IPv4 network order */
 	int verbose;
 };
 
@@ -152,6 +154,8 @@ struct dp_worker {
 	uint32_t n_free;
 	uint8_t *frame_out;          /* per frame: 1 while the kernel or a packet holds it */
 	uint64_t frame_anomalies;    /* completions of frames we did not hand out (ignored) */
+	uint64_t cluster_foreign;    /* outbound plaintext left to the node owning its segment
+	                              * (dp_segment.h; written by this worker, read relaxed) */
 	int nl_fd;                   /* synchronous route/neighbour queries */
 	uint32_t nl_seq;
 	struct dp_rentry rcache[DP_RCACHE_SIZE];
@@ -215,6 +219,7 @@ struct dp_ctx {
 	/* The XDP program's local SPD (dp_xdp.c) could not be built from the SADB: the next
 	 * dp_sa_sync reads every record and builds it again (control thread only). */
 	bool local_spd_stale;
+	_Atomic uint32_t seg_state;  /* dp_segment.h: the segments this node owns */
 	/* dp_stats.c (control thread): the counters view, when one could be made */
 	struct sadb_stats_writer *stats;
 	uint64_t stats_at, stats_gen;  /* when the last reading was published, of which generation */
@@ -266,6 +271,9 @@ void dp_acquire_stats(const struct dp_ctx *ctx, uint64_t *raised, uint64_t *lost
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* printf at *p into the *left bytes there (*left >= 1), both moved past it; cut at the end of the
+ * space, which always keeps its terminating NUL (the control socket's answers). */
+void dp_put(char **p, size_t *left, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define DP_BUSY_WAIT_MS 10000u
 bool dp_busy_wait(int err, unsigned *waited_ms, const char *what);
 /* size bytes of packet memory, on transparent huge pages where the kernel has them; NULL if none. */
@@ -281,6 +289,8 @@ int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk
 int dp_xdp_sync_addrs(struct dp_ctx *ctx);
 void dp_xdp_unload(struct dp_ctx *ctx);
 int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
+/* The fd of the loaded program's map called name (owned by the program), or -ENOENT. */
+int dp_xdp_map_fd(struct dp_ctx *ctx, const char *name);
 /* The SPI filter (xdp_shared.h): keys of the inbound SAs; add fails open (the filter goes off). */
 int dp_xdp_spi_add(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
 void dp_xdp_spi_del(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);

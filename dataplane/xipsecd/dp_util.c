@@ -1,8 +1,8 @@
 /* dataplane/xipsecd/dp_util.c: what every part of xipsecd uses: its log (stderr, one line a message,
  * filtered by --verbose; under systemd, whose journal tells the priority from a "<N>" prefix, each
  * line carries one), its clock (CLOCK_MONOTONIC nanoseconds, for timers and rate limits that a
- * change of the wall clock must not move), the wait for what a killed predecessor still holds and
- * the mapping of packet memory on huge pages. */
+ * change of the wall clock must not move), the wait for what a killed predecessor still holds,
+ * the mapping of packet memory on huge pages and the control socket's answers' formatting. */
 #include "config.h"
 
 #include <errno.h>
@@ -84,4 +84,18 @@ void *dp_map_huge(size_t size)
 	if (madvise(a, size, MADV_HUGEPAGE) && errno != EINVAL)
 		dp_log(LOG_DEBUG, "packet memory: no transparent huge pages: %s", strerror(errno));
 	return a;
+}
+
+void dp_put(char **p, size_t *left, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(*p, *left, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= *left)
+		n = (int)*left - 1;
+	*p += n;
+	*left -= (size_t)n;
 }

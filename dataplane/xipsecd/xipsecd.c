@@ -21,11 +21,13 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <linux/rtnetlink.h>
 #include <urcu-qsbr.h>
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_sa.h"
+#include "dataplane/xipsecd/dp_segment.h"
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
 
@@ -61,9 +63,13 @@ static void usage(FILE *f)
 		"      --tx-budget N   frames one copy-mode transmit call may send, 32..%u, or 0 for\n"
 		"                      the kernel's 32 (default %u)\n"
 		"      --busy-poll     run the interfaces' NAPI polls from the workers (busy polling)\n"
+		"      --cluster-segments N  active/active: the ha plugin's segment_count, 1..%u (default\n"
+		"                      $XIPSEC_CLUSTER_SEGMENTS; none: no segment filter)\n"
+		"      --cluster-address ADDR  the IPv4 cluster address the segments split (default\n"
+		"                      $XIPSEC_CLUSTER_ADDRESS)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
 		"  -v, --verbose       more log messages\n"
-		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
+		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET, DP_SEG_MAX);
 }
 
 static int client(const char *path, const char *req)
@@ -112,10 +118,35 @@ static int client(const char *path, const char *req)
 	return 0;
 }
 
+/* --cluster-segments and --cluster-address (or their variables; an empty one, as a unit's
+ * environment file leaves it, is unset): both or neither. Nonzero after a message. */
+static int parse_segments(const char *segments, const char *addr, struct dp_config *cfg)
+{
+	char *end;
+	unsigned long v;
+
+	if ((!segments || !*segments) && (!addr || !*addr))
+		return 0;
+	errno = 0;
+	v = segments ? strtoul(segments, &end, 10) : 0;
+	if (!segments || errno || *end || v < 1 || v > DP_SEG_MAX) {
+		fprintf(stderr, "xipsecd: --cluster-segments takes 1..%u, not '%s'\n", DP_SEG_MAX,
+			segments ? segments : "");
+		return 1;
+	}
+	if (!addr || inet_pton(AF_INET, addr, &cfg->cluster_addr) != 1) {
+		fprintf(stderr, "xipsecd: --cluster-segments needs --cluster-address, an IPv4 address "
+			"(not '%s')\n", addr ? addr : "");
+		return 1;
+	}
+	cfg->cluster_segments = (unsigned)v;
+	return 0;
+}
+
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
 	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP };
+	       O_STATS, O_STATS_GROUP, O_SEGMENTS, O_SEGADDR };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -135,6 +166,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
 		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
 		{ "status", no_argument, NULL, O_STATUS },
+		{ "cluster-segments", required_argument, NULL, O_SEGMENTS },
+		{ "cluster-address", required_argument, NULL, O_SEGADDR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -142,6 +175,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 	};
 	int c;
 	const char *cpus = NULL;
+	const char *segments = getenv("XIPSEC_CLUSTER_SEGMENTS");
+	const char *segaddr = getenv("XIPSEC_CLUSTER_ADDRESS");
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
 	cfg->tx_budget = DP_TX_BUDGET;
@@ -205,6 +240,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 			break;
 		case O_BUSYPOLL: cfg->busy_poll = true; break;
 		case O_STATUS: *status = true; break;
+		case O_SEGMENTS: segments = optarg; break;
+		case O_SEGADDR: segaddr = optarg; break;
 		case 'v': cfg->verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("xipsecd %s\n", PACKAGE_VERSION); exit(0);
@@ -223,6 +260,8 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		fprintf(stderr, "xipsecd: --inside and --outside must differ\n");
 		return 2;
 	}
+	if (parse_segments(segments, segaddr, cfg))
+		return 2;
 	if (cpus && cfg->no_pin) {
 		fprintf(stderr, "xipsecd: --cpus and --no-pin exclude each other\n");
 		return 2;
@@ -472,6 +511,9 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		return *nlfd;
 	}
 	err = dp_xdp_load(ctx);
+	if (err)
+		return err;
+	err = dp_segment_init(ctx);
 	if (err)
 		return err;
 	dp_sa_spi_filter_start(ctx);
