@@ -191,6 +191,8 @@ static const struct ctl_cmd {
 	  "export wireshark [--tshark] [SPI...]" },
 	{ "metrics", NULL, ctl_cmd_metrics,
 	  "metrics [--textfile FILE | --listen [ADDR:PORT]] [--no-sa] [--no-ike]  Prometheus metrics" },
+	{ "cluster", ctl_cluster, NULL,
+	  "cluster segments [LIST|none|all]   the active/active segments the running xipsecd owns" },
 	{ "ike", NULL, ipsecctl_ike_main,
 	  "ike ...                            IKE daemon commands" },
 	{ "help", cmd_help, NULL, NULL },

@@ -261,6 +261,14 @@ struct ctl_opts {
 	const char *ctl_path;       /* show bindings: xipsecd's control socket (--ctl) */
 };
 
+/* xipsecd's control socket unless --ctl names another. */
+#define CTL_DEFAULT_XIPSECD "/run/xipsecd.sock"
+/* Send req (a line) to xipsecd at path; *out is its whole answer, NUL-terminated, the caller's to
+ * free. CTL_EXIT_OK, or CTL_EXIT_ERR / CTL_EXIT_USAGE after a message (ipsecctl_xipsecd.c). */
+int ctl_xipsecd_ask(const char *path, const char *req, char **out);
+/* `cluster segments [LIST]`: the active/active segments xipsecd owns, shown or set (ipsecctl_cluster.c). */
+int ctl_cluster(const struct ctl_opts *o, int argc, char **argv);
+
 /* `show bindings`: the home agent's binding cache, from the running xipsecd (ipsecctl_bindings.c). */
 int ctl_show_bindings(const struct ctl_opts *o);
 
