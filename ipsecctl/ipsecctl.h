@@ -258,19 +258,20 @@ struct ctl_opts {
 	double interval;            /* monitor */
 	long count;                 /* monitor: intervals, 0 = forever */
 	bool tshark;                /* export: tshark -o arguments */
-	const char *ctl_path;       /* show bindings: xipsecd's control socket (--ctl) */
+	const char *ctl_path;       /* show bindings, cluster: xipsecd's control socket (--ctl) */
 };
 
-/* xipsecd's control socket unless --ctl names another. */
 #define CTL_DEFAULT_XIPSECD "/run/xipsecd.sock"
-/* Send req (a line) to xipsecd at path; *out is its whole answer, NUL-terminated, the caller's to
- * free. CTL_EXIT_OK, or CTL_EXIT_ERR / CTL_EXIT_USAGE after a message (ipsecctl_xipsecd.c). */
-int ctl_xipsecd_ask(const char *path, const char *req, char **out);
-/* `cluster segments [LIST]`: the active/active segments xipsecd owns, shown or set (ipsecctl_cluster.c). */
-int ctl_cluster(const struct ctl_opts *o, int argc, char **argv);
-
 /* `show bindings`: the home agent's binding cache, from the running xipsecd (ipsecctl_bindings.c). */
 int ctl_show_bindings(const struct ctl_opts *o);
+/* xipsecd's control socket (ipsecctl_dpctl.c): send req, read the whole answer into *out (malloc'd,
+ * NUL-terminated, not empty), within 5 s. CTL_EXIT_* with a message. */
+int ctl_xipsecd_ask(const char *path, const char *req, char **out);
+/* `show cluster [--json]` and `cluster active|standby` (ipsecctl_dpctl.c). */
+int ctl_show_cluster(const struct ctl_opts *o);
+int ctl_cmd_cluster(const struct ctl_opts *o, int argc, char **argv);
+/* `cluster segments [LIST]`: the active/active segments xipsecd owns, shown or set (ipsecctl_cluster.c). */
+int ctl_cluster_segments(const struct ctl_opts *o, int argc, char **argv);
 
 
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ipsecctl/ipsecctl.h"
 
@@ -73,12 +74,12 @@ int ctl_show_bindings(const struct ctl_opts *o)
 	struct sect v[S_N] = { { 0 } };
 	struct ctl_json j;
 	int rc = ctl_xipsecd_ask(path, "bindings\n", &ans), lineno = 0;
-	size_t n;
+	size_t alen;
 
 	if (rc != CTL_EXIT_OK)
 		return rc;
-	n = strlen(ans);
-	if (n < 4 || strcmp(ans + n - 4, "end\n")) {
+	alen = strlen(ans);
+	if (alen < 4 || strcmp(ans + alen - 4, "end\n")) {
 		ctl_err("%s: incomplete answer from xipsecd%s", path,
 			!strncmp(ans, "error:", 6) ? " (an xipsecd without a home agent?)" : "");
 		free(ans);

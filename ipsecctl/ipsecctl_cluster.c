@@ -2,7 +2,8 @@
  * xipsecd owns (which peers' ESP, IKE and outbound traffic this node handles), shown with the frames
  * its XDP program kept and dropped per segment, or set: xipsec-iked sets them as strongSwan's ha
  * plugin moves segments, and an administrator or a test can too. xipsecd answers in JSON
- * (dataplane/xipsecd/dp_segment.c), which --json prints as it is. */
+ * (dataplane/xipsecd/dp_segment.c), which --json prints as it is. Reached from `cluster`
+ * (ipsecctl_dpctl.c). */
 #include "config.h"
 
 #include <stdio.h>
@@ -45,22 +46,22 @@ static int print_text(const char *path, const char *ans)
 	return CTL_EXIT_OK;
 }
 
-int ctl_cluster(const struct ctl_opts *o, int argc, char **argv)
+int ctl_cluster_segments(const struct ctl_opts *o, int argc, char **argv)
 {
 	const char *path = o->ctl_path ? o->ctl_path : CTL_DEFAULT_XIPSECD;
 	char req[96], *ans;
 	int rc;
 
-	if (argc < 1 || strcmp(argv[0], "segments") || argc > 2) {
-		ctl_err("cluster: expected 'cluster segments [LIST|none|all]'");
+	if (argc > 1) {
+		ctl_err("cluster segments: expected 'cluster segments [LIST|none|all]'");
 		return CTL_EXIT_USAGE;
 	}
-	if (argc == 2) {
-		if (strlen(argv[1]) > 63 || strpbrk(argv[1], " \t\n")) {
-			ctl_err("cluster segments: '%s' is not a list of segments (e.g. 1,3)", argv[1]);
+	if (argc == 1) {
+		if (strlen(argv[0]) > 63 || strpbrk(argv[0], " \t\n")) {
+			ctl_err("cluster segments: '%s' is not a list of segments (e.g. 1,3)", argv[0]);
 			return CTL_EXIT_USAGE;
 		}
-		snprintf(req, sizeof(req), "segments set %s\n", argv[1]);
+		snprintf(req, sizeof(req), "segments set %s\n", argv[0]);
 	} else {
 		snprintf(req, sizeof(req), "segments\n");
 	}

@@ -2,7 +2,9 @@
  * connection, a line: "status" (JSON: interfaces, workers, per-worker counters and drops by reason,
  * XDP program counters, SADB generation, expiries of manual SAs it raised), "bindings" (tab-separated
  * lines, dp_mip6.c: the home agent, its binding cache with each binding's tunnel traffic, counters),
- * "segments [set LIST]" (dp_segment.c: the active/active segments this node owns) or "ping". Answered by
+ * "cluster" (JSON; "cluster text" for people), "cluster active" / "cluster standby" (the node's role,
+ * dp_cluster.c; answered "ok: ..." or "error: ..."), "segments [set LIST]" (dp_segment.c: the
+ * active/active segments this node owns) or "ping". Answered by
  * the control thread; reading the workers' relaxed counters never disturbs the packet path. Per-SA
  * counters live in the SADB runtime area and are shown by ipsecctl. */
 #include "config.h"
@@ -161,14 +163,24 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 		} else {
 			len = dp_mip6_ctl(ctx, out, cap > sizeof(buf) ? cap : sizeof(buf));
 		}
-	} else if (!strncmp(req, "segments", 8))
+	} else if (!strncmp(req, "segments", 8)) {
 		len = dp_segment_ctl(ctx, req, out, sizeof(buf));
-	else if (!strncmp(req, "status", 6))
+	} else if (!strncmp(req, "cluster active", 14) || !strncmp(req, "cluster standby", 15)) {
+		char msg[256];
+		int r = dp_cluster_set_role(ctx, req[8] == 'a', msg, sizeof(msg));
+
+		len = (size_t)snprintf(out, sizeof(buf), "%s%s\n", r ? "error: " : "ok: ", msg);
+	} else if (!strncmp(req, "cluster text", 12)) {
+		len = dp_cluster_status(ctx, false, out, sizeof(buf));
+	} else if (!strncmp(req, "cluster", 7)) {
+		len = dp_cluster_status(ctx, true, out, sizeof(buf));
+	} else if (!strncmp(req, "status", 6))
 		len = status(ctx, out, sizeof(buf));
 	else if (!strncmp(req, "ping", 4))
 		len = (size_t)snprintf(out, sizeof(buf), "pong\n");
 	else
-		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, segments, ping)\n");
+		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, "
+				       "cluster [text|active|standby], segments [set LIST], ping)\n");
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(c, out + off, len - off);
 

@@ -107,6 +107,35 @@ int dp_segment_init(struct dp_ctx *ctx)
 	return 0;
 }
 
+/* The owned segments, "1,2" (nothing for none). */
+static void put_owned(struct dp_ctx *ctx, char **p, size_t *left)
+{
+	uint32_t st = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed);
+
+	for (unsigned s = 1, first = 1; s <= ctx->cfg.cluster_segments; s++)
+		if (st & (1u << (s - 1))) {
+			dp_put(p, left, "%s%u", first ? "" : ",", s);
+			first = 0;
+		}
+}
+
+void dp_segment_put(struct dp_ctx *ctx, bool json, char **p, size_t *left)
+{
+	if (json) {
+		dp_put(p, left, "\"segments\":{\"count\":%u,\"owned\":[", ctx->cfg.cluster_segments);
+		put_owned(ctx, p, left);
+		dp_put(p, left, "]}");
+	} else if (!ctx->cfg.cluster_segments) {
+		dp_put(p, left, "segments: none (no active/active)\n");
+	} else {
+		dp_put(p, left, "segments: %u, owned: ", ctx->cfg.cluster_segments);
+		if (!(atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) & DP_SEG_OWNED_MASK))
+			dp_put(p, left, "none");
+		put_owned(ctx, p, left);
+		dp_put(p, left, "\n");
+	}
+}
+
 /* The segments as JSON: count, the cluster address, owned, and per segment the frames the XDP
  * program kept and dropped; the workers' outbound packets left to the other node. */
 static size_t show(struct dp_ctx *ctx, char *buf, size_t len)
@@ -125,11 +154,7 @@ static size_t show(struct dp_ctx *ctx, char *buf, size_t len)
 	    ctx->cfg.cluster_segments, ctx->cfg.cluster_segments ?
 	    inet_ntop(AF_INET, &ctx->cfg.cluster_addr, a, sizeof(a)) : "",
 	    names[(st >> DP_SEG_JHASH_SHIFT & 3) % 3]);
-	for (unsigned s = 1, first = 1; s <= ctx->cfg.cluster_segments; s++)
-		if (st & (1u << (s - 1))) {
-			dp_put(&p, &left, "%s%u", first ? "" : ",", s);
-			first = 0;
-		}
+	put_owned(ctx, &p, &left);
 	dp_put(&p, &left, "],\"cluster_foreign\":%llu,\"segments\":[", (unsigned long long)foreign);
 	for (uint32_t s = 1; s <= ctx->cfg.cluster_segments; s++) {
 		uint64_t kept = 0, dropped = 0;

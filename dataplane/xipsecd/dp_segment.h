@@ -48,6 +48,10 @@ int dp_segment_parse(const char *list, unsigned count, uint32_t *mask);
 /* After dp_xdp_load: the cluster map from --cluster-segments/--cluster-address, no segment owned. */
 int dp_segment_init(struct dp_ctx *ctx);
 
+/* The owned segments into a control socket answer at *p (dp_put): as a JSON member
+ * ("segments":{"count":N,"owned":[...]}) or a line of text; for `show cluster` (dp_cluster.c). */
+void dp_segment_put(struct dp_ctx *ctx, bool json, char **p, size_t *left);
+
 /* The control socket's "segments" requests (control thread): "segments" shows, "segments set LIST"
  * sets the owned segments; the answer (JSON or "error: ...") is written to buf. */
 size_t dp_segment_ctl(struct dp_ctx *ctx, const char *req, char *buf, size_t len);
