@@ -98,8 +98,6 @@ int ctl_cmd_cluster(const struct ctl_opts *o, int argc, char **argv)
 	char req[32], *ans;
 	int rc;
 
-	if (argc >= 1 && !strcmp(argv[0], "segments"))
-		return ctl_cluster_segments(o, argc - 1, argv + 1);
 	if (argc != 1 || (strcmp(argv[0], "active") && strcmp(argv[0], "standby"))) {
 		ctl_err("cluster: expected 'cluster active', 'cluster standby' or 'cluster segments [LIST]'");
 		return CTL_EXIT_USAGE;
