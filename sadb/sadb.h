@@ -211,7 +211,8 @@ struct sadb_runtime {
 	uint64_t seq_reserved;      /* outbound: highest sequence number reserved (rule 1); a
 	                             * restarted dataplane resumes above it */
 	uint64_t seq_lease;         /* SAs with SADB_SAF_SEQ_PERSIST only: the highest number the
-	                             * dataplane has recorded on disk (dp_seqmark.c); outbound none
+	                             * dataplane has recorded on disk (dp_seqmark.c), or that a cluster's
+	                             * standby acknowledged (dp_cluster.c); outbound none
 	                             * above it is used, inbound (the window's ceiling) none above it
 	                             * is accepted. Written by the dataplane's control thread. */
 	uint64_t replay_top;        /* inbound: highest authenticated sequence number */

@@ -66,8 +66,8 @@ struct dp_config {
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
-	unsigned cluster_segments;   /* active/active segments, 0 = none (dp_segment.h) */
-	uint32_t cluster_addr;       /* their cluster address, IPv4 network order */
+	unsigned cluster_segments;   /* active/active segments, 0 = none (dp_segment.c, from */
+	uint32_t cluster_addr;       /* cluster.segments/address): the cluster address, network order */
 	struct dp_cluster_cfg cluster; /* --cluster-*: unset (peer NULL) = not clustered */
 	int verbose;
 };

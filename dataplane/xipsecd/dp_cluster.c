@@ -20,7 +20,6 @@
  * be accepted once more by the node that takes over. */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -627,7 +626,8 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 
 /* ---- status ---- */
 
-size_t dp_cluster_status(struct dp_ctx *ctx, bool json, char *buf, size_t len)
+size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, bool json, char *buf,
+			 size_t len)
 {
 	struct dp_cluster *cl = cl_of(ctx);
 	uint64_t now = dp_now_ns();
@@ -638,59 +638,55 @@ size_t dp_cluster_status(struct dp_ctx *ctx, bool json, char *buf, size_t len)
 
 	if (!cl)
 		return (size_t)snprintf(buf, len, json ? "{\"enabled\":false}\n" : "not clustered\n");
-	if (json) {
-		dp_put(&p, &left, "{\"enabled\":true,\"role\":\"%s\",\"rank\":%u,\"local\":\"%s\",\"peer\":\"%s\","
-		    "\"peer_reachable\":%s,\"peer_role\":\"%s\",\"eligible\":%s,\"last_message_ms\":%lld,"
-		    "\"sync_lag_ms\":%lld,\"lease\":%llu,\"budget\":%llu,\"sync_packets\":%u,\"sync_ms\":%u,"
-		    "\"counters\":{\"sent\":%llu,\"received\":%llu,\"send_errors\":%llu,\"leases_asked\":%llu,"
-		    "\"leases_acked\":%llu,\"leases_refused\":%llu,\"resyncs_asked\":%llu,"
-		    "\"resyncs_served\":%llu,\"takeovers\":%llu,\"solo_soft_expired\":%llu,"
-		    "\"solo_hard_expired\":%llu,\"dropped\":{",
-		    cl->active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
-		    reachable(cl, now) ? "true" : "false", cl->peer_active ? "active" : "standby",
-		    cl->eligible ? "true" : "false", age == UINT64_MAX ? -1LL : (long long)age,
-		    lag == UINT64_MAX ? -1LL : (long long)lag, (unsigned long long)cl->cfg.lease,
-		    (unsigned long long)cl->cfg.budget, cl->cfg.sync_packets, cl->cfg.sync_ms,
-		    (unsigned long long)cl->c.sent, (unsigned long long)cl->c.received,
-		    (unsigned long long)cl->c.send_errors, (unsigned long long)cl->c.leases_asked,
-		    (unsigned long long)cl->c.leases_acked, (unsigned long long)cl->c.leases_refused,
-		    (unsigned long long)cl->c.resyncs_asked, (unsigned long long)cl->c.resyncs_served,
-		    (unsigned long long)cl->c.takeovers, (unsigned long long)cl->c.solo_soft,
-		    (unsigned long long)cl->c.solo_hard);
+	{
+		/* the channel's counters, one list for both forms */
+		const struct { const char *name; uint64_t v; } cnt[] = {
+			{ "sent", cl->c.sent }, { "received", cl->c.received },
+			{ "send_errors", cl->c.send_errors }, { "leases_asked", cl->c.leases_asked },
+			{ "leases_acked", cl->c.leases_acked }, { "leases_refused", cl->c.leases_refused },
+			{ "resyncs_asked", cl->c.resyncs_asked }, { "resyncs_served", cl->c.resyncs_served },
+			{ "takeovers", cl->c.takeovers }, { "solo_soft_expired", cl->c.solo_soft },
+			{ "solo_hard_expired", cl->c.solo_hard },
+		};
+		const char *q = json ? "\"" : "";
+
+		if (json)
+			dp_put(&p, &left, "{\"enabled\":true,\"role\":\"%s\",\"rank\":%u,\"local\":\"%s\","
+			       "\"peer\":\"%s\",\"peer_reachable\":%s,\"peer_role\":\"%s\",\"eligible\":%s,"
+			       "\"last_message_ms\":%lld,\"sync_lag_ms\":%lld,\"lease\":%llu,\"budget\":%llu,"
+			       "\"sync_packets\":%u,\"sync_ms\":%u,\"counters\":{",
+			       cl->active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
+			       reachable(cl, now) ? "true" : "false", cl->peer_active ? "active" : "standby",
+			       cl->eligible ? "true" : "false", age == UINT64_MAX ? -1LL : (long long)age,
+			       lag == UINT64_MAX ? -1LL : (long long)lag, (unsigned long long)cl->cfg.lease,
+			       (unsigned long long)cl->cfg.budget, cl->cfg.sync_packets, cl->cfg.sync_ms);
+		else
+			dp_put(&p, &left, "role %s (rank %u), local %s, peer %s %s (%s), %s\n"
+			       "last message %lld ms ago, sync lag %lld ms; lease %llu, budget %llu, window sync "
+			       "every %u packets or %u ms\ncounters:",
+			       cl->active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
+			       reachable(cl, now) ? "reachable" : "unreachable",
+			       cl->peer_active ? "active" : "standby",
+			       cl->eligible ? "eligible" : "not eligible (catching up)",
+			       age == UINT64_MAX ? -1LL : (long long)age, lag == UINT64_MAX ? -1LL : (long long)lag,
+			       (unsigned long long)cl->cfg.lease, (unsigned long long)cl->cfg.budget,
+			       cl->cfg.sync_packets, cl->cfg.sync_ms);
+		for (unsigned i = 0; i < sizeof(cnt) / sizeof(cnt[0]); i++)
+			dp_put(&p, &left, json ? "%s\"%s\":%llu" : "%s %s %llu", json && i ? "," : "", cnt[i].name,
+			       (unsigned long long)cnt[i].v);
+		dp_put(&p, &left, json ? ",\"dropped\":{" : "\ndropped:");
 		for (unsigned r = 0; r < DPC_DROP_MAX; r++)
-			dp_put(&p, &left, "%s\"%s\":%llu", r ? "," : "", dpc_drop_names[r],
-			    (unsigned long long)cl->c.dropped[r]);
-		dp_put(&p, &left, "}},");
-		dp_segment_put(ctx, true, &p, &left);
-		dp_put(&p, &left, ",\"sas\":[");
-	} else {
-		dp_put(&p, &left, "role %s (rank %u), local %s, peer %s %s (%s), %s\n"
-		    "last message %lld ms ago, sync lag %lld ms; lease %llu, budget %llu, window sync "
-		    "every %u packets or %u ms\n"
-		    "messages sent %llu received %llu; leases asked %llu acked %llu refused %llu; resyncs "
-		    "asked %llu served %llu; takeovers %llu; solo expiries soft %llu hard %llu\ndropped:",
-		    cl->active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
-		    reachable(cl, now) ? "reachable" : "unreachable", cl->peer_active ? "active" : "standby",
-		    cl->eligible ? "eligible" : "not eligible (catching up)",
-		    age == UINT64_MAX ? -1LL : (long long)age, lag == UINT64_MAX ? -1LL : (long long)lag,
-		    (unsigned long long)cl->cfg.lease, (unsigned long long)cl->cfg.budget,
-		    cl->cfg.sync_packets, cl->cfg.sync_ms, (unsigned long long)cl->c.sent,
-		    (unsigned long long)cl->c.received, (unsigned long long)cl->c.leases_asked,
-		    (unsigned long long)cl->c.leases_acked, (unsigned long long)cl->c.leases_refused,
-		    (unsigned long long)cl->c.resyncs_asked, (unsigned long long)cl->c.resyncs_served,
-		    (unsigned long long)cl->c.takeovers, (unsigned long long)cl->c.solo_soft,
-		    (unsigned long long)cl->c.solo_hard);
-		for (unsigned r = 0; r < DPC_DROP_MAX; r++)
-			dp_put(&p, &left, " %s %llu", dpc_drop_names[r], (unsigned long long)cl->c.dropped[r]);
-		dp_put(&p, &left, "\n");
-		dp_segment_put(ctx, false, &p, &left);
-		dp_put(&p, &left, "%-10s %-3s %-20s %20s %20s %20s\n", "spi", "dir", "reserved/top",
-		    "lease", "recorded", "headroom");
+			dp_put(&p, &left, json ? "%s%s%s%s:%llu" : "%s %s%s%s %llu", json && r ? "," : "", q,
+			       dpc_drop_names[r], q, (unsigned long long)cl->c.dropped[r]);
+		dp_put(&p, &left, json ? "}}," : "\n");
+		dp_segment_put(ctx, json, &p, &left);
+		if (json)
+			dp_put(&p, &left, ",\"sas\":[");
+		else
+			dp_put(&p, &left, "%-10s %-3s %20s %20s %20s %20s\n", "spi", "dir", "reserved/top",
+			       "lease", "recorded", "headroom");
 	}
 	{
-		/* the SAs this node holds, as the control thread's table has them */
-		struct dp_sa *const *v;
-		uint32_t n = dp_sa_cluster_list(ctx, &v);
 		bool first = true;
 
 		for (uint32_t i = 0; i < n && left > 256; i++) {
@@ -723,82 +719,6 @@ size_t dp_cluster_status(struct dp_ctx *ctx, bool json, char *buf, size_t len)
 
 /* ---- set-up ---- */
 
-static const char *env_str(const char *name)
-{
-	const char *e = getenv(name);
-
-	return e && *e ? e : NULL;
-}
-
-void dp_cluster_cfg_env(struct dp_cluster_cfg *cfg)
-{
-	if (!cfg->local)
-		cfg->local = env_str("XIPSEC_CLUSTER_LOCAL");
-	if (!cfg->peer)
-		cfg->peer = env_str("XIPSEC_CLUSTER_PEER");
-	if (!cfg->key_path)
-		cfg->key_path = env_str("XIPSEC_CLUSTER_KEY");
-	if (!cfg->key_path)
-		cfg->key_path = DP_CLUSTER_KEY_DEFAULT;
-	if (!cfg->lease)
-		cfg->lease = dp_env_u64("XIPSEC_CLUSTER_LEASE", DP_CLUSTER_LEASE_DEFAULT, 1024, 1ull << 30);
-	if (!cfg->budget)
-		cfg->budget = dp_env_u64("XIPSEC_CLUSTER_BUDGET", DP_CLUSTER_BUDGET_DEFAULT, 1024, 1ull << 30);
-	if (!cfg->sync_packets)
-		cfg->sync_packets = (unsigned)dp_env_u64("XIPSEC_CLUSTER_SYNC_PACKETS",
-						      DP_CLUSTER_SYNC_PACKETS_DEFAULT, 1, 1u << 24);
-	if (!cfg->sync_ms)
-		cfg->sync_ms = (unsigned)dp_env_u64("XIPSEC_CLUSTER_SYNC_MS", DP_CLUSTER_SYNC_MS_DEFAULT, 1, 60000);
-}
-
-/* ADDR, ADDR:PORT or [ADDR]:PORT (IPv6), port DP_CLUSTER_PORT when none. */
-static int parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[INET6_ADDRSTRLEN + 1];
-	const char *port = NULL, *colon = strrchr(s, ':');
-	unsigned long pn = DP_CLUSTER_PORT;
-	size_t hl;
-
-	if (s[0] == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb || (rb[1] && rb[1] != ':'))
-			return -EINVAL;
-		hl = (size_t)(rb - s - 1);
-		s++;
-		port = rb[1] ? rb + 2 : NULL;
-	} else if (colon && strchr(s, ':') == colon) {
-		hl = (size_t)(colon - s);
-		port = colon + 1;
-	} else {
-		hl = strlen(s);
-	}
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, hl);
-	host[hl] = 0;
-	if (port) {
-		char *end;
-
-		pn = strtoul(port, &end, 10);
-		if (*end || pn == 0 || pn > 65535)
-			return -EINVAL;
-	}
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
-		((struct sockaddr_in *)ss)->sin_family = AF_INET;
-		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)pn);
-		*len = sizeof(struct sockaddr_in);
-	} else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
-		((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
-		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)pn);
-		*len = sizeof(struct sockaddr_in6);
-	} else {
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int dp_cluster_open(struct dp_ctx *ctx, const struct dp_cluster_cfg *cfg)
 {
 	struct dp_cluster *cl;
@@ -820,7 +740,7 @@ int dp_cluster_open(struct dp_ctx *ctx, const struct dp_cluster_cfg *cfg)
 		return -ENOMEM;
 	cl->cfg = *cfg;
 	cl->fd = -1;
-	if (parse_addr(cfg->local, &local, &local_len) || parse_addr(cfg->peer, &cl->peer, &cl->peer_len) ||
+	if (dpc_parse_addr(cfg->local, &local, &local_len) || dpc_parse_addr(cfg->peer, &cl->peer, &cl->peer_len) ||
 	    local.ss_family != cl->peer.ss_family) {
 		dp_log(LOG_ERR, "cluster: --cluster-local %s / --cluster-peer %s: not ADDR[:PORT] of one family",
 		       cfg->local, cfg->peer);

@@ -1,7 +1,7 @@
 /* dataplane/xipsecd/dp_cluster.h: the dataplane's side of a two-node cluster: replicated sequence
  * leases with a bounded solo budget and synced inbound window tops (the argument is at the top of
- * dp_cluster_lease.c), the authenticated sync channel between the two xipsecds (dp_cluster_msg.c)
- * and the node's role (dp_cluster.c). Control thread only, except where said. */
+ * dp_cluster_lease.c), the authenticated sync channel between the two xipsecds (dp_cluster_msg.c),
+ * the settings (dp_cluster_cfg.c) and the node's role (dp_cluster.c). Control thread only. */
 #ifndef XIPSEC_DP_CLUSTER_H
 #define XIPSEC_DP_CLUSTER_H
 
@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "sadb/sadb.h"
 
@@ -135,18 +136,27 @@ void dpc_sa_key(const struct sadb_sa *sa, struct dpc_sa_key *k);
  * without following links. 0 or -errno with a message. */
 int dpc_key_load(const char *path, uint8_t key[DPC_KEY_LEN], char *msg, size_t len);
 
-/* ---- dp_cluster.c: the node ---- */
 struct dp_ctx;
 struct dp_sa;
 
+/* ---- the settings (dp_cluster_cfg.c) and the node (dp_cluster.c) ---- */
 struct dp_cluster_cfg {
 	const char *local, *peer, *key_path;
 	uint64_t lease, budget;
 	unsigned sync_packets, sync_ms;
+	const char *segments, *address; /* --cluster-segments, --cluster-address (dp_segment.c) */
 };
 
+/* ---- dp_cluster_cfg.c: the settings ---- */
+/* A --cluster-* option (name without the dashes) and its argument into cfg: 0, or -EINVAL with a
+ * message. */
+int dp_cluster_option(struct dp_cluster_cfg *cfg, const char *name, const char *arg, char *err, size_t len);
 /* Fill cfg from the environment (XIPSEC_CLUSTER_*) where the options left it unset. */
 void dp_cluster_cfg_env(struct dp_cluster_cfg *cfg);
+/* ADDR, ADDR:PORT or [ADDR]:PORT into ss (port DP_CLUSTER_PORT when none): 0 or -EINVAL. */
+int dpc_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+
+/* ---- dp_cluster.c: the node ---- */
 /* Without cfg->peer: no cluster, 0. Else the socket and key, the node starts standby. 0 or -errno
  * (logged). */
 int dp_cluster_open(struct dp_ctx *ctx, const struct dp_cluster_cfg *cfg);
@@ -166,7 +176,9 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n);
 void dp_cluster_sa_new(struct dp_ctx *ctx, struct dp_sa *s);
 /* `cluster active` / `cluster standby` from the control socket: 0, or a refusal written to msg. */
 int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len);
-/* The control socket's `cluster` answer (JSON, one line) or `cluster text`. */
-size_t dp_cluster_status(struct dp_ctx *ctx, bool json, char *buf, size_t len);
+/* The control socket's `cluster` answer (JSON, one line) or `cluster text`, with the lease headroom
+ * of each of the n SAs of v (dp_sa_cluster_list). */
+size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, bool json, char *buf,
+			 size_t len);
 
 #endif

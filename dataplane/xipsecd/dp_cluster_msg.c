@@ -204,17 +204,6 @@ void dpc_sa_key(const struct sadb_sa *sa, struct dpc_sa_key *k)
 	explicit_bzero(md, sizeof(md));
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int dpc_key_load(const char *path, uint8_t key[DPC_KEY_LEN], char *msg, size_t len)
 {
 	char txt[2 * DPC_KEY_LEN + 2];
@@ -239,14 +228,15 @@ int dpc_key_load(const char *path, uint8_t key[DPC_KEY_LEN], char *msg, size_t l
 		snprintf(msg, len, "cluster key %s: must hold 64 hex digits (and a newline)", path);
 		goto out;
 	}
-	for (unsigned i = 0; i < DPC_KEY_LEN; i++) {
-		int hi = hexval(txt[2 * i]), lo = hexval(txt[2 * i + 1]);
+	{
+		size_t bin = 0;
+		const char *end = NULL;
 
-		if (hi < 0 || lo < 0) {
+		if (sodium_hex2bin(key, DPC_KEY_LEN, txt, 2 * DPC_KEY_LEN, NULL, &bin, &end) || bin != DPC_KEY_LEN ||
+		    end != txt + 2 * DPC_KEY_LEN) {
 			snprintf(msg, len, "cluster key %s: must hold 64 hex digits (and a newline)", path);
 			goto out;
 		}
-		key[i] = (uint8_t)(hi << 4 | lo);
 	}
 	err = 0;
 out:

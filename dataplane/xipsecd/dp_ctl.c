@@ -170,10 +170,11 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 		int r = dp_cluster_set_role(ctx, req[8] == 'a', msg, sizeof(msg));
 
 		len = (size_t)snprintf(out, sizeof(buf), "%s%s\n", r ? "error: " : "ok: ", msg);
-	} else if (!strncmp(req, "cluster text", 12)) {
-		len = dp_cluster_status(ctx, false, out, sizeof(buf));
 	} else if (!strncmp(req, "cluster", 7)) {
-		len = dp_cluster_status(ctx, true, out, sizeof(buf));
+		struct dp_sa *const *v;
+		uint32_t nv = dp_sa_cluster_list(ctx, &v);
+
+		len = dp_cluster_status(ctx, v, nv, strncmp(req, "cluster text", 12) != 0, out, sizeof(buf));
 	} else if (!strncmp(req, "status", 6))
 		len = status(ctx, out, sizeof(buf));
 	else if (!strncmp(req, "ping", 4))

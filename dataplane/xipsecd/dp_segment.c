@@ -85,15 +85,41 @@ static int map_write(struct dp_ctx *ctx, uint32_t owned)
 	return 0;
 }
 
+/* --cluster-segments and --cluster-address, else their variables (an empty one, as a unit's
+ * environment file leaves it, is unset): both or neither. */
+static int config(struct dp_config *cfg)
+{
+	const char *n = cfg->cluster.segments ? cfg->cluster.segments : getenv("XIPSEC_CLUSTER_SEGMENTS");
+	const char *a = cfg->cluster.address ? cfg->cluster.address : getenv("XIPSEC_CLUSTER_ADDRESS");
+	unsigned long v;
+	char *end;
+
+	if ((!n || !*n) && (!a || !*a))
+		return 0;
+	errno = 0;
+	v = n ? strtoul(n, &end, 10) : 0;
+	if (!n || errno || *end || v < 1 || v > DP_SEG_MAX) {
+		dp_log(LOG_ERR, "--cluster-segments takes 1..%u, not '%s'", DP_SEG_MAX, n ? n : "");
+		return -EINVAL;
+	}
+	if (!a || inet_pton(AF_INET, a, &cfg->cluster_addr) != 1) {
+		dp_log(LOG_ERR, "--cluster-segments needs --cluster-address, an IPv4 address (not '%s')",
+		       a ? a : "");
+		return -EINVAL;
+	}
+	cfg->cluster_segments = (unsigned)v;
+	return 0;
+}
+
 int dp_segment_init(struct dp_ctx *ctx)
 {
 	struct utsname u;
 	enum dp_seg_jhash v;
 	char a[INET_ADDRSTRLEN];
-	int err;
+	int err = config(&ctx->cfg);
 
-	if (!ctx->cfg.cluster_segments)
-		return 0;
+	if (err || !ctx->cfg.cluster_segments)
+		return err;
 	v = dp_segment_jhash(uname(&u) == 0 ? u.release : NULL);
 	atomic_store_explicit(&ctx->seg_state, ctx->cfg.cluster_segments << DP_SEG_COUNT_SHIFT |
 			      (uint32_t)v << DP_SEG_JHASH_SHIFT, memory_order_relaxed);

@@ -45,7 +45,9 @@ enum dp_seg_jhash dp_segment_jhash(const char *release);
  * 0, or -EINVAL for a segment outside 1..count or anything else. */
 int dp_segment_parse(const char *list, unsigned count, uint32_t *mask);
 
-/* After dp_xdp_load: the cluster map from --cluster-segments/--cluster-address, no segment owned. */
+/* After dp_xdp_load: the cluster map from --cluster-segments/--cluster-address (cfg.cluster's
+ * strings, else $XIPSEC_CLUSTER_SEGMENTS/_ADDRESS), no segment owned. 0, or -EINVAL (logged) for
+ * a bad value. */
 int dp_segment_init(struct dp_ctx *ctx);
 
 /* The owned segments into a control socket answer at *p (dp_put): as a JSON member

@@ -127,36 +127,10 @@ static int client(const char *path, const char *req)
 	return 0;
 }
 
-/* --cluster-segments and --cluster-address (or their variables; an empty one, as a unit's
- * environment file leaves it, is unset): both or neither. Nonzero after a message. */
-static int parse_segments(const char *segments, const char *addr, struct dp_config *cfg)
-{
-	char *end;
-	unsigned long v;
-
-	if ((!segments || !*segments) && (!addr || !*addr))
-		return 0;
-	errno = 0;
-	v = segments ? strtoul(segments, &end, 10) : 0;
-	if (!segments || errno || *end || v < 1 || v > DP_SEG_MAX) {
-		fprintf(stderr, "xipsecd: --cluster-segments takes 1..%u, not '%s'\n", DP_SEG_MAX,
-			segments ? segments : "");
-		return 1;
-	}
-	if (!addr || inet_pton(AF_INET, addr, &cfg->cluster_addr) != 1) {
-		fprintf(stderr, "xipsecd: --cluster-segments needs --cluster-address, an IPv4 address "
-			"(not '%s')\n", addr ? addr : "");
-		return 1;
-	}
-	cfg->cluster_segments = (unsigned)v;
-	return 0;
-}
-
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
 	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP, O_CL_LOCAL, O_CL_PEER, O_CL_KEY, O_CL_LEASE, O_CL_BUDGET, O_CL_SYNCP,
-	       O_CL_SYNCMS, O_SEGMENTS, O_SEGADDR };
+	       O_STATS, O_STATS_GROUP, O_CLUSTER };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -175,29 +149,26 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
 		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
-		{ "cluster-local", required_argument, NULL, O_CL_LOCAL },
-		{ "cluster-peer", required_argument, NULL, O_CL_PEER },
-		{ "cluster-key", required_argument, NULL, O_CL_KEY },
-		{ "cluster-lease", required_argument, NULL, O_CL_LEASE },
-		{ "cluster-budget", required_argument, NULL, O_CL_BUDGET },
-		{ "cluster-sync-packets", required_argument, NULL, O_CL_SYNCP },
-		{ "cluster-sync-ms", required_argument, NULL, O_CL_SYNCMS },
+		{ "cluster-local", required_argument, NULL, O_CLUSTER },
+		{ "cluster-peer", required_argument, NULL, O_CLUSTER },
+		{ "cluster-key", required_argument, NULL, O_CLUSTER },
+		{ "cluster-lease", required_argument, NULL, O_CLUSTER },
+		{ "cluster-budget", required_argument, NULL, O_CLUSTER },
+		{ "cluster-sync-packets", required_argument, NULL, O_CLUSTER },
+		{ "cluster-sync-ms", required_argument, NULL, O_CLUSTER },
+		{ "cluster-segments", required_argument, NULL, O_CLUSTER }, { "cluster-address", required_argument, NULL, O_CLUSTER },
 		{ "status", no_argument, NULL, O_STATUS },
-		{ "cluster-segments", required_argument, NULL, O_SEGMENTS },
-		{ "cluster-address", required_argument, NULL, O_SEGADDR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
+	int c, li = 0;
 	const char *cpus = NULL;
-	const char *segments = getenv("XIPSEC_CLUSTER_SEGMENTS");
-	const char *segaddr = getenv("XIPSEC_CLUSTER_ADDRESS");
 
 	cfg->ctl_path = DP_DEFAULT_CTL;
 	cfg->tx_budget = DP_TX_BUDGET;
-	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:w:s:c:vhV", opts, &li)) != -1) {
 		char *end;
 		unsigned long v;
 
@@ -256,41 +227,16 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 			cfg->tx_budget = (unsigned)v;
 			break;
 		case O_BUSYPOLL: cfg->busy_poll = true; break;
-		/* an unset variable of the unit's environment file arrives as "": not clustered */
-		case O_CL_LOCAL: cfg->cluster.local = *optarg ? optarg : NULL; break;
-		case O_CL_PEER: cfg->cluster.peer = *optarg ? optarg : NULL; break;
-		case O_CL_KEY: cfg->cluster.key_path = *optarg ? optarg : NULL; break;
-		case O_CL_LEASE: case O_CL_BUDGET: case O_CL_SYNCP: case O_CL_SYNCMS: {
-			/* the option's name, its range and where it goes, by its code */
-			static const struct { const char *name; unsigned long long min, max; } r[] = {
-				[O_CL_LEASE - O_CL_LEASE] = { "cluster-lease", 1024, 1ull << 30 },
-				[O_CL_BUDGET - O_CL_LEASE] = { "cluster-budget", 1024, 1ull << 30 },
-				[O_CL_SYNCP - O_CL_LEASE] = { "cluster-sync-packets", 1, 1u << 24 },
-				[O_CL_SYNCMS - O_CL_LEASE] = { "cluster-sync-ms", 1, 60000 },
-			};
-			unsigned k = (unsigned)(c - O_CL_LEASE);
-			unsigned long long n;
+		case O_CLUSTER: {
+			char err[160];
 
-			errno = 0;
-			n = strtoull(optarg, &end, 0);
-			if (errno || *end || n < r[k].min || n > r[k].max) {
-				fprintf(stderr, "xipsecd: --%s takes %llu..%llu, not '%s'\n", r[k].name,
-					r[k].min, r[k].max, optarg);
+			if (dp_cluster_option(&cfg->cluster, opts[li].name, optarg, err, sizeof(err))) {
+				fprintf(stderr, "xipsecd: %s\n", err);
 				return 2;
 			}
-			if (c == O_CL_LEASE)
-				cfg->cluster.lease = n;
-			else if (c == O_CL_BUDGET)
-				cfg->cluster.budget = n;
-			else if (c == O_CL_SYNCP)
-				cfg->cluster.sync_packets = (unsigned)n;
-			else
-				cfg->cluster.sync_ms = (unsigned)n;
 			break;
 		}
 		case O_STATUS: *status = true; break;
-		case O_SEGMENTS: segments = optarg; break;
-		case O_SEGADDR: segaddr = optarg; break;
 		case 'v': cfg->verbose++; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("xipsecd %s\n", PACKAGE_VERSION); exit(0);
@@ -309,8 +255,6 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		fprintf(stderr, "xipsecd: --inside and --outside must differ\n");
 		return 2;
 	}
-	if (parse_segments(segments, segaddr, cfg))
-		return 2;
 	if (cpus && cfg->no_pin) {
 		fprintf(stderr, "xipsecd: --cpus and --no-pin exclude each other\n");
 		return 2;

@@ -214,6 +214,7 @@ rec = [s for s in j['sas'] if s['dir'] == 'out'][0]['recorded']
 assert rec >= max(a), 'B recorded %d, A used %d' % (rec, max(a))
 PY
 grep -h "cluster" "$XT_DIR/xipsecd-A.log" "$XT_DIR/xipsecd-B.log" | tail -12 >&2
+cl B show cluster >&2 || xt_fail "show cluster (text) on B"
 for n in A B; do
 	"$XIPSECD" --status --ctl "$XT_DIR/$n.sock" > "$XT_DIR/status-$n.json"
 	xt_log "$n drops: $(dp_json "$XT_DIR/status-$n.json" "j['worker'][0]['drops']")"

@@ -181,9 +181,18 @@ static void test_ctl(void **state)
 	dp_segment_ctl(&ctx, "segments set 1", buf, sizeof(buf));
 	assert_non_null(strstr(buf, "error: no active/active cluster"));
 
-	ctx.cfg.cluster_segments = 2;
-	ctx.cfg.cluster_addr = v4("192.0.2.1");
+	/* the settings as the options leave them: both or neither, in range */
+	ctx.cfg.cluster.segments = "17";
+	ctx.cfg.cluster.address = "192.0.2.1";
+	assert_int_equal(dp_segment_init(&ctx), -EINVAL);
+	ctx.cfg.cluster.segments = "2";
+	ctx.cfg.cluster.address = NULL;
+	assert_int_equal(dp_segment_init(&ctx), -EINVAL);
+	ctx.cfg.cluster.address = "2001:db8::1";
+	assert_int_equal(dp_segment_init(&ctx), -EINVAL);
+	ctx.cfg.cluster.address = "192.0.2.1";
 	assert_int_equal(dp_segment_init(&ctx), 0);
+	assert_int_equal(ctx.cfg.cluster_segments, 2);
 	assert_int_equal(bpf_map_lookup_elem(cluster_fd, &zero, &c), 0);
 	assert_int_equal(c.count, 2);
 	assert_int_equal(c.owned, 0);                                      /* starts owning none */
