@@ -31,18 +31,20 @@ for ns in peer sw gw1 gw2 h; do
 	xt_ns_add "$ns"
 	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 done
+# bridge NS BR PORTS...: without snooping, so multicast floods to every port
+bridge() {
+	local ns=$1 br=$2 p; shift 2
+	xt_exec "$ns" ip link add "$br" type bridge mcast_snooping 0
+	for p in "$@"; do xt_exec "$ns" ip link set "$p" master "$br"; done
+	xt_exec "$ns" ip link set "$br" up
+}
 xt_veth peer p0 sw s0
 xt_veth gw1 out1 sw s1
 xt_veth gw2 out2 sw s2
-xt_exec sw ip link add br0 type bridge mcast_snooping 0
-for s in s0 s1 s2; do xt_exec sw ip link set "$s" master br0; done
-xt_exec sw ip link set br0 up
+bridge sw br0 s0 s1 s2
 xt_veth gw1 in1 h i1
 xt_veth gw2 in2 h i2
-xt_exec h ip link add br1 type bridge
-xt_exec h ip link set i1 master br1
-xt_exec h ip link set i2 master br1
-xt_exec h ip link set br1 up
+bridge h br1 i1 i2
 xt_exec h ip addr add 10.1.0.2/24 dev br1
 xt_veth gw1 sync1 gw2 sync2
 xt_exec gw1 ip addr add 10.255.0.1/30 dev sync1
