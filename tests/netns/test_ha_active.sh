@@ -6,7 +6,9 @@
 # nobody here wrote it) each send ESP through their own tunnel SA, loaded identically into both
 # nodes; the segment of each peer is computed here by a hash written apart from the product's.
 #  1. ownership set by hand (ipsecctl cluster segments): each node decrypts exactly the SAs of its
-#     segment, and every packet is decrypted exactly once (per-SA counters of both nodes).
+#     segment, and every packet is decrypted exactly once (per-SA counters of both nodes); the
+#     inside's packets to the 20 sites, which both nodes receive too, are protected exactly once,
+#     by the owner of the peer's segment (per-SA counters, cluster_foreign).
 #  2. ownership from stock strongSwan's ha plugin (loaded into xipsec-iked on each node, heartbeats
 #     over a sync link): the plugin splits the two segments between the nodes, xipsecd follows;
 #     killing gw2 (its xipsec-iked and xipsecd) moves segment ownership to gw1 within 3 s, after
@@ -91,6 +93,11 @@ for i in $(seq 10 $((9 + NPEER))); do
 			"198.51.100.$i" "$CL"
 		# shellcheck disable=SC2046
 		dp_ctl "$gw" sa in "$spi" esp tunnel "198.51.100.$i" "$CL" reqid "$i" $(dp_sa_keys gcm "$spi" | cut -d' ' -f2-)
+		# the way back, for the outbound split: SPI 0x9000+I too, to the peer
+		dp_ctl "$gw" policy out protect 10.1.0.0/24 "172.16.0.$i/32" reqid "$i" esp tunnel "$CL" \
+			"198.51.100.$i"
+		# shellcheck disable=SC2046
+		dp_ctl "$gw" sa out "$spi" esp tunnel "$CL" "198.51.100.$i" reqid "$i" $(dp_sa_keys gcm "$((spi + 0x100))" | cut -d' ' -f2-)
 	done
 done
 # each node its own state directory, as on two machines: they hold the same SAs, SPIs and all
@@ -134,7 +141,7 @@ counts() {
 	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$1")" --json show sa > "$XT_DIR/show-$1.json" ||
 		xt_fail "ipsecctl show sa on $1"
 	dp_json "$XT_DIR/show-$1.json" \
-		"'\n'.join('%d %d' % (s['spi'] - 0x9000, s['counters']['packets']) for s in (j['sas'] if isinstance(j, dict) else j))"
+		"'\n'.join('%d %d' % (s['spi'] - 0x9000, s['counters']['packets']) for s in (j['sas'] if isinstance(j, dict) else j) if s['dir'] == '${2:-in}')"
 }
 
 # check ROUNDS OWNER1 OWNER2: after ROUNDS rounds, the SAs of segment s were decrypted ROUNDS*PKTS
@@ -177,6 +184,42 @@ seg gw2 --json > "$XT_DIR/seg2.json"
 [ "$(dp_json "$XT_DIR/seg2.json" "j['segments'][0]['foreign']")" -eq $((n1 * PKTS)) ] ||
 	xt_fail "gw2's XDP program did not drop segment 1's $((n1 * PKTS)) frames: $(cat "$XT_DIR/seg2.json")"
 xt_log "by hand: gw1 decrypted segment 1, gw2 segment 2, $((NPEER * PKTS)) packets once each"
+
+# Outbound: the inside host sends PKTS datagrams to each peer's site through the cluster's inside
+# address, also at a multicast MAC so both nodes see every one; each must be protected once, by the
+# owner of the peer's segment, and left to it by the other (cluster_foreign).
+xt_exec h ip neigh replace 10.1.0.1 lladdr 01:00:5e:00:00:02 dev br1 nud permanent
+xt_exec h ip route replace 172.16.0.0/24 via 10.1.0.1
+xt_exec h "$PYTHON" -c "
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for n in range($PKTS):
+    for i in range(10, 10 + $NPEER):
+        s.sendto(b'y' * 64, ('172.16.0.%d' % i, 9))
+    time.sleep(0.01)
+" || xt_fail "the inside sender failed"
+sleep 0.5
+counts gw1 out > "$XT_DIR/o1"; counts gw2 out > "$XT_DIR/o2"
+"$PYTHON" - "$XT_DIR/segs" "$XT_DIR/o1" "$XT_DIR/o2" "$PKTS" <<'PY' || xt_fail "outbound per-SA counters wrong (above)"
+import sys
+seg = dict(map(int, l.split()) for l in open(sys.argv[1]))
+c = [dict(map(int, l.split()) for l in open(p) if l.strip()) for p in sys.argv[2:4]]
+pkts, bad = int(sys.argv[4]), 0
+for i, s in sorted(seg.items()):
+    got = [c[0].get(i, 0), c[1].get(i, 0)]
+    want = [pkts if s == 1 else 0, pkts if s == 2 else 0]
+    if got != want:
+        print('to 172.16.0.%d (segment %d): gw1 %d gw2 %d, want %d %d' % (i, s, got[0], got[1], want[0], want[1]))
+        bad = 1
+sys.exit(bad)
+PY
+for n in 1 2; do
+	seg "gw$n" --json > "$XT_DIR/seg$n.json"
+	other=$(( n == 1 ? n2 : n1 ))
+	[ "$(dp_json "$XT_DIR/seg$n.json" "j['cluster_foreign']")" -eq $((other * PKTS)) ] ||
+		xt_fail "gw$n did not leave $((other * PKTS)) outbound packets to the other node: $(cat "$XT_DIR/seg$n.json")"
+done
+xt_log "outbound: each of $((NPEER * PKTS)) packets protected once, by its peer's segment's owner"
 
 # 2. from the ha plugin
 for n in 1 2; do
