@@ -26,6 +26,7 @@
 #include <plugins/plugin_feature.h>
 
 #include "ike/kernel_sadb.h"
+#include "ike/cluster_seg.h"
 #include "ike/maxqm.h"
 #include "sadb/sadb.h"
 
@@ -36,6 +37,7 @@
 #define IKED_DEFAULT_CONF_DIR XIPSEC_SYSCONFDIR "/xipsec/iked"
 #define IKED_DEFAULT_RUN_DIR  "/run/xipsec-iked"
 #define IKED_SWANCTL          "/usr/sbin/swanctl"
+#define IKED_XIPSECD_CTL      "/run/xipsecd.sock"   /* xipsecd's control socket: its -c default */
 
 /* Plugins of Debian's strongSwan 5.9.8 (/usr/lib/ipsec/plugins) that an IKE gateway needs; openssl
  * provides the crypto, kernel-netlink only kernel-net (our backend comes first for kernel-ipsec). */
@@ -334,6 +336,7 @@ int main(int argc, char *argv[])
 	bool load = TRUE;
 	struct sadb *db = NULL;
 	maxqm_t *maxqm;
+	cluster_seg_t *segs = NULL;
 	sigset_t set;
 	uint64_t seq_soft = 0;
 	const char *knob;
@@ -419,6 +422,10 @@ int main(int argc, char *argv[])
 	maxqm = maxqm_create(run_dir);
 	charon->bus->add_listener(charon->bus, &maxqm->listener);
 	maxqm->write_status(maxqm);
+	/* active/active: the ha plugin's segments go to xipsecd, which filters in its place */
+	if (lib->plugins->has_feature(lib->plugins, PLUGIN_PROVIDE(CUSTOM, "ha")))
+		segs = cluster_seg_create(lib->settings->get_str(lib->settings, "%s.xipsecd_ctl",
+								 IKED_XIPSECD_CTL, lib->ns));
 
 	DBG1(DBG_DMN, "starting xipsec-iked (strongSwan %s), conf %s, VICI %s, SADB %s, maxqm %u", VERSION,
 	     lib->conf, vici, sadb_path, maxqm_limit(NULL));
@@ -437,6 +444,8 @@ int main(int argc, char *argv[])
 
 	rc = run(maxqm);
 
+	if (segs)
+		segs->destroy(segs);
 	charon->bus->remove_listener(charon->bus, &maxqm->listener);
 	maxqm->destroy(maxqm);
 	libcharon_deinit();

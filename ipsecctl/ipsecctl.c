@@ -134,6 +134,15 @@ static int cmd_monitor(const struct ctl_opts *o, int argc, char **argv)
 	return rc;
 }
 
+/* `cluster active|standby` (the node's role, ipsecctl_dpctl.c) or `cluster segments` (active/active,
+ * ipsecctl_cluster.c). */
+static int cmd_cluster(const struct ctl_opts *o, int argc, char **argv)
+{
+	if (argc >= 1 && !strcmp(argv[0], "segments"))
+		return ctl_cluster_segments(o, argc - 1, argv + 1);
+	return ctl_cmd_cluster(o, argc, argv);
+}
+
 static int cmd_export(const struct ctl_opts *o, int argc, char **argv)
 {
 	struct sadb *db;
@@ -190,8 +199,9 @@ static const struct ctl_cmd {
 	{ "flow", ctl_cmd_policy, NULL, NULL },     /* OpenBSD's word for a policy */
 	{ "export", cmd_export, NULL,
 	  "export wireshark [--tshark] [SPI...]" },
-	{ "cluster", ctl_cmd_cluster, NULL,
-	  "cluster active|standby [--ctl PATH] this xipsecd's role in a two-node cluster" },
+	{ "cluster", cmd_cluster, NULL,
+	  "cluster active|standby [--ctl PATH] this xipsecd's role in a two-node cluster\n"
+	  "cluster segments [LIST|none|all]   the active/active segments the running xipsecd owns" },
 	{ "metrics", NULL, ctl_cmd_metrics,
 	  "metrics [--textfile FILE | --listen [ADDR:PORT]] [--no-sa] [--no-ike]  Prometheus metrics" },
 	{ "ike", NULL, ipsecctl_ike_main,

@@ -270,6 +270,8 @@ int ctl_xipsecd_ask(const char *path, const char *req, char **out);
 /* `show cluster [--json]` and `cluster active|standby` (ipsecctl_dpctl.c). */
 int ctl_show_cluster(const struct ctl_opts *o);
 int ctl_cmd_cluster(const struct ctl_opts *o, int argc, char **argv);
+/* `cluster segments [LIST]`: the active/active segments xipsecd owns, shown or set (ipsecctl_cluster.c). */
+int ctl_cluster_segments(const struct ctl_opts *o, int argc, char **argv);
 
 
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv);

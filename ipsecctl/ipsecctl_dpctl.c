@@ -99,7 +99,7 @@ int ctl_cmd_cluster(const struct ctl_opts *o, int argc, char **argv)
 	int rc;
 
 	if (argc != 1 || (strcmp(argv[0], "active") && strcmp(argv[0], "standby"))) {
-		ctl_err("cluster: expected 'cluster active' or 'cluster standby'");
+		ctl_err("cluster: expected 'cluster active', 'cluster standby' or 'cluster segments [LIST]'");
 		return CTL_EXIT_USAGE;
 	}
 	snprintf(req, sizeof(req), "cluster %s\n", argv[0]);

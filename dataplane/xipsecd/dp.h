@@ -66,6 +66,8 @@ struct dp_config {
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
+	unsigned cluster_segments;   /* active/active segments, 0 = none (dp_segment.c, from */
+	uint32_t cluster_addr;       /* cluster.segments/address): the cluster address, network order */
 	struct dp_cluster_cfg cluster; /* --cluster-*: unset (peer NULL) = not clustered */
 	unsigned mip6_err_burst, mip6_err_rate; /* the home agent's error bucket; 0 = mip6_err.h's defaults */
 	int mip6_dad_ms;             /* the home agent's DAD wait; -1 = 1000 ms, 0 = no detection */
@@ -159,6 +161,8 @@ struct dp_worker {
 	uint32_t n_free;
 	uint8_t *frame_out;          /* per frame: 1 while the kernel or a packet holds it */
 	uint64_t frame_anomalies;    /* completions of frames we did not hand out (ignored) */
+	uint64_t cluster_foreign;    /* outbound plaintext left to the node owning its segment
+	                              * (dp_segment.h; written by this worker, read relaxed) */
 	int nl_fd;                   /* synchronous route/neighbour queries */
 	uint32_t nl_seq;
 	struct dp_rentry rcache[DP_RCACHE_SIZE];
@@ -222,6 +226,7 @@ struct dp_ctx {
 	/* The XDP program's local SPD (dp_xdp.c) could not be built from the SADB: the next
 	 * dp_sa_sync reads every record and builds it again (control thread only). */
 	bool local_spd_stale;
+	_Atomic uint32_t seg_state;  /* dp_segment.h: the segments this node owns */
 	/* dp_stats.c (control thread): the counters view, when one could be made */
 	struct sadb_stats_writer *stats;
 	uint64_t stats_at, stats_gen;  /* when the last reading was published, of which generation */
@@ -296,6 +301,8 @@ int dp_xdp_add_xsk(struct dp_ctx *ctx, unsigned port, unsigned queue, struct xsk
 int dp_xdp_sync_addrs(struct dp_ctx *ctx);
 void dp_xdp_unload(struct dp_ctx *ctx);
 int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect);
+/* The fd of the loaded program's map called name (owned by the program), or -ENOENT. */
+int dp_xdp_map_fd(struct dp_ctx *ctx, const char *name);
 /* The SPI filter (xdp_shared.h): keys of the inbound SAs; add fails open (the filter goes off). */
 int dp_xdp_spi_add(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);
 void dp_xdp_spi_del(struct dp_ctx *ctx, uint32_t spi, uint8_t proto, const struct sadb_addr *dst);

@@ -34,6 +34,7 @@
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_cluster.h"
 #include "dataplane/xipsecd/dp_sa.h"
+#include "dataplane/xipsecd/dp_segment.h"
 #include "dataplane/xipsecd/dp_seqmark.h"
 
 #define MS 1000000ull
@@ -684,10 +685,12 @@ size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n,
 		for (unsigned r = 0; r < DPC_DROP_MAX; r++)
 			dp_put(&p, &left, json ? "%s%s%s%s:%llu" : "%s %s%s%s %llu", json && r ? "," : "", q,
 			       dpc_drop_names[r], q, (unsigned long long)cl->c.dropped[r]);
+		dp_put(&p, &left, json ? "}}," : "\n");
+		dp_segment_put(ctx, json, &p, &left);
 		if (json)
-			dp_put(&p, &left, "}},\"sas\":[");
+			dp_put(&p, &left, ",\"sas\":[");
 		else
-			dp_put(&p, &left, "\n%-10s %-3s %20s %20s %20s %20s\n", "spi", "dir", "reserved/top",
+			dp_put(&p, &left, "%-10s %-3s %20s %20s %20s %20s\n", "spi", "dir", "reserved/top",
 			       "lease", "recorded", "headroom");
 	}
 	{

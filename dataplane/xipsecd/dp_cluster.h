@@ -144,6 +144,7 @@ struct dp_cluster_cfg {
 	const char *local, *peer, *key_path;
 	uint64_t lease, budget;
 	unsigned sync_packets, sync_ms;
+	const char *segments, *address; /* --cluster-segments, --cluster-address (dp_segment.c) */
 };
 
 /* ---- dp_cluster_cfg.c: the settings ---- */

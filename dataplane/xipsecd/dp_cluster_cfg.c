@@ -37,6 +37,10 @@ int dp_cluster_option(struct dp_cluster_cfg *cfg, const char *name, const char *
 		*p = *arg ? arg : NULL;
 		return 0;
 	}
+	if (!strcmp(name, "cluster-segments") || !strcmp(name, "cluster-address")) {
+		*(name[8] == 's' ? &cfg->segments : &cfg->address) = *arg ? arg : NULL;
+		return 0;
+	}
 	for (unsigned i = 0; i < sizeof(num) / sizeof(num[0]); i++) {
 		if (strcmp(name, num[i].name))
 			continue;

@@ -3,7 +3,8 @@
  * XDP program counters, SADB generation, expiries of manual SAs it raised), "bindings" (tab-separated
  * lines, dp_mip6.c: the home agent, its binding cache with each binding's tunnel traffic, counters),
  * "cluster" (JSON; "cluster text" for people), "cluster active" / "cluster standby" (the node's role,
- * dp_cluster.c; answered "ok: ..." or "error: ...") or "ping". Answered by
+ * dp_cluster.c; answered "ok: ..." or "error: ..."), "segments [set LIST]" (dp_segment.c: the
+ * active/active segments this node owns) or "ping". Answered by
  * the control thread; reading the workers' relaxed counters never disturbs the packet path. Per-SA
  * counters live in the SADB runtime area and are shown by ipsecctl. */
 #include "config.h"
@@ -24,6 +25,7 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_sa.h"
+#include "dataplane/xipsecd/dp_segment.h"
 
 int dp_ctl_open(struct dp_ctx *ctx)
 {
@@ -161,6 +163,8 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 		} else {
 			len = dp_mip6_ctl(ctx, out, cap > sizeof(buf) ? cap : sizeof(buf));
 		}
+	} else if (!strncmp(req, "segments", 8)) {
+		len = dp_segment_ctl(ctx, req, out, sizeof(buf));
 	} else if (!strncmp(req, "cluster active", 14) || !strncmp(req, "cluster standby", 15)) {
 		char msg[256];
 		int r = dp_cluster_set_role(ctx, req[8] == 'a', msg, sizeof(msg));
@@ -176,7 +180,8 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 	else if (!strncmp(req, "ping", 4))
 		len = (size_t)snprintf(out, sizeof(buf), "pong\n");
 	else
-		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, cluster [text|active|standby], ping)\n");
+		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, "
+				       "cluster [text|active|standby], segments [set LIST], ping)\n");
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(c, out + off, len - off);
 

@@ -3,7 +3,8 @@
  * RX loop (inside interface), from the gateway's own packets (dp_local.c: the TUN device, the home
  * agent; FWD_FROM_TUN) and from the forwarding stage (a packet from the outside whose route leaves by
  * the outside again, FWD_SPD_OUT). It leaves as a counted drop (no policy, discard, no SA yet: an
- * acquire is raised, dp_acquire.c; too big),
+ * acquire is raised, dp_acquire.c; too big), as plaintext another node of an active/active cluster
+ * protects (its SA's peer is in a segment this node does not own; counted apart, dp_segment.h),
  * into the SA's burst for the engine (dp_group_add), or back to its caller to be forwarded: the
  * packet itself where a policy bypasses it, or the ICMP error written about a packet dropped here.
  * An IPv4 packet without DF that is too big for the SA is cut into fragments first (dp_l3_cut), each
@@ -12,6 +13,7 @@
 #include "config.h"
 
 #include "dataplane/xipsecd/dp_path.h"
+#include "dataplane/xipsecd/dp_segment.h"
 #include "dataplane/xipsecd/dp_spd.h"
 
 static bool protect(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, uint64_t addr,
@@ -105,6 +107,13 @@ bool dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 	}
 	if (sa->unusable) {
 		dp_drop_sa(w, sa, addr, SADB_DROP_UNSUPPORTED);
+		return false;
+	}
+	/* Both nodes receive the inside's traffic; only the owner of the peer's segment may use the
+	 * SA's sequence numbers. Not an error of this packet: the other node sends it. */
+	if (!dp_seg_keeps(w->ctx, &sa->sa.src, &sa->sa.dst)) {
+		__atomic_store_n(&w->cluster_foreign, w->cluster_foreign + 1, __ATOMIC_RELAXED);
+		dp_frame_free(w, addr);
 		return false;
 	}
 	/* A mobile node's tunnel whose peer is its home address: it has no binding (dp_mip6_move.c). */

@@ -348,6 +348,14 @@ int dp_xdp_stats(struct dp_ctx *ctx, uint64_t *pass, uint64_t *redirect)
 	return 0;
 }
 
+int dp_xdp_map_fd(struct dp_ctx *ctx, const char *name)
+{
+	struct dp_xdp *x = ctx->xdp;
+	int fd = x ? bpf_object__find_map_fd_by_name(x->obj, name) : -1;
+
+	return fd < 0 ? -ENOENT : fd;
+}
+
 static void spi_key(struct dp_xdp_spi_key *k, uint32_t spi, uint8_t proto,
 		    const struct sadb_addr *dst)
 {

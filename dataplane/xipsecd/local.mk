@@ -18,7 +18,8 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_mip6_disc.c \
 	dataplane/xipsecd/dp_handoff.c dataplane/xipsecd/dp_cpus.h dataplane/xipsecd/dp_acquire.c \
 	dataplane/xipsecd/dp_stats.c dataplane/xipsecd/dp_cluster.h dataplane/xipsecd/dp_cluster.c \
-	dataplane/xipsecd/dp_cluster_cfg.c dataplane/xipsecd/dp_cluster_lease.c dataplane/xipsecd/dp_cluster_msg.c
+	dataplane/xipsecd/dp_cluster_cfg.c dataplane/xipsecd/dp_cluster_lease.c dataplane/xipsecd/dp_cluster_msg.c \
+	dataplane/xipsecd/xdp_segment.h dataplane/xipsecd/dp_segment.h dataplane/xipsecd/dp_segment.c
 dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DXIPSEC_PKGLIBDIR='"$(pkglibdir)"' $(XDP_CFLAGS) \
 	$(URCU_CFLAGS)
 dataplane_xipsecd_xipsecd_LDADD = $(ESP_LIBS) $(MIP6_LIBS) sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS)
@@ -32,7 +33,7 @@ xdpobj_DATA = dataplane/xipsecd/xipsec_xdp.o
 EXTRA_DIST += dataplane/xipsecd/xdp_prog.bpf.c
 CLEANFILES += dataplane/xipsecd/xipsec_xdp.o
 dataplane/xipsecd/xipsec_xdp.o: $(srcdir)/dataplane/xipsecd/xdp_prog.bpf.c \
-		$(srcdir)/dataplane/xipsecd/xdp_shared.h
+		$(srcdir)/dataplane/xipsecd/xdp_shared.h $(srcdir)/dataplane/xipsecd/xdp_segment.h
 	@$(MKDIR_P) dataplane/xipsecd
 	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -I$(top_srcdir) -Wall -Werror -c \
 		$(srcdir)/dataplane/xipsecd/xdp_prog.bpf.c -o $@

@@ -16,7 +16,12 @@
  *    `esp_udp_frags`) so that its later fragments, which carry no UDP header, follow it; other UDP
  *    fragments (IKE, and ESP-in-UDP fragments that overtake their first fragment) stay with the
  *    kernel, which reassembles IKE for charon;
- *  - any IP packet to be forwarded goes to the dataplane.
+ *  - any IP packet to be forwarded goes to the dataplane;
+ *  - outside, in an active/active cluster, before all of the above: IPv4 to the cluster address
+ *    whose source hashes to a segment another node owns is dropped and counted per segment
+ *    (`cluster_seg`, xdp_segment.h), the job the iptables CLUSTERIP target did for strongSwan's ha
+ *    plugin: ESP, ESP-in-UDP and IKE alike, so the node that owns a peer's IKE_SA is the only one
+ *    that decrypts its traffic or answers it.
  * Fragments cannot be steered to one queue here: an AF_XDP socket takes only frames of the queue it
  * is bound to. The dataplane's reassembly table is shared by its workers instead.
  * The xskmap key is the interface's base (from `ifaces`, filled by xipsecd) plus the RX queue, so
@@ -32,6 +37,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "dataplane/xipsecd/xdp_shared.h"
+#include "dataplane/xipsecd/xdp_segment.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -111,6 +117,20 @@ struct {
 	__type(value, struct dp_xdp_local_drops);
 } local_drops SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dp_xdp_cluster);
+} cluster_seg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DP_SEG_MAX + 1);        /* by segment, 1..DP_SEG_MAX */
+	__type(key, __u32);
+	__type(value, struct dp_xdp_seg_stats);
+} cluster_seg_stats SEC(".maps");
+
 static __always_inline void stat_inc(__u32 i)
 {
 	__u64 *v = bpf_map_lookup_elem(&xdp_stats, &i);
@@ -153,6 +173,30 @@ static __always_inline int spi_unknown(struct xdp_md *ctx, const struct dp_xdp_i
 	if (n)
 		__sync_fetch_and_add(n, 1);
 	return 1;
+}
+
+/* IPv4 from the outside to the cluster address from a peer in a segment this node does not own:
+ * the other node's to handle. One 32-bit load decides it is owned or no cluster at all. */
+static __always_inline int seg_foreign4(const struct iphdr *ip)
+{
+	__u32 zero = 0, count, seg;
+	const struct dp_xdp_cluster *c = bpf_map_lookup_elem(&cluster_seg, &zero);
+	struct dp_xdp_seg_stats *st;
+	int foreign;
+
+	if (!c || !c->count || ip->daddr != c->addr)
+		return 0;
+	count = c->count > DP_SEG_MAX ? DP_SEG_MAX : c->count;
+	seg = dp_seg_of(c->jhash, count, ip->saddr);
+	foreign = !(c->owned & (1u << ((seg - 1) & (DP_SEG_MAX - 1))));
+	st = bpf_map_lookup_elem(&cluster_seg_stats, &seg);
+	if (st) {
+		if (foreign)
+			st->foreign++;
+		else
+			st->kept++;
+	}
+	return foreign;
 }
 
 static __always_inline int is_local4(__u32 daddr)
@@ -351,6 +395,8 @@ static __always_inline int classify4(struct xdp_md *ctx, const struct dp_xdp_if 
 	if ((void *)(ip + 1) > end || ip->ihl < 5)
 		return to_kernel();
 	l4 = (void *)ip + ip->ihl * 4;
+	if (outside && seg_foreign4(ip))
+		return XDP_DROP;
 	if (outside) {
 		/* Whole (unfragmented) ESP and AH: the SPI decides. Fragments go to the
 		 * dataplane, which reassembles them first. A frame shorter than its IP

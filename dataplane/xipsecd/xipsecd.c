@@ -21,12 +21,14 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <linux/rtnetlink.h>
 #include <urcu-qsbr.h>
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_sa.h"
 #include "mobility/mip6_err.h"
+#include "dataplane/xipsecd/dp_segment.h"
 
 #define DP_DEFAULT_CTL "/run/xipsecd.sock"
 
@@ -71,6 +73,10 @@ static void usage(FILE *f)
 		"      --cluster-budget N  numbers a node may use unacknowledged ($XIPSEC_CLUSTER_BUDGET, 2^24)\n"
 		"      --cluster-sync-packets N, --cluster-sync-ms T  inbound window tops sent every N\n"
 		"                      numbers or T ms (1024, 100)\n"
+		"      --cluster-segments N  active/active: the ha plugin's segment_count, 1..%u (default\n"
+		"                      $XIPSEC_CLUSTER_SEGMENTS; none: no segment filter)\n"
+		"      --cluster-address ADDR  the IPv4 cluster address the segments split (default\n"
+		"                      $XIPSEC_CLUSTER_ADDRESS)\n"
 		"      --mip6-error-burst N, --mip6-error-rate N\n"
 		"                      the home agent's Binding Errors and Parameter Problems: N back\n"
 		"                      to back, then N a second, 1..1000000 (default %u and %u)\n"
@@ -83,7 +89,7 @@ static void usage(FILE *f)
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
 		"  -v, --verbose       more log messages\n"
 		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET,
-		MIP6_ERR_BURST_DEFAULT, MIP6_ERR_RATE_DEFAULT);
+		DP_SEG_MAX, MIP6_ERR_BURST_DEFAULT, MIP6_ERR_RATE_DEFAULT);
 }
 
 static int client(const char *path, const char *req)
@@ -195,6 +201,8 @@ static const struct option opts[] = {
 	{ "cluster-budget", required_argument, NULL, O_CLUSTER },
 	{ "cluster-sync-packets", required_argument, NULL, O_CLUSTER },
 	{ "cluster-sync-ms", required_argument, NULL, O_CLUSTER },
+	{ "cluster-segments", required_argument, NULL, O_CLUSTER },
+	{ "cluster-address", required_argument, NULL, O_CLUSTER },
 	{ "mip6-error-burst", required_argument, NULL, O_MIP6_ERR_BURST },
 	{ "mip6-error-rate", required_argument, NULL, O_MIP6_ERR_RATE },
 	{ "mip6-dad-ms", required_argument, NULL, O_MIP6_DAD },
@@ -566,6 +574,9 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		return *nlfd;
 	}
 	err = dp_xdp_load(ctx);
+	if (err)
+		return err;
+	err = dp_segment_init(ctx);
 	if (err)
 		return err;
 	dp_sa_spi_filter_start(ctx);

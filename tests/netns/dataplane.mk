@@ -16,7 +16,8 @@ DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_mip6_refresh.sh tests/netns/test_mip6_dhaad.sh tests/netns/test_mip6_mpd.sh \
 	tests/netns/test_dp_xsk_opts.sh \
 	tests/netns/test_dp_handoff.sh \
-	tests/netns/test_dp_local.sh
+	tests/netns/test_dp_local.sh \
+	tests/netns/test_ha_active.sh
 NETNS_TESTS += $(DP_NETNS_TESTS)
 EXTRA_DIST += tests/netns/test_dp_common.sh tests/netns/test_mip6_common.sh \
 	tests/netns/test_dp_scapy_peer.py \

@@ -28,6 +28,16 @@ tests_unit_test_dp_cpus_SOURCES = tests/unit/test_dp_cpus.c dataplane/xipsecd/dp
 tests_unit_test_dp_cpus_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dp_cpus_LDADD = $(CMOCKA_LIBS)
 
+# test_dp_segment: active/active segments (dataplane/xipsecd/dp_segment.c, xdp_segment.h): the hash
+# against independently computed rows, segment lists, the outbound split, the control requests.
+UNIT_TESTS += tests/unit/test_dp_segment
+check_PROGRAMS += tests/unit/test_dp_segment
+tests_unit_test_dp_segment_SOURCES = tests/unit/test_dp_segment.c dataplane/xipsecd/dp_segment.c \
+	dataplane/xipsecd/dp_segment.h dataplane/xipsecd/xdp_segment.h dataplane/xipsecd/dp_util.c
+tests_unit_test_dp_segment_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS)
+tests_unit_test_dp_segment_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_dp_segment_LDADD = sadb/libsadb.a $(BPF_LIBS) $(CMOCKA_LIBS)
+
 # test_dp_handoff: inbound crypto handed between workers (dataplane/xipsecd/dp_handoff.c) on an
 # in-memory SA shared by two fake workers.
 UNIT_TESTS += tests/unit/test_dp_handoff

@@ -5,6 +5,8 @@
  * counters tell a redirect attempt from a pass, and an unknown-SPI drop from both. The gateway's own
  * inbound SPD (local_spd, RFC 4301 section 5.2) has its rows too; with XIPSEC_XDP_BENCH set, the
  * program's cost per frame with 0, 16 and 256 entries is printed (BPF_PROG_TEST_RUN repeat timing).
+ * The active/active segment filter (cluster_seg, xdp_segment.h) has rows of its own: what it drops
+ * is told apart by its per-segment counters.
  * Needs root (BPF); skips otherwise. */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 #include <cmocka.h>
 
 #include "dataplane/xipsecd/xdp_shared.h"
+#include "dataplane/xipsecd/xdp_segment.h"
 
 enum want { PASS, DATAPLANE };
 
@@ -37,7 +40,7 @@ struct row {
 
 static struct bpf_object *obj;
 static int prog_fd, ifaces_fd, addrs_fd, stats_fd, spis_fd, conf_fd, spi_drops_fd;
-static int lspd_fd, lspd_conf_fd, local_drops_fd;
+static int lspd_fd, lspd_conf_fd, local_drops_fd, cluster_fd, seg_stats_fd;
 
 /* ---- frame builders ---- */
 static unsigned eth(uint8_t *f, uint16_t type)
@@ -306,8 +309,11 @@ static int setup(void **state)
 	lspd_fd = bpf_object__find_map_fd_by_name(obj, "local_spd");
 	lspd_conf_fd = bpf_object__find_map_fd_by_name(obj, "local_spd_conf");
 	local_drops_fd = bpf_object__find_map_fd_by_name(obj, "local_drops");
+	cluster_fd = bpf_object__find_map_fd_by_name(obj, "cluster_seg");
+	seg_stats_fd = bpf_object__find_map_fd_by_name(obj, "cluster_seg_stats");
 	if (prog_fd < 0 || ifaces_fd < 0 || addrs_fd < 0 || stats_fd < 0 || spis_fd < 0 ||
-	    conf_fd < 0 || spi_drops_fd < 0 || lspd_fd < 0 || lspd_conf_fd < 0 || local_drops_fd < 0)
+	    conf_fd < 0 || spi_drops_fd < 0 || lspd_fd < 0 || lspd_conf_fd < 0 || local_drops_fd < 0 ||
+	    cluster_fd < 0 || seg_stats_fd < 0)
 		return -1;
 	add_addr("192.0.2.1");
 	add_addr("10.1.0.1");
@@ -707,6 +713,105 @@ static void test_local_spd_bench(void **state)
 	lspd_conf(0);
 }
 
+/* ---- active/active: frames for the cluster address from a segment another node owns ---- */
+
+enum seg_want { SEG_DP, SEG_KERNEL, SEG_FOREIGN };
+
+static void cluster(uint32_t count, uint32_t owned)
+{
+	struct dp_xdp_cluster c = { .count = count, .owned = owned, .jhash = DP_SEG_LOOKUP3_1 };
+	uint32_t zero = 0;
+
+	inet_pton(AF_INET, "192.0.2.1", &c.addr);
+	assert_int_equal(bpf_map_update_elem(cluster_fd, &zero, &c, BPF_ANY), 0);
+}
+
+static void seg_sums(uint32_t seg, uint64_t *kept, uint64_t *foreign)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct dp_xdp_seg_stats v[512];
+
+	*kept = *foreign = 0;
+	assert_true(ncpu > 0 && ncpu <= 512);
+	assert_int_equal(bpf_map_lookup_elem(seg_stats_fd, &seg, v), 0);
+	for (int c = 0; c < ncpu; c++) {
+		*kept += v[c].kept;
+		*foreign += v[c].foreign;
+	}
+}
+
+/* seg: the source's segment (1 or 2 of 2), 0 when the filter must not look at the frame */
+static void seg_case(const char *name, unsigned role, const uint8_t *frame, unsigned len,
+		     uint32_t seg, enum seg_want want)
+{
+	uint64_t red0 = stat_sum(DP_XDP_STAT_REDIRECT), pass0 = stat_sum(DP_XDP_STAT_PASS);
+	uint64_t k0 = 0, f0 = 0, k1 = 0, f1 = 0;
+	uint32_t ret, ns;
+
+	if (seg)
+		seg_sums(seg, &k0, &f0);
+	ret = run_as(role, frame, len, 1, &ns);
+	if (seg)
+		seg_sums(seg, &k1, &f1);
+	switch (want) {
+	case SEG_FOREIGN:
+		if (ret != XDP_DROP || f1 != f0 + 1 || k1 != k0 ||
+		    stat_sum(DP_XDP_STAT_REDIRECT) != red0 || stat_sum(DP_XDP_STAT_PASS) != pass0)
+			fail_msg("%s: want it dropped as segment %u's, got %u (foreign %llu -> %llu)",
+				 name, seg, ret, (unsigned long long)f0, (unsigned long long)f1);
+		break;
+	case SEG_DP:
+	case SEG_KERNEL:
+		if (seg && (k1 != k0 + 1 || f1 != f0))
+			fail_msg("%s: want it kept as segment %u's (kept %llu -> %llu)", name, seg,
+				 (unsigned long long)k0, (unsigned long long)k1);
+		if (want == SEG_DP && (ret != XDP_DROP || stat_sum(DP_XDP_STAT_REDIRECT) != red0 + 1))
+			fail_msg("%s: want it sent to the dataplane, got %u", name, ret);
+		if (want == SEG_KERNEL && ret != XDP_PASS)
+			fail_msg("%s: want it passed to the kernel, got %u", name, ret);
+		break;
+	}
+}
+
+static void test_segments(void **state)
+{
+	static const uint8_t ike[8] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88 };
+	static const uint8_t esp_udp[8] = { 0, 0, 0x10, 0x01, 0, 0, 0, 1 };
+	/* segments of 2 (tests/unit/test_dp_segment.c): 10.0.0.1 is in 1, 172.16.1.1 in 2 */
+	const char *s1 = "10.0.0.1", *s2 = "172.16.1.1";
+	uint8_t f[128];
+	unsigned o, len;
+
+	(void)state;
+	spi_filter(false);
+	lspd_conf(0);
+	cluster(2, 0x1);
+	o = ip4(f, s1, "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	seg_case("ESP from an owned segment", DP_ROLE_OUTSIDE, f, len, 1, SEG_DP);
+	o = ip4(f, s2, "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	seg_case("ESP from a foreign segment", DP_ROLE_OUTSIDE, f, len, 2, SEG_FOREIGN);
+	frag4(f, 12, 4, false);
+	seg_case("ESP later fragment from a foreign segment", DP_ROLE_OUTSIDE, f, len, 2, SEG_FOREIGN);
+	o = ip4(f, s2, "192.0.2.1", 17, 16); len = udp(f, o, 4500, esp_udp, 8);
+	seg_case("ESP-in-UDP from a foreign segment", DP_ROLE_OUTSIDE, f, len, 2, SEG_FOREIGN);
+	o = ip4(f, s2, "192.0.2.1", 17, 16); len = udp(f, o, 500, ike, 8);
+	seg_case("IKE from a foreign segment (CLUSTERIP's job)", DP_ROLE_OUTSIDE, f, len, 2, SEG_FOREIGN);
+	o = ip4(f, s1, "192.0.2.1", 17, 16); len = udp(f, o, 500, ike, 8);
+	seg_case("IKE from an owned segment", DP_ROLE_OUTSIDE, f, len, 1, SEG_KERNEL);
+	o = ip4(f, s2, "10.1.0.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	seg_case("ESP to another address of the gateway", DP_ROLE_OUTSIDE, f, len, 0, SEG_DP);
+	o = ip4(f, s2, "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	seg_case("to the cluster address from the inside", DP_ROLE_INSIDE, f, len, 0, SEG_KERNEL);
+	cluster(2, 0x2);
+	seg_case("ESP from segment 2 once it is owned", DP_ROLE_OUTSIDE, f, len, 2, SEG_DP);
+	o = ip4(f, s1, "192.0.2.1", 50, 40); len = pad(f, o, 40); spi_put(f, o, 0x1001);
+	seg_case("ESP from segment 1 once it is not", DP_ROLE_OUTSIDE, f, len, 1, SEG_FOREIGN);
+	cluster(2, 0);
+	seg_case("owning none: everything is the other node's", DP_ROLE_OUTSIDE, f, len, 1, SEG_FOREIGN);
+	cluster(0, 0);
+	seg_case("no cluster: not looked at", DP_ROLE_OUTSIDE, f, len, 0, SEG_DP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -714,6 +819,7 @@ int main(void)
 		cmocka_unit_test(test_spi_filter),
 		cmocka_unit_test(test_local_spd),
 		cmocka_unit_test(test_local_spd_bench),
+		cmocka_unit_test(test_segments),
 	};
 
 	if (geteuid() != 0) {
