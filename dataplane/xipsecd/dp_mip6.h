@@ -5,6 +5,7 @@
  *                    expiry, start and stop, the control socket's "bindings" answer
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
+ *   dp_mip6_ike.c    control thread: IKE-keyed mobile nodes (RFC 4877): rekeys, the K bit
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
  * Each calls only those listed after it, and none calls into the packet path: what the home agent
  * originates goes through its queue, which worker 0 drains (dp_local.c). */
@@ -54,6 +55,7 @@ enum { ROLE_BU, ROLE_BA, ROLE_TUN_OUT, ROLE_TUN_IN, ROLES };
 struct mn_cfg {
 	uint8_t hoa[16];
 	uint32_t id[ROLES];
+	bool ike;                    /* all four negotiated by IKE (RFC 4877): K may be granted */
 };
 
 struct na_due {
@@ -132,6 +134,15 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 void dp_mip6_binding_up(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t coa[16], bool fresh);
 /* A binding ended: proxy ND stops and the tunnel goes home. */
 void dp_mip6_binding_down(struct dp_ctx *ctx, const uint8_t hoa[16]);
+
+/* ---- dp_mip6_ike.c ---- */
+/* A mobile node's SAs o were replaced by nw: when both are IKE-keyed and it has a binding (a CHILD_SA
+ * rekey), libmip6 takes the new SAs and the binding stays (true); false: the caller ends it. */
+bool dp_mip6_ike_rekeyed(struct dp_ctx *ctx, const struct mn_cfg *o, const struct mn_cfg *nw);
+/* In the transaction of a tunnel move of hoa to coa: the outbound tunnel SA out (as read before the
+ * move, now at coa) carries SADB_SAF_KEY_MOBILE exactly while hoa's binding at coa was granted K. */
+int dp_mip6_ike_key_flag(struct dp_ctx *ctx, const struct sadb_sa *out, const uint8_t hoa[16],
+			 const uint8_t coa[16]);
 
 /* ---- dp_mip6_nd.c ---- */
 /* Open the ND and netlink sockets of the home link (a socket that cannot be had leaves its fd -1:

@@ -54,6 +54,8 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 		r = sadb_sa_migrate(m->wdb, out.spi, out.proto, &out.dst, NULL, &to, 0, 0);
 	if (r == 0 && !sadb_addr_eq(&in.src, &to))
 		r = sadb_sa_migrate(m->wdb, in.spi, in.proto, &in.dst, &to, NULL, 0, 0);
+	if (r == 0)
+		r = dp_mip6_ike_key_flag(ctx, &out, hoa, coa);
 	if (r) {
 		sadb_txn_abort(m->wdb);
 		goto fail;
