@@ -11,7 +11,7 @@ DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_dp_readd.sh tests/netns/test_dp_hub.sh \
 	tests/netns/test_dp_icmp.sh tests/netns/test_dp_icmp_decap.sh tests/netns/test_dp_lifetime.sh \
 	tests/netns/test_mip6_ha.sh tests/netns/test_dp_replay_reboot.sh \
-	tests/netns/test_mip6_flood.sh \
+	tests/netns/test_mip6_flood.sh tests/netns/test_mip6_ike.sh \
 	tests/netns/test_dp_xsk_opts.sh \
 	tests/netns/test_dp_handoff.sh \
 	tests/netns/test_dp_local.sh
