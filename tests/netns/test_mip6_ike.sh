@@ -17,7 +17,9 @@
 #     and the new tunnel carries a ping;
 #  4. deregistration: BA, the binding gone;
 #  5. a node authenticated as mn-a.example that asks for mn-b's home address gets no CHILD_SA: no SA
-#     installed on either side, no binding.
+#     installed on either side, no binding;
+#  6. a connection against the convention's rules (mn-c: MOBIKE on) gets no SA, and xipsec-iked's log
+#     names the connection, the child and the rule.
 set -u
 XT_BG_TIMEOUT=120
 . "$top_srcdir/tests/netns/lib.sh"
@@ -30,8 +32,9 @@ CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 "$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
 
-HOA=2001:db8:1::100 HOB=2001:db8:1::200
+HOA=2001:db8:1::100 HOB=2001:db8:1::200 HOC=2001:db8:1::300
 PSK_A=$(head -c 16 /dev/urandom | xxd -p) PSK_B=$(head -c 16 /dev/urandom | xxd -p)
+PSK_C=$(head -c 16 /dev/urandom | xxd -p)
 
 mip6_topo
 ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
@@ -42,11 +45,11 @@ mip6_start_ha -v
 # the home agent's xipsec-iked on the same SADB
 ike_dirs ha "$SADB"
 ike_sconf ha "install_routes = no"
-mnconn() { # NAME ID HOA
+mnconn() { # NAME ID HOA [MOBIKE]
 	cat <<EOF
   $1 {
     version = 2
-    mobike = no
+    mobike = ${4:-no}
     local_addrs = $HA
     proposals = aes128gcm16-prfsha256-ecp256
     local { auth = psk
@@ -70,11 +73,15 @@ EOF
 	echo "connections {"
 	mnconn mn-a mn-a.example $HOA
 	mnconn mn-b mn-b.example $HOB
+	mnconn mn-c mn-c.example $HOC yes # against the rules: MOBIKE on
 	echo "}"
 	echo "secrets {"
 	echo "  ike-a { id-1 = ha.example
     id-2 = mn-a.example
     secret = 0x$PSK_A }"
+	echo "  ike-c { id-1 = ha.example
+    id-2 = mn-c.example
+    secret = 0x$PSK_C }"
 	echo "  ike-b { id-1 = ha.example
     id-2 = mn-b.example
     secret = 0x$PSK_B }"
@@ -118,10 +125,26 @@ $(mnchild mn $HOA)
 $(mnchild evil $HOB)
     }
   }
+  hc {
+    version = 2
+    local_addrs = $COA1
+    remote_addrs = $HA
+    proposals = aes128gcm16-prfsha256-ecp256
+    local { auth = psk
+      id = mn-c.example }
+    remote { auth = psk
+      id = ha.example }
+    children {
+$(mnchild c $HOC)
+    }
+  }
 }
 secrets { ike-a { id-1 = ha.example
     id-2 = mn-a.example
-    secret = 0x$PSK_A } }
+    secret = 0x$PSK_A }
+  ike-c { id-1 = ha.example
+    id-2 = mn-c.example
+    secret = 0x$PSK_C } }
 EOF
 ike_start mn
 
@@ -282,6 +305,16 @@ ctl --json show > "$XT_DIR/sa2.json"
 grep -q "N(TS_UNACCEPT)" "$XT_DIR/iked-ha.log" || fail_ike "no TS_UNACCEPTABLE answer logged"
 [ "$(bindings)" = "[]" ] || xt_fail "a binding after the refused CHILD_SA"
 xt_log "mn-a.example asking for $HOB: no CHILD_SA, no SA, no binding"
+
+# ---- 6. a mobile node's connection against the rules (MOBIKE on): refused by xipsec-iked with a
+# message naming it, before any SA
+ike_ctl mn --initiate --timeout 10 --child c-sig > "$XT_DIR/init-c.log" 2>&1 && fail_ike "a CHILD_SA of a connection against the rules"
+grep -q "connection 'mn-c' child 'mip6-signalling' (mobile node mn-c.example) refused: its connection needs mobike = no" "$XT_DIR/iked-ha.log" ||
+	fail_ike "no refusal naming connection mn-c"
+ctl --json show > "$XT_DIR/sa3.json"
+"$PYTHON" -c "import json,sys; s=json.load(open(sys.argv[1]))['sas']; assert not any('$HOC' in json.dumps(x) for x in s), s" "$XT_DIR/sa3.json" ||
+	fail_ike "the home agent's SADB holds SAs of the refused connection"
+xt_log "a mip6- child of a connection with MOBIKE on: refused before any SA, the log names it"
 
 ike_check_logs
 xt_log "PASS: IKEv2-keyed mobile node: SAs, BU/BA, tunnel traffic, deregistration, home address bound to the identity"
