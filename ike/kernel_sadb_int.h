@@ -122,7 +122,8 @@ void ks_acquire_stop(private_kernel_sadb_t *this);
 
 /* kernel_sadb_mip6.c: the listener that refuses a mobile node's CHILD_SA its configuration does not
  * give it (set up before it goes on the bus), and whether the CHILD_SA this thread installs now is a
- * mobile node's (its SAs are then flagged SADB_SAF_MOBILE). */
+ * mobile node's (its SAs are then flagged SADB_SAF_MOBILE; an outbound SA installed in a later
+ * exchange is known by its reqid: kernel_sadb_sa.c). */
 void ks_mip6_listener_init(ks_mip6_listener_t *l, struct sadb *db);
 bool ks_mip6_child(void);
 /* The K bit (expiry job, mutex not held): each IKE SA whose mobile node's outbound tunnel SA the

@@ -209,10 +209,21 @@ static bool narrow(listener_t *listener, ike_sa_t *ike_sa, child_sa_t *child_sa,
 	return TRUE;
 }
 
+/* The CHILD_SA's SAs are in (or it goes): the mark is not left for this thread's next add_sa, which
+ * may come without a narrow hook before it. */
+static bool child_state_change(listener_t *listener, ike_sa_t *ike_sa, child_sa_t *child_sa,
+			       child_sa_state_t state)
+{
+	if (state == CHILD_INSTALLED || state == CHILD_DESTROYING)
+		mip6_child = false;
+	return TRUE;
+}
+
 void ks_mip6_listener_init(ks_mip6_listener_t *l, struct sadb *db)
 {
 	memset(l, 0, sizeof(*l));
 	l->listener.narrow = narrow;
+	l->listener.child_state_change = child_state_change;
 	l->db = db;
 	l->since = sadb_generation(db);
 }

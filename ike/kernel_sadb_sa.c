@@ -381,8 +381,26 @@ METHOD(kernel_ipsec_t, get_spi, status_t, private_kernel_sadb_t *this, host_t *s
 	return SUCCESS;
 }
 
-/* Fill an SADB record from charon's add_sa data. Returns 0 or -EINVAL with a log line. */
-static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struct sadb_sa *sa)
+/* Whether an SA of reqid that we installed is a mobile node's (mutex held): charon installs a
+ * CHILD_SA's outbound SA after its inbound one, for a rekey in a later exchange than the one whose
+ * narrow hook marked it (kernel_sadb_mip6.c). */
+static bool reqid_mobile(private_kernel_sadb_t *this, uint32_t reqid)
+{
+	struct ks_reqid *r = reqid ? ks_reqid_get(this, reqid) : NULL;
+	struct sadb_sa sa;
+	bool mobile = false;
+
+	for (struct ks_sa *t = r ? r->head : NULL; t && !mobile; t = t->rq_next)
+		mobile = sadb_sa_get(this->db, t->slot, &sa) == 0 && sa.instance == t->instance &&
+			 (sa.flags & SADB_SAF_MOBILE);
+	memwipe(&sa, sizeof(sa));
+	return mobile;
+}
+
+/* Fill an SADB record from charon's add_sa data; mobile: a mobile node's SA. Returns 0 or -EINVAL
+ * with a log line. */
+static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, bool mobile,
+		    struct sadb_sa *sa)
 {
 	traffic_selector_t *src_ts = NULL, *dst_ts = NULL;
 
@@ -413,7 +431,7 @@ static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struc
 	 * Binding Update names, and that Binding Update carries a Home Address option that ESP-in-UDP
 	 * cannot follow (RFC 4877 has no NAT traversal; a peer that asks for it, or fakes a NAT to get
 	 * it, still gets plain ESP from us) */
-	if (data->encap && !ks_mip6_child()) {
+	if (data->encap && !mobile) {
 		sa->encap_sport = id->src->get_port(id->src);
 		sa->encap_dport = id->dst->get_port(id->dst);
 	}
@@ -468,7 +486,7 @@ static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struc
 		sa->sel.sport_hi = sa->sel.dport_hi = 0xffff;
 	}
 	/* a mobile node's (RFC 4877): xipsecd's home agent takes it as one of that node's four SAs */
-	if (ks_mip6_child())
+	if (mobile)
 		sa->flags |= SADB_SAF_MOBILE;
 	sa->ike_id = current_ike_id();
 	return 0;
@@ -505,10 +523,15 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	ike_sa_t *ike_sa;
 	uint32_t slot = 0, spi, reqid;
 	uint64_t gen;
-	bool rekey, defer;
+	bool rekey, defer, mobile = ks_mip6_child();
 	int rc;
 
-	if (build_sa(id, data, &sa) < 0) {
+	if (!mobile) {
+		this->mutex->lock(this->mutex);
+		mobile = reqid_mobile(this, data->reqid);
+		this->mutex->unlock(this->mutex);
+	}
+	if (build_sa(id, data, mobile, &sa) < 0) {
 		memwipe(&sa, sizeof(sa));
 		return FAILED;
 	}
