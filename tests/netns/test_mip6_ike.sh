@@ -109,35 +109,27 @@ mnchild() { # NAME HOA
         esp_proposals = aes128gcm16 }
 EOF
 }
+mnpeer() { # NAME ID CHILDREN: mn's connection to the home agent as identity ID
+	cat <<EOF
+  $1 {
+    version = 2
+    local_addrs = $COA1
+    remote_addrs = $HA
+    proposals = aes128gcm16-prfsha256-ecp256
+    local { auth = psk
+      id = $2 }
+    remote { auth = psk
+      id = ha.example }
+    children {
+$3
+    }
+  }
+EOF
+}
 cat > "$XT_DIR/mn/conf/swanctl.conf" <<EOF
 connections {
-  ha {
-    version = 2
-    local_addrs = $COA1
-    remote_addrs = $HA
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-      id = mn-a.example }
-    remote { auth = psk
-      id = ha.example }
-    children {
-$(mnchild mn $HOA)
-$(mnchild evil $HOB)
-    }
-  }
-  hc {
-    version = 2
-    local_addrs = $COA1
-    remote_addrs = $HA
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-      id = mn-c.example }
-    remote { auth = psk
-      id = ha.example }
-    children {
-$(mnchild c $HOC)
-    }
-  }
+$(mnpeer ha mn-a.example "$(mnchild mn $HOA; mnchild evil $HOB)")
+$(mnpeer hc mn-c.example "$(mnchild c $HOC)")
 }
 secrets { ike-a { id-1 = ha.example
     id-2 = mn-a.example

@@ -158,21 +158,29 @@ static void test_in(void **state)
 	}
 }
 
-static void test_in_check(void **state)
+/* The mobile node's inbound transport SA (its Binding Updates), reqid 9 as its policy's. */
+static struct sadb_sa mn_sa(void)
 {
-	(void)state;
-	struct sadb_sa tun = t_sa(0x100, "203.0.113.1", "192.0.2.1");
 	struct sadb_sa mn = t_sa(0x200, "2001:db8:2::5", "2001:db8:1::1");
 
-	tun.dir = SADB_DIR_IN;
-	tun.sel.dst = t_addr("10.6.0.0");
-	tun.sel.dst_plen = 16;
 	mn.dir = SADB_DIR_IN;
 	mn.mode = SADB_MODE_TRANSPORT;
 	mn.flags = SADB_SAF_MOBILE;
 	mn.reqid = 9;
 	mn.sel.src = t_addr("2001:db8:1::100");
 	mn.sel.src_plen = 128;
+	return mn;
+}
+
+static void test_in_check(void **state)
+{
+	(void)state;
+	struct sadb_sa tun = t_sa(0x100, "203.0.113.1", "192.0.2.1");
+	struct sadb_sa mn = mn_sa();
+
+	tun.dir = SADB_DIR_IN;
+	tun.sel.dst = t_addr("10.6.0.0");
+	tun.sel.dst_plen = 16;
 	static const struct {
 		const char *name;
 		int sa;             /* 0: the tunnel SA; 1: the mobile node's transport SA */
@@ -206,19 +214,13 @@ static void test_in_check(void **state)
 static void test_in_fwd_priority(void **state)
 {
 	(void)state;
-	struct sadb_sa mn = t_sa(0x200, "2001:db8:2::5", "2001:db8:1::1");
+	struct sadb_sa mn = mn_sa();
 	static const struct { uint32_t fwd_prio; unsigned drop; } rows[] = {
 		{ 20, SADB_DROP_NONE },            /* IN's 10 wins */
 		{ 10, SADB_DROP_POLICY_MISMATCH }, /* a tie: FWD, of the tunnel's reqid */
 		{ 5, SADB_DROP_POLICY_MISMATCH },
 	};
 
-	mn.dir = SADB_DIR_IN;
-	mn.mode = SADB_MODE_TRANSPORT;
-	mn.flags = SADB_SAF_MOBILE;
-	mn.reqid = 9;
-	mn.sel.src = t_addr("2001:db8:1::100");
-	mn.sel.src_plen = 128;
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
 		struct sadb_policy f = t_pol(SADB_DIR_FWD, "2001:db8:1::100", 128, NULL, 0, rows[r].fwd_prio);
 		uint32_t id;
