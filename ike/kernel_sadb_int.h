@@ -129,6 +129,13 @@ bool ks_mip6_child(void);
 /* The K bit (expiry job, mutex not held): each IKE SA whose mobile node's outbound tunnel SA the
  * home agent moved with SADB_SAF_KEY_MOBILE gets that SA's destination as its remote endpoint. */
 void ks_mip6_follow(private_kernel_sadb_t *this);
+/* Mutex held. Whether an SA of reqid that we installed is a mobile node's (charon installs a
+ * CHILD_SA's outbound SA after its inbound one, for a rekey in a later exchange than the one whose
+ * narrow hook marked it). */
+bool ks_mip6_reqid(private_kernel_sadb_t *this, uint32_t reqid);
+/* Mutex held. Into *dst, the address the SADB keys the SA charon names (spi, proto, *dst) by: a
+ * mobile node's outbound tunnel SA moved by the home agent keeps charon's name. */
+void ks_mip6_sadb_dst(private_kernel_sadb_t *this, uint32_t spi, uint8_t proto, struct sadb_addr *dst);
 
 /* kernel_sadb_policy.c: the policy methods into the interface. */
 void ks_policy_methods(kernel_ipsec_t *pub);

@@ -1,7 +1,8 @@
 /* ike/kernel_sadb_mip6.c: mobile nodes keyed by IKEv2 (RFC 4877) in xipsec-iked's kernel-ipsec
  * backend: which CHILD_SAs are a mobile node's, the check that a mobile node gets only the home
- * address its configuration gives its identity, and the SADB_SAF_MOBILE mark on the SAs it gets, so
- * that xipsecd's home agent takes them as it takes ipsecctl's mobile-node SAs (dp_mip6_cfg.c).
+ * address its configuration gives its identity, the SADB_SAF_MOBILE mark on the SAs it gets, so
+ * that xipsecd's home agent takes them as it takes ipsecctl's mobile-node SAs (dp_mip6_cfg.c), the
+ * SADB's name of an SA the home agent moved, and the K bit.
  *
  * The configuration is swanctl.conf's: a CHILD_SA config whose name starts with "mip6-" is a mobile
  * node's. In transport_proxy mode it is the signalling SA pair (RFC 4877 4.1: local_ts the home
@@ -10,8 +11,9 @@
  * identity says who may use those home addresses, so it must name one identity (no wildcards), and
  * every remote_ts of such a child must be single addresses in the home agent's prefixes (the SADB's
  * home agent record), none the home agent's own. The connection has mobike = no: the home agent
- * moves the node's SAs (and, with the K bit, its IKE SA) as the node's bindings say. charon's narrowing already gives a peer only what
- * its connection's remote_ts allow; the narrow hook here refuses, with a log line naming the
+ * moves the node's SAs (and, with the K bit, its IKE SA) as the node's bindings say. charon's
+ * narrowing already gives a peer only what its connection's remote_ts allow; the narrow hook here
+ * refuses, with a log line naming the
  * connection, a mobile child whose configuration breaks those rules or whose negotiated selectors
  * are not one home address, before any SA or policy is installed (an empty selector list makes
  * charon fail the CHILD_SA with TS_UNACCEPTABLE).
@@ -32,7 +34,8 @@
 #define MH_PROTO 135 /* the Mobility Header (RFC 6275 6.1) */
 
 /* The CHILD_SA whose SAs the current charon thread installs next is a mobile node's: charon calls
- * the narrow hook, then add_sa for that CHILD_SA's SAs, on one thread (child_create.c). */
+ * the narrow hook, then add_sa for that CHILD_SA's SAs, on one thread (child_create.c); an outbound
+ * SA it installs in a later exchange (a rekey's) is known by its reqid (kernel_sadb_sa.c). */
 static __thread bool mip6_child;
 
 bool ks_mip6_child(void)
@@ -89,8 +92,10 @@ static bool is_any6(traffic_selector_t *ts)
 }
 
 /* Every selector of list passes check (and there is one at least). */
-static bool all_ts(linked_list_t *list, bool (*check)(traffic_selector_t *, const struct sadb_home_agent *,
-						      uint8_t), const struct sadb_home_agent *ha, uint8_t proto)
+typedef bool (*ts_check_t)(traffic_selector_t *ts, const struct sadb_home_agent *ha, uint8_t proto);
+
+static bool all_ts(linked_list_t *list, ts_check_t check, const struct sadb_home_agent *ha,
+		   uint8_t proto)
 {
 	enumerator_t *e = list->create_enumerator(list);
 	traffic_selector_t *ts;
@@ -217,6 +222,36 @@ static bool child_state_change(listener_t *listener, ike_sa_t *ike_sa, child_sa_
 	if (state == CHILD_INSTALLED || state == CHILD_DESTROYING)
 		mip6_child = false;
 	return TRUE;
+}
+
+bool ks_mip6_reqid(private_kernel_sadb_t *this, uint32_t reqid)
+{
+	struct ks_reqid key = { .reqid = reqid }, *r = reqid ? this->reqids->get(this->reqids, &key) : NULL;
+	struct sadb_sa sa;
+	bool mobile = false;
+
+	for (struct ks_sa *t = r ? r->head : NULL; t && !mobile; t = t->rq_next)
+		mobile = sadb_sa_get(this->db, t->slot, &sa) == 0 && sa.instance == t->instance &&
+			 (sa.flags & SADB_SAF_MOBILE);
+	memwipe(&sa, sizeof(sa));
+	return mobile;
+}
+
+/* xipsecd's home agent moves a mobile node's outbound tunnel SA to the node's care-of address (or
+ * home) as it registers (dp_mip6_move.c), while charon still names it by the address it was
+ * installed with. The slot recorded at install is the SA's for its whole life (a migration keeps
+ * it). */
+void ks_mip6_sadb_dst(private_kernel_sadb_t *this, uint32_t spi, uint8_t proto,
+		      struct sadb_addr *dst)
+{
+	struct ks_sa key = { .spi = spi, .proto = proto, .dst = *dst };
+	struct ks_sa *t = this->sas->get(this->sas, &key);
+	struct sadb_sa sa;
+
+	if (t && !t->inbound && sadb_sa_get(this->db, t->slot, &sa) == 0 && sa.instance == t->instance &&
+	    sa.spi == spi && sa.proto == proto)
+		*dst = sa.dst;
+	memwipe(&sa, sizeof(sa));
 }
 
 void ks_mip6_listener_init(ks_mip6_listener_t *l, struct sadb *db)

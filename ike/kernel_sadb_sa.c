@@ -136,21 +136,6 @@ static struct ks_sa *find_sa(private_kernel_sadb_t *this, uint32_t spi, uint8_t 
 	return found;
 }
 
-/* The address the SADB now keys the SA charon names (spi, proto, *dst) by, into *dst: a mobile
- * node's outbound tunnel SA is moved by xipsecd's home agent to the node's care-of address (or home)
- * as it registers (dp_mip6_move.c), while charon still names it by the address it was installed
- * with. The slot recorded at install is the SA's for its whole life (a migration keeps it). */
-static void sadb_dst(private_kernel_sadb_t *this, uint32_t spi, uint8_t proto, struct sadb_addr *dst)
-{
-	struct ks_sa *t = find_sa(this, spi, proto, dst, FALSE);
-	struct sadb_sa sa;
-
-	if (t && !t->inbound && sadb_sa_get(this->db, t->slot, &sa) == 0 && sa.instance == t->instance &&
-	    sa.spi == spi && sa.proto == proto)
-		*dst = sa.dst;
-	memwipe(&sa, sizeof(sa));
-}
-
 /* Whether an SA of this reqid and direction is installed already: a new inbound one then replaces it
  * (rekey). */
 static bool has_reqid(private_kernel_sadb_t *this, uint32_t reqid, bool inbound)
@@ -381,22 +366,6 @@ METHOD(kernel_ipsec_t, get_spi, status_t, private_kernel_sadb_t *this, host_t *s
 	return SUCCESS;
 }
 
-/* Whether an SA of reqid that we installed is a mobile node's (mutex held): charon installs a
- * CHILD_SA's outbound SA after its inbound one, for a rekey in a later exchange than the one whose
- * narrow hook marked it (kernel_sadb_mip6.c). */
-static bool reqid_mobile(private_kernel_sadb_t *this, uint32_t reqid)
-{
-	struct ks_reqid *r = reqid ? ks_reqid_get(this, reqid) : NULL;
-	struct sadb_sa sa;
-	bool mobile = false;
-
-	for (struct ks_sa *t = r ? r->head : NULL; t && !mobile; t = t->rq_next)
-		mobile = sadb_sa_get(this->db, t->slot, &sa) == 0 && sa.instance == t->instance &&
-			 (sa.flags & SADB_SAF_MOBILE);
-	memwipe(&sa, sizeof(sa));
-	return mobile;
-}
-
 /* Fill an SADB record from charon's add_sa data; mobile: a mobile node's SA. Returns 0 or -EINVAL
  * with a log line. */
 static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, bool mobile,
@@ -528,7 +497,7 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 
 	if (!mobile) {
 		this->mutex->lock(this->mutex);
-		mobile = reqid_mobile(this, data->reqid);
+		mobile = ks_mip6_reqid(this, data->reqid);
 		this->mutex->unlock(this->mutex);
 	}
 	if (build_sa(id, data, mobile, &sa) < 0) {
@@ -628,7 +597,7 @@ METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_
 	}
 	this->mutex->lock(this->mutex);
 	cur = dst;
-	sadb_dst(this, spi, proto, &cur);
+	ks_mip6_sadb_dst(this, spi, proto, &cur);
 	/* A mobile node's SAs keep their endpoints: the signalling SAs are between the home agent and
 	 * the home address whatever the IKE SA's are (RFC 4877 4.1; charon's proxy mode would move
 	 * them with MOBIKE), and the tunnel follows the node's binding, which xipsecd's home agent
@@ -707,7 +676,7 @@ METHOD(kernel_ipsec_t, query_sa, status_t, private_kernel_sadb_t *this, kernel_i
 	if (kernel_sadb_host2addr(id->dst, &dst) < 0)
 		return FAILED;
 	this->mutex->lock(this->mutex);
-	sadb_dst(this, ntohl(id->spi), map_proto(id->proto), &dst);
+	ks_mip6_sadb_dst(this, ntohl(id->spi), map_proto(id->proto), &dst);
 	rc = sadb_sa_lookup(this->db, ntohl(id->spi), map_proto(id->proto), &dst, &sa, &slot);
 	if (rc < 0) {
 		this->mutex->unlock(this->mutex);
@@ -759,7 +728,7 @@ METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		return SUCCESS;
 	}
 	cur = dst;
-	sadb_dst(this, spi, proto, &cur);
+	ks_mip6_sadb_dst(this, spi, proto, &cur);
 	rc = sadb_sa_delete(this->db, spi, proto, &cur);
 	t = find_sa(this, spi, proto, &dst, TRUE);
 	free(t);
@@ -790,7 +759,7 @@ METHOD(kernel_ipsec_t, flush_sas, status_t, private_kernel_sadb_t *this)
 	while (e->enumerate(e, &key, &t)) {
 		struct sadb_addr cur = t->dst;
 
-		sadb_dst(this, t->spi, t->proto, &cur);
+		ks_mip6_sadb_dst(this, t->spi, t->proto, &cur);
 		this->sas->remove_at(this->sas, e);
 		sa_unlink_reqid(this, t);
 		sadb_sa_delete(this->db, t->spi, t->proto, &cur);
