@@ -139,8 +139,9 @@ void dp_mip6_binding_down(struct dp_ctx *ctx, const uint8_t hoa[16]);
 /* A mobile node's SAs o were replaced by nw: when both are IKE-keyed and it has a binding (a CHILD_SA
  * rekey), libmip6 takes the new SAs and the binding stays (true); false: the caller ends it. */
 bool dp_mip6_ike_rekeyed(struct dp_ctx *ctx, const struct mn_cfg *o, const struct mn_cfg *nw);
-/* In the transaction of a tunnel move of hoa to coa: the outbound tunnel SA out (as read before the
- * move, now at coa) carries SADB_SAF_KEY_MOBILE exactly while hoa's binding at coa was granted K. */
+/* After a tunnel move of hoa to coa: the outbound tunnel SA out (as read before the move, now at
+ * coa) carries SADB_SAF_KEY_MOBILE exactly while hoa's binding at coa was granted K. 1 when it
+ * wrote the SADB (one generation), 0 when nothing was to change, -errno (logged). */
 int dp_mip6_ike_key_flag(struct dp_ctx *ctx, const struct sadb_sa *out, const uint8_t hoa[16],
 			 const uint8_t coa[16]);
 

@@ -9,7 +9,7 @@
  *    an operator's new configuration and end the binding, as before.
  *  - the K bit (RFC 6275 9.5.1, RFC 4877 7): granted to a node whose SAs are all IKE-keyed
  *    (mip6_mn.key_mobility) when its Binding Update asks; the home agent then marks the outbound
- *    tunnel SA SADB_SAF_KEY_MOBILE in the same transaction that moves it, and xipsec-iked moves the
+ *    tunnel SA SADB_SAF_KEY_MOBILE right after the transaction that moves it, and xipsec-iked moves the
  *    IKE SA's remote endpoint to that SA's destination, so a move never renegotiates. A binding
  *    without K, or none (the tunnel at home), clears the mark: the IKE SA stays where it is. */
 #include "config.h"
@@ -67,5 +67,12 @@ int dp_mip6_ike_key_flag(struct dp_ctx *ctx, const struct sadb_sa *out, const ui
 		r = sadb_sa_update(m->wdb, &sa);
 	}
 	explicit_bzero(&sa, sizeof(sa));
-	return r;
+	if (r) {
+		char b[INET6_ADDRSTRLEN];
+
+		dp_log(LOG_ERR, "home agent: cannot %s the K bit's mark on the tunnel of %s: %s",
+		       k ? "set" : "clear", a6(hoa, b), sadb_errmsg(m->wdb));
+		return r;
+	}
+	return 1;
 }
