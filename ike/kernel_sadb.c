@@ -4,9 +4,9 @@
  * holds all of iked's SADB I/O. This file owns the backend object (construction, teardown, the methods
  * that need no SADB state) and the removal of what an earlier daemon left behind. The SAs and their
  * expiry are in kernel_sadb_sa.c, the policies in kernel_sadb_policy.c, the dataplane's acquires in
- * kernel_sadb_acquire.c; they call down into kernel_sadb_xlate.c (the translations, the settings and
- * counters), never into each other's or this file's functions; kernel_sadb_int.h is what they
- * share. */
+ * kernel_sadb_acquire.c, the mobile nodes' rule in kernel_sadb_mip6.c (below kernel_sadb_sa.c, which
+ * calls it); they call down into kernel_sadb_xlate.c (the translations, the settings and counters),
+ * never up or sideways, nor into this file's functions; kernel_sadb_int.h is what they share. */
 #include "ike/swan.h"
 
 #include <errno.h>
@@ -56,6 +56,7 @@ METHOD(kernel_ipsec_t, enable_udp_decap, bool, private_kernel_sadb_t *this, int 
 
 METHOD(kernel_ipsec_t, destroy, void, private_kernel_sadb_t *this)
 {
+	charon->bus->remove_listener(charon->bus, &this->mip6.listener);
 	ks_acquire_stop(this);
 	ks_jobs_gate_lock(); /* a deferred job running now finishes first; later ones find no backend */
 	this->mutex->lock(this->mutex);
@@ -166,6 +167,8 @@ kernel_ipsec_t *kernel_sadb_create(void)
 	kernel_sadb_remove_orphans(this->db, NULL, NULL, NULL);
 	ks_expiry_start(this);
 	ks_acquire_start(this);
+	ks_mip6_listener_init(&this->mip6, this->db);
+	charon->bus->add_listener(charon->bus, &this->mip6.listener);
 	DBG1(DBG_KNL, "xipsec: kernel-ipsec backend writes the SADB (SPIs %.8x-%.8x)", this->spi_min,
 	     this->spi_max);
 	if (ks_seq_soft_override)

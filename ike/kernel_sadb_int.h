@@ -2,7 +2,8 @@
  * object, the record of each SA it installed, the process-wide counters and the calls one file makes
  * into another. kernel_sadb.c owns the object, kernel_sadb_sa.c the SAs and their expiry,
  * kernel_sadb_policy.c the policies, kernel_sadb_acquire.c the dataplane's acquires,
- * kernel_sadb_xlate.c (below them) the translations, settings and counters. Nothing outside those files includes it. */
+ * kernel_sadb_mip6.c the mobile nodes' rule, kernel_sadb_xlate.c (below them) the translations,
+ * settings and counters. Nothing outside those files includes it. */
 #ifndef XIPSEC_IKE_KERNEL_SADB_INT_H
 #define XIPSEC_IKE_KERNEL_SADB_INT_H
 
@@ -38,6 +39,13 @@ struct ks_reqid {
 	struct ks_sa *head;
 };
 
+/* The mobile nodes' rule (kernel_sadb_mip6.c), a bus listener the backend owns. */
+typedef struct {
+	listener_t listener;        /* first: the bus hands us this pointer */
+	struct sadb *db;            /* the backend's: the home agent record */
+	uint64_t since;             /* SADB generation the K bit's follow has seen */
+} ks_mip6_listener_t;
+
 typedef struct private_kernel_sadb_t private_kernel_sadb_t;
 struct private_kernel_sadb_t {
 	kernel_ipsec_t public;
@@ -57,6 +65,7 @@ struct private_kernel_sadb_t {
 	bool stopping;
 	int acq_fd;                 /* acquires from the dataplane (kernel_sadb_acquire.c); -1 = none */
 	struct sockaddr_un acq_addr;
+	ks_mip6_listener_t mip6;    /* on charon's bus while the backend lives */
 };
 
 /* The owner recorded in a policy charon installs outside any IKE_SA: a trap's (start_action,
@@ -110,6 +119,23 @@ time_t ks_real2mono(uint64_t real);
  * SADB (a failure is logged: traps then never fire), and stop before the backend goes. */
 void ks_acquire_start(private_kernel_sadb_t *this);
 void ks_acquire_stop(private_kernel_sadb_t *this);
+
+/* kernel_sadb_mip6.c: the listener that refuses a mobile node's CHILD_SA its configuration does not
+ * give it (set up before it goes on the bus), and whether the CHILD_SA this thread installs now is a
+ * mobile node's (its SAs are then flagged SADB_SAF_MOBILE; an outbound SA installed in a later
+ * exchange is known by its reqid: kernel_sadb_sa.c). */
+void ks_mip6_listener_init(ks_mip6_listener_t *l, struct sadb *db);
+bool ks_mip6_child(void);
+/* The K bit (expiry job, mutex not held): each IKE SA whose mobile node's outbound tunnel SA the
+ * home agent moved with SADB_SAF_KEY_MOBILE gets that SA's destination as its remote endpoint. */
+void ks_mip6_follow(private_kernel_sadb_t *this);
+/* Mutex held. Whether an SA of reqid that we installed is a mobile node's (charon installs a
+ * CHILD_SA's outbound SA after its inbound one, for a rekey in a later exchange than the one whose
+ * narrow hook marked it). */
+bool ks_mip6_reqid(private_kernel_sadb_t *this, uint32_t reqid);
+/* Mutex held. Into *dst, the address the SADB keys the SA charon names (spi, proto, *dst) by: a
+ * mobile node's outbound tunnel SA moved by the home agent keeps charon's name. */
+void ks_mip6_sadb_dst(private_kernel_sadb_t *this, uint32_t spi, uint8_t proto, struct sadb_addr *dst);
 
 /* kernel_sadb_policy.c: the policy methods into the interface. */
 void ks_policy_methods(kernel_ipsec_t *pub);

@@ -366,8 +366,10 @@ METHOD(kernel_ipsec_t, get_spi, status_t, private_kernel_sadb_t *this, host_t *s
 	return SUCCESS;
 }
 
-/* Fill an SADB record from charon's add_sa data. Returns 0 or -EINVAL with a log line. */
-static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struct sadb_sa *sa)
+/* Fill an SADB record from charon's add_sa data; mobile: a mobile node's SA. Returns 0 or -EINVAL
+ * with a log line. */
+static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, bool mobile,
+		    struct sadb_sa *sa)
 {
 	traffic_selector_t *src_ts = NULL, *dst_ts = NULL;
 
@@ -394,7 +396,11 @@ static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struc
 	}
 	if (kernel_sadb_host2addr(id->src, &sa->src) < 0 || kernel_sadb_host2addr(id->dst, &sa->dst) < 0)
 		return -EINVAL;
-	if (data->encap) {
+	/* A mobile node's SAs are plain ESP: the home agent reaches the node at the care-of address its
+	 * Binding Update names, and that Binding Update carries a Home Address option that ESP-in-UDP
+	 * cannot follow (RFC 4877 has no NAT traversal; a peer that asks for it, or fakes a NAT to get
+	 * it, still gets plain ESP from us) */
+	if (data->encap && !mobile) {
 		sa->encap_sport = id->src->get_port(id->src);
 		sa->encap_dport = id->dst->get_port(id->dst);
 	}
@@ -448,6 +454,9 @@ static int build_sa(kernel_ipsec_sa_id_t *id, kernel_ipsec_add_sa_t *data, struc
 	} else {
 		sa->sel.sport_hi = sa->sel.dport_hi = 0xffff;
 	}
+	/* a mobile node's (RFC 4877): xipsecd's home agent takes it as one of that node's four SAs */
+	if (mobile)
+		sa->flags |= SADB_SAF_MOBILE;
 	sa->ike_id = current_ike_id();
 	return 0;
 }
@@ -483,10 +492,15 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 	ike_sa_t *ike_sa;
 	uint32_t slot = 0, spi, reqid;
 	uint64_t gen;
-	bool rekey, defer;
+	bool rekey, defer, mobile = ks_mip6_child();
 	int rc;
 
-	if (build_sa(id, data, &sa) < 0) {
+	if (!mobile) {
+		this->mutex->lock(this->mutex);
+		mobile = ks_mip6_reqid(this, data->reqid);
+		this->mutex->unlock(this->mutex);
+	}
+	if (build_sa(id, data, mobile, &sa) < 0) {
 		memwipe(&sa, sizeof(sa));
 		return FAILED;
 	}
@@ -565,11 +579,13 @@ METHOD(kernel_ipsec_t, add_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
        kernel_ipsec_update_sa_t *data)
 {
-	struct sadb_addr dst, nsrc, ndst;
+	struct sadb_addr dst, cur, at, nsrc, ndst;
+	struct sadb_sa chk;
 	uint32_t spi = ntohl(id->spi);
 	uint8_t proto = map_proto(id->proto);
 	uint16_t sport = 0, dport = 0;
 	struct ks_sa *t;
+	bool mobile;
 	int rc = 0;
 
 	if (kernel_sadb_host2addr(id->dst, &dst) < 0 || kernel_sadb_host2addr(data->new_src, &nsrc) < 0 ||
@@ -580,11 +596,21 @@ METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_
 		dport = data->new_dst->get_port(data->new_dst);
 	}
 	this->mutex->lock(this->mutex);
-	rc = sadb_sa_migrate(this->db, spi, proto, &dst, &nsrc, &ndst, sport, dport);
+	cur = dst;
+	ks_mip6_sadb_dst(this, spi, proto, &cur);
+	/* A mobile node's SAs keep their endpoints: the signalling SAs are between the home agent and
+	 * the home address whatever the IKE SA's are (RFC 4877 4.1; charon's proxy mode would move
+	 * them with MOBIKE), and the tunnel follows the node's binding, which xipsecd's home agent
+	 * owns (dp_mip6_move.c). charon's name for the SA changes all the same (below). */
+	mobile = sadb_sa_lookup(this->db, spi, proto, &cur, &chk, NULL) == 0 && (chk.flags & SADB_SAF_MOBILE);
+	memwipe(&chk, sizeof(chk));
+	at = mobile ? cur : ndst;
+	if (!mobile)
+		rc = sadb_sa_migrate(this->db, spi, proto, &cur, &nsrc, &ndst, sport, dport);
 	if (rc == 0 && data->new_reqid) {
 		struct sadb_sa sa;
 
-		rc = sadb_sa_lookup(this->db, spi, proto, &ndst, &sa, NULL);
+		rc = sadb_sa_lookup(this->db, spi, proto, &at, &sa, NULL);
 		if (rc == 0) {
 			sa.reqid = data->new_reqid;
 			rc = sadb_sa_update(this->db, &sa);
@@ -608,7 +634,7 @@ METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_
 		if (data->new_reqid)
 			t->reqid = data->new_reqid;
 		sa_track(this, t);
-		if (sadb_sa_lookup(this->db, spi, proto, &ndst, &sa, &slot) == 0) {
+		if (sadb_sa_lookup(this->db, spi, proto, &at, &sa, &slot) == 0) {
 			t->slot = slot;
 			t->instance = sa.instance;
 		}
@@ -616,8 +642,9 @@ METHOD(kernel_ipsec_t, update_sa, status_t, private_kernel_sadb_t *this, kernel_
 	}
 	this->mutex->unlock(this->mutex);
 	KS_STAT_INC(sa_updated);
-	DBG1(DBG_KNL, "xipsec: SA %.8x now %H..%H%s", spi, data->new_src, data->new_dst,
-	     data->new_encap ? " (UDP-encapsulated)" : "");
+	DBG1(DBG_KNL, "xipsec: SA %.8x now %H..%H%s%s", spi, data->new_src, data->new_dst,
+	     data->new_encap ? " (UDP-encapsulated)" : "",
+	     mobile ? " for charon (a mobile node's: its SADB endpoints stay)" : "");
 	return SUCCESS;
 }
 
@@ -649,6 +676,7 @@ METHOD(kernel_ipsec_t, query_sa, status_t, private_kernel_sadb_t *this, kernel_i
 	if (kernel_sadb_host2addr(id->dst, &dst) < 0)
 		return FAILED;
 	this->mutex->lock(this->mutex);
+	ks_mip6_sadb_dst(this, ntohl(id->spi), map_proto(id->proto), &dst);
 	rc = sadb_sa_lookup(this->db, ntohl(id->spi), map_proto(id->proto), &dst, &sa, &slot);
 	if (rc < 0) {
 		this->mutex->unlock(this->mutex);
@@ -671,7 +699,7 @@ METHOD(kernel_ipsec_t, query_sa, status_t, private_kernel_sadb_t *this, kernel_i
 METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ipsec_sa_id_t *id,
        kernel_ipsec_del_sa_t *data)
 {
-	struct sadb_addr dst;
+	struct sadb_addr dst, cur;
 	struct ks_promote *p;
 	struct ks_sa *t;
 	uint32_t spi = ntohl(id->spi);
@@ -699,7 +727,9 @@ METHOD(kernel_ipsec_t, del_sa, status_t, private_kernel_sadb_t *this, kernel_ips
 		     spi, this->linger_ms);
 		return SUCCESS;
 	}
-	rc = sadb_sa_delete(this->db, spi, proto, &dst);
+	cur = dst;
+	ks_mip6_sadb_dst(this, spi, proto, &cur);
+	rc = sadb_sa_delete(this->db, spi, proto, &cur);
 	t = find_sa(this, spi, proto, &dst, TRUE);
 	free(t);
 	this->mutex->unlock(this->mutex);
@@ -727,9 +757,12 @@ METHOD(kernel_ipsec_t, flush_sas, status_t, private_kernel_sadb_t *this)
 	this->mutex->lock(this->mutex);
 	e = this->sas->create_enumerator(this->sas);
 	while (e->enumerate(e, &key, &t)) {
+		struct sadb_addr cur = t->dst;
+
+		ks_mip6_sadb_dst(this, t->spi, t->proto, &cur);
 		this->sas->remove_at(this->sas, e);
 		sa_unlink_reqid(this, t);
-		sadb_sa_delete(this->db, t->spi, t->proto, &t->dst);
+		sadb_sa_delete(this->db, t->spi, t->proto, &cur);
 		free(t);
 	}
 	e->destroy(e);
@@ -837,6 +870,7 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 				       htonl(ev[i].spi), dst, ev[i].hard);
 		dst->destroy(dst);
 	}
+	ks_mip6_follow(this);
 	return JOB_RESCHEDULE_MS(KS_EXPIRY_INTERVAL_MS);
 }
 

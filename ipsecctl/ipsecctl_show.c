@@ -91,7 +91,7 @@ static const struct { uint32_t flag; const char *name; } sa_flags[] = {
 	{ SADB_SAF_DF_CLEAR, "df-clear" }, { SADB_SAF_DF_SET, "df-set" },
 	{ SADB_SAF_NO_REPLAY, "no-replay" }, { SADB_SAF_SEQ_PERSIST, "seq-persist" },
 	{ SADB_SAF_SEQ_NEW, "new-key" },
-	{ SADB_SAF_MOBILE, "mobile" },
+	{ SADB_SAF_MOBILE, "mobile" }, { SADB_SAF_KEY_MOBILE, "key-mobile" },
 };
 
 static unsigned effective_icv(const struct sadb_sa *sa)

@@ -385,6 +385,23 @@ const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t ho
 	return i == NONE ? NULL : &ha->ents[i].mn;
 }
 
+int mip6_ha_mn_update(struct mip6_ha *ha, const struct mip6_mn *mn)
+{
+	uint32_t i = find(ha, mn->hoa);
+
+	if (!mn->bu_sa)
+		return -EINVAL;
+	if (i == NONE)
+		return -ENOENT;
+	/* in place: the binding's mn pointer stays valid */
+	ha->ents[i].mn.bu_sa = mn->bu_sa;
+	ha->ents[i].mn.ba_sa = mn->ba_sa;
+	ha->ents[i].mn.tun_out_sa = mn->tun_out_sa;
+	ha->ents[i].mn.tun_in_sa = mn->tun_in_sa;
+	ha->ents[i].mn.key_mobility = mn->key_mobility;
+	return 0;
+}
+
 int mip6_ha_seq_restore(struct mip6_ha *ha, const uint8_t hoa[16], uint16_t seq)
 {
 	uint32_t i = find(ha, hoa);
@@ -547,7 +564,7 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	memcpy(res->ba.hoa, hoa, 16);
 	res->ba.rh2 = memcmp(p->src, hoa, 16) != 0;
 	res->ba.seq = bu->seq;
-	res->ba.k = ha->cfg.key_mgmt_mobility && (bu->flags & MIP6_BU_K);
+	res->ba.k = (ha->cfg.key_mgmt_mobility || e->mn.key_mobility) && (bu->flags & MIP6_BU_K);
 	bool bound = e->bound;
 	/* A binding past its expiry that the caller has not reaped yet still has forwarding state, so
 	 * it is replaced or refreshed like a live one, but its sequence number no longer binds. */

@@ -65,6 +65,9 @@ struct mip6_mn {
 	uint32_t tun_out_sa, tun_in_sa;  /* its tunnel SAs (passed back, for the caller's migration) */
 	uint8_t ha_addr[16];      /* its home agent address, one of ha_addrs; all zero: any of them */
 	bool disabled;            /* configured but refused (status 129) */
+	bool key_mobility;        /* keyed by an IKE SA that follows its care-of address: the K bit is
+	                           * honoured for this node alone (RFC 4877 7; cfg's key_mgmt_mobility
+	                           * for all) */
 };
 
 /* A binding cache entry. */
@@ -162,6 +165,10 @@ int mip6_ha_mn_add(struct mip6_ha *ha, const struct mip6_mn *mn);
  * when it had one, 0 when not, -ENOENT when that home address is not configured. */
 int mip6_ha_mn_remove(struct mip6_ha *ha, const uint8_t hoa[16], struct mip6_binding *was);
 const struct mip6_mn *mip6_ha_mn_find(const struct mip6_ha *ha, const uint8_t hoa[16]);
+/* A configured mobile node's SAs were replaced (an IKE CHILD_SA rekey): take mn's SA identifiers
+ * and key_mobility, keeping its binding and sequence number. -EINVAL (bu_sa 0), -ENOENT (that home
+ * address is not configured). */
+int mip6_ha_mn_update(struct mip6_ha *ha, const struct mip6_mn *mn);
 /* The last sequence number accepted from hoa before this home agent started, read back from
  * stable storage (mip6_ha_config.seq_store): until a Binding Update of hoa is accepted again, one
  * whose number is not newer is rejected with 135 naming seq, bound or not, so a Binding Update

@@ -118,6 +118,10 @@ enum sadb_auth {
                                        * window): the operator said the key is new, so xipsecd may
                                        * start its sequence mark or window ceiling when none is on
                                        * disk (without it a missing mark refuses the SA) */
+#define SADB_SAF_KEY_MOBILE   0x0400u /* a mobile node's outbound tunnel SA, IKE-keyed, whose binding
+                                       * was granted the K bit (RFC 4877 7): xipsec-iked moves the
+                                       * IKE SA's remote endpoint to this SA's destination (set and
+                                       * cleared by xipsecd's home agent with each move) */
 
 /* Lifetime limits; 0 means no limit. Times are seconds since the SA was added. */
 struct sadb_lifetime {

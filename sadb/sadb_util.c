@@ -592,8 +592,10 @@ int sadb_sa_validate(const struct sadb_sa *sa, char *msg, size_t len)
 		FAIL("src: family differs from dst's");
 	if (sa->src.family == 0 && sa->state != SADB_STATE_LARVAL)
 		FAIL("src: missing");
-	if (sa->flags & ~(uint32_t)0x3ff)
-		FAIL("flags: unknown bits 0x%x", sa->flags & ~(uint32_t)0x3ff);
+	if (sa->flags & ~(uint32_t)0x7ff)
+		FAIL("flags: unknown bits 0x%x", sa->flags & ~(uint32_t)0x7ff);
+	if ((sa->flags & SADB_SAF_KEY_MOBILE) && (!(sa->flags & SADB_SAF_MOBILE) || !sa->ike_id))
+		FAIL("flags: SADB_SAF_KEY_MOBILE is for a mobile node's IKE-keyed SA only");
 	if (sa->flags & SADB_SAF_MOBILE) {
 		/* the home address is the selector's single address on the mobile node's side */
 		const struct sadb_addr *hoa = sa->dir == SADB_DIR_IN ? &sa->sel.src : &sa->sel.dst;

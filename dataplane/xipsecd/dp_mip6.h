@@ -8,6 +8,7 @@
  *   dp_mip6_err.c    control thread: Binding Errors and Parameter Problems for what it dropped
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
+ *   dp_mip6_ike.c    control thread: IKE-keyed mobile nodes (RFC 4877): rekeys, the K bit
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
  *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD),
  *                    Mobile Prefix Discovery
@@ -62,6 +63,7 @@ enum { ROLE_BU, ROLE_BA, ROLE_TUN_OUT, ROLE_TUN_IN, ROLES };
 struct mn_cfg {
 	uint8_t hoa[16];
 	uint32_t id[ROLES];
+	bool ike;                    /* all four negotiated by IKE (RFC 4877): K may be granted */
 };
 
 /* A new binding waiting for Duplicate Address Detection (dp_mip6_dad.c). */
@@ -206,6 +208,16 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 void dp_mip6_binding_up(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t coa[16], bool fresh);
 /* A binding ended: proxy ND stops and the tunnel goes home. */
 void dp_mip6_binding_down(struct dp_ctx *ctx, const uint8_t hoa[16]);
+
+/* ---- dp_mip6_ike.c ---- */
+/* A mobile node's SAs o were replaced by nw: when both are IKE-keyed and it has a binding (a CHILD_SA
+ * rekey), libmip6 takes the new SAs and the binding stays (true); false: the caller ends it. */
+bool dp_mip6_ike_rekeyed(struct dp_ctx *ctx, const struct mn_cfg *o, const struct mn_cfg *nw);
+/* After a tunnel move of hoa to coa: the outbound tunnel SA out (as read before the move, now at
+ * coa) carries SADB_SAF_KEY_MOBILE exactly while hoa's binding at coa was granted K. 1 when it
+ * wrote the SADB (one generation), 0 when nothing was to change, -errno (logged). */
+int dp_mip6_ike_key_flag(struct dp_ctx *ctx, const struct sadb_sa *out, const uint8_t hoa[16],
+			 const uint8_t coa[16]);
 
 /* ---- dp_mip6_nd.c ---- */
 /* Open the ND and netlink sockets of the home link (a socket that cannot be had leaves its fd -1:

@@ -3,7 +3,8 @@
  * (SADB_SAF_MOBILE; ipsecctl's mobile-node statement makes them): per home address an inbound
  * transport SA its Binding Updates arrive on, an outbound transport SA for the acknowledgements, and
  * a pair of tunnel SAs. Each change of the SADB is followed: a changed home agent record ends every
- * binding, a mobile node whose SAs changed loses its binding (it registers again), and a mobile node
+ * binding, a mobile node whose SAs changed loses its binding (it registers again; an IKE-keyed one
+ * whose CHILD_SAs were rekeyed keeps it: dp_mip6_ike.c), and a mobile node
  * without a binding is held at home (its tunnel's peer is its home address), after a restart too. */
 #include "config.h"
 
@@ -15,9 +16,17 @@
 #include "dataplane/xipsecd/dp_mip6.h"
 #include "dataplane/xipsecd/dp_seqmark.h"
 
+/* One mobile node's SA as read_mns sees it. */
+struct mn_ent {
+	uint8_t hoa[16];
+	uint32_t role, id;
+	uint32_t ike_id;          /* the IKE SA that negotiated it, 0: manual */
+	uint64_t instance;        /* sadb_sa_add's: a later add has a larger one */
+};
+
 static int cmp_role(const void *a, const void *b)
 {
-	const struct { uint8_t hoa[16]; uint32_t role, id; } *x = a, *y = b;
+	const struct mn_ent *x = a, *y = b;
 	int c = memcmp(x->hoa, y->hoa, 16);
 	return c ? c : (int)x->role - (int)y->role;
 }
@@ -115,7 +124,7 @@ static bool mns_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 /* The mobile nodes the SADB's SAs describe, complete ones only (four SAs). */
 static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
 {
-	struct ent { uint8_t hoa[16]; uint32_t role, id; } *v = NULL;
+	struct mn_ent *v = NULL;
 	size_t n = 0, cap = 0, k = 0;
 	struct mn_cfg *mns;
 	struct sadb_sa sa;
@@ -126,7 +135,7 @@ static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 64;
-			struct ent *nv = realloc(v, cap * sizeof(*v));
+			struct mn_ent *nv = realloc(v, cap * sizeof(*v));
 			if (!nv) {
 				free(v);
 				explicit_bzero(&sa, sizeof(sa));
@@ -136,6 +145,8 @@ static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
 		}
 		mn_role(&sa, &v[n].role, v[n].hoa);
 		v[n].id = slot + 1;
+		v[n].ike_id = sa.ike_id;
+		v[n].instance = sa.instance;
 		n++;
 	}
 	explicit_bzero(&sa, sizeof(sa));
@@ -149,18 +160,27 @@ static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		struct mn_cfg c;
-		unsigned have = 0;
+		const struct mn_ent *by_role[ROLES] = { NULL };
 		bool dup = false;
 
 		memset(&c, 0, sizeof(c));
 		memcpy(c.hoa, v[i].hoa, 16);
-		while (j < n && !memcmp(v[j].hoa, c.hoa, 16)) {
-			dup |= (have >> v[j].role) & 1u;
-			have |= 1u << v[j].role;
-			c.id[v[j].role] = v[j].id;
-			j++;
+		/* Two SAs in one role are an IKE CHILD_SA rekey's old and new ones while both live: the
+		 * newer is the one charon uses from now on. Two manual ones are a configuration error. */
+		for (; j < n && !memcmp(v[j].hoa, c.hoa, 16); j++) {
+			const struct mn_ent *o = by_role[v[j].role];
+
+			if (o && !(o->ike_id && v[j].ike_id))
+				dup = true;
+			if (!o || v[j].instance > o->instance)
+				by_role[v[j].role] = &v[j];
 		}
-		if (have == (1u << ROLES) - 1 && !dup)
+		c.ike = true;
+		for (unsigned r = 0; r < ROLES; r++) {
+			c.id[r] = by_role[r] ? by_role[r]->id : 0;
+			c.ike &= by_role[r] && by_role[r]->ike_id;
+		}
+		if (by_role[ROLE_BU] && by_role[ROLE_BA] && by_role[ROLE_TUN_OUT] && by_role[ROLE_TUN_IN] && !dup)
 			mns[k++] = c;
 		i = j;
 	}
@@ -326,6 +346,8 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 		const struct mn_cfg *o = &m->mns[i], *nw = dp_mip6_mn_find(mns, n, o->hoa);
 		if (nw && !memcmp(nw->id, o->id, sizeof(o->id)))
 			continue;
+		if (nw && dp_mip6_ike_rekeyed(ctx, o, nw))
+			continue;
 		if (mip6_ha_lookup(m->ha, o->hoa))
 			dp_mip6_binding_down(ctx, o->hoa);
 		mip6_ha_mn_remove(m->ha, o->hoa, NULL);
@@ -342,6 +364,7 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 		mn.ba_sa = mns[j].id[ROLE_BA];
 		mn.tun_out_sa = mns[j].id[ROLE_TUN_OUT];
 		mn.tun_in_sa = mns[j].id[ROLE_TUN_IN];
+		mn.key_mobility = mns[j].ike;
 		r = mip6_ha_mn_add(m->ha, &mn);
 		if (r) {
 			m->refused_mns++;
@@ -367,8 +390,13 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 	m->mns = mns;
 	m->n_mns = n;
 	mn_slots_mark(ctx, m);
-	for (size_t j = 0; j < n; j++)
-		if (all || fresh[j])
+	for (size_t j = 0; j < n; j++) {
+		const struct mip6_binding *b = mip6_ha_lookup(m->ha, mns[j].hoa);
+
+		if (b && (!fresh || fresh[j])) /* a rekey's new tunnel SAs join the binding */
+			dp_mip6_tunnel_move(ctx, mns[j].hoa, b->coa);
+		else if (all || fresh[j])
 			keep_home(ctx, &mns[j]);
+	}
 	free(fresh);
 }

@@ -37,7 +37,7 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 	struct sadb_addr to = { .family = AF_INET6 };
 	struct sadb_sa out, in;
 	char b1[INET6_ADDRSTRLEN], b2[INET6_ADDRSTRLEN];
-	int r;
+	int r, k;
 
 	if (!c || !m->wdb)
 		return -ENOENT;
@@ -59,12 +59,13 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 		goto fail;
 	}
 	r = sadb_txn_commit(m->wdb);
-	explicit_bzero(&out, sizeof(out));
-	explicit_bzero(&in, sizeof(in));
 	if (r)
 		goto fail;
+	k = dp_mip6_ike_key_flag(ctx, &out, hoa, coa); /* after the move: it reads the SA at coa */
+	explicit_bzero(&out, sizeof(out));
+	explicit_bzero(&in, sizeof(in));
 	/* Nobody else wrote since the configuration was read: it is still current. */
-	if (sadb_generation(m->wdb) == m->seen_gen + 1)
+	if (sadb_generation(m->wdb) == m->seen_gen + 1 + (k > 0))
 		m->seen_gen = sadb_generation(m->wdb);
 	m->migrations++;
 	m->sync_due = true;

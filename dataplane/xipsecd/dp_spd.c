@@ -38,10 +38,19 @@ unsigned dp_spd_out(const struct sadb *db, const uint8_t *l3, uint32_t len, bool
 	return SADB_DROP_NONE;
 }
 
+/* The inbound policy of a decapsulated packet: the dataplane does not tell forwarded packets from
+ * the gateway's own here, so a packet both a FWD and an IN policy match takes the one of higher
+ * priority (lower value), FWD on a tie. A mobile node's Binding Update to the home agent thus takes
+ * its transport policy, not the forward policy IKE installs for its tunnel (home address to any). */
 static int lookup_in(const struct sadb *db, const struct sadb_pkt_sel *sel, struct sadb_policy *pol)
 {
-	if (sadb_policy_lookup(db, SADB_DIR_FWD, sel, pol) == 0)
+	struct sadb_policy in;
+
+	if (sadb_policy_lookup(db, SADB_DIR_FWD, sel, pol) == 0) {
+		if (sadb_policy_lookup(db, SADB_DIR_IN, sel, &in) == 0 && in.priority < pol->priority)
+			*pol = in;
 		return 0;
+	}
 	return sadb_policy_lookup(db, SADB_DIR_IN, sel, pol);
 }
 

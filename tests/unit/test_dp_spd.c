@@ -158,21 +158,29 @@ static void test_in(void **state)
 	}
 }
 
-static void test_in_check(void **state)
+/* The mobile node's inbound transport SA (its Binding Updates), reqid 9 as its policy's. */
+static struct sadb_sa mn_sa(void)
 {
-	(void)state;
-	struct sadb_sa tun = t_sa(0x100, "203.0.113.1", "192.0.2.1");
 	struct sadb_sa mn = t_sa(0x200, "2001:db8:2::5", "2001:db8:1::1");
 
-	tun.dir = SADB_DIR_IN;
-	tun.sel.dst = t_addr("10.6.0.0");
-	tun.sel.dst_plen = 16;
 	mn.dir = SADB_DIR_IN;
 	mn.mode = SADB_MODE_TRANSPORT;
 	mn.flags = SADB_SAF_MOBILE;
 	mn.reqid = 9;
 	mn.sel.src = t_addr("2001:db8:1::100");
 	mn.sel.src_plen = 128;
+	return mn;
+}
+
+static void test_in_check(void **state)
+{
+	(void)state;
+	struct sadb_sa tun = t_sa(0x100, "203.0.113.1", "192.0.2.1");
+	struct sadb_sa mn = mn_sa();
+
+	tun.dir = SADB_DIR_IN;
+	tun.sel.dst = t_addr("10.6.0.0");
+	tun.sel.dst_plen = 16;
 	static const struct {
 		const char *name;
 		int sa;             /* 0: the tunnel SA; 1: the mobile node's transport SA */
@@ -199,12 +207,42 @@ static void test_in_check(void **state)
 	}
 }
 
+/* A decapsulated packet both a FWD and an IN policy match takes the one of higher priority (FWD on a
+ * tie): an IKE-keyed mobile node's Binding Update takes its transport policy (priority 10 here), not
+ * the FWD policy of its tunnel, home address to any (charon's 20); a FWD policy that wins sends it to
+ * that policy's reqid. */
+static void test_in_fwd_priority(void **state)
+{
+	(void)state;
+	struct sadb_sa mn = mn_sa();
+	static const struct { uint32_t fwd_prio; unsigned drop; } rows[] = {
+		{ 20, SADB_DROP_NONE },            /* IN's 10 wins */
+		{ 10, SADB_DROP_POLICY_MISMATCH }, /* a tie: FWD, of the tunnel's reqid */
+		{ 5, SADB_DROP_POLICY_MISMATCH },
+	};
+
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct sadb_policy f = t_pol(SADB_DIR_FWD, "2001:db8:1::100", 128, NULL, 0, rows[r].fwd_prio);
+		uint32_t id;
+		uint8_t p[128];
+		uint32_t len = mk_mobile(p, "2001:db8:2::5", "2001:db8:1::1", false, "2001:db8:1::100");
+
+		f.reqid = 10;
+		assert_int_equal(sadb_policy_add(db, &f, &id), 0);
+		unsigned d = dp_spd_in_check(db, &mn, p, len);
+		assert_int_equal(sadb_policy_delete(db, id), 0);
+		if (d != rows[r].drop)
+			fail_msg("FWD priority %u: verdict %u, want %u", rows[r].fwd_prio, d, rows[r].drop);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_out),
 		cmocka_unit_test(test_in),
 		cmocka_unit_test(test_in_check),
+		cmocka_unit_test(test_in_fwd_priority),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

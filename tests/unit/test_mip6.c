@@ -1291,6 +1291,54 @@ static void test_brr_and_dad_ns(void **state)
 	assert_int_equal(mip6_build_dad_ns(b, MIP6_DAD_NS_LEN - 1, ad("2001:db8::1")), -ENOSPC);
 }
 
+/* RFC 4877 7: an IKE-keyed mobile node (key_mobility) is granted K by a home agent configured
+ * without it for all; its SAs replaced by a CHILD_SA rekey (mip6_ha_mn_update) leave its binding and
+ * sequence number as they were, and its Binding Updates then arrive on the new signalling SA only. */
+static void test_ha_ike_node(void **state)
+{
+	(void)state;
+	struct mip6_ha *ha = mk_ha(0, false, 0);
+	struct mip6_ha_result r;
+	struct mip6_mn m = { .bu_sa = 111, .ba_sa = 112, .tun_out_sa = 113, .tun_in_sa = 114,
+			     .key_mobility = true };
+
+	A(m.hoa, MN_A);
+	assert_int_equal(mip6_ha_mn_update(ha, &m), 0);
+	const uint16_t ahk = MIP6_BU_A | MIP6_BU_H | MIP6_BU_K;
+
+	send_bu(ha, (struct bu_args){ .flags = ahk, .seq = 1, .lifetime = 100, .sa = 111 }, &r);
+	assert_int_equal(r.drop, MIP6_DROP_NONE);
+	assert_true(r.ba.k);
+	assert_true(mip6_ha_lookup(ha, ad(MN_A))->k);
+	/* MN_B is manually keyed: no K */
+	send_bu(ha, (struct bu_args){ .hoa = MN_B, .flags = ahk, .seq = 1, .lifetime = 100, .sa = 21 }, &r);
+	assert_int_equal(r.drop, MIP6_DROP_NONE);
+	assert_false(r.ba.k);
+	/* the rekey: new SAs, the binding and its sequence number stay */
+	m.bu_sa = 211; m.ba_sa = 212; m.tun_out_sa = 213; m.tun_in_sa = 214;
+	assert_int_equal(mip6_ha_mn_update(ha, &m), 0);
+	const struct mip6_binding *b = mip6_ha_lookup(ha, ad(MN_A));
+	assert_non_null(b);
+	assert_int_equal(b->seq, 1);
+	assert_int_equal(b->mn->bu_sa, 211);
+	assert_int_equal(b->mn->tun_out_sa, 213);
+	send_bu(ha, (struct bu_args){ .seq = 2, .lifetime = 100, .sa = 111 }, &r);
+	assert_int_equal(r.drop, MIP6_DROP_WRONG_SA);           /* the replaced SA */
+	send_bu(ha, (struct bu_args){ .seq = 1, .lifetime = 100, .sa = 211 }, &r);
+	assert_int_equal(r.ba.status, mip6_reject_status(MIP6_REJECT_SEQ)); /* not newer */
+	send_bu(ha, (struct bu_args){ .seq = 2, .lifetime = 100, .sa = 211 }, &r);
+	assert_int_equal(r.drop, MIP6_DROP_NONE);
+	assert_int_equal(r.ba.status, 0);
+	assert_int_equal(r.change, MIP6_CHANGE_REFRESH);
+	/* errors: no signalling SA, an unknown home address */
+	m.bu_sa = 0;
+	assert_int_equal(mip6_ha_mn_update(ha, &m), -EINVAL);
+	m.bu_sa = 311;
+	A(m.hoa, "2001:db8::99");
+	assert_int_equal(mip6_ha_mn_update(ha, &m), -ENOENT);
+	mip6_ha_destroy(ha);
+}
+
 static void test_ha_config(void **state)
 {
 	(void)state;
@@ -1585,6 +1633,7 @@ int main(void)
 		cmocka_unit_test(test_ha_move_rate),
 		cmocka_unit_test(test_ha_drops),
 		cmocka_unit_test(test_ha_k_and_refresh),
+		cmocka_unit_test(test_ha_ike_node),
 		cmocka_unit_test(test_ha_config),
 		cmocka_unit_test(test_ha_dad_failed),
 		cmocka_unit_test(test_brr_and_dad_ns),
