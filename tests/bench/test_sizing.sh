@@ -4,7 +4,9 @@
 # re-verifies the run directory: every table in results.json has its CSV, every plot is a valid PNG
 # and an SVG carrying its series labels, service demand recomputed from dataplane_stream_raw equals
 # dataplane_stream's, the bytes on the wire match the ESP/AH formats. The contract's tables and the
-# report's figures must be there. The run directory, and any namespace, SADB file or process the run
+# report's figures must be there. The run gets a state directory that does not exist (every section
+# owns its own), and a copy of the run with one section broken on purpose (emptied, then marked as a
+# failed sub-run) must fail the check. The run directory, and any namespace, SADB file or process the run
 # left (it cleans up itself; a killed run cannot), are removed on every exit.
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "test_sizing: needs root" >&2; exit 77; }
@@ -61,8 +63,10 @@ trap 'exit 1' INT TERM HUP
 fail() { echo "test_sizing: FAIL: $*" >&2; exit 1; }
 
 run="$tmp/run"
-timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick --out "$run" --build "$top_builddir" \
-	2> "$tmp/sizing.err" &
+# every section owns its temporary state: a state directory the caller named and that is gone (as
+# tests/run-test's would be after another section removed it) must not reach any of them
+XIPSEC_STATE_DIR="$tmp/gone/state" timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick \
+	--out "$run" --build "$top_builddir" 2> "$tmp/sizing.err" &
 pid=$!
 wait "$pid"; rc=$?
 cat "$tmp/sizing.err" >&2
@@ -103,5 +107,35 @@ for s in 64 1400; do
 	grep -q "^home-agent,$s,1,[1-9]" "$run/mip6_fwd.csv" || fail "no forwarding through the home agent's tunnel at $s B: $(cat "$run/mip6_fwd.csv")"
 done
 grep -qi "^aes-gcm.*,10000," "$run/mip6_bu_mem.csv" || fail "no in-memory BU/BA figure for 10,000 mobile nodes"
+# a section that measured nothing is caught: the home agent's forwarding emptied (in results.json and
+# its CSVs alike, as a sub-run that printed nothing leaves them) must fail the check, by name
+broken="$tmp/broken"
+cp -r "$run" "$broken"
+"$PY" - "$broken" <<'EOF' || fail "could not empty the mip6 section of the copy"
+import csv, json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/results.json"))
+for name in ("mip6_fwd_raw", "mip6_fwd"):
+    j["tables"][name]["rows"] = []
+    with open("%s/%s.csv" % (d, name), "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerow(j["tables"][name]["columns"])
+json.dump(j, open(d + "/results.json", "w"))
+EOF
+"$PY" "$top_srcdir/bench/sizing" check "$broken" > "$tmp/broken.out" 2>&1 &&
+	fail "bench/sizing check passed a run whose mip6 forwarding is empty: $(cat "$tmp/broken.out")"
+grep -q "table mip6_fwd_raw: empty" "$tmp/broken.out" || fail "check did not name the empty table: $(cat "$tmp/broken.out")"
+# and so is a sub-run that failed, whatever the tables hold (the run's own tables put back)
+cp "$run"/results.json "$run"/mip6_fwd*.csv "$broken"/
+"$PY" - "$broken" <<'EOF' || fail "could not mark a failed sub-run in the copy"
+import json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/results.json"))
+j["meta"]["sections"]["mip6"]["status"] = "failed: bench/mip6-bench (fwd) exited 1"
+json.dump(j, open(d + "/results.json", "w"))
+EOF
+"$PY" "$top_srcdir/bench/sizing" check "$broken" > "$tmp/broken.out" 2>&1 &&
+	fail "bench/sizing check passed a run with a failed sub-run: $(cat "$tmp/broken.out")"
+grep -q "section mip6 did not finish: failed: bench/mip6-bench" "$tmp/broken.out" ||
+	fail "check did not report the failed sub-run: $(cat "$tmp/broken.out")"
 echo "test_sizing: ok ($(grep -c . "$run/dataplane_stream_raw.csv") stream rows)"
 exit 0
