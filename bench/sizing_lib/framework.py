@@ -20,7 +20,7 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["dataplane", "wire", "ike", "model", "mip6"]
+SECTIONS = ["dataplane", "wire", "lossfree", "ike", "model", "mip6"]
 
 
 def _round(v):
@@ -398,7 +398,9 @@ bench/sizing: the sizing study of xipsecd and xipsec-iked (run as root).
 Sections, in this order: dataplane (throughput, CPU and service demand against send size per
 transform, TCP and UDP streams, 1 and 2 workers; request/response rate and latency; one-way versus
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
-random loss), ike (SA negotiation), model (a cost model fitted to the measurements).
+random loss), lossfree (RFC 2544: the highest rate with < 0.1 %% loss per transform, packet size and
+worker count, and CPU per packet there), ike (SA negotiation), model (a cost model fitted to the
+measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
 --quick is a reduced matrix (dataplane and wire: about 1 minute); the full run of those two sections
 takes about 15 minutes on 2 cores. The estimated duration is printed before the run starts.
