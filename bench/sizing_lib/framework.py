@@ -402,8 +402,9 @@ random loss), lossfree (RFC 2544: the highest rate with < 0.1 %% loss per transf
 worker count, and CPU per packet there), ike (SA negotiation), model (a cost model fitted to the
 measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
---quick is a reduced matrix (dataplane and wire: about 1 minute); the full run of those two sections
-takes about 15 minutes on 2 cores. The estimated duration is printed before the run starts.
+--quick is a reduced matrix, one repetition a point (about 3 minutes, the test suite's run); --full
+(the default) repeats every point 3 times for the figures' error bars and takes about 75 minutes on 2
+cores. The estimated duration is printed before the run starts.
 Service demand is netperf's: microseconds of a gateway's CPU per KB (1024 bytes) of application data.
 BUILDDIR defaults to $top_builddir or ./build/release; use a build without sanitizers.
 """
