@@ -143,7 +143,8 @@ def run(ctx):
               "tunnel and bypass in the same run", expect=len(PATHS) * len(SIZES))
     ctx.tick("mip6: forwarding through the home agent's tunnel")
     if p["e2e"]:
-        ctx.table("mip6_bu_e2e", E2E, parse_e2e(_inner(ctx, "e2e", p, 1200)), "Binding Update/Acknowledgement exchanges end to end against "
+        ctx.table("mip6_bu_e2e", E2E, parse_e2e(_inner(ctx, "e2e", p, 1200)),
+                  "Binding Update/Acknowledgement exchanges end to end against "
                   "xipsecd's home agent (registration: new bindings, tunnel SAs migrated; refresh: the same care-of "
                   "address again)")
         ctx.tick("mip6: BU/BA exchanges end to end")

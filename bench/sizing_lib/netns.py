@@ -246,7 +246,8 @@ class Topo:
     def ctl(self, gw, *args):
         return self.sh([self.testctl, self.sadb[gw]] + [str(a) for a in args], timeout=30)
 
-    def start_gw(self, gw, workers=None, batch=None):
+    def start_gw(self, gw, workers=None, batch=None, env=None):
+        """xipsecd on GW; ENV: variables of its own (e.g. XIPSEC_CRYPTO, OPENSSL_ia32cap)."""
         n = gw[-1]
         cmd = [self.xipsecd, "--inside", "in" + n, "--outside", "out" + n, "--sadb", self.sadb[gw],
                "--ctl", self.sock(gw), "--tun", "none", "-v"]
@@ -254,7 +255,7 @@ class Topo:
             cmd += ["--workers", str(workers)]
         if batch:
             cmd += ["--batch", str(batch)]
-        p = self.bg(gw, "xipsecd-" + gw, cmd)
+        p = self.bg(gw, "xipsecd-" + gw, cmd, env)
         if not self.wait_for(20, lambda: p.poll() is None and self.status(gw) is not None):
             raise NetnsError("xipsecd on %s did not start: %s" % (gw, self.log_of("xipsecd-" + gw)[-2000:]))
         return p

@@ -202,7 +202,9 @@ def packet_step(p, tables, args, pps, avg):
     """Step 7: the packet rate against the measured loss-free rates; the worker count it needs (a
     sentence for the result line, or None without loss-free measurements)."""
     p("Step 7. Packet rate against the loss-free rates (RFC 2544, < 0.1 % loss)")
-    lf = [r for r in rows(tables, "lossfree") if r["transform"] == args.transform and r["bound"] != "none"]
+    # xipsecd's own choice of crypto backend (the OpenSSL rows are the study's comparison)
+    lf = [r for r in rows(tables, "lossfree") if r["transform"] == args.transform and r["bound"] != "none" and
+          r.get("crypto", "auto") == "auto"]
     if not lf:
         p("  not measured for %s in this run (no lossfree rows): the packet rate is not checked" % args.transform)
         return None
