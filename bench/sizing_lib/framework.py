@@ -20,7 +20,7 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["dataplane", "wire", "lossfree", "ike", "model", "mip6"]
+SECTIONS = ["dataplane", "wire", "lossfree", "scale", "ike", "model", "mip6"]
 
 
 def _round(v):
@@ -399,7 +399,8 @@ Sections, in this order: dataplane (throughput, CPU and service demand against s
 transform, TCP and UDP streams, 1 and 2 workers; request/response rate and latency; one-way versus
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
 random loss), lossfree (RFC 2544: the highest rate with < 0.1 %% loss per transform, packet size and
-worker count, and CPU per packet there), ike (SA negotiation), model (a cost model fitted to the
+worker count, and CPU per packet there), scale (SADB load, memory and xipsecd start time for 1 to
+100,000 tunnels), ike (SA negotiation), model (a cost model fitted to the
 measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
 --quick is a reduced matrix, one repetition a point (about 3 minutes, the test suite's run); --full

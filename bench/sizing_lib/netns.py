@@ -246,8 +246,9 @@ class Topo:
     def ctl(self, gw, *args):
         return self.sh([self.testctl, self.sadb[gw]] + [str(a) for a in args], timeout=30)
 
-    def start_gw(self, gw, workers=None, batch=None, env=None):
-        """xipsecd on GW; ENV: variables of its own (e.g. XIPSEC_CRYPTO, OPENSSL_ia32cap)."""
+    def start_gw(self, gw, workers=None, batch=None, env=None, wait=20):
+        """xipsecd on GW; ENV: variables of its own (e.g. XIPSEC_CRYPTO, OPENSSL_ia32cap); WAIT: the
+        seconds it may take to answer its status (a large SADB takes longer)."""
         n = gw[-1]
         cmd = [self.xipsecd, "--inside", "in" + n, "--outside", "out" + n, "--sadb", self.sadb[gw],
                "--ctl", self.sock(gw), "--tun", "none", "-v"]
@@ -256,7 +257,7 @@ class Topo:
         if batch:
             cmd += ["--batch", str(batch)]
         p = self.bg(gw, "xipsecd-" + gw, cmd, env)
-        if not self.wait_for(20, lambda: p.poll() is None and self.status(gw) is not None):
+        if not self.wait_for(wait, lambda: p.poll() is None and self.status(gw) is not None):
             raise NetnsError("xipsecd on %s did not start: %s" % (gw, self.log_of("xipsecd-" + gw)[-2000:]))
         return p
 

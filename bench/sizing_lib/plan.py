@@ -239,6 +239,23 @@ def packet_step(p, tables, args, pps, avg):
     return "%d worker(s)%s" % (w, " (measured)" if w <= 2 else ", extrapolated beyond the 2 measured")
 
 
+def memory_step(p, tables, args):
+    """Step 8: memory for the tunnels from the scale section's bytes per tunnel (SADB and xipsecd); the
+    megabytes, or None when the run did not measure them."""
+    p("Step 8. Memory for the tunnels")
+    per = {r["per"]: r for r in rows(tables, "scale_memory")}
+    if "tunnel" not in per:
+        p("  not measured in this run (no scale_memory table): memory is not predicted")
+        return None
+    t = per["tunnel"]
+    sadb, dp = float(t["sadb_bytes"]) * args.tunnels, float(t["xipsecd_bytes"]) * args.tunnels
+    p("  %d tunnels x (%.0f bytes of SADB + %.0f bytes of xipsecd) = %.1f MB + %.1f MB" % (
+        args.tunnels, float(t["sadb_bytes"]), float(t["xipsecd_bytes"]), sadb / 2 ** 20, dp / 2 ** 20))
+    if args.mip6_nodes:
+        p("  Mobile IPv6 bindings: memory per binding not measured; not included")
+    return (sadb + dp) / 2 ** 20
+
+
 def plan(args, out):
     def p(s=""):
         out.write(s + "\n")
@@ -425,7 +442,10 @@ def plan(args, out):
     p("")
     workers = packet_step(p, tables, args, pps * (2 if args.direction == "both" else 1), avg)
     p("")
-    p("Result: %d core(s) (%.2f at %.0f %% utilisation; %.2f-%.2f from the repetitions' spread) and %s of link "
-      "bandwidth per direction.%s" % (need, cores, args.headroom * 100, cores_lo, cores_hi, fmt_rate(wire),
+    mem_mb = memory_step(p, tables, args)
+    p("")
+    p("Result: %d core(s) (%.2f at %.0f %% utilisation; %.2f-%.2f from the repetitions' spread), %s of link "
+      "bandwidth per direction%s.%s" % (need, cores, args.headroom * 100, cores_lo, cores_hi, fmt_rate(wire),
+                                        ", %.1f MB of memory for the tunnels" % mem_mb if mem_mb is not None else "",
                                       " The packet rate asks for %s: size for the larger of the two." % workers
                                       if workers else ""))

@@ -77,12 +77,12 @@ pid=
 
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
-	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted; do
+	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted scale scale_memory; do
 	[ -s "$run/$t.csv" ] || fail "table $t missing"
 	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
 done
 for p in dataplane_family_aead dataplane_family_esp-cbc-hmac dataplane_family_ah dataplane_compare_32k \
-	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree; do
+	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree scale; do
 	[ -s "$run/plots/$p.png" ] && [ -s "$run/plots/$p.svg" ] || fail "plot $p missing"
 	grep -q "plots/$p.svg" "$run/report.html" || fail "report.html does not show $p"
 done
@@ -108,6 +108,14 @@ for s in 64 1400; do
 done
 grep -qi "^aes-gcm.*,10000," "$run/mip6_bu_mem.csv" || fail "no in-memory BU/BA figure for 10,000 mobile nodes"
 grep -q "predicted .* pps, measured .* pps" "$run/report.md" || fail "the report does not print predicted next to measured"
+# 1,000 tunnels loaded and every SA in xipsecd's status; a tunnel costs more SADB than a policy alone
+grep -q "^tunnels,1000," "$run/scale.csv" || fail "no figure for 1,000 tunnels: $(cat "$run/scale.csv")"
+"$PY" - "$run/results.json" <<'EOF' || fail "memory per tunnel and policy: $(cat "$run/scale_memory.csv")"
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"]["scale_memory"]
+per = {r[1]: dict(zip(t["columns"], r)) for r in t["rows"]}
+assert per["tunnel"]["sadb_bytes"] > per["policy"]["sadb_bytes"] > 0, per
+EOF
 # a loss-free rate for every packet size, found below the generator's own ceiling (the generator was
 # not the bottleneck), with the IMIX the sink saw between 64 and 1400 bytes; the prediction of IMIX
 # from 64 and 1400 bytes is in the report next to the measurement
