@@ -404,7 +404,7 @@ worker count, and CPU per packet there), scale (SADB load, memory and xipsecd st
 measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
 --quick is a reduced matrix, one repetition a point (about 3 minutes, the test suite's run); --full
-(the default) repeats every point 3 times for the figures' error bars and takes about 75 minutes on 2
+(the default) repeats every point 3 times for the figures' error bars and takes about 85 minutes on 2
 cores. The estimated duration is printed before the run starts.
 Service demand is netperf's: microseconds of a gateway's CPU per KB (1024 bytes) of application data.
 BUILDDIR defaults to $top_builddir or ./build/release; use a build without sanitizers.
