@@ -3,6 +3,12 @@
  *                                                    UDP packets of SIZE bytes (IP length) as fast as
  *                                                    AF_XDP copy-mode TX goes, one thread per queue,
  *                                                    64 flows (source ports); prints packets sent.
+ *                                                    SIZE "imix": the simple IMIX, 64, 576 and 1400
+ *                                                    bytes in 7:4:1 (1400, not 1500: the largest
+ *                                                    packet still fits the MTU once tunnelled); each
+ *                                                    frame of the ring keeps one size, so the mix on
+ *                                                    the wire is the ring's (the sink's byte count
+ *                                                    tells the mean the receiver saw).
  *                                                    With esp SPI: ESP packets of that SPI with
  *                                                    sequence numbers from BASE (default 10^6:
  *                                                    above the window of any SA the tests make, so
@@ -40,6 +46,11 @@
 #define NFRAMES 4096u
 #define FSIZE   2048u
 #define BATCH   64u
+#define IMIX_SIZES 3u
+
+/* The simple IMIX: 7 x 64, 4 x 576, 1 x 1400 bytes, interleaved over every 12 frames of the ring. */
+static const unsigned imix_size[IMIX_SIZES] = { 64, 576, 1400 };
+static const uint8_t imix_slot[12] = { 0, 1, 0, 0, 1, 0, 2, 0, 1, 0, 0, 1 };
 
 struct txq {
 	const char *ifname;
@@ -47,8 +58,9 @@ struct txq {
 	uint32_t esp_spi;        /* 0: UDP */
 	uint32_t seq_base;       /* first ESP sequence number */
 	unsigned queue;
-	uint8_t frame[FSIZE];
-	unsigned flen;
+	uint8_t frame[IMIX_SIZES][FSIZE]; /* one template per size: [0] only unless imix */
+	unsigned flen[IMIX_SIZES];
+	bool imix;
 	double seconds;
 	double pps;              /* this queue's pace, 0: as fast as it goes */
 	unsigned long long sent;
@@ -98,14 +110,14 @@ static void udp6_csum(uint8_t *f)
 	memcpy(udp + 6, &c, 2);
 }
 
-static int build6(struct txq *q, const uint8_t *dmac, const uint8_t *smac, const struct in6_addr *src,
-		  const struct in6_addr *dst, unsigned size)
+static int build6(struct txq *q, unsigned k, const uint8_t *dmac, const uint8_t *smac,
+		  const struct in6_addr *src, const struct in6_addr *dst, unsigned size)
 {
-	uint8_t *f = q->frame, *ip = f + 14, *udp = ip + 40;
+	uint8_t *f = q->frame[k], *ip = f + 14, *udp = ip + 40;
 
 	if (size < 48 || size > 1500)
 		return -EINVAL;
-	memset(f, 0, sizeof(q->frame));
+	memset(f, 0, FSIZE);
 	memcpy(f, dmac, 6);
 	memcpy(f + 6, smac, 6);
 	f[12] = 0x86;
@@ -132,19 +144,19 @@ static int build6(struct txq *q, const uint8_t *dmac, const uint8_t *smac, const
 		udp6_csum(f);
 	}
 	q->l3len = 40;
-	q->flen = 14 + size;
+	q->flen[k] = 14 + size;
 	return 0;
 }
 
-static int build(struct txq *q, const uint8_t *dmac, const uint8_t *smac, struct in_addr src,
+static int build(struct txq *q, unsigned k, const uint8_t *dmac, const uint8_t *smac, struct in_addr src,
 		 struct in_addr dst, unsigned size)
 {
-	uint8_t *f = q->frame, *ip = f + 14, *udp = ip + 20;
+	uint8_t *f = q->frame[k], *ip = f + 14, *udp = ip + 20;
 	uint16_t c;
 
 	if (size < 28 || size > 1500)
 		return -EINVAL;
-	memset(f, 0, sizeof(q->frame));
+	memset(f, 0, FSIZE);
 	memcpy(f, dmac, 6);
 	memcpy(f + 6, smac, 6);
 	f[12] = 0x08;
@@ -173,7 +185,7 @@ static int build(struct txq *q, const uint8_t *dmac, const uint8_t *smac, struct
 		/* UDP checksum 0: none (IPv4) */
 	}
 	q->l3len = 20;
-	q->flen = 14 + size;
+	q->flen[k] = 14 + size;
 	return 0;
 }
 
@@ -196,14 +208,17 @@ static void *tx_main(void *arg)
 	int err;
 
 	uint8_t *out = calloc(NFRAMES, 1);
+	uint16_t *len = calloc(NFRAMES, sizeof(*len));
 
 	pool = calloc(NFRAMES, sizeof(*pool));
-	if (area == MAP_FAILED || !pool || !out)
+	if (area == MAP_FAILED || !pool || !out || !len)
 		return NULL;
 	for (unsigned i = 0; i < NFRAMES; i++) {
 		uint8_t *f = (uint8_t *)area + (size_t)i * FSIZE;
+		unsigned k = q->imix ? imix_slot[i % sizeof(imix_slot)] : 0;
 
-		memcpy(f, q->frame, q->flen);
+		memcpy(f, q->frame[k], q->flen[k]);
+		len[i] = (uint16_t)q->flen[k];
 		if (q->esp_spi) {
 			/* sequence numbers far above the window: they pass the replay check and
 			 * reach the ICV check, which fails, so the window never moves */
@@ -266,7 +281,7 @@ static void *tx_main(void *arg)
 
 				d->addr = pool[--n_free];
 				out[d->addr / FSIZE] = 1;
-				d->len = q->flen;
+				d->len = len[d->addr / FSIZE];
 			}
 			xsk_ring_prod__submit(&tx, n);
 			q->sent += n;
@@ -282,6 +297,7 @@ static void *tx_main(void *arg)
 	munmap(area, (size_t)NFRAMES * FSIZE);
 	free(pool);
 	free(out);
+	free(len);
 	return NULL;
 }
 
@@ -369,7 +385,9 @@ static int cmd_tx(int argc, char **argv)
 			"[rate PPS]\n");
 		return 2;
 	}
-	size = (unsigned)atoi(argv[6]);
+	bool imix = !strcmp(argv[6], "imix");
+
+	size = imix ? 0 : (unsigned)atoi(argv[6]);
 	queues = (unsigned)atoi(argv[7]);
 	secs = atof(argv[8]);
 	if (own_mac(argv[2], smac) || queues < 1 || queues > 8 || secs <= 0) {
@@ -386,9 +404,15 @@ static int cmd_tx(int argc, char **argv)
 		q[i].esp_spi = spi;
 		q[i].seq_base = seq_base;
 		q[i].pps = pps / queues;
-		if (v6 ? build6(&q[i], dmac, smac, &src6, &dst6, size) : build(&q[i], dmac, smac, src, dst, size)) {
-			fprintf(stderr, "fwd-gen: size must be %s..1500\n", v6 ? "48" : "28");
-			return 2;
+		q[i].imix = imix;
+		for (unsigned k = 0; k < (imix ? IMIX_SIZES : 1); k++) {
+			unsigned sz = imix ? imix_size[k] : size;
+
+			if (v6 ? build6(&q[i], k, dmac, smac, &src6, &dst6, sz) :
+				 build(&q[i], k, dmac, smac, src, dst, sz)) {
+				fprintf(stderr, "fwd-gen: size must be %s..1500 or imix\n", v6 ? "48" : "28");
+				return 2;
+			}
 		}
 		pthread_create(&q[i].th, NULL, tx_main, &q[i]);
 	}

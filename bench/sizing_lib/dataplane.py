@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from sizing_lib import netns
+from sizing_lib import netns, plotting
 
 NAME = "dataplane"
 TITLE = "Dataplane throughput, CPU utilisation and service demand"
@@ -46,15 +46,15 @@ BATCH = ["transform", "test", "send_size", "batch", "n", "mbps", "mbps_min", "mb
 def plan(quick):
     if quick:
         return {"transforms": ["bypass", "esp-aes-gcm-128", "esp-aes-cbc-128-sha256", "ah-sha1"],
-                "sizes": [64, 1024, 32768], "tests": ["tcp_stream", "udp_stream"], "workers": [1], "reps": 1,
+                "sizes": [64, 32768], "tests": ["tcp_stream", "udp_stream"], "workers": [1], "reps": 1,
                 "secs": 1, "rr_reps": 1, "rr_secs": 1, "tw_transforms": ["bypass", "esp-aes-gcm-128"],
                 "tw_workers": [1], "tw_reps": 1, "batch": [1, 64], "batch_transforms": ["esp-aes-gcm-128"],
                 "batch_tests": [("udp_stream", 64)], "batch_reps": 1}
     return {"transforms": list(netns.TRANSFORM_IDS), "sizes": [64, 256, 1024, 1400, 4096, 16384, 32768],
-            "tests": ["tcp_stream", "udp_stream"], "workers": [1, 2], "reps": 2, "secs": 1,
+            "tests": ["tcp_stream", "udp_stream"], "workers": [1, 2], "reps": 3, "secs": 1,
             "rr_reps": 3, "rr_secs": 1, "tw_transforms": list(netns.TRANSFORM_IDS), "tw_workers": [1, 2],
-            "tw_reps": 2, "batch": [1, 2, 4, 8, 16, 32, 64], "batch_transforms": ["bypass", "esp-aes-gcm-128"],
-            "batch_tests": [("tcp_stream", 32768), ("udp_stream", 64)], "batch_reps": 2}
+            "tw_reps": 3, "batch": [1, 2, 4, 8, 16, 32, 64], "batch_transforms": ["bypass", "esp-aes-gcm-128"],
+            "batch_tests": [("tcp_stream", 32768), ("udp_stream", 64)], "batch_reps": 3}
 
 
 def _plan(ctx):
@@ -339,18 +339,20 @@ def run(ctx):
                         for size in p["sizes"]:
                             m = benches[w].stream(test, size, p["secs"])
                             if m is None:
+                                ctx.fail("%s %s %d B, %d worker(s), rep %d" % (xf, test, size, w, rep))
                                 ctx.tick("%s %s %d B, %d worker(s), rep %d: failed" % (xf, test, size, w, rep))
                                 continue
                             raw.append([xf, test, size, w, rep, m["secs"], m["bytes"], m["packets"],
                                         m["cpu_us_gw1"], m["cpu_us_gw2"], m["softirq_us"], m["mhz"]])
                             ctx.tick("%s %s %d B, %d worker(s), rep %d: %.0f Mb/s" % (
                                 xf, test, size, w, rep, m["bytes"] * 8 / m["secs"] / 1e6))
+        n_stream = len(p["workers"]) * len(usable) * len(p["tests"]) * len(p["sizes"])
         t = ctx.table("dataplane_stream_raw", STREAM_RAW, raw,
                       "one row per repetition: application bytes the receiver got, IP packets gw1 sent on its "
-                      "outside interface, CPU µs of each xipsecd, machine softirq µs")
+                      "outside interface, CPU µs of each xipsecd, machine softirq µs", expect=n_stream * p["reps"])
         ctx.table("dataplane_stream", STREAM, derive_stream(_dicts(t), ncpus),
                   "medians over the repetitions; cpu_pct in % of one CPU; softirq_pct of the whole machine; "
-                  "sd = µs of that gateway's CPU per KB transferred")
+                  "sd = µs of that gateway's CPU per KB transferred", expect=n_stream)
 
         rr = []
         for rep in range(1, p["rr_reps"] + 1):
@@ -358,15 +360,17 @@ def run(ctx):
                 benches[1].use(xf)
                 j = benches[1].rr_safe(p["rr_secs"])
                 if j is None:
+                    ctx.fail("%s TCP RR rep %d" % (xf, rep))
                     ctx.tick("%s TCP RR rep %d: failed" % (xf, rep))
                     continue
                 rr.append([xf, 1, rep, 1, 1, j["secs"], j["transactions"], j["mean_us"], j["p50_us"], j["p90_us"],
                            j["p99_us"], j["cpu_us_gw1"], j["cpu_us_gw2"]])
                 ctx.tick("%s TCP RR rep %d: %.0f/s, p50 %.0f µs" % (xf, rep, j["rate"], j["p50_us"]))
         t = ctx.table("dataplane_rr_raw", RR_RAW, rr, "TCP request/response (1-byte request and response, one "
-                      "transaction outstanding), one row per repetition")
+                      "transaction outstanding), one row per repetition", expect=p["rr_reps"] * len(usable))
         ctx.table("dataplane_rr", RR, derive_rr(_dicts(t)),
-                  "medians: transactions per second, latency percentiles (µs), CPU µs per transaction per gateway")
+                  "medians: transactions per second, latency percentiles (µs), CPU µs per transaction per gateway",
+                  expect=len(usable))
 
         tw = []
         tw_x = [x for x in p["tw_transforms"] if x in usable]
@@ -376,6 +380,7 @@ def run(ctx):
                     benches[w].use(xf)
                     m = benches[w].stream("tcp_stream", 32768, p["secs"])
                     if m is None:
+                        ctx.fail("%s one-way, %d worker(s), rep %d" % (xf, w, rep))
                         ctx.tick("%s one-way: failed" % xf)
                         ctx.tick("%s two-way: not run" % xf)
                         continue
@@ -384,7 +389,7 @@ def run(ctx):
                     try:
                         m = benches[w].twoway(p["secs"])
                     except (netns.NetnsError, subprocess.TimeoutExpired) as e:
-                        ctx.log("%s two-way: %s; point left out" % (xf, str(e)[:200]))
+                        ctx.fail("%s two-way, %d worker(s), rep %d: %s" % (xf, w, rep, str(e)[:200]))
                         benches[w].restart_servers()
                         ctx.tick("%s two-way: failed" % xf)
                         continue
@@ -392,9 +397,11 @@ def run(ctx):
                                m["cpu_us_gw2"]])
                     ctx.tick("%s two-way, %d worker(s), rep %d" % (xf, w, rep))
         t = ctx.table("dataplane_twoway_raw", TW_RAW, tw, "TCP streams of 32 KB sends: h1 -> h2 alone (one-way) "
-                      "and h1 -> h2 with h2 -> h1 at the same time (two-way), one row per repetition")
+                      "and h1 -> h2 with h2 -> h1 at the same time (two-way), one row per repetition",
+                      expect=p["tw_reps"] * len(p["tw_workers"]) * len(tw_x) * 2)
         ctx.table("dataplane_twoway", TW, derive_tw(_dicts(t)),
-                  "medians; mbps is both directions together; sd per KB of both directions")
+                  "medians; mbps is both directions together; sd per KB of both directions",
+                  expect=len(p["tw_workers"]) * len(tw_x) * 2)
 
         bt = []
         b1 = benches[1]
@@ -411,6 +418,7 @@ def run(ctx):
                         for test, size in p["batch_tests"]:
                             m = b1.stream(test, size, p["secs"])
                             if m is None:
+                                ctx.fail("%s %s %d B, burst %d, rep %d" % (xf, test, size, n, rep))
                                 ctx.tick("%s %s %d B, burst %d: failed" % (xf, test, size, n))
                                 continue
                             bt.append([xf, test, size, n, rep, m["secs"], m["bytes"], m["packets"], m["cpu_us_gw1"],
@@ -418,9 +426,10 @@ def run(ctx):
                             ctx.tick("%s %s %d B, burst %d, rep %d" % (xf, test, size, n, rep))
         finally:
             b1.t.restart_gws(1, None)
+        n_batch = len(p["batch"]) * len(bx) * len(p["batch_tests"])
         t = ctx.table("dataplane_batch_raw", BATCH_RAW, bt, "streams against xipsecd's burst size (--batch), "
-                      "1 worker, one row per repetition")
-        ctx.table("dataplane_batch", BATCH, derive_batch(_dicts(t)), "medians against the burst size")
+                      "1 worker, one row per repetition", expect=n_batch * p["batch_reps"])
+        ctx.table("dataplane_batch", BATCH, derive_batch(_dicts(t)), "medians against the burst size", expect=n_batch)
     finally:
         for b in benches.values():
             b.close()
@@ -439,12 +448,31 @@ def _size_label(n):
     return "%dK" % (n // 1024) if n >= 1024 and n % 1024 == 0 else str(n)
 
 
+def _raw_spread(ctx, name, key_cols, value):
+    """{point key: (min, max)} of value(row) over the repetitions of raw table NAME."""
+    raw = _dicts(ctx.tables.get(name, {"columns": [], "rows": []}))
+    return plotting.spread(raw, lambda r: tuple(r[c] for c in key_cols), value)
+
+
+def _delivered(r):
+    """A stream point that delivered data (an unthrottled UDP flood of fragmenting sends can deliver
+    nothing through a tunnel: that point has no rate and no service demand, it is not a zero)."""
+    return plotting.ok(r["mbps"]) and r["mbps"] > 0
+
+
+# the stream figures' panels: table column, axis label, the same value from one raw repetition
+STREAM_PANELS = (
+    ("mbps", "throughput (Mb/s)", lambda r: r["bytes"] * 8 / r["secs"] / 1e6 if r["bytes"] > 0 else None),
+    ("cpu_pct_gw1", "gw1 CPU (% of one CPU)", lambda r: r["cpu_us_gw1"] / (r["secs"] * 1e6) * 100),
+    ("sd_gw1", "gw1 service demand (µs/KB)", lambda r: _sd(r["cpu_us_gw1"], r["bytes"])),
+)
+STREAM_KEY = ("transform", "test", "send_size", "workers")
+
+
 def _plots(ctx):
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
     st = _dicts(ctx.tables["dataplane_stream"])
+    spreads = {col: _raw_spread(ctx, "dataplane_stream_raw", STREAM_KEY, fn) for col, _, fn in STREAM_PANELS}
     stems = []
     workers = sorted({r["workers"] for r in st})
     w0 = workers[0] if workers else 1
@@ -453,15 +481,22 @@ def _plots(ctx):
         if len(xs) < 2:
             continue
         fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+        nothing = []
         for i, test in enumerate(("tcp_stream", "udp_stream")):
-            for j, (col, lab) in enumerate((("mbps", "throughput (Mb/s)"), ("cpu_pct_gw1", "gw1 CPU (% of one CPU)"),
-                                            ("sd_gw1", "gw1 service demand (µs/KB)"))):
+            for j, (col, lab, _) in enumerate(STREAM_PANELS):
                 ax = axes[i][j]
                 for xf in xs:
                     s = _series(st, transform=xf, test=test, workers=w0)
-                    if s:
-                        ax.plot([r["send_size"] for r in s], [r[col] for r in s], marker="o", label=xf,
-                                linestyle="--" if xf == "bypass" else "-")
+                    if not s:
+                        continue
+                    # CPU was spent whether or not anything arrived; rate and demand need delivered data
+                    ys = [r[col] if col == "cpu_pct_gw1" or _delivered(r) else None for r in s]
+                    gone = plotting.line(ax, [r["send_size"] for r in s], ys,
+                                         [spreads[col].get(tuple(r[k] for k in STREAM_KEY)) for r in s], label=xf,
+                                         linestyle="--" if xf == "bypass" else "-")
+                    if col == "mbps":
+                        nothing += gone
+                        plotting.missing(ax, gone, "delivered nothing (no rate)")
                 ax.set_xscale("log", base=2)
                 sz = sorted({r["send_size"] for r in st})
                 ax.set_xticks(sz)
@@ -470,13 +505,18 @@ def _plots(ctx):
                 ax.set_ylabel(lab)
                 ax.set_title("%s, %s" % (test, lab.split(" (")[0]), fontsize=9)
                 ax.grid(alpha=0.3)
+                plotting.from_zero(ax)
         axes[0][0].legend(fontsize=8)
-        fig.suptitle("%s: throughput, CPU utilisation and service demand against send size (%d worker)" % (ftitle, w0))
+        if nothing:
+            axes[1][0].legend(fontsize=7)
+        fig.suptitle("%s: throughput, CPU utilisation and service demand against send size (%d worker); "
+                     "bars: min-max over the repetitions" % (ftitle, w0), fontsize=10)
         fig.tight_layout()
         stem = "dataplane_family_" + fid
         ctx.savefig(fig, stem)
         stems.append((stem, "%s, with the bypass baseline: throughput, CPU of the encrypting gateway and its "
-                      "service demand against send size; top TCP stream, bottom UDP stream" % ftitle))
+                      "service demand against send size; top TCP stream, bottom UDP stream; a red x marks a "
+                      "send size where nothing arrived (no rate, not a zero)" % ftitle))
     # comparative bars at the largest send size (32 KB)
     big = max([r["send_size"] for r in st] or [0])
     xs = [x for x in netns.TRANSFORM_IDS if any(r["transform"] == x for r in st)]
@@ -484,73 +524,97 @@ def _plots(ctx):
         fig, ax = plt.subplots(figsize=(12, 5))
         wd = 0.8 / max(len(workers), 1)
         for k, w in enumerate(workers):
-            vals = [next((r["mbps"] for r in st if r["transform"] == x and r["test"] == "tcp_stream" and
-                          r["send_size"] == big and r["workers"] == w), 0) for x in xs]
-            ax.bar([i + k * wd for i in range(len(xs))], vals, wd, label="%d worker%s" % (w, "s" if w > 1 else ""))
+            pts = [next((r for r in st if r["transform"] == x and r["test"] == "tcp_stream" and
+                         r["send_size"] == big and r["workers"] == w), None) for x in xs]
+            plotting.bars(ax, [i + k * wd for i in range(len(xs))], [r["mbps"] if r else None for r in pts], wd,
+                          [(r["mbps_min"], r["mbps_max"]) if r else None for r in pts],
+                          label="%d worker%s" % (w, "s" if w > 1 else ""))
         ax.set_xticks([i + wd * (len(workers) - 1) / 2 for i in range(len(xs))])
         ax.set_xticklabels(xs, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("throughput (Mb/s)")
+        ax.set_ylabel("throughput (Mb/s; median, bars min-max)")
         ax.set_title("Comparative TCP throughput at %d-byte sends" % big)
         ax.legend()
         ax.grid(axis="y", alpha=0.3)
+        plotting.from_zero(ax)
         fig.tight_layout()
         ctx.savefig(fig, "dataplane_compare_32k")
-        stems.append(("dataplane_compare_32k", "comparative TCP stream throughput at %d-byte sends" % big))
+        stems.append(("dataplane_compare_32k", "comparative TCP stream throughput at %d-byte sends, with the "
+                      "min-max of the repetitions" % big))
     tw = _dicts(ctx.tables.get("dataplane_twoway", {"columns": [], "rows": []}))
     if tw:
         xs = [x for x in netns.TRANSFORM_IDS if any(r["transform"] == x for r in tw)]
         ws = sorted({r["workers"] for r in tw})
+        tw_key = ("transform", "mode", "workers")
+        sp = {"mbps": _raw_spread(ctx, "dataplane_twoway_raw", tw_key,
+                                  lambda r: (r["bytes_fwd"] + r["bytes_rev"]) * 8 / r["secs"] / 1e6),
+              "sd_gw1": _raw_spread(ctx, "dataplane_twoway_raw", tw_key,
+                                    lambda r: _sd(r["cpu_us_gw1"], r["bytes_fwd"] + r["bytes_rev"]))}
         fig, axes = plt.subplots(1, 2, figsize=(13, 5))
         combos = [(m, w) for w in ws for m in ("one-way", "two-way")]
         wd = 0.8 / len(combos)
         for k, (m, w) in enumerate(combos):
             for ax, col in zip(axes, ("mbps", "sd_gw1")):
-                vals = [next((r[col] for r in tw if r["transform"] == x and r["mode"] == m and r["workers"] == w), 0)
-                        for x in xs]
-                ax.bar([i + k * wd for i in range(len(xs))], vals, wd, label="%s, %d worker%s" % (m, w, "s" if w > 1 else ""))
+                pts = [next((r for r in tw if r["transform"] == x and r["mode"] == m and r["workers"] == w), None)
+                       for x in xs]
+                plotting.bars(ax, [i + k * wd for i in range(len(xs))], [r[col] if r else None for r in pts], wd,
+                              [sp[col].get((x, m, w)) for x in xs],
+                              label="%s, %d worker%s" % (m, w, "s" if w > 1 else ""),
+                              fmt="%.0f" if col == "mbps" else "%.2f")
         for ax, lab in zip(axes, ("throughput, both directions (Mb/s)", "gw1 service demand (µs/KB)")):
             ax.set_xticks([i + wd * (len(combos) - 1) / 2 for i in range(len(xs))])
             ax.set_xticklabels(xs, rotation=30, ha="right", fontsize=8)
             ax.set_ylabel(lab)
             ax.grid(axis="y", alpha=0.3)
+            plotting.from_zero(ax)
         axes[0].legend(fontsize=8)
-        fig.suptitle("One-way against two-way (both directions at once), TCP, 32 KB sends")
+        fig.suptitle("One-way against two-way (both directions at once), TCP, 32 KB sends; bars min-max")
         fig.tight_layout()
         ctx.savefig(fig, "dataplane_twoway")
         stems.append(("dataplane_twoway", "one-way against two-way: total throughput and service demand"))
     rr = _dicts(ctx.tables.get("dataplane_rr", {"columns": [], "rows": []}))
     if rr:
+        rr_key = ("transform", "workers", "req", "resp")
         fig, axes = plt.subplots(1, 2, figsize=(13, 5))
         xs = [r["transform"] for r in rr]
-        axes[0].bar(range(len(xs)), [r["tps"] for r in rr], label="transactions/s")
+        plotting.bars(axes[0], list(range(len(xs))), [r["tps"] for r in rr], 0.8,
+                      [(r["tps_min"], r["tps_max"]) for r in rr], label="transactions/s")
         for k, (col, lab) in enumerate((("p50_us", "p50"), ("p90_us", "p90"), ("p99_us", "p99"))):
-            axes[1].bar([i + k * 0.27 for i in range(len(xs))], [r[col] for r in rr], 0.27, label=lab)
+            sp = _raw_spread(ctx, "dataplane_rr_raw", rr_key, lambda r, c=col: r[c])
+            plotting.bars(axes[1], [i + k * 0.27 for i in range(len(xs))], [r[col] for r in rr], 0.27,
+                          [sp.get(tuple(r[c] for c in rr_key)) for r in rr], label=lab)
         for ax, lab in zip(axes, ("transactions per second", "latency (µs)")):
             ax.set_xticks(range(len(xs)))
             ax.set_xticklabels(xs, rotation=30, ha="right", fontsize=8)
             ax.set_ylabel(lab)
             ax.legend(fontsize=8)
             ax.grid(axis="y", alpha=0.3)
-        fig.suptitle("TCP request/response, 1-byte messages, one transaction outstanding")
+            plotting.from_zero(ax)
+        fig.suptitle("TCP request/response, 1-byte messages, one transaction outstanding; bars min-max")
         fig.tight_layout()
         ctx.savefig(fig, "dataplane_rr")
         stems.append(("dataplane_rr", "request/response rate and latency percentiles per transform"))
     bt = _dicts(ctx.tables.get("dataplane_batch", {"columns": [], "rows": []}))
     if bt:
+        b_key = ("transform", "test", "send_size", "batch")
+        b_val = {"mbps": lambda r: r["bytes"] * 8 / r["secs"] / 1e6, "pps": lambda r: r["packets"] / r["secs"],
+                 "sd_gw1": lambda r: _sd(r["cpu_us_gw1"], r["bytes"])}
+        sp = {c: _raw_spread(ctx, "dataplane_batch_raw", b_key, fn) for c, fn in b_val.items()}
         fig, axes = plt.subplots(1, 3, figsize=(14, 4.5))
         keys = sorted({(r["transform"], r["test"], r["send_size"]) for r in bt})
         for key in keys:
             s = sorted([r for r in bt if (r["transform"], r["test"], r["send_size"]) == key], key=lambda r: r["batch"])
             lab = "%s %s %d B" % key
             for ax, col in zip(axes, ("mbps", "pps", "sd_gw1")):
-                ax.plot([r["batch"] for r in s], [r[col] for r in s], marker="o", label=lab)
+                plotting.line(ax, [r["batch"] for r in s], [r[col] for r in s],
+                              [sp[col].get(tuple(r[c] for c in b_key)) for r in s], label=lab)
         for ax, lab in zip(axes, ("throughput (Mb/s)", "packets/s between the gateways", "gw1 service demand (µs/KB)")):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("burst size (xipsecd --batch)")
             ax.set_ylabel(lab)
             ax.grid(alpha=0.3)
+            plotting.from_zero(ax)
         axes[0].legend(fontsize=8)
-        fig.suptitle("Throughput against the dataplane's burst size (1 worker)")
+        fig.suptitle("Throughput against the dataplane's burst size (1 worker); bars min-max")
         fig.tight_layout()
         ctx.savefig(fig, "dataplane_batch")
         stems.append(("dataplane_batch", "throughput, packet rate and service demand against the burst size"))

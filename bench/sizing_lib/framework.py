@@ -20,7 +20,7 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["dataplane", "wire", "ike", "model", "mip6"]
+SECTIONS = ["dataplane", "wire", "lossfree", "scale", "ike", "model", "mip6"]
 
 
 def _round(v):
@@ -47,6 +47,7 @@ class Context:
         self.done = 0
         self.start = time.monotonic()
         self.section = None
+        self.failures = []     # the current section's failed sub-runs (fail())
         self._tty = sys.stderr.isatty()
         self._progress_shown = False
         (self.run_dir / "plots").mkdir(parents=True, exist_ok=True)
@@ -82,14 +83,24 @@ class Context:
         self._logf.write("%s %s\n" % (stamp, msg))
         self._logf.flush()
 
+    def fail(self, msg):
+        """A sub-run of the current section failed: logged, and the section's status says so (a
+        section with a failed sub-run is not "ok", whatever its tables hold)."""
+        self.failures.append(msg)
+        self.log("%s: FAILED: %s" % (self.section, msg))
+
     # ---- results
-    def table(self, name, columns, rows, caption=""):
+    def table(self, name, columns, rows, caption="", expect=None):
+        """Table NAME of this run. EXPECT is the number of rows the section's plan asked for (None:
+        at least one): `check` fails on a table holding fewer, so a sub-run that measured nothing
+        cannot pass for a result."""
         columns = list(columns)
         rows = [[_round(v) for v in r] for r in rows]
         for r in rows:
             if len(r) != len(columns):
                 raise ValueError("table %s: row %r has %d values for %d columns" % (name, r, len(r), len(columns)))
         self.tables[name] = {"columns": columns, "rows": rows, "caption": caption}
+        self.meta.setdefault("expected_rows", {})[name] = 1 if expect is None else int(expect)
         write_csv(self.run_dir / (name + ".csv"), columns, rows)
         self.save_results()
         return self.tables[name]
@@ -240,10 +251,12 @@ def cmd_run(args, srcdir):
     rc = 0
     for m in mods:
         ctx.section = m.NAME
+        ctx.failures = []
         t0 = time.monotonic()
         try:
             m.run(ctx)
-            status = "ok"
+            status = "ok" if not ctx.failures else "failed: " + "; ".join(ctx.failures)
+            rc = rc or (1 if ctx.failures else 0)
         except KeyboardInterrupt:
             raise
         except Exception as e:  # one section's failure is reported, the others still run
@@ -330,6 +343,13 @@ def check_run(run_dir):
             if [str(x) for x in a] != ["" if x is None else str(x) for x in b]:
                 errs.append("table %s: row %d differs between CSV and results.json" % (name, i + 1))
                 break
+    # a section whose sub-run measured nothing, or less than its plan, is not a result
+    expected = meta.get("expected_rows", {})
+    for name, t in tables.items():
+        want = expected.get(name, 1)
+        if len(t["rows"]) < want:
+            errs.append("table %s: %s where the plan asked for %d row(s)" % (
+                name, "empty" if not t["rows"] else "%d row(s)" % len(t["rows"]), want))
     plots = meta.get("plots", {})
     for stem, p in plots.items():
         e = check_png(run_dir / "plots" / (stem + ".png"))
@@ -370,17 +390,22 @@ def check_run(run_dir):
 HELP = """\
 bench/sizing: the sizing study of xipsecd and xipsec-iked (run as root).
 
-  bench/sizing [--quick] [--out DIR] [--build BUILDDIR] [--only SECTION,...]
+  bench/sizing [--quick | --full] [--out DIR] [--build BUILDDIR] [--only SECTION,...]
   bench/sizing plan RUN_DIR [options]     the sizing calculator (bench/sizing plan --help)
-  bench/sizing check RUN_DIR              re-verify a run directory
+  bench/sizing check RUN_DIR              re-verify a run directory: it fails on a table holding fewer
+                                          rows than the plan asked for and on a failed sub-run
 
 Sections, in this order: dataplane (throughput, CPU and service demand against send size per
 transform, TCP and UDP streams, 1 and 2 workers; request/response rate and latency; one-way versus
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
-random loss), ike (SA negotiation), model (a cost model fitted to the measurements).
+random loss), lossfree (RFC 2544: the highest rate with < 0.1 %% loss per transform, packet size and
+worker count, and CPU per packet there), scale (SADB load, memory and xipsecd start time for 1 to
+100,000 tunnels), ike (SA negotiation), model (a cost model fitted to the
+measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
---quick is a reduced matrix (dataplane and wire: about 1 minute); the full run of those two sections
-takes about 15 minutes on 2 cores. The estimated duration is printed before the run starts.
+--quick is a reduced matrix, one repetition a point (about 3 minutes, the test suite's run); --full
+(the default) repeats every point 3 times for the figures' error bars and takes about 85 minutes on 2
+cores. The estimated duration is printed before the run starts.
 Service demand is netperf's: microseconds of a gateway's CPU per KB (1024 bytes) of application data.
 BUILDDIR defaults to $top_builddir or ./build/release; use a build without sanitizers.
 """
@@ -405,7 +430,9 @@ def main(argv):
         return m.main(argv[1:])
     ap = argparse.ArgumentParser(prog="bench/sizing", description=HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="reduced matrix, short points")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="reduced matrix, short points (the test suite's run)")
+    mode.add_argument("--full", action="store_true", help="the whole matrix, every point repeated (the default)")
     ap.add_argument("--out", help="run directory (default ./sizing-YYYYmmdd-HHMMSS)")
     ap.add_argument("--build", help="build directory (default $top_builddir or ./build/release)")
     ap.add_argument("--only", help="comma-separated sections: " + ",".join(SECTIONS))

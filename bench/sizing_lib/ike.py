@@ -19,6 +19,8 @@ import subprocess
 import threading
 import time
 
+from sizing_lib import plotting
+
 NAME = "ike"
 TITLE = "SA negotiation"
 
@@ -56,7 +58,7 @@ def plan(quick):
         return {"auths": ["psk"], "groups": ["modp2048", "ecp256"], "reps": 3, "nchild": 2,
                 "maxqm": [1, 10], "n": [1, 10], "maxqm_reps": 1, "loss_n": 10}
     return {"auths": ["psk", "ecdsa", "rsa"], "groups": ["modp2048", "ecp256", "curve25519"], "reps": 7,
-            "nchild": 4, "maxqm": [1, 10, 100], "n": [1, 10, 100, 1000], "maxqm_reps": 1, "loss_n": 150}
+            "nchild": 4, "maxqm": [1, 10, 100], "n": [1, 10, 100, 1000], "maxqm_reps": 3, "loss_n": 150}
 
 
 LOSS_TICK = 10  # loss rounds per progress point
@@ -442,10 +444,7 @@ def _tables(ctx, neg_raw, mq_raw, loss_raw, wire_acc, mhz):
 
 
 def _plots(ctx):
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"   # text stays text: the series labels are checkable
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
     neg = [dict(zip(NEG_COLS, r)) for r in ctx.tables["ike_negotiation"]["rows"]]
     series = list(dict.fromkeys((r["auth"], r["group"]) for r in neg))
     fig, ax = plt.subplots(figsize=(11, 5))
@@ -469,16 +468,30 @@ def _plots(ctx):
     ctx.savefig(fig, "ike_negotiation")
 
     mq = [dict(zip(MQ_COLS, r)) for r in ctx.tables["ike_maxqm"]["rows"]]
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for m in sorted({r["maxqm"] for r in mq}):
-        pts = sorted((r["n_child"], r["secs"]) for r in mq if r["maxqm"] == m)
-        ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label="maxqm %d" % m)
-    ax.set_xscale("log")
+    # time alone hides maxqm where the Quick Modes dominate (two lines on top of each other): the
+    # Main Modes each maxqm cost are drawn next to it, against HP's ceil(N/maxqm)
+    fig, (ax, axm) = plt.subplots(1, 2, figsize=(12, 5))
+    styles = ["-", "--", ":", "-."]
+    for k, m in enumerate(sorted({r["maxqm"] for r in mq})):
+        pts = sorted((r for r in mq if r["maxqm"] == m), key=lambda r: r["n_child"])
+        n = [r["n_child"] for r in pts]
+        plotting.line(ax, n, [r["secs"] for r in pts], [(r["secs_min"], r["secs_max"]) for r in pts],
+                      label="maxqm %d" % m, linestyle=styles[k % len(styles)])
+        c = axm.plot(n, [r["main_modes"] for r in pts], marker="o", linestyle=styles[k % len(styles)],
+                     label="maxqm %d, counted" % m)[0]
+        axm.plot(n, [r["main_modes_hp"] for r in pts], marker="s", markerfacecolor="none", linestyle="none",
+                 color=c.get_color(), label="maxqm %d, ceil(N/maxqm)" % m)
+    for a in (ax, axm):
+        a.set_xscale("log")
+        a.set_xlabel("CHILD SAs brought up (N)")
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
     ax.set_yscale("log")
-    ax.set_xlabel("CHILD SAs brought up (N)")
-    ax.set_ylabel("seconds")
-    ax.set_title("Time to bring up N CHILD SAs (IKEv1) against maxqm")
-    ax.legend()
+    axm.set_yscale("log")
+    ax.set_ylabel("seconds (median, bars min-max)")
+    axm.set_ylabel("Main Modes negotiated")
+    ax.set_title("Time to bring up N CHILD SAs (IKEv1)", fontsize=10)
+    axm.set_title("Main Modes it took", fontsize=10)
     ctx.savefig(fig, "ike_maxqm")
 
     raw = ctx.tables["ike_loss_raw"]["rows"]
@@ -487,12 +500,16 @@ def _plots(ctx):
         for e in ("v1_mm", "v2_ike"):
             v = sorted(r[3] for r in raw if r[0] == pct and r[1] == e and r[4])
             if v:
-                ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post",
-                        label="%s, %d %% loss" % (EXCH_LABEL[e], pct))
+                c = ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post",
+                            label="%s, %d %% loss" % (EXCH_LABEL[e], pct))[0]
+                # the spread the other figures show as bars: p10 and p90 marked on the curve
+                ax.plot([quantile(v, .1), quantile(v, .9)], [.1, .9], linestyle="none", marker="|",
+                        markersize=12, color=c.get_color())
     ax.set_xscale("log")
     ax.set_xlabel("negotiation time, ms")
     ax.set_ylabel("fraction of negotiations")
-    ax.set_title("Negotiation time with random loss (CDF): retransmissions after %.0f s" % RETRANSMIT_TIMEOUT)
+    ax.set_title("Negotiation time with random loss (CDF, p10 and p90 marked): retransmissions after %.0f s" %
+                 RETRANSMIT_TIMEOUT, fontsize=9)
     ax.legend(fontsize=8)
     ctx.savefig(fig, "ike_loss")
 

@@ -5,9 +5,10 @@
 # second forwarded correspondent -> home agent -> mobile node through the home agent's ESP tunnel,
 # next to a site-to-site ESP tunnel and bypass in the same run.
 import os
+import shutil
 import subprocess
 
-from sizing_lib import dataplane
+from sizing_lib import dataplane, netns, plotting
 
 NAME = "mip6"
 TITLE = "Mobile IPv6 home agent"
@@ -17,6 +18,8 @@ FWD_RAW = ["path", "size", "rep", "pps", "mbps", "offered_ratio"]
 FWD = ["path", "size", "n", "pps", "pps_min", "pps_max", "vs_bypass", "vs_site_to_site"]
 E2E = ["mobile_nodes", "window", "phase", "answered", "lost", "seconds", "exch_s", "gen_cpu_pct"]
 PATHS = ["bypass", "site-to-site", "home-agent"]
+SIZES = [64, 1400]      # bench/mip6-bench's forwarding sizes (IP packet bytes)
+MEM_ROWS = 4            # bench/mip6-bench-mem: 2 transforms x (1, 10,000 mobile nodes)
 
 
 def plan(quick):
@@ -40,13 +43,23 @@ def _bench(ctx):
 
 
 def _inner(ctx, parts, p, timeout):
+    """bench/mip6-bench's PARTS in its namespaces, with a state directory of this sub-run's own (the
+    caller's XIPSEC_STATE_DIR may be gone or another section's); its output, or "" after ctx.fail()."""
+    state = netns.private_state_dir("xipsec-sizing-mip6.")
     env = dict(os.environ, MIP6_INNER="1", MIP6_PARTS=parts, MIP6_REPS=str(p["reps"]), MIP6_SECS=str(p["secs"]),
-               MIP6_WARM=str(p["warm"]), top_srcdir=str(ctx.srcdir), top_builddir=str(ctx.builddir))
-    r = subprocess.run(["bash", _bench(ctx), str(ctx.builddir)], env=env, capture_output=True, text=True,
-                       timeout=timeout)
+               MIP6_WARM=str(p["warm"]), top_srcdir=str(ctx.srcdir), top_builddir=str(ctx.builddir),
+               XIPSEC_STATE_DIR=os.path.join(state, "state"))
+    try:
+        r = subprocess.run(["bash", _bench(ctx), str(ctx.builddir)], env=env, capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ctx.fail("bench/mip6-bench (%s) did not end within %d s" % (parts, timeout))
+        return ""
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
     if r.returncode != 0:
-        ctx.log("mip6: bench/mip6-bench (%s) failed (%d): %s" % (parts, r.returncode, r.stderr.strip()[-400:]))
-        return None
+        ctx.fail("bench/mip6-bench (%s) exited %d: %s" % (parts, r.returncode, r.stderr.strip()[-400:]))
+        return ""
     return r.stdout
 
 
@@ -113,34 +126,32 @@ def run(ctx):
             r = subprocess.run([mem] + p["mem_args"], capture_output=True, text=True, timeout=600)
             rows = parse_mem(r.stdout) if r.returncode == 0 else []
             if r.returncode:
-                ctx.log("mip6: bench/mip6-bench-mem failed (%d): %s" % (r.returncode, r.stderr.strip()[-300:]))
+                ctx.fail("bench/mip6-bench-mem exited %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
         except subprocess.TimeoutExpired:
-            ctx.log("mip6: bench/mip6-bench-mem timed out")
+            ctx.fail("bench/mip6-bench-mem did not end within 600 s")
     else:
-        ctx.log("mip6: %s not built" % mem)
+        ctx.fail("%s not built" % mem)
     ctx.table("mip6_bu_mem", MEM, rows, "Binding Update/Acknowledgement exchanges per second through ESP transport "
-              "mode, in memory on one core: the whole loop (mobile node and home agent) and the home agent's share")
+              "mode, in memory on one core: the whole loop (mobile node and home agent) and the home agent's share",
+              expect=MEM_ROWS)
     ctx.tick("mip6: BU/BA exchanges in memory")
-    out = _inner(ctx, "fwd", p, 900) or ""
-    raw = parse_fwd(out)
-    t = ctx.table("mip6_fwd_raw", FWD_RAW, raw, "each forwarding point: IPv6 packets per second at the sink")
+    raw = parse_fwd(_inner(ctx, "fwd", p, 900))
+    t = ctx.table("mip6_fwd_raw", FWD_RAW, raw, "each forwarding point: IPv6 packets per second at the sink",
+                  expect=len(PATHS) * len(SIZES) * p["reps"])
     ctx.table("mip6_fwd", FWD, derive_fwd(dataplane._dicts(t)), "IPv6 packets per second forwarded correspondent -> "
               "home agent -> mobile node (AES-GCM-16-128, one worker), median of the points, next to a site-to-site "
-              "tunnel and bypass in the same run")
+              "tunnel and bypass in the same run", expect=len(PATHS) * len(SIZES))
     ctx.tick("mip6: forwarding through the home agent's tunnel")
     if p["e2e"]:
-        out = _inner(ctx, "e2e", p, 1200) or ""
-        ctx.table("mip6_bu_e2e", E2E, parse_e2e(out), "Binding Update/Acknowledgement exchanges end to end against "
+        ctx.table("mip6_bu_e2e", E2E, parse_e2e(_inner(ctx, "e2e", p, 1200)),
+                  "Binding Update/Acknowledgement exchanges end to end against "
                   "xipsecd's home agent (registration: new bindings, tunnel SAs migrated; refresh: the same care-of "
                   "address again)")
         ctx.tick("mip6: BU/BA exchanges end to end")
 
 
 def _plot(ctx):
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
     fw = dataplane._dicts(ctx.tables["mip6_fwd"]) if "mip6_fwd" in ctx.tables else []
     if not fw:
         return None
@@ -148,17 +159,39 @@ def _plot(ctx):
     fig, ax = plt.subplots(figsize=(8, 5))
     wd = 0.8 / len(PATHS)
     for k, path in enumerate(PATHS):
-        vals = [next((r["pps"] for r in fw if r["path"] == path and r["size"] == s), 0) for s in sizes]
-        ax.bar([i + k * wd for i in range(len(sizes))], vals, wd, label=path)
+        pts = [next((r for r in fw if r["path"] == path and r["size"] == s), None) for s in sizes]
+        plotting.bars(ax, [i + k * wd for i in range(len(sizes))], [r["pps"] if r else None for r in pts], wd,
+                      [(r["pps_min"], r["pps_max"]) if r else None for r in pts], label=path)
     ax.set_xticks([i + wd for i in range(len(sizes))])
     ax.set_xticklabels(["%d B" % s for s in sizes])
-    ax.set_ylabel("packets per second at the mobile node's side")
+    ax.set_ylabel("packets per second at the mobile node's side (median, bars min-max)")
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
     ax.set_title("Forwarding correspondent -> home agent -> mobile node")
     fig.tight_layout()
     ctx.savefig(fig, "mip6_fwd")
     return "mip6_fwd"
+
+
+def figures(tables):
+    """The section's headline figures as sentences, from the run's tables (never written by hand: a
+    figure in the text is the one in the table below it)."""
+    out = []
+    mem = dataplane._dicts(tables.get("mip6_bu_mem", {"columns": [], "rows": []}))
+    for r in mem:
+        out.append("%s, %s mobile node(s), in memory: %s exchanges/s (the home agent's share alone: %s/s)" % (
+            r["transform"], "{:,}".format(int(r["mobile_nodes"])), "{:,.0f}".format(r["exch_s"]),
+            "{:,.0f}".format(r["ha_exch_s"])))
+    for r in dataplane._dicts(tables.get("mip6_bu_e2e", {"columns": [], "rows": []})):
+        out.append("end to end, %s mobile node(s), window %d, %s: %s Binding Updates answered per second "
+                   "(%d lost)" % ("{:,}".format(int(r["mobile_nodes"])), int(r["window"]),
+                                  "registrations" if r["phase"] == "register" else "refreshes",
+                                  "{:,.0f}".format(r["exch_s"]), int(r["lost"])))
+    for r in dataplane._dicts(tables.get("mip6_fwd", {"columns": [], "rows": []})):
+        if r["path"] == "home-agent" and r["vs_site_to_site"] is not None:
+            out.append("forwarding through the home agent's tunnel, %d-byte packets: %s packets/s, %.2f of a "
+                       "site-to-site tunnel's rate" % (r["size"], "{:,.0f}".format(r["pps"]), r["vs_site_to_site"]))
+    return out
 
 
 def report(ctx, rep):
@@ -171,6 +204,9 @@ def report(ctx, rep):
              "rate over the site-to-site tunnel's." % (
                  "; end to end, bench/mip6-bu-gen plays the mobile nodes against xipsecd through namespaces"
                  if "mip6_bu_e2e" in ctx.tables else ""))
+    figs = figures(ctx.tables)
+    if figs:
+        rep.para("In this run:\n" + "\n".join("- " + f for f in figs))
     rep.table("mip6_bu_mem")
     if "mip6_bu_e2e" in ctx.tables:
         rep.table("mip6_bu_e2e")

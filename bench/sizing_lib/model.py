@@ -44,13 +44,11 @@ def fit_dataplane(raw):
     import numpy as np
     by = {}
     for r in raw:
-        mhz = _f(r.get("mhz"))
         for gw in ("gw1", "gw2"):
-            cyc = _f(r.get("cpu_us_" + gw)) * mhz
-            x = (_f(r.get("secs")), _f(r.get("packets")), _f(r.get("bytes")))
             # a repetition that delivered nothing measured no transfer (its CPU went to lost packets)
-            if all(math.isfinite(v) for v in x + (cyc,)) and x[2] > 0:
-                by.setdefault((r["transform"], gw), []).append((x, cyc))
+            pt = _fitted(r, gw)
+            if pt is not None:
+                by.setdefault((r["transform"], gw), []).append(pt)
     out = []
     for (tr, gw) in sorted(by):
         pts = by[(tr, gw)]
@@ -144,24 +142,37 @@ def run(ctx):
               "Least squares per transform and gateway (gw1 encrypts, gw2 decrypts) over dataplane_stream_raw "
               "(repetitions that delivered no bytes left out): "
               "cycles = c_sec x secs + c_packet x packets + c_byte x application bytes (fewer terms where the "
-              "points do not separate them); cycles_1400B = c_packet + 1400 c_byte.")
+              "points do not separate them); cycles_1400B = c_packet + 1400 c_byte.", expect=1 if raw_d else 0)
     ctx.table("model_ike", IKE_COLS, ike_costs(neg),
               "CPU cycles per IKE SA and per CHILD SA, the MoonSec form's per-connection term (means over the "
-              "exchanges of ike_negotiation; an IKE SA's include its deletion).")
+              "exchanges of ike_negotiation; an IKE SA's include its deletion).", expect=1 if neg else 0)
     ctx.table("model_ratios", RATIO_COLS, ratios(fit, neg, flags),
-              "The model's ratios next to the published ones (reference column: MoonSec or HP-UX).")
+              "The model's ratios next to the published ones (reference column: MoonSec or HP-UX).",
+              expect=1 if raw_d and neg else 0)
     if fit:
         _plot(ctx, raw_d, fit)
     ctx.tick("model fit")
 
 
+def _fitted(d, gw):
+    """(secs, packets, bytes), cycles of one repetition for gateway GW, or None when fit_dataplane
+    leaves it out (a repetition that delivered nothing, or a missing figure)."""
+    cyc = _f(d.get("cpu_us_" + gw)) * _f(d.get("mhz"))
+    x = (_f(d.get("secs")), _f(d.get("packets")), _f(d.get("bytes")))
+    if all(math.isfinite(v) for v in x + (cyc,)) and x[2] > 0:
+        return x, cyc
+    return None
+
+
 def _plot(ctx, raw_d, fit):
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    import matplotlib.pyplot as plt
+    """Measured against fitted cycles of the encrypting gateway, for the repetitions the fit used
+    only; the ones it left out are counted in the title, not drawn where a fit they were not part of
+    would put them."""
+    from sizing_lib import plotting
+    plt = plotting.pyplot()
     fig, ax = plt.subplots(figsize=(7, 6))
     lo, hi = float("inf"), 0
+    left_out = 0
     for r in fit:
         tr, gw = r[0], r[1]
         if gw != "gw1":
@@ -170,21 +181,27 @@ def _plot(ctx, raw_d, fit):
         for d in raw_d:
             if d["transform"] != tr:
                 continue
-            y = _f(d["cpu_us_gw1"]) * _f(d["mhz"])
-            p = r[4] * _f(d["secs"]) + r[5] * _f(d["packets"]) + r[6] * _f(d["bytes"])
+            pt = _fitted(d, gw)
+            if pt is None:
+                left_out += 1
+                continue
+            (secs, packets, nbytes), y = pt
+            p = r[4] * secs + r[5] * packets + r[6] * nbytes
             if y > 0 and p > 0:
                 xs.append(y)
                 ys.append(p)
         if xs:
             ax.scatter(xs, ys, s=12, label=tr)
             lo, hi = min(lo, min(xs), min(ys)), max(hi, max(xs), max(ys))
+    left_out += sum(1 for d in raw_d if not any(r[0] == d["transform"] and r[1] == "gw1" for r in fit))
     if hi > 0:
         ax.plot([lo, hi], [lo, hi], color="grey", lw=1, label="fit = measured")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("measured cycles (encrypting gateway)")
     ax.set_ylabel("fitted cycles")
-    ax.set_title("Cost model against its points")
+    ax.set_title("Cost model against the %d repetitions it was fitted to\n(%d left out of the fit: "
+                 "delivered nothing; not drawn)" % (sum(1 for d in raw_d) - left_out, left_out), fontsize=10)
     ax.legend(fontsize=7)
     ctx.savefig(fig, "model_fit")
 
@@ -203,7 +220,8 @@ def report(ctx, rep):
         rep.para("No dataplane measurements in this run: the per-packet and per-byte terms are absent.")
     rep.table("model_dataplane_fit")
     if "model_fit" in getattr(ctx, "plots", {}):
-        rep.plot("model_fit", "Each repetition's measured cycles against the fit's.")
+        rep.plot("model_fit", "Each repetition the fit used: its measured cycles against the fit's; the "
+                 "repetitions the fit left out (nothing delivered) are counted in the title, not drawn.")
     rep.table("model_ike")
     rep.table("model_ratios")
 

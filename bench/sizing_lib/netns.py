@@ -52,6 +52,15 @@ class NetnsError(RuntimeError):
     pass
 
 
+def private_state_dir(prefix):
+    """A new directory D under /var/tmp (mode 0700) with D/state (0700) for XIPSEC_STATE_DIR: xipsecd
+    refuses a state directory on tmpfs, and a section's marks must not outlive it or meet another's.
+    The caller removes D."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    os.mkdir(os.path.join(d, "state"), 0o700)
+    return d
+
+
 def cpu_softirq_us():
     """Machine-wide softirq time in µs (/proc/stat is not per namespace)."""
     with open("/proc/stat") as f:
@@ -109,13 +118,12 @@ class Topo:
         # $SIZING_RUN_ID (a caller's name for the run, e.g. a test that cleans up after a killed run)
         base = os.environ.get("SIZING_RUN_ID") or "sz%d" % os.getpid()
         self.id = "%s-%04x%s" % (base, int.from_bytes(os.urandom(2), "big"), tag)
-        # the sequence marks of manually keyed SAs in a directory of the run's, not the machine's
-        # /var/lib/xipsec, unless the caller chose a state directory (tests/run-test does); on a disk
-        # (/var/tmp): a state directory on tmpfs is refused, and the run's directory may be on one
-        self.state_dir = None
-        if not os.environ.get("XIPSEC_STATE_DIR"):
-            self.state_dir = tempfile.mkdtemp(prefix="xipsec-%s." % self.id, dir="/var/tmp")
-            os.environ["XIPSEC_STATE_DIR"] = os.path.join(self.state_dir, "state")
+        # the sequence marks of manually keyed SAs in a directory of this topology's own, whatever
+        # the caller's environment holds: handed to its processes only (never through os.environ,
+        # where a later section would find it after close() removed it). On a disk (/var/tmp): a
+        # state directory on tmpfs is refused, and the run's directory may be on one.
+        self.state_dir = private_state_dir("xipsec-%s." % self.id)
+        self.env = dict(os.environ, XIPSEC_STATE_DIR=os.path.join(self.state_dir, "state"))
         self.namespaces = []
         self.procs = {}          # name -> (Popen, logfile)
         self.files = []
@@ -144,7 +152,7 @@ class Topo:
         return "%s-%s" % (self.id, n)
 
     def sh(self, cmd, timeout=60, check=True):
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.env)
         if check and r.returncode != 0:
             raise NetnsError("%s: exit %d: %s" % (" ".join(cmd), r.returncode, (r.stderr or r.stdout).strip()))
         return r
@@ -157,7 +165,7 @@ class Topo:
     def bg(self, n, name, cmd, env=None):
         log = os.path.join(self.tmp, "%s-%s.log" % (self.id, name))
         f = open(log, "w")
-        e = dict(os.environ)
+        e = dict(self.env)
         e.update(env or {})
         # the timeout outlives any run, and ends the process should this one be killed outright
         p = subprocess.Popen(["nsenter", "--net=/run/netns/" + self.ns(n), "timeout", "--kill-after=5",
@@ -238,7 +246,9 @@ class Topo:
     def ctl(self, gw, *args):
         return self.sh([self.testctl, self.sadb[gw]] + [str(a) for a in args], timeout=30)
 
-    def start_gw(self, gw, workers=None, batch=None):
+    def start_gw(self, gw, workers=None, batch=None, env=None, wait=20):
+        """xipsecd on GW; ENV: variables of its own (e.g. XIPSEC_CRYPTO, OPENSSL_ia32cap); WAIT: the
+        seconds it may take to answer its status (a large SADB takes longer)."""
         n = gw[-1]
         cmd = [self.xipsecd, "--inside", "in" + n, "--outside", "out" + n, "--sadb", self.sadb[gw],
                "--ctl", self.sock(gw), "--tun", "none", "-v"]
@@ -246,8 +256,8 @@ class Topo:
             cmd += ["--workers", str(workers)]
         if batch:
             cmd += ["--batch", str(batch)]
-        p = self.bg(gw, "xipsecd-" + gw, cmd)
-        if not self.wait_for(20, lambda: p.poll() is None and self.status(gw) is not None):
+        p = self.bg(gw, "xipsecd-" + gw, cmd, env)
+        if not self.wait_for(wait, lambda: p.poll() is None and self.status(gw) is not None):
             raise NetnsError("xipsecd on %s did not start: %s" % (gw, self.log_of("xipsecd-" + gw)[-2000:]))
         return p
 
@@ -367,8 +377,6 @@ class Topo:
                 os.unlink(f)
             except OSError:
                 pass
-        if self.state_dir:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-            os.environ.pop("XIPSEC_STATE_DIR", None)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
         if self in _live:
             _live.remove(self)

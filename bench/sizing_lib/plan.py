@@ -4,9 +4,13 @@
 # Performance Data" steps for a forecast environment: the throughput to carry, its packet-size mix,
 # the number of tunnels and the set-up rate give the CPU seconds per second (service demand at each
 # size interpolated between the measured sizes, times the data rate; plus the IKE load), which the
-# headroom turns into cores, and the ESP overhead per packet turns into the NIC bandwidth needed. It
-# prints its arithmetic step by step, so that an operator can check (and redo) every figure; errors
-# name what is wrong with the input.
+# headroom turns into cores, and the ESP overhead per packet turns into the NIC bandwidth needed. Every
+# CPU figure carries the spread of the repetitions it comes from (the fastest and slowest repetition
+# give the low and high end), the packet rate is checked against the measured loss-free rates (with
+# the measured scaling from 1 to 2 workers, and what beyond that is extrapolated), Mobile IPv6 nodes
+# add their Binding Update refreshes, and IPv6 outer headers and NAT-T add their bytes. It prints its
+# arithmetic step by step, so that an operator can check (and redo) every figure; errors name what is
+# wrong with the input.
 import argparse
 import json
 import math
@@ -30,6 +34,8 @@ TRANSFORM_OVERHEAD = {   # id: (protocol, IV, block, ICV)
     "ah-sha1": ("ah", 0, 1, 12),
 }
 INNER_HDR = 28     # IPv4 + UDP header of the inner packet around one send's application bytes
+IPV6_EXTRA = 20    # an outer IPv6 header (40) instead of IPv4's (20)
+NATT_EXTRA = 8     # RFC 3948: the UDP header (port 4500) in front of ESP
 L2 = 38            # Ethernet header + FCS (18) + preamble and inter-frame gap (20): what the link carries
 DEFAULT_MIX = "1400:100"
 
@@ -108,18 +114,19 @@ def interp(points, x):
     raise AssertionError("unreachable")
 
 
-def wire_bytes(transform, size, mtu):
-    """(packets, bytes on the link) of one send of SIZE application bytes through TRANSFORM."""
+def wire_bytes(transform, size, mtu, extra=0):
+    """(packets, bytes on the link) of one send of SIZE application bytes through TRANSFORM; EXTRA:
+    bytes every protected packet carries beyond the IPv4 outer header (IPv6, NAT-T)."""
     proto, iv, block, icv = TRANSFORM_OVERHEAD.get(transform, ("esp", 16, 16, 16))
 
     def outer(inner):
         if proto is None:
             return inner
         if proto == "ah":
-            return 20 + 12 + icv + inner
+            return 20 + extra + 12 + icv + inner
         body = inner + 2
         body += (-body) % block
-        return 20 + 8 + iv + body + icv
+        return 20 + extra + 8 + iv + body + icv
     # the largest inner packet whose encapsulation fits the MTU; larger sends leave as several
     inner_max = mtu
     while inner_max > INNER_HDR + 1 and outer(inner_max) > mtu:
@@ -158,8 +165,13 @@ def main(argv):
     ap.add_argument("--headroom", type=float, default=0.7, metavar="U",
                     help="highest CPU utilisation to plan for, 0 < U <= 1 (default 0.7)")
     ap.add_argument("--nic", metavar="RATE", help="line rate of one NIC (e.g. 10G)")
-    ap.add_argument("--direction", choices=("encrypt", "both"), default="encrypt",
-                    help="encrypt: RATE leaves encrypted; both: RATE also arrives encrypted (default encrypt)")
+    ap.add_argument("--direction", choices=("encrypt", "both"), default="both",
+                    help="both: RATE leaves encrypted and as much arrives encrypted (default); encrypt: one way")
+    ap.add_argument("--ipv6", action="store_true", help="tunnels with IPv6 outer headers (20 bytes more each)")
+    ap.add_argument("--nat-t", action="store_true", help="ESP in UDP (RFC 3948, 8 bytes more per packet)")
+    ap.add_argument("--mip6-nodes", type=int, default=0, metavar="N", help="Mobile IPv6 nodes the home agent serves")
+    ap.add_argument("--mip6-refresh", type=float, default=300, metavar="S",
+                    help="seconds between a mobile node's Binding Updates (default 300)")
     ap.add_argument("--test", choices=("udp_stream", "tcp_stream"), default=None,
                     help="which measurement's service demand (default udp_stream if measured, else tcp_stream)")
     ap.add_argument("--workers", type=int, default=1, help="measured with this many xipsecd workers (default 1)")
@@ -180,13 +192,81 @@ def main(argv):
     return 0
 
 
+def size_class(mean_app):
+    """The loss-free measurement nearest a mix's mean packet (application bytes + inner IP/UDP)."""
+    ip = mean_app + INNER_HDR
+    return "64" if ip < 150 else ("imix" if ip < 900 else "1400")
+
+
+def packet_step(p, tables, args, pps, avg):
+    """Step 7: the packet rate against the measured loss-free rates; the worker count it needs (a
+    sentence for the result line, or None without loss-free measurements)."""
+    p("Step 7. Packet rate against the loss-free rates (RFC 2544, < 0.1 % loss)")
+    # xipsecd's own choice of crypto backend (the OpenSSL rows are the study's comparison)
+    lf = [r for r in rows(tables, "lossfree") if r["transform"] == args.transform and r["bound"] != "none" and
+          r.get("crypto", "auto") == "auto"]
+    if not lf:
+        p("  not measured for %s in this run (no lossfree rows): the packet rate is not checked" % args.transform)
+        return None
+    cls = size_class(avg)
+    by_w = {int(r["workers"]): r for r in lf if r["size"] == cls}
+    if 1 not in by_w:
+        p("  no 1-worker loss-free rate for %s at %s in this run" % (args.transform, cls))
+        return None
+    one = float(by_w[1]["lossfree_pps"])
+    p("  packets per second through the gateway: %.0f (with both directions, the packets it encrypts and those it "
+      "decrypts, against a loss-free rate measured one way)" % pps)
+    p("  nearest measured packet size: %s (mean packet %.0f bytes + %d inner headers); 1 worker: %.0f pps loss-free "
+      "(repetitions %.0f-%.0f%s)" % (cls, avg, INNER_HDR, one, float(by_w[1]["lossfree_pps_min"]),
+                                      float(by_w[1]["lossfree_pps_max"]),
+                                      ", a lower bound: the generator's limit" if by_w[1]["bound"] == "generator" else ""))
+    eff = None
+    if 2 in by_w:
+        eff = float(by_w[2]["lossfree_pps"]) / (2 * one)
+        p("  2 workers: %.0f pps measured, %.2f of twice one worker's" % (float(by_w[2]["lossfree_pps"]), eff))
+    need = pps / (one * args.headroom)
+    if need <= 1:
+        p("  %.0f / (%.0f x %.2f headroom) = %.2f of one worker: 1 worker" % (pps, one, args.headroom, need))
+        return "1 worker (measured)"
+    if eff is None:
+        w = math.ceil(need - 1e-9)
+        p("  %.2f workers at one worker's rate; scaling beyond 1 worker was not measured in this run: %d workers "
+          "assumes linear scaling (extrapolated)" % (need, w))
+        return "%d workers, extrapolated linearly (scaling not measured)" % w
+    w = math.ceil(need / eff - 1e-9)
+    p("  %.2f workers at one worker's rate / %.2f measured efficiency = %d workers%s" % (
+        need, eff, w, "" if w <= 2 else " (beyond the 2 measured: extrapolated at the 2-worker efficiency)"))
+    return "%d worker(s)%s" % (w, " (measured)" if w <= 2 else ", extrapolated beyond the 2 measured")
+
+
+def memory_step(p, tables, args):
+    """Step 8: memory for the tunnels from the scale section's bytes per tunnel (SADB and xipsecd); the
+    megabytes, or None when the run did not measure them."""
+    p("Step 8. Memory for the tunnels")
+    per = {r["per"]: r for r in rows(tables, "scale_memory")}
+    if "tunnel" not in per:
+        p("  not measured in this run (no scale_memory table): memory is not predicted")
+        return None
+    t = per["tunnel"]
+    sadb, dp = float(t["sadb_bytes"]) * args.tunnels, float(t["xipsecd_bytes"]) * args.tunnels
+    p("  %d tunnels x (%.0f bytes of SADB + %.0f bytes of xipsecd) = %.1f MB + %.1f MB" % (
+        args.tunnels, float(t["sadb_bytes"]), float(t["xipsecd_bytes"]), sadb / 2 ** 20, dp / 2 ** 20))
+    if args.mip6_nodes:
+        p("  Mobile IPv6 bindings: memory per binding not measured; not included")
+    return (sadb + dp) / 2 ** 20
+
+
 def plan(args, out):
     def p(s=""):
         out.write(s + "\n")
     if not 0 < args.headroom <= 1:
         raise PlanError("--headroom %g: must be more than 0 and at most 1 (a utilisation, e.g. 0.7)" % args.headroom)
-    if args.tunnels < 0 or args.setups_per_s < 0:
-        raise PlanError("--tunnels and --setups-per-s must not be negative")
+    if args.tunnels < 0 or args.setups_per_s < 0 or args.mip6_nodes < 0:
+        raise PlanError("--tunnels, --setups-per-s and --mip6-nodes must not be negative")
+    if args.mip6_refresh <= 0:
+        raise PlanError("--mip6-refresh %g: must be more than 0 seconds" % args.mip6_refresh)
+    if args.nat_t and TRANSFORM_OVERHEAD.get(args.transform, ("esp",))[0] == "ah":
+        raise PlanError("--nat-t: AH cannot cross NAT (it authenticates the outer addresses); use ESP")
     rate = parse_rate(args.throughput, "--throughput")
     mix = parse_mix(args.mix)
     nic = parse_rate(args.nic, "--nic") if args.nic else None
@@ -224,6 +304,11 @@ def plan(args, out):
       (args.transform, ", ".join("%d:%g%%" % m for m in mix)))
     p("  tunnels: %d; new IKE SAs per second: %g; headroom: plan for at most %.0f %% CPU" %
       (args.tunnels, args.setups_per_s, args.headroom * 100))
+    extra = (IPV6_EXTRA if args.ipv6 else 0) + (NATT_EXTRA if args.nat_t else 0)
+    p("  outer headers: %s%s (%d bytes per packet beyond IPv4's)" % (
+        "IPv6" if args.ipv6 else "IPv4", ", NAT-T (ESP in UDP)" if args.nat_t else "", extra))
+    if args.mip6_nodes:
+        p("  Mobile IPv6: %d mobile nodes, a Binding Update each every %g s" % (args.mip6_nodes, args.mip6_refresh))
     avg = sum(s * sh / 100 for s, sh in mix)
     p("  mean packet: %s = %.1f bytes" % (" + ".join("%d x %g%%" % (s, sh) for s, sh in mix), avg))
     p("")
@@ -238,26 +323,45 @@ def plan(args, out):
     p("  measured sizes: %s" % ", ".join(str(s) for s, _ in sorted(meas["gw1"])))
     if empty:
         p("  left out (no data delivered, no service demand): %s" % ", ".join(str(s) for s in empty))
-    sd = {}
+    raw = [r for r in rows(tables, "dataplane_stream_raw") if r["transform"] == args.transform and
+           r["test"] == test and int(r["workers"]) == args.workers and float(r["bytes"]) > 0]
+    sd, spread = {}, {}
     for size, share in mix:
         for gw, role in gws:
             v, note = interp(meas[gw], size)
             sd[(size, gw)] = v * scale
-            p("  %5d bytes, %s gateway: %.3f us/KB (%s)%s" % (size, role, v, note,
-                                                             "" if scale == 1 else " -> %.3f scaled" % (v * scale)))
+            # the fastest and the slowest repetition at each measured size, interpolated the same way
+            per = {}
+            for r in raw:
+                per.setdefault(int(r["send_size"]), []).append(float(r["cpu_us_" + gw]) / (float(r["bytes"]) / 1024))
+            lo = interp([(k, min(x)) for k, x in per.items()], size)[0] if per else v
+            hi = interp([(k, max(x)) for k, x in per.items()], size)[0] if per else v
+            spread[(size, gw)] = (min(lo, v) * scale, max(hi, v) * scale)
+            p("  %5d bytes, %s gateway: %.3f us/KB (%s%s)%s" % (
+                size, role, v, note, "; repetitions %.3f-%.3f" % (min(lo, v), max(hi, v)) if per else "",
+                "" if scale == 1 else " -> %.3f scaled" % (v * scale)))
     p("")
     p("Step 3. CPU seconds per second for the data")
     Bps = rate / 8
     p("  %s = %.0f bytes/s = %.1f KB/s" % (fmt_rate(rate), Bps, Bps / 1024))
-    cpu_data = 0.0
+    cpu_data, data_lo, data_hi = 0.0, 0.0, 0.0
     for size, share in mix:
         frac = size * share / 100 / avg
         for gw, role in gws:
             c = Bps * frac / 1024 * sd[(size, gw)] / 1e6
             cpu_data += c
+            data_lo += Bps * frac / 1024 * spread[(size, gw)][0] / 1e6
+            data_hi += Bps * frac / 1024 * spread[(size, gw)][1] / 1e6
             p("  %5d bytes (%.1f %% of the bytes), %s: %.1f KB/s x %.3f us/KB = %.4f CPU s/s" %
               (size, frac * 100, role, Bps * frac / 1024, sd[(size, gw)], c))
-    p("  data: %.4f CPU seconds per second" % cpu_data)
+    nrep = min([sum(1 for r in raw if int(r["send_size"]) == sz) for sz in {int(r["send_size"]) for r in raw}] or [0])
+    if not nrep:
+        p("  data: %.4f CPU seconds per second (no repetitions recorded in this run: the spread is unknown)" %
+          cpu_data)
+    else:
+        p("  data: %.4f CPU seconds per second (from the repetitions' spread: %.4f-%.4f%s)" % (
+            cpu_data, data_lo, data_hi, "" if nrep >= 3 else "; only %d repetition(s) per size: measure with "
+            "--full" % nrep))
     p("")
     p("Step 4. IKE load")
     neg = rows(tables, "ike_negotiation")
@@ -289,21 +393,41 @@ def plan(args, out):
           (per_s_ike, ike_c, per_s_child, child_c, mhz, cpu_ike))
     else:
         p("  none given (--tunnels, --setups-per-s)")
+    cpu_mip6 = 0.0
+    if args.mip6_nodes:
+        mem = [r for r in rows(tables, "mip6_bu_mem") if float(r["ha_exch_s"]) > 0]
+        if not mem:
+            raise PlanError("%s: no mip6_bu_mem table, needed for --mip6-nodes (run the mip6 section)" % args.run_dir)
+        # the measurement with the node count nearest the plan's (10,000 nodes do not fit in cache),
+        # and of those the slowest transform: the home agent's own SAs are not the tunnels' transform
+        r = min(mem, key=lambda r: (abs(math.log(max(int(r["mobile_nodes"]), 1)) - math.log(args.mip6_nodes)),
+                                    float(r["ha_exch_s"])))
+        bu = args.mip6_nodes / args.mip6_refresh
+        cpu_mip6 = bu / float(r["ha_exch_s"]) * scale
+        p("  Mobile IPv6: %d nodes / %g s = %.2f Binding Updates/s; the home agent answers %.0f/s on one core "
+          "(%s, %s nodes, in memory) -> %.6f CPU s/s" % (args.mip6_nodes, args.mip6_refresh, bu,
+                                                         float(r["ha_exch_s"]), r["transform"], r["mobile_nodes"],
+                                                         cpu_mip6))
     p("")
     p("Step 5. Headroom and result")
-    total = cpu_data + cpu_ike
+    total = cpu_data + cpu_ike + cpu_mip6
     cores = total / args.headroom
     need = max(1, math.ceil(cores - 1e-9))
-    p("  %.4f + %.4f = %.4f CPU s/s; / %.2f headroom = %.4f cores -> %d core(s)" %
-      (cpu_data, cpu_ike, total, args.headroom, cores, need))
+    cores_lo = (data_lo + cpu_ike + cpu_mip6) / args.headroom
+    cores_hi = (data_hi + cpu_ike + cpu_mip6) / args.headroom
+    p("  %.4f + %.4f + %.4f = %.4f CPU s/s; / %.2f headroom = %.4f cores -> %d core(s)" %
+      (cpu_data, cpu_ike, cpu_mip6, total, args.headroom, cores, need))
+    p("  uncertainty carried from the repetitions: %.4f-%.4f cores -> %d-%d core(s)" % (
+        cores_lo, cores_hi, max(1, math.ceil(cores_lo - 1e-9)), max(1, math.ceil(cores_hi - 1e-9))))
     ncpu = meta.get("ncpus")
     if ncpu:
         p("  (the measured machine has %s CPUs; one xipsecd worker per core)" % ncpu)
     p("")
-    p("Step 6. NIC bandwidth (tunnel mode, IPv4, %d-byte MTU, Ethernet framing %d bytes)" % (args.mtu, L2))
+    p("Step 6. NIC bandwidth (tunnel mode, %s outer header%s, %d-byte MTU, Ethernet framing %d bytes)" % (
+        "IPv6" if args.ipv6 else "IPv4", " and NAT-T" if args.nat_t else "", args.mtu, L2))
     pps, wire = 0.0, 0.0
     for size, share in mix:
-        n, b = wire_bytes(args.transform, size, args.mtu)
+        n, b = wire_bytes(args.transform, size, args.mtu, extra)
         sends = Bps * (size * share / 100 / avg) / size
         pps += sends * n
         wire += sends * b * 8
@@ -316,5 +440,12 @@ def plan(args, out):
         p("  one %s NIC: %.1f %% utilised -> %d NIC(s) at %.0f %% headroom" %
           (fmt_rate(nic), util * 100, max(1, math.ceil(util / args.headroom - 1e-9)), args.headroom * 100))
     p("")
-    p("Result: %d core(s) (%.2f at %.0f %% utilisation) and %s of link bandwidth per direction." %
-      (need, cores, args.headroom * 100, fmt_rate(wire)))
+    workers = packet_step(p, tables, args, pps * (2 if args.direction == "both" else 1), avg)
+    p("")
+    mem_mb = memory_step(p, tables, args)
+    p("")
+    p("Result: %d core(s) (%.2f at %.0f %% utilisation; %.2f-%.2f from the repetitions' spread), %s of link "
+      "bandwidth per direction%s.%s" % (need, cores, args.headroom * 100, cores_lo, cores_hi, fmt_rate(wire),
+                                        ", %.1f MB of memory for the tunnels" % mem_mb if mem_mb is not None else "",
+                                      " The packet rate asks for %s: size for the larger of the two." % workers
+                                      if workers else ""))

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from sizing_lib import dataplane, netns
+from sizing_lib import dataplane, netns, plotting
 
 NAME = "wire"
 TITLE = "Bytes on the wire and latency under loss"
@@ -35,7 +35,7 @@ def plan(quick):
                 "payloads": [64, 1024], "messages": 20, "loss_transforms": ["bypass", "esp-aes-gcm-128"],
                 "loss": [0, 1], "loss_reps": 1, "loss_secs": 1}
     return {"transforms": list(netns.TRANSFORM_IDS), "payloads": [16, 64, 256, 1024, 1400], "messages": 50,
-            "loss_transforms": list(netns.TRANSFORM_IDS), "loss": [0, 1], "loss_reps": 2, "loss_secs": 2}
+            "loss_transforms": list(netns.TRANSFORM_IDS), "loss": [0, 1], "loss_reps": 3, "loss_secs": 2}
 
 
 def _count(p, xs):
@@ -161,7 +161,8 @@ def run(ctx):
         ctx.table("wire_overhead", OVERHEAD, rows,
                   "per UDP message of `payload` bytes: IP packets and bytes captured between the gateways (IP "
                   "header onwards; frame bytes add Ethernet), the unprotected size, the overhead against bypass "
-                  "and the overhead the ESP/AH formats predict (messages that fit one packet)")
+                  "and the overhead the ESP/AH formats predict (messages that fit one packet)",
+                  expect=len(usable) * len(p["payloads"]))
         # latency under loss
         how = loss_method(b)
         ctx.meta["loss_method"] = how
@@ -175,6 +176,7 @@ def run(ctx):
                         b.use(xf)
                         j = b.rr_safe(p["loss_secs"])
                         if j is None:
+                            ctx.fail("%s TCP RR with %d %% loss, rep %d" % (xf, loss, rep))
                             ctx.tick("%s TCP RR with %d %% loss: failed" % (xf, loss))
                             continue
                         raw.append([xf, loss, rep, j["secs"], j["transactions"], j["mean_us"], j["p50_us"],
@@ -183,9 +185,11 @@ def run(ctx):
                 finally:
                     set_loss(b, how, 0)
         t = ctx.table("wire_rr_loss_raw", LOSS_RAW, raw, "TCP request/response (1 byte each way) with random "
-                      "loss on the link between the gateways, one row per repetition")
+                      "loss on the link between the gateways, one row per repetition",
+                      expect=p["loss_reps"] * len(p["loss"]) * len(lx))
         ctx.table("wire_rr_loss", LOSS, derive_loss(dataplane._dicts(t)),
-                  "medians: transactions per second and latency percentiles (µs) with 0 % and 1 % loss")
+                  "medians: transactions per second and latency percentiles (µs) with 0 % and 1 % loss",
+                  expect=len(p["loss"]) * len(lx))
     finally:
         if b:
             b.close()
@@ -233,10 +237,7 @@ def derive_loss(raw):
 
 
 def _plots(ctx):
-    import matplotlib
-    matplotlib.use("Agg")
-    matplotlib.rcParams["svg.fonttype"] = "none"
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
     out = []
     ov = dataplane._dicts(ctx.tables["wire_overhead"]) if "wire_overhead" in ctx.tables else []
     if ov:
@@ -245,8 +246,9 @@ def _plots(ctx):
         fig, axes = plt.subplots(1, 2, figsize=(13, 5))
         wd = 0.8 / len(sizes)
         for k, size in enumerate(sizes):
-            vals = [next((r["overhead_bytes"] for r in ov if r["transform"] == x and r["payload"] == size), 0) for x in xs]
-            axes[0].bar([i + k * wd for i in range(len(xs))], vals, wd, label="%d B payload" % size)
+            vals = [next((r["overhead_bytes"] for r in ov if r["transform"] == x and r["payload"] == size), None)
+                    for x in xs]
+            plotting.bars(axes[0], [i + k * wd for i in range(len(xs))], vals, wd, label="%d B payload" % size)
         axes[0].set_xticks([i + wd * (len(sizes) - 1) / 2 for i in range(len(xs))])
         axes[0].set_xticklabels(xs, rotation=30, ha="right", fontsize=8)
         axes[0].set_ylabel("bytes added per message")
@@ -260,7 +262,9 @@ def _plots(ctx):
         axes[1].set_ylabel("overhead (% of the unprotected IP bytes)")
         axes[1].legend(fontsize=7)
         axes[1].grid(alpha=0.3)
-        fig.suptitle("Bytes on the wire per message, measured between the gateways")
+        axes[1].set_ylim(bottom=0)
+        fig.suptitle("Bytes on the wire per message, measured between the gateways (no spread: every message "
+                     "of a size carries the same bytes)", fontsize=10)
         fig.tight_layout()
         ctx.savefig(fig, "wire_overhead")
         out.append(("wire_overhead", "overhead per message per transform and payload size"))
@@ -270,16 +274,20 @@ def _plots(ctx):
         combos = [(loss, col) for loss in sorted({r["loss_pct"] for r in ls}) for col in ("p50_us", "p99_us")]
         fig, ax = plt.subplots(figsize=(12, 5))
         wd = 0.8 / len(combos)
+        raw = dataplane._dicts(ctx.tables.get("wire_rr_loss_raw", {"columns": [], "rows": []}))
         for k, (loss, col) in enumerate(combos):
-            vals = [next((r[col] for r in ls if r["transform"] == x and r["loss_pct"] == loss), 0) for x in xs]
-            ax.bar([i + k * wd for i in range(len(xs))], vals, wd, label="%s, %d %% loss" % (col[:3], loss))
+            vals = [next((r[col] for r in ls if r["transform"] == x and r["loss_pct"] == loss), None) for x in xs]
+            sp = plotting.spread(raw, lambda r: (r["transform"], r["loss_pct"]), lambda r, c=col: r[c])
+            plotting.bars(ax, [i + k * wd for i in range(len(xs))], vals, wd, [sp.get((x, loss)) for x in xs],
+                          label="%s, %d %% loss" % (col[:3], loss))
         ax.set_xticks([i + wd * (len(combos) - 1) / 2 for i in range(len(xs))])
         ax.set_xticklabels(xs, rotation=30, ha="right", fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("request/response latency (µs)")
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-        ax.set_title("TCP request/response latency with 0 % and 1 % random loss between the gateways")
+        ax.set_title("TCP request/response latency with 0 % and 1 % random loss between the gateways; "
+                     "bars min-max", fontsize=10)
         fig.tight_layout()
         ctx.savefig(fig, "wire_rr_loss")
         out.append(("wire_rr_loss", "request/response latency (p50, p99) with and without loss"))

@@ -4,7 +4,9 @@
 # re-verifies the run directory: every table in results.json has its CSV, every plot is a valid PNG
 # and an SVG carrying its series labels, service demand recomputed from dataplane_stream_raw equals
 # dataplane_stream's, the bytes on the wire match the ESP/AH formats. The contract's tables and the
-# report's figures must be there. The run directory, and any namespace, SADB file or process the run
+# report's figures must be there. The run gets a state directory that does not exist (every section
+# owns its own), and a copy of the run with one section broken on purpose (emptied, then marked as a
+# failed sub-run) must fail the check. The run directory, and any namespace, SADB file or process the run
 # left (it cleans up itself; a killed run cannot), are removed on every exit.
 set -u
 [ "$(id -u)" -eq 0 ] || { echo "test_sizing: needs root" >&2; exit 77; }
@@ -61,8 +63,10 @@ trap 'exit 1' INT TERM HUP
 fail() { echo "test_sizing: FAIL: $*" >&2; exit 1; }
 
 run="$tmp/run"
-timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick --out "$run" --build "$top_builddir" \
-	2> "$tmp/sizing.err" &
+# every section owns its temporary state: a state directory the caller named and that is gone (as
+# tests/run-test's would be after another section removed it) must not reach any of them
+XIPSEC_STATE_DIR="$tmp/gone/state" timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick \
+	--out "$run" --build "$top_builddir" 2> "$tmp/sizing.err" &
 pid=$!
 wait "$pid"; rc=$?
 cat "$tmp/sizing.err" >&2
@@ -73,12 +77,12 @@ pid=
 
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
-	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd; do
+	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted scale scale_memory; do
 	[ -s "$run/$t.csv" ] || fail "table $t missing"
 	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
 done
 for p in dataplane_family_aead dataplane_family_esp-cbc-hmac dataplane_family_ah dataplane_compare_32k \
-	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd; do
+	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree scale; do
 	[ -s "$run/plots/$p.png" ] && [ -s "$run/plots/$p.svg" ] || fail "plot $p missing"
 	grep -q "plots/$p.svg" "$run/report.html" || fail "report.html does not show $p"
 done
@@ -103,5 +107,66 @@ for s in 64 1400; do
 	grep -q "^home-agent,$s,1,[1-9]" "$run/mip6_fwd.csv" || fail "no forwarding through the home agent's tunnel at $s B: $(cat "$run/mip6_fwd.csv")"
 done
 grep -qi "^aes-gcm.*,10000," "$run/mip6_bu_mem.csv" || fail "no in-memory BU/BA figure for 10,000 mobile nodes"
+grep -q "predicted .* pps, measured .* pps" "$run/report.md" || fail "the report does not print predicted next to measured"
+# 1,000 tunnels loaded and every SA in xipsecd's status; a tunnel costs more SADB than a policy alone
+grep -q "^tunnels,1000," "$run/scale.csv" || fail "no figure for 1,000 tunnels: $(cat "$run/scale.csv")"
+"$PY" - "$run/results.json" <<'EOF' || fail "memory per tunnel and policy: $(cat "$run/scale_memory.csv")"
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"]["scale_memory"]
+per = {r[1]: dict(zip(t["columns"], r)) for r in t["rows"]}
+assert per["tunnel"]["sadb_bytes"] > per["policy"]["sadb_bytes"] > 0, per
+EOF
+# a loss-free rate for every packet size, found below the generator's own ceiling (the generator was
+# not the bottleneck), with the IMIX the sink saw between 64 and 1400 bytes; the prediction of IMIX
+# from 64 and 1400 bytes is in the report next to the measurement
+"$PY" - "$run/results.json" <<'EOF' || fail "loss-free rates: $(cat "$run/lossfree.csv")"
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"]["lossfree"]
+rows = [dict(zip(t["columns"], r)) for r in t["rows"]]
+auto = [r for r in rows if r["crypto"] == "auto"]
+assert sorted(r["size"] for r in auto) == ["1400", "64", "imix"], rows
+for r in rows:
+    assert r["bound"] == "gateway" and 0 < r["lossfree_pps"] < r["gen_max_pps"], r
+    assert r["ns_per_pkt_gw1"] > 0, r
+imix = next(r for r in auto if r["size"] == "imix")
+assert 250 < imix["mean_ip_bytes"] < 450, imix
+# OpenSSL without AES-NI: xipsecd ran on OpenSSL, and openssl speed itself (not our code) shows the
+# mask slows AES-GCM down
+m = json.load(open(sys.argv[1]))["meta"]
+assert any(r["crypto"] == "openssl-no-aesni" for r in rows), rows
+assert set(m["lossfree_backends"]["openssl-no-aesni/1"]["gw1"].values()) == {"openssl"}, m["lossfree_backends"]
+sp = m["lossfree_openssl_speed"]
+assert sp["no-aesni"] and sp["aesni"] and sp["no-aesni"] < sp["aesni"] / 2, sp
+EOF
+# a section that measured nothing is caught: the home agent's forwarding emptied (in results.json and
+# its CSVs alike, as a sub-run that printed nothing leaves them) must fail the check, by name
+broken="$tmp/broken"
+cp -r "$run" "$broken"
+"$PY" - "$broken" <<'EOF' || fail "could not empty the mip6 section of the copy"
+import csv, json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/results.json"))
+for name in ("mip6_fwd_raw", "mip6_fwd"):
+    j["tables"][name]["rows"] = []
+    with open("%s/%s.csv" % (d, name), "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerow(j["tables"][name]["columns"])
+json.dump(j, open(d + "/results.json", "w"))
+EOF
+"$PY" "$top_srcdir/bench/sizing" check "$broken" > "$tmp/broken.out" 2>&1 &&
+	fail "bench/sizing check passed a run whose mip6 forwarding is empty: $(cat "$tmp/broken.out")"
+grep -q "table mip6_fwd_raw: empty" "$tmp/broken.out" || fail "check did not name the empty table: $(cat "$tmp/broken.out")"
+# and so is a sub-run that failed, whatever the tables hold (the run's own tables put back)
+cp "$run"/results.json "$run"/mip6_fwd*.csv "$broken"/
+"$PY" - "$broken" <<'EOF' || fail "could not mark a failed sub-run in the copy"
+import json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/results.json"))
+j["meta"]["sections"]["mip6"]["status"] = "failed: bench/mip6-bench (fwd) exited 1"
+json.dump(j, open(d + "/results.json", "w"))
+EOF
+"$PY" "$top_srcdir/bench/sizing" check "$broken" > "$tmp/broken.out" 2>&1 &&
+	fail "bench/sizing check passed a run with a failed sub-run: $(cat "$tmp/broken.out")"
+grep -q "section mip6 did not finish: failed: bench/mip6-bench" "$tmp/broken.out" ||
+	fail "check did not report the failed sub-run: $(cat "$tmp/broken.out")"
 echo "test_sizing: ok ($(grep -c . "$run/dataplane_stream_raw.csv") stream rows)"
 exit 0
