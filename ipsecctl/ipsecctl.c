@@ -172,7 +172,8 @@ static const struct ctl_cmd {
 	  "reload FILE                        make the manual SAs and policies the file's (all or nothing)" },
 	{ "show", cmd_show, NULL,
 	  "show [sa [SPI...]|policy|home-agent|stats|info|all]\n"
-	  "show bindings [--ctl PATH]         the home agent's bindings, from the running xipsecd" },
+	  "show bindings [--ctl PATH]         the home agent's bindings, from the running xipsecd\n"
+	  "show cluster [--ctl PATH]          the cluster: role, peer, eligibility, leases (xipsecd)" },
 	{ "monitor", cmd_monitor, NULL,
 	  "monitor [--interval S] [--count N] [SPI...]" },
 	{ "flush", cmd_flush, NULL,
@@ -189,6 +190,8 @@ static const struct ctl_cmd {
 	{ "flow", ctl_cmd_policy, NULL, NULL },     /* OpenBSD's word for a policy */
 	{ "export", cmd_export, NULL,
 	  "export wireshark [--tshark] [SPI...]" },
+	{ "cluster", ctl_cmd_cluster, NULL,
+	  "cluster active|standby [--ctl PATH] this xipsecd's role in a two-node cluster" },
 	{ "metrics", NULL, ctl_cmd_metrics,
 	  "metrics [--textfile FILE | --listen [ADDR:PORT]] [--no-sa] [--no-ike]  Prometheus metrics" },
 	{ "ike", NULL, ipsecctl_ike_main,

@@ -258,11 +258,18 @@ struct ctl_opts {
 	double interval;            /* monitor */
 	long count;                 /* monitor: intervals, 0 = forever */
 	bool tshark;                /* export: tshark -o arguments */
-	const char *ctl_path;       /* show bindings: xipsecd's control socket (--ctl) */
+	const char *ctl_path;       /* show bindings, cluster: xipsecd's control socket (--ctl) */
 };
 
+#define CTL_DEFAULT_XIPSECD "/run/xipsecd.sock"
 /* `show bindings`: the home agent's binding cache, from the running xipsecd (ipsecctl_bindings.c). */
 int ctl_show_bindings(const struct ctl_opts *o);
+/* xipsecd's control socket (ipsecctl_dpctl.c): send req, read the whole answer into *out (malloc'd,
+ * NUL-terminated, not empty), within 5 s. CTL_EXIT_* with a message. */
+int ctl_xipsecd_ask(const char *path, const char *req, char **out);
+/* `show cluster [--json]` and `cluster active|standby` (ipsecctl_dpctl.c). */
+int ctl_show_cluster(const struct ctl_opts *o);
+int ctl_cmd_cluster(const struct ctl_opts *o, int argc, char **argv);
 
 
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv);

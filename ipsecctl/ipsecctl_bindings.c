@@ -6,17 +6,13 @@
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "ipsecctl/ipsecctl.h"
 
-#define CTL_DEFAULT_XIPSECD "/run/xipsecd.sock"
 #define MAX_FIELDS 12
 
 /* Split line at tabs into f[]; returns the number of fields. */
@@ -32,65 +28,6 @@ static int fields(char *line, char **f)
 		*p++ = 0;
 	}
 	return n;
-}
-
-static int ask(const char *path, char **out)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t cap = 65536, len = 0;
-	char *buf;
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		ctl_err("control socket path too long: %s", path);
-		return CTL_EXIT_USAGE;
-	}
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ctl_err("cannot reach xipsecd at %s: %s (is it running? --ctl PATH names its socket)", path,
-			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return CTL_EXIT_ERR;
-	}
-	if (write(fd, "bindings\n", 9) != 9 || (buf = malloc(cap + 1)) == NULL) {
-		ctl_err("%s: %s", path, strerror(errno));
-		close(fd);
-		return CTL_EXIT_ERR;
-	}
-	shutdown(fd, SHUT_WR);
-	for (;;) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		/* a wedged daemon must not wedge the command */
-		if (poll(&pf, 1, 5000) <= 0) {
-			ctl_err("%s: no answer from xipsecd within 5 s", path);
-			break;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len == cap) {
-			char *nb = realloc(buf, 2 * cap + 1);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	buf[len] = 0;
-	if (len < 4 || strcmp(buf + len - 4, "end\n")) {
-		ctl_err("%s: incomplete answer from xipsecd%s", path,
-			!strncmp(buf, "error:", 6) ? " (an xipsecd without a home agent?)" : "");
-		free(buf);
-		return CTL_EXIT_ERR;
-	}
-	*out = buf;
-	return CTL_EXIT_OK;
 }
 
 static uint64_t num(const char *s)
@@ -136,10 +73,18 @@ int ctl_show_bindings(const struct ctl_opts *o)
 	char *ans, *line, *save = NULL, *f[MAX_FIELDS];
 	struct sect v[S_N] = { { 0 } };
 	struct ctl_json j;
-	int rc = ask(path, &ans), lineno = 0;
+	int rc = ctl_xipsecd_ask(path, "bindings\n", &ans), lineno = 0;
+	size_t alen;
 
 	if (rc != CTL_EXIT_OK)
 		return rc;
+	alen = strlen(ans);
+	if (alen < 4 || strcmp(ans + alen - 4, "end\n")) {
+		ctl_err("%s: incomplete answer from xipsecd%s", path,
+			!strncmp(ans, "error:", 6) ? " (an xipsecd without a home agent?)" : "");
+		free(ans);
+		return CTL_EXIT_ERR;
+	}
 	for (line = strtok_r(ans, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t len = strcspn(line, "\t");
 

@@ -42,6 +42,13 @@ int ctl_show_cmd(const struct ctl_opts *o, const char *what, int argc, char **ar
 		}
 		return ctl_show_bindings(o);
 	}
+	if (what && !strcmp(what, "cluster")) {
+		if (argc) {
+			ctl_err("show cluster takes no arguments");
+			return CTL_EXIT_USAGE;
+		}
+		return ctl_show_cluster(o);
+	}
 	if ((rc = ctl_open_db(o, SADB_RDONLY, &db)))
 		return rc;
 	rc = ctl_show(db, o, what, argc, argv);

@@ -21,7 +21,7 @@ ipsecctl_libipsecctl_a_SOURCES = \
 	ipsecctl/ipsecctl_check.c \
 	ipsecctl/ipsecctl_print.c \
 	ipsecctl/ipsecctl_rt.h ipsecctl/ipsecctl_rt.c \
-	ipsecctl/ipsecctl_show.c ipsecctl/ipsecctl_bindings.c \
+	ipsecctl/ipsecctl_show.c ipsecctl/ipsecctl_bindings.c ipsecctl/ipsecctl_dpctl.c \
 	ipsecctl/ipsecctl_stats.c \
 	ipsecctl/ipsecctl_export.c
 

@@ -16,6 +16,7 @@
 #include "sadb/sadb.h"
 #include "sadb/sadb_stats.h"
 #include "dataplane/xipsecd/xdp_shared.h"
+#include "dataplane/xipsecd/dp_cluster.h"
 #include "dataplane/xipsecd/dp_frag.h"
 #include "dataplane/xipsecd/dp_cpus.h"
 
@@ -65,6 +66,7 @@ struct dp_config {
 	unsigned tx_budget;          /* copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel's */
 	bool busy_poll;              /* busy polling on the AF_XDP sockets (SO_PREFER_BUSY_POLL) */
 	bool no_handoff;             /* never hand inbound crypto to another worker (dp_handoff.c) */
+	struct dp_cluster_cfg cluster; /* --cluster-*: unset (peer NULL) = not clustered */
 	int verbose;
 };
 
@@ -218,6 +220,7 @@ struct dp_ctx {
 	/* dp_stats.c (control thread): the counters view, when one could be made */
 	struct sadb_stats_writer *stats;
 	uint64_t stats_at, stats_gen;  /* when the last reading was published, of which generation */
+	struct dp_cluster *cluster;  /* dp_cluster.c (control thread); NULL when not clustered */
 };
 
 /* ---- dp_mip6*.c: the Mobile IPv6 home agent (control thread, except where noted; dp_mip6.h) ---- */
@@ -266,6 +269,10 @@ void dp_acquire_stats(const struct dp_ctx *ctx, uint64_t *raised, uint64_t *lost
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t dp_now_ns(void);
 void dp_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* $name if it is a number in min..max, else def (a bad value logged). */
+uint64_t dp_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max);
+/* Append to the buffer at *p with *left bytes free (NUL-terminated, truncated when full). */
+void dp_put(char **p, size_t *left, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define DP_BUSY_WAIT_MS 10000u
 bool dp_busy_wait(int err, unsigned *waited_ms, const char *what);
 /* size bytes of packet memory, on transparent huge pages where the kernel has them; NULL if none. */

@@ -1,7 +1,9 @@
 /* dataplane/xipsecd/dp_ctl.c: xipsecd's control socket (a unix stream socket, mode 0600). One request per
  * connection, a line: "status" (JSON: interfaces, workers, per-worker counters and drops by reason,
  * XDP program counters, SADB generation, expiries of manual SAs it raised), "bindings" (tab-separated
- * lines, dp_mip6.c: the home agent, its binding cache with each binding's tunnel traffic, counters) or "ping". Answered by
+ * lines, dp_mip6.c: the home agent, its binding cache with each binding's tunnel traffic, counters),
+ * "cluster" (JSON; "cluster text" for people), "cluster active" / "cluster standby" (the node's role,
+ * dp_cluster.c; answered "ok: ..." or "error: ...") or "ping". Answered by
  * the control thread; reading the workers' relaxed counters never disturbs the packet path. Per-SA
  * counters live in the SADB runtime area and are shown by ipsecctl. */
 #include "config.h"
@@ -52,21 +54,6 @@ int dp_ctl_open(struct dp_ctx *ctx)
 	return 0;
 }
 
-static void put(char **p, size_t *left, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char **p, size_t *left, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(*p, *left, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= *left)
-		n = (int)*left - 1;
-	*p += n;
-	*left -= (size_t)n;
-}
-
 static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 {
 	char *p = buf;
@@ -75,7 +62,7 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 
 	dp_xdp_stats(ctx, &pass, &redir);
 	dp_acquire_stats(ctx, &acq, &acq_lost, &acq_limited);
-	put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,\"batch\":%u,"
+	dp_put(&p, &left, "{\"pid\":%d,\"inside\":\"%s\",\"outside\":\"%s\",\"workers\":%u,\"batch\":%u,"
 	    "\"sadb_generation\":%llu,\"sas\":%u,\"sa_soft_expired\":%llu,"
 	    "\"sa_hard_expired\":%llu,\"uptime_ms\":%llu,\"handoff\":%s,"
 	    "\"xdp\":{\"pass\":%llu,\"redirect\":%llu,\"bad_spi\":%llu},\"tun\":\"%s\","
@@ -94,7 +81,7 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 		bool first = true;
 
 #define L(x) (unsigned long long)__atomic_load_n(&(x), __ATOMIC_RELAXED)
-		put(&p, &left, "%s{\"id\":%u,\"queue\":%u,\"cpu\":%d,\"rx_inside\":%llu,"
+		dp_put(&p, &left, "%s{\"id\":%u,\"queue\":%u,\"cpu\":%d,\"rx_inside\":%llu,"
 		    "\"rx_outside\":%llu,\"tx_inside\":%llu,\"tx_outside\":%llu,\"bypass\":%llu,"
 		    "\"protect\":%llu,\"unprotect\":%llu,\"to_tun\":%llu,\"from_tun\":%llu,"
 		    "\"held\":%llu,\"icmp_sent\":%llu,\"spd_out\":%llu,\"frame_anomalies\":%llu,"
@@ -113,11 +100,11 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 
 			if (!v)
 				continue;
-			put(&p, &left, "%s\"%s\":%llu", first ? "" : ",", sadb_drop_name(r), v);
+			dp_put(&p, &left, "%s\"%s\":%llu", first ? "" : ",", sadb_drop_name(r), v);
 			first = false;
 		}
 #undef L
-		put(&p, &left, "}");
+		dp_put(&p, &left, "}");
 		/* what the kernel dropped before the worker saw it (ring full, no fill buffer) */
 		for (unsigned q = 0; q < DP_NPORTS; q++) {
 			struct xdp_statistics xs = { 0 };
@@ -125,16 +112,16 @@ static size_t status(struct dp_ctx *ctx, char *buf, size_t len)
 
 			if (ctx->w[i].port[q].xsk &&
 			    getsockopt(ctx->w[i].port[q].fd, SOL_XDP, XDP_STATISTICS, &xs, &xl) == 0)
-				put(&p, &left, ",\"xsk_%s\":{\"rx_dropped\":%llu,\"rx_ring_full\":%llu,"
+				dp_put(&p, &left, ",\"xsk_%s\":{\"rx_dropped\":%llu,\"rx_ring_full\":%llu,"
 				    "\"fill_ring_empty\":%llu,\"tx_invalid\":%llu}",
 				    q == DP_IN ? "inside" : "outside", (unsigned long long)xs.rx_dropped,
 				    (unsigned long long)xs.rx_ring_full,
 				    (unsigned long long)xs.rx_fill_ring_empty_descs,
 				    (unsigned long long)xs.tx_invalid_descs);
 		}
-		put(&p, &left, "}");
+		dp_put(&p, &left, "}");
 	}
-	put(&p, &left, "]}\n");
+	dp_put(&p, &left, "]}\n");
 	return (size_t)(p - buf);
 }
 
@@ -174,12 +161,21 @@ void dp_ctl_handle(struct dp_ctx *ctx)
 		} else {
 			len = dp_mip6_ctl(ctx, out, cap > sizeof(buf) ? cap : sizeof(buf));
 		}
+	} else if (!strncmp(req, "cluster active", 14) || !strncmp(req, "cluster standby", 15)) {
+		char msg[256];
+		int r = dp_cluster_set_role(ctx, req[8] == 'a', msg, sizeof(msg));
+
+		len = (size_t)snprintf(out, sizeof(buf), "%s%s\n", r ? "error: " : "ok: ", msg);
+	} else if (!strncmp(req, "cluster text", 12)) {
+		len = dp_cluster_status(ctx, false, out, sizeof(buf));
+	} else if (!strncmp(req, "cluster", 7)) {
+		len = dp_cluster_status(ctx, true, out, sizeof(buf));
 	} else if (!strncmp(req, "status", 6))
 		len = status(ctx, out, sizeof(buf));
 	else if (!strncmp(req, "ping", 4))
 		len = (size_t)snprintf(out, sizeof(buf), "pong\n");
 	else
-		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, ping)\n");
+		len = (size_t)snprintf(out, sizeof(buf), "error: unknown request (status, bindings, cluster [text|active|standby], ping)\n");
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(c, out + off, len - off);
 

@@ -52,6 +52,8 @@ struct dp_satab {
 	uint32_t n_persist;
 	struct dp_sa **expiring;     /* SAs whose lifetimes xipsecd enforces (dp_expire.c) */
 	uint32_t n_expiring;
+	struct dp_sa **clustered;    /* SAs whose numbers or window the cluster holds (dp_cluster.c) */
+	uint32_t n_clustered;
 };
 
 /* The inbound replay locks, striped: slot s takes lock s % n_lock. Each lock has a cache line of its
@@ -248,6 +250,7 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		o.lease_low = (rec->dir == SADB_DIR_IN ? dp_seqmark_window_block() : dp_seqmark_lease_size()) / 2;
 		o.window_want = rec->dir == SADB_DIR_IN ? &s->window_want : NULL;
 	}
+	dp_cluster_sa_new(ctx, s);
 	/* A persisted SA's numbers are leased by dp_sa_sync, in one batch with the others, before
 	 * the table that holds it is published: until then no worker sees it, and the engine never
 	 * reserves (outbound) or accepts (inbound) above rt->seq_lease. */
@@ -257,7 +260,9 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		 * s->sa stays the record as written (dp_sa_sync compares them). */
 		struct sadb_sa leased = *rec;
 
-		if (dp_seqmark_needed(rec))
+		/* ... and so is an SA whose numbers the cluster leases (dp_cluster.c): the same limit,
+		 * raised by the control thread once the peer recorded it */
+		if (dp_seqmark_needed(rec) || dp_cluster_covers(ctx, rec))
 			leased.flags |= SADB_SAF_SEQ_PERSIST;
 		o.id_parts = (uint16_t)ctx->n_workers;
 		for (unsigned i = 0; i < ctx->n_workers && !err; i++) {
@@ -322,7 +327,7 @@ static bool out_better(const struct dp_sa *a, const struct dp_sa *b)
 	return a->sa.instance > b->sa.instance;
 }
 
-static int build_hashes(struct dp_satab *t)
+static int build_hashes(struct dp_ctx *ctx, struct dp_satab *t)
 {
 	uint32_t n = 0, sz;
 
@@ -337,7 +342,8 @@ static int build_hashes(struct dp_satab *t)
 	t->persist = calloc(n ? n : 1, sizeof(*t->persist));
 	t->persist_due = calloc(n ? n : 1, sizeof(*t->persist_due));
 	t->expiring = calloc(n ? n : 1, sizeof(*t->expiring));
-	if (!t->persist || !t->persist_due || !t->expiring)
+	t->clustered = calloc(n ? n : 1, sizeof(*t->clustered));
+	if (!t->persist || !t->persist_due || !t->expiring || !t->clustered)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->max_sa; i++) {
 		struct dp_sa *s = t->slot[i];
@@ -347,6 +353,8 @@ static int build_hashes(struct dp_satab *t)
 			t->persist[t->n_persist++] = s;
 		if (s && dp_expire_owned(&s->sa))
 			t->expiring[t->n_expiring++] = s;
+		if (s && !s->unusable && dp_cluster_covers(ctx, &s->sa))
+			t->clustered[t->n_clustered++] = s;
 
 		if (!s || (s->sa.state != SADB_STATE_MATURE && s->sa.state != SADB_STATE_DYING))
 			continue;
@@ -376,6 +384,7 @@ static void tab_free(struct dp_satab *t)
 	free(t->persist);
 	free(t->persist_due);
 	free(t->expiring);
+	free(t->clustered);
 	free(t);
 }
 
@@ -607,7 +616,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		seq_lease(st, lease, n_lease);
 		free(lease);
 	}
-	err = build_hashes(t);
+	err = build_hashes(ctx, t);
 	if (err)
 		goto fail;
 	spi_filter_diff(ctx, old, t, true);
@@ -696,6 +705,15 @@ void dp_sa_tick(struct dp_ctx *ctx)
 expire:
 	dp_expire_tick(ctx, &((struct dp_sa_state *)ctx->sa_state)->expire, t->expiring,
 		       t->n_expiring);
+	dp_cluster_tick(ctx, t->clustered, t->n_clustered);
+}
+
+uint32_t dp_sa_cluster_list(struct dp_ctx *ctx, struct dp_sa *const **v)
+{
+	struct dp_satab *t = ctx->satab;
+
+	*v = t ? t->clustered : NULL;
+	return t ? t->n_clustered : 0;
 }
 
 unsigned dp_sa_count(struct dp_ctx *ctx)

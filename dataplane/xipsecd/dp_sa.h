@@ -6,6 +6,7 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/engine/esp.h"
+#include "dataplane/xipsecd/dp_cluster.h"
 
 struct dp_sa {
 	struct sadb_sa sa;           /* the record this object was built from (keys wiped on free) */
@@ -21,6 +22,7 @@ struct dp_sa {
 	 * instance, and first saw it used (0 = not yet); kept across updates of the record. */
 	uint64_t seen_ns, use_seen_ns;
 	_Atomic uint64_t window_want; /* inbound, window ceiling: esp_sa_opts.window_want */
+	struct dpc_sa_key ckey;      /* clustered: the SA's key across the two nodes (dp_cluster.c) */
 	struct esp_sa *e[];          /* engine objects, one per worker (either direction) */
 };
 
@@ -33,8 +35,11 @@ struct dp_sa *dp_sa_find_out(struct dp_ctx *ctx, uint32_t reqid);
 void dp_sa_spi_filter_start(struct dp_ctx *ctx);
 unsigned dp_sa_count(struct dp_ctx *ctx);
 /* Control thread, every few milliseconds: extend the on-disk leases of sequence numbers that are
- * running low (dp_seqmark.c). */
+ * running low (dp_seqmark.c), and the cluster's leases and window tops (dp_cluster.c). */
 void dp_sa_tick(struct dp_ctx *ctx);
+/* Control thread: the SAs of the current table the cluster covers (dp_cluster_covers), in slot
+ * order; valid until the next dp_sa_sync. */
+uint32_t dp_sa_cluster_list(struct dp_ctx *ctx, struct dp_sa *const **v);
 
 /* ---- dp_expire.c: lifetimes of the SAs without an IKE owner ---- */
 struct dp_expire_round {

@@ -112,29 +112,12 @@
 #define SEQMARK_WINDOW_MAX (1u << 24)
 #define SEQMARK_MAGIC "xipsec-seqmark 1"
 
-/* $name if it is a number in min..max, else def (a bad value logged). */
-static uint64_t env_size(const char *name, uint64_t def, uint64_t min, uint64_t max)
-{
-	const char *e = getenv(name);
-	unsigned long long v;
-	char *end;
-
-	if (!e || !*e)
-		return def;
-	v = strtoull(e, &end, 0);
-	if (!*end && v >= min && v <= max)
-		return v;
-	dp_log(LOG_WARNING, "$%s=%s is not a number in %" PRIu64 "..%" PRIu64 "; using %" PRIu64, name, e,
-	       min, max, def);
-	return def;
-}
-
 uint64_t dp_seqmark_lease_size(void)
 {
 	static uint64_t size;
 
 	if (!size)
-		size = env_size(DP_ENV_SEQ_LEASE, SEQMARK_LEASE_DEFAULT, 1, 1ull << 31);
+		size = dp_env_u64(DP_ENV_SEQ_LEASE, SEQMARK_LEASE_DEFAULT, 1, 1ull << 31);
 	return size;
 }
 
@@ -143,7 +126,7 @@ uint64_t dp_seqmark_window_block(void)
 	static uint64_t size;
 
 	if (!size)
-		size = env_size(DP_ENV_WINDOW_LEASE, SEQMARK_WINDOW_DEFAULT, 64, SEQMARK_WINDOW_MAX);
+		size = dp_env_u64(DP_ENV_WINDOW_LEASE, SEQMARK_WINDOW_DEFAULT, 64, SEQMARK_WINDOW_MAX);
 	return size;
 }
 

@@ -1,11 +1,13 @@
 /* dataplane/xipsecd/dp_util.c: what every part of xipsecd uses: its log (stderr, one line a message,
  * filtered by --verbose; under systemd, whose journal tells the priority from a "<N>" prefix, each
  * line carries one), its clock (CLOCK_MONOTONIC nanoseconds, for timers and rate limits that a
- * change of the wall clock must not move), the wait for what a killed predecessor still holds and
- * the mapping of packet memory on huge pages. */
+ * change of the wall clock must not move), the wait for what a killed predecessor still holds, the
+ * mapping of packet memory on huge pages, numeric settings from the environment and the appending
+ * writer the control socket's answers are made with. */
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -84,4 +86,36 @@ void *dp_map_huge(size_t size)
 	if (madvise(a, size, MADV_HUGEPAGE) && errno != EINVAL)
 		dp_log(LOG_DEBUG, "packet memory: no transparent huge pages: %s", strerror(errno));
 	return a;
+}
+
+uint64_t dp_env_u64(const char *name, uint64_t def, uint64_t min, uint64_t max)
+{
+	const char *e = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!e || !*e)
+		return def;
+	v = strtoull(e, &end, 0);
+	if (!*end && v >= min && v <= max)
+		return v;
+	dp_log(LOG_WARNING, "$%s=%s is not a number in %" PRIu64 "..%" PRIu64 "; using %" PRIu64, name, e,
+	       min, max, def);
+	return def;
+}
+
+void dp_put(char **p, size_t *left, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*left <= 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(*p, *left, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= *left)
+		n = (int)*left - 1;
+	*p += n;
+	*left -= (size_t)n;
 }

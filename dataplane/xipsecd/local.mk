@@ -14,7 +14,8 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_mip6.h dataplane/xipsecd/dp_mip6.c dataplane/xipsecd/dp_mip6_queue.c \
 	dataplane/xipsecd/dp_mip6_cfg.c dataplane/xipsecd/dp_mip6_move.c dataplane/xipsecd/dp_mip6_nd.c \
 	dataplane/xipsecd/dp_handoff.c dataplane/xipsecd/dp_cpus.h dataplane/xipsecd/dp_acquire.c \
-	dataplane/xipsecd/dp_stats.c
+	dataplane/xipsecd/dp_stats.c dataplane/xipsecd/dp_cluster.h dataplane/xipsecd/dp_cluster.c \
+	dataplane/xipsecd/dp_cluster_lease.c dataplane/xipsecd/dp_cluster_msg.c
 dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DXIPSEC_PKGLIBDIR='"$(pkglibdir)"' $(XDP_CFLAGS) \
 	$(URCU_CFLAGS)
 dataplane_xipsecd_xipsecd_LDADD = $(ESP_LIBS) $(MIP6_LIBS) sadb/libsadb.a $(XDP_LIBS) $(BPF_LIBS) $(URCU_LIBS)

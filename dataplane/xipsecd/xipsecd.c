@@ -61,6 +61,15 @@ static void usage(FILE *f)
 		"      --tx-budget N   frames one copy-mode transmit call may send, 32..%u, or 0 for\n"
 		"                      the kernel's 32 (default %u)\n"
 		"      --busy-poll     run the interfaces' NAPI polls from the workers (busy polling)\n"
+		"      --cluster-peer ADDR[:PORT]   the other node's sync address: a two-node cluster,\n"
+		"                      starting standby ($XIPSEC_CLUSTER_PEER; port 4510)\n"
+		"      --cluster-local ADDR[:PORT]  this node's sync address ($XIPSEC_CLUSTER_LOCAL)\n"
+		"      --cluster-key FILE  64 hex digits, mode 0600 ($XIPSEC_CLUSTER_KEY or\n"
+		"                      " DP_CLUSTER_KEY_DEFAULT ")\n"
+		"      --cluster-lease N   numbers per replicated lease ($XIPSEC_CLUSTER_LEASE, 2^20)\n"
+		"      --cluster-budget N  numbers a node may use unacknowledged ($XIPSEC_CLUSTER_BUDGET, 2^24)\n"
+		"      --cluster-sync-packets N, --cluster-sync-ms T  inbound window tops sent every N\n"
+		"                      numbers or T ms (1024, 100)\n"
 		"      --status        print the status of a running xipsecd (JSON) and exit\n"
 		"  -v, --verbose       more log messages\n"
 		"  -V, --version       print the version and exit\n", dp_xdp_installed_obj(), DP_BATCH, DP_BATCH, DP_RING_SIZE, DP_TX_BUDGET);
@@ -115,7 +124,8 @@ static int client(const char *path, const char *req)
 static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 {
 	enum { O_TUN = 256, O_XDP, O_SKB, O_COPY, O_NOPIN, O_STATUS, O_BATCH, O_TXBUDGET, O_BUSYPOLL, O_NOHANDOFF, O_CPUS,
-	       O_STATS, O_STATS_GROUP };
+	       O_STATS, O_STATS_GROUP, O_CL_LOCAL, O_CL_PEER, O_CL_KEY, O_CL_LEASE, O_CL_BUDGET, O_CL_SYNCP,
+	       O_CL_SYNCMS };
 	static const struct option opts[] = {
 		{ "inside", required_argument, NULL, 'i' },
 		{ "outside", required_argument, NULL, 'o' },
@@ -134,6 +144,13 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "tx-budget", required_argument, NULL, O_TXBUDGET },
 		{ "busy-poll", no_argument, NULL, O_BUSYPOLL },
+		{ "cluster-local", required_argument, NULL, O_CL_LOCAL },
+		{ "cluster-peer", required_argument, NULL, O_CL_PEER },
+		{ "cluster-key", required_argument, NULL, O_CL_KEY },
+		{ "cluster-lease", required_argument, NULL, O_CL_LEASE },
+		{ "cluster-budget", required_argument, NULL, O_CL_BUDGET },
+		{ "cluster-sync-packets", required_argument, NULL, O_CL_SYNCP },
+		{ "cluster-sync-ms", required_argument, NULL, O_CL_SYNCMS },
 		{ "status", no_argument, NULL, O_STATUS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -204,6 +221,38 @@ static int parse(int argc, char **argv, struct dp_config *cfg, bool *status)
 			cfg->tx_budget = (unsigned)v;
 			break;
 		case O_BUSYPOLL: cfg->busy_poll = true; break;
+		/* an unset variable of the unit's environment file arrives as "": not clustered */
+		case O_CL_LOCAL: cfg->cluster.local = *optarg ? optarg : NULL; break;
+		case O_CL_PEER: cfg->cluster.peer = *optarg ? optarg : NULL; break;
+		case O_CL_KEY: cfg->cluster.key_path = *optarg ? optarg : NULL; break;
+		case O_CL_LEASE: case O_CL_BUDGET: case O_CL_SYNCP: case O_CL_SYNCMS: {
+			/* the option's name, its range and where it goes, by its code */
+			static const struct { const char *name; unsigned long long min, max; } r[] = {
+				[O_CL_LEASE - O_CL_LEASE] = { "cluster-lease", 1024, 1ull << 30 },
+				[O_CL_BUDGET - O_CL_LEASE] = { "cluster-budget", 1024, 1ull << 30 },
+				[O_CL_SYNCP - O_CL_LEASE] = { "cluster-sync-packets", 1, 1u << 24 },
+				[O_CL_SYNCMS - O_CL_LEASE] = { "cluster-sync-ms", 1, 60000 },
+			};
+			unsigned k = (unsigned)(c - O_CL_LEASE);
+			unsigned long long n;
+
+			errno = 0;
+			n = strtoull(optarg, &end, 0);
+			if (errno || *end || n < r[k].min || n > r[k].max) {
+				fprintf(stderr, "xipsecd: --%s takes %llu..%llu, not '%s'\n", r[k].name,
+					r[k].min, r[k].max, optarg);
+				return 2;
+			}
+			if (c == O_CL_LEASE)
+				cfg->cluster.lease = n;
+			else if (c == O_CL_BUDGET)
+				cfg->cluster.budget = n;
+			else if (c == O_CL_SYNCP)
+				cfg->cluster.sync_packets = (unsigned)n;
+			else
+				cfg->cluster.sync_ms = (unsigned)n;
+			break;
+		}
 		case O_STATUS: *status = true; break;
 		case 'v': cfg->verbose++; break;
 		case 'h': usage(stdout); exit(0);
@@ -291,14 +340,15 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 	uint64_t last_sync = 0;
 
 	while (!atomic_load(&ctx->stop)) {
-		struct pollfd pf[4] = {
+		struct pollfd pf[5] = {
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = nlfd, .events = POLLIN },
 			{ .fd = ctx->ctl_fd, .events = POLLIN },
 			{ .fd = dp_mip6_event_fd(ctx), .events = POLLIN },
+			{ .fd = dp_cluster_fd(ctx), .events = POLLIN },
 		};
 		uint64_t now;
-		int r = poll(pf, 4, 10);
+		int r = poll(pf, 5, 10);
 
 		if (r < 0 && errno != EINTR)
 			break;
@@ -327,6 +377,8 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 			dp_ctl_handle(ctx);
 		if (pf[3].revents & POLLIN)
 			dp_mip6_run(ctx);
+		if (pf[4].revents & POLLIN)
+			dp_cluster_read(ctx);
 		/* the generation check is one load: poll the SADB every round */
 		now = dp_now_ns();
 		if (now - last_sync >= 5000000) {
@@ -449,6 +501,11 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 		dp_log(LOG_ERR, "cannot set up acquires: %s", strerror(-err));
 		return err;
 	}
+	/* before the SAs: a clustered node's outbound SAs start standby, sending nothing */
+	dp_cluster_cfg_env(&ctx->cfg.cluster);
+	err = dp_cluster_open(ctx, &ctx->cfg.cluster);
+	if (err)
+		return err;
 	err = dp_sa_init(ctx);
 	if (err) {
 		dp_log(LOG_ERR, "cannot read the SADB: %s", strerror(-err));
@@ -530,6 +587,7 @@ static void teardown(struct dp_ctx *ctx, int nlfd, int sfd)
 	dp_mip6_fini(ctx);
 	dp_tun_close(ctx);
 	dp_ctl_close(ctx);
+	dp_cluster_close(ctx);
 	if (nlfd >= 0)
 		close(nlfd);
 	if (sfd >= 0)

@@ -7,7 +7,7 @@
 DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_dp_transport.sh tests/netns/test_dp_mq.sh tests/netns/test_dp_fault.sh \
 	tests/netns/test_dp_scapy.sh tests/netns/test_dp_stats.sh tests/netns/test_dp_frag.sh \
-	tests/netns/test_dp_frag_mq.sh tests/netns/test_dp_seqmark.sh \
+	tests/netns/test_dp_frag_mq.sh tests/netns/test_dp_seqmark.sh tests/netns/test_ha_sync.sh \
 	tests/netns/test_dp_readd.sh tests/netns/test_dp_hub.sh \
 	tests/netns/test_dp_icmp.sh tests/netns/test_dp_icmp_decap.sh tests/netns/test_dp_lifetime.sh \
 	tests/netns/test_mip6_ha.sh tests/netns/test_dp_replay_reboot.sh \

@@ -48,6 +48,15 @@ tests_unit_test_dp_seqmark_CPPFLAGS = $(AM_CPPFLAGS) $(XDP_CFLAGS) $(URCU_CFLAGS
 tests_unit_test_dp_seqmark_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
 tests_unit_test_dp_seqmark_LDADD = $(ESP_LIBS) sadb/libsadb.a $(CMOCKA_LIBS) -lpthread
 
+# test_dp_cluster: the cluster's replicated sequence leases against a naive record of every number
+# used (dataplane/xipsecd/dp_cluster_lease.c) and its sync channel's messages (dp_cluster_msg.c).
+UNIT_TESTS += tests/unit/test_dp_cluster
+check_PROGRAMS += tests/unit/test_dp_cluster
+tests_unit_test_dp_cluster_SOURCES = tests/unit/test_dp_cluster.c dataplane/xipsecd/dp_cluster.h \
+	dataplane/xipsecd/dp_cluster_lease.c dataplane/xipsecd/dp_cluster_msg.c
+tests_unit_test_dp_cluster_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(CRYPTO_CFLAGS) $(SODIUM_CFLAGS)
+tests_unit_test_dp_cluster_LDADD = sadb/libsadb.a $(CMOCKA_LIBS) $(CRYPTO_LIBS) $(SODIUM_LIBS)
+
 # test_dp_l3: the IP rules the stages share (dataplane/xipsecd/dp_l3.c): TTL / hop limit, the
 # too-big decision at the MTU's edges, the IPv4 cut into the frames of a fake worker.
 UNIT_TESTS += tests/unit/test_dp_l3

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# tests/netns/test_ha_sync.sh: the dataplane's side of a two-node cluster (dataplane/xipsecd/
+# dp_cluster*.c). Two xipsecd nodes A and B whose SADBs hold the same SAs (loaded with ipsecctl into
+# each, as the ha plugin would install them), a sync link between them, and a sink on the outside
+# that captures ESP with tcpdump; tshark (nobody here wrote it) reads the SPIs and sequence numbers.
+#
+#   hA (10.1.0.2) -- A [inA | outA] --+               A syncA 172.16.0.1
+#                                     sw (bridge) -- sink 192.0.2.2
+#   hB (10.1.0.2) -- B [inB | outB] --+               B syncB 172.16.0.2 (one veth: the sync link)
+#
+# Both nodes carry the gateway's addresses (the VIPs keepalived would move); each has its own inside
+# host, so traffic goes through the node the test chooses. The capture tells the nodes apart by MAC.
+#  1. A active, B standby: B catches up (eligible); traffic through A.
+#  2. A killed (-9), `ipsecctl cluster active` on B: B's sequence numbers start above A's.
+#  3. A restarted (standby, catches up), the sync link cut, A made active: both active, both alone,
+#     both sending: no (SPI, sequence) twice in the capture, each node stops at its budget and
+#     raises the SA's expiry.
+#  4. The link healed: A made standby (as keepalived's notify would), A catches up again, B knows a
+#     lease end at or above every number A used; one active.
+# Forged datagrams sent to B's sync port are dropped and counted (auth, foreign), never acted on.
+. "$top_srcdir/tests/netns/lib.sh"
+xt_require tcpdump tshark "$PYTHON"
+. "$top_srcdir/tests/netns/test_dp_common.sh"
+CTL="$top_builddir/ipsecctl/ipsecctl"
+[ -x "$CTL" ] || xt_skip "ipsecctl not built"
+
+LEASE=1024
+BUDGET=4096
+for ns in hA A hB B sw sink; do
+	xt_ns_add "$ns"
+	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+done
+xt_veth hA eth0 A inA
+xt_veth hB eth0 B inB
+xt_veth A outA sw sA
+xt_veth B outB sw sB
+xt_veth sink eth0 sw s0
+xt_veth A syncA B syncB
+xt_exec sw ip link add br0 type bridge
+for p in sA sB s0; do xt_exec sw ip link set "$p" master br0; done
+xt_exec sw ip link set br0 up
+xt_exec sw sysctl -qw net.bridge.bridge-nf-call-iptables=0 2>/dev/null || true
+xt_exec sink ip addr add 192.0.2.2/24 dev eth0
+for n in A B; do
+	xt_exec "h$n" ip addr add 10.1.0.2/24 dev eth0
+	xt_exec "h$n" ip route add default via 10.1.0.1
+	xt_exec "h$n" ethtool -K eth0 tx off >/dev/null
+	xt_exec "$n" ip addr add 10.1.0.1/24 dev "in$n"
+	xt_exec "$n" ip addr add 192.0.2.1/24 dev "out$n"
+	xt_exec "$n" ip route add 10.2.0.0/24 via 192.0.2.2
+	xt_exec "$n" sysctl -qw net.ipv4.ip_forward=0
+done
+xt_exec A ip addr add 172.16.0.1/24 dev syncA
+xt_exec B ip addr add 172.16.0.2/24 dev syncB
+mac() { xt_exec "$1" ip -o link show "$2" | sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p'; }
+MAC_A=$(mac A outA)
+MAC_B=$(mac B outB)
+xt_log "A is $MAC_A, B is $MAC_B"
+
+# the cluster key: 64 hex digits, ours, 0600
+KEY="$XT_DIR/cluster.key"
+( umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$KEY"; echo >> "$KEY" )
+
+dp_sadb A
+dp_sadb B
+cat > "$XT_DIR/gw.conf" <<CONF
+esp tunnel from 10.1.0.0/24 to 10.2.0.0/24 local 192.0.2.1 peer 192.0.2.2 \\
+    spi 0x1000:0x1001 enc aes128 auth sha256 \\
+    key 0x000102030405060708090a0b0c0d0e0f:0x101112131415161718191a1b1c1d1e1f \\
+    authkey 0x202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f:0x404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f
+CONF
+for n in A B; do
+	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$n")" -f "$XT_DIR/gw.conf" || xt_fail "ipsecctl load on $n"
+done
+
+start() { # start NODE: xipsecd of the node, clustered with the other
+	local n=$1 local peer
+	[ "$n" = A ] && { local=172.16.0.1; peer=172.16.0.2; } || { local=172.16.0.2; peer=172.16.0.1; }
+	xt_bg "$n" "xipsecd-$n" "$XIPSECD" --inside "in$n" --outside "out$n" --workers 1 \
+		--sadb "$(dp_sadb_of "$n")" --ctl "$XT_DIR/$n.sock" --stats "" --tun none \
+		--cluster-local "$local" --cluster-peer "$peer" --cluster-key "$KEY" \
+		--cluster-lease $LEASE --cluster-budget $BUDGET --cluster-sync-ms 20
+	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$n.sock" ||
+		{ cat "$XT_DIR/xipsecd-$n.log" >&2; xt_fail "xipsecd on $n did not start"; }
+}
+cl() { timeout 10 "$CTL" --ctl "$XT_DIR/$1.sock" "${@:2}"; }
+cluster_json() { cl "$1" --json show cluster > "$XT_DIR/cl-$1.json" || xt_fail "show cluster on $1"; }
+field() { cluster_json "$1"; dp_json "$XT_DIR/cl-$1.json" "$2"; }
+wait_field() { # wait_field NODE EXPR: until the expression over its show cluster JSON is True (10 s)
+	local i
+	for i in $(seq 100); do
+		[ "$(field "$1" "$2")" = True ] && return 0
+		sleep 0.1
+	done
+	cat "$XT_DIR/cl-$1.json" >&2
+	xt_fail "$1: never $2"
+}
+send() { # send HOST COUNT: UDP datagrams to 10.2.0.2 through the host's node, paced
+	xt_exec "$1" "$PYTHON" -c "
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[1])):
+    s.sendto(b'x' * 64, ('10.2.0.2', 9))
+    if i % 200 == 199: time.sleep(0.01)" "$2" || xt_fail "sending from $1"
+}
+
+start A
+start B
+dp_capture_start esp sink eth0
+# a clustered xipsecd starts standby: nothing leaves until a role is set
+cl A cluster active || xt_fail "cluster active on A"
+wait_field B "j['eligible'] and j['peer_role'] == 'active' and j['peer_reachable']"
+[ "$(field B "j['role']")" = standby ] || xt_fail "B is not standby"
+
+# 1. traffic through A
+send hA 3000
+wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] > 0"
+
+# 2. A dies; B takes over
+xt_stop xipsecd-A KILL
+cl B cluster active || xt_fail "cluster active on B after A died"
+send hB 2000
+# forged datagrams from A's sync address and port (A is dead, so they are free): dropped as auth,
+# never acted on; from another port: foreign
+xt_exec A "$PYTHON" -c "
+import socket
+for port, n in ((4510, 5), (4999, 3)):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(('172.16.0.1', port))
+    for i in range(n):
+        s.sendto(b'XCL1' + bytes(80), ('172.16.0.2', 4510))
+    s.close()" || xt_fail "forged datagrams"
+wait_field B "j['counters']['dropped']['auth'] >= 5 and j['counters']['dropped']['foreign'] >= 3"
+[ "$(field B "j['role']")" = active ] || xt_fail "B changed role"
+
+# 3. A back (standby). While its own messages cannot reach B (a blackhole route on A: it hears B,
+# B never hears it), it cannot catch up: `cluster active` is refused with a message, as long as
+# the active peer is reachable. Then it catches up.
+xt_exec A ip route add blackhole 172.16.0.2/32
+start A
+wait_field A "j['peer_reachable'] and j['peer_role'] == 'active' and not j['eligible']"
+cl A cluster active 2>"$XT_DIR/refused.err" && xt_fail "cluster active on A accepted before it caught up"
+grep -q "not caught up" "$XT_DIR/refused.err" || { cat "$XT_DIR/refused.err" >&2; xt_fail "no refusal message"; }
+xt_exec A ip route del blackhole 172.16.0.2/32
+wait_field A "j['eligible'] and j['peer_role'] == 'active' and j['counters']['resyncs_asked'] >= 1"
+# the split brain
+xt_exec A ip link set syncA down
+wait_field A "not j['peer_reachable']"
+wait_field B "not j['peer_reachable']"
+cl A cluster active || xt_fail "cluster active on A, alone"
+send hA $((BUDGET * 3 / 2)) &
+sa=$!
+send hB $((BUDGET * 3 / 2))
+wait $sa
+sleep 0.3
+for n in A B; do
+	wait_field "$n" "j['counters']['solo_soft_expired'] >= 1 and j['counters']['solo_hard_expired'] >= 1"
+done
+
+xt_exec A ip link set syncA up
+
+# 4. heal: A steps down, catches up again; one active; B knows every number A used
+a_top=$(field A "[s for s in j['sas'] if s['dir'] == 'out'][0]['reserved']")
+cl A cluster standby || xt_fail "cluster standby on A"
+wait_field A "j['peer_reachable'] and j['eligible'] and j['role'] == 'standby'"
+wait_field B "j['role'] == 'active' and j['peer_role'] == 'standby'"
+wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] >= $a_top"
+dp_capture_stop esp
+
+# the capture: (node, SPI, sequence)
+timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp && !icmp" -T fields -e eth.src -e esp.spi -e esp.sequence \
+	> "$XT_DIR/esp.txt" || xt_fail "tshark"
+"$PYTHON" - "$XT_DIR/esp.txt" "$MAC_A" "$MAC_B" "$BUDGET" "$XT_DIR/cl-B.json" <<'PY' || xt_fail "the capture"
+import json, sys
+rows = [l.split('\t') for l in open(sys.argv[1]).read().split('\n') if l]
+mac_a, mac_b, budget = sys.argv[2], sys.argv[3], int(sys.argv[4])
+seen, phases = {}, {'A': [], 'B': []}
+for mac, spi, seq in rows:
+    node = 'A' if mac == mac_a else 'B' if mac == mac_b else None
+    assert node, 'ESP from an unknown MAC %s (A %s, B %s)' % (mac, mac_a, mac_b)
+    key = (spi, int(seq))
+    if key in seen:
+        sys.exit('(SPI %s, sequence %s) sent twice: by %s and by %s' % (spi, seq, seen[key], node))
+    seen[key] = node
+    phases[node].append(int(seq))
+# the runs of each node in capture order: A's first run, B's run, A's second (split brain)
+def runs(seqs):
+    out, cur = [], [seqs[0]]
+    for s in seqs[1:]:
+        if s < cur[-1] or s > cur[-1] + 2 * budget:
+            out.append(cur); cur = [s]
+        else:
+            cur.append(s)
+    return out + [cur]
+a, b = phases['A'], phases['B']
+print('A sent %d (%d..%d), B sent %d (%d..%d)' % (len(a), min(a), max(a), len(b), min(b), max(b)),
+      file=sys.stderr)
+# (the small lease makes the engine wait for acknowledgements now and then: seq_lease drops)
+assert len(a) >= 1000 and len(b) >= 500, 'too little traffic in the capture'
+# B's first number lies above every number A used before it died (A's numbers in the capture order
+# until B's first packet)
+order = [(l[0], int(l[2])) for l in rows]
+first_b = next(i for i, (m, s) in enumerate(order) if m == mac_b)
+a_before = [s for m, s in order[:first_b] if m == mac_a]
+assert order[first_b][1] > max(a_before), 'B started at %d, A had used %d' % (order[first_b][1], max(a_before))
+# alone, each node sent at most a budget's numbers past where it started being alone: never all
+# it was given (1.5 budgets)
+split = [s for m, s in order[first_b:] if m == mac_a]
+split_a = [s for s in split if s > max(a_before)]
+assert split_a and max(split_a) - min(split_a) < budget, 'A alone used %d numbers' % (max(split_a) - min(split_a) + 1)
+# healed: B knows a lease end at or above every number A used
+j = json.load(open(sys.argv[5]))
+rec = [s for s in j['sas'] if s['dir'] == 'out'][0]['recorded']
+assert rec >= max(a), 'B recorded %d, A used %d' % (rec, max(a))
+PY
+grep -h "cluster" "$XT_DIR/xipsecd-A.log" "$XT_DIR/xipsecd-B.log" | tail -12 >&2
+for n in A B; do
+	"$XIPSECD" --status --ctl "$XT_DIR/$n.sock" > "$XT_DIR/status-$n.json"
+	xt_log "$n drops: $(dp_json "$XT_DIR/status-$n.json" "j['worker'][0]['drops']")"
+done
+xt_log "PASS"
