@@ -74,6 +74,9 @@ for n in gw1 gw3; do
 done
 
 # ---- configuration: the shipped examples with this network's names ----
+# the dataplanes' cluster key (README, "Two-node cluster"): 64 hex digits, root's, mode 0600
+HA_KEY=$XT_DIR/cluster.key
+( umask 077; openssl rand -hex 32 > "$HA_KEY" )
 ha_conf() { # NODE: strongswan.conf (etc/cluster/strongswan-ha.conf), swanctl.conf, keepalived.conf, env
 	local n=$1 i o k=${1#gw} d
 	i=$(ha_id "$n"); o=$(ha_id "$(ha_other "$n")")
@@ -106,7 +109,9 @@ ha_conf gw3
 ha_iked_pid() { pgrep -P "$(xt_pid "iked-$1")"; }
 ha_start() { # NODE: xipsecd, xipsec-iked (private /run), keepalived (in xipsec-iked's mount namespace)
 	local n=$1 d=$XT_DIR/$1
-	dp_start "$n" ${HA_XIPSECD_ARGS:-}
+	# the dataplanes' own sync on the sync link, beside the ha plugin's UDP 4510 on the same address
+	dp_start "$n" --cluster-local "10.9.9.$(ha_id "$n"):4511" --cluster-peer "10.9.9.$(ha_id "$(ha_other "$n")"):4511" \
+		--cluster-key "$HA_KEY"
 	xt_bg "$n" "iked-$n" env ASAN_OPTIONS="detect_leaks=0:check_printf=0" unshare -m --propagation private \
 		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$@"' sh \
 		"$IKE_IKED" --conf-dir "$d/conf" --run-dir "$d/run" --sadb "$(ike_sadb "$n")" --debug 1
