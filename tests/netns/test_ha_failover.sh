@@ -132,20 +132,29 @@ ha_logs() {
 }
 ha_fail() { ha_logs; xt_fail "$*"; }
 
-# The peer's IKE_SA and CHILD_SAs as it lists them: "IKE spi_i spi_r" and "CHILD spi_in spi_out".
+# The peer's IKE_SA and CHILD_SAs as swanctl lists them: "IKE spi_i spi_r" and "CHILD spi_in spi_out".
 ha_peer_sas() {
 	ike_ctl gw2 --list-sas --ike ha | awk '
 		/ IKEv2, / { for (i = 1; i <= NF; i++) if ($i ~ /_i\*?$/) si = $i; else if ($i ~ /_r\*?$/) sr = $i
 			     print "IKE", si, sr }
-		/ INSTALLED, TUNNEL/ { for (i = 1; i <= NF; i++) if ($i ~ /_i$/ || $i ~ /_o$/) x = x " " $i; print "CHILD" x; x = "" }'
+		$1 == "in" { si = $2; sub(",", "", si) }
+		$1 == "out" { so = $2; sub(",", "", so); print "CHILD", si, so }'
 }
+# ha_role NODE: its xipsecd's role as `ipsecctl show cluster` reports it (active or standby)
+ha_role() {
+	timeout 10 "$IPSECCTL" --ctl "$XT_DIR/$1.sock" --json show cluster 2>/dev/null |
+		"$PYTHON" -c "import json, sys; print(json.load(sys.stdin)['role'])" 2>/dev/null
+}
+ha_role_is() { [ "$(ha_role "$1")" = "$2" ]; }
 ha_sa_spis() { ike_dump "$1" | grep -o "spi=[0-9a-fx]*" | sort | tr '\n' ' '; }
 
 ike_start_stock gw2
 ha_start gw1
 xt_wait 10 ha_is_master gw1 || ha_fail "node A did not become master"
+xt_wait 5 ha_role_is gw1 active || ha_fail "keepalived's notify did not make node A's dataplane active"
 ha_start gw3
 xt_wait 10 ha_is_backup gw3 || ha_fail "node B did not become backup"
+ha_role_is gw3 standby || ha_fail "node B's dataplane is $(ha_role gw3), not standby"
 ike_ctl gw2 --initiate --ike ha --child net >/dev/null || ha_fail "the peer's initiate failed"
 xt_wait 10 ike_nsa gw1 2 || ha_fail "node A's SADB does not hold the CHILD_SA's two SAs"
 xt_wait 10 ike_nsa gw3 2 || ha_fail "node B's SADB did not get the CHILD_SA from the ha plugin"
@@ -249,8 +258,13 @@ ha_kill() {
 }
 
 # ---- case 1: kill -9 of the active node's daemons ----
+# node B's start had node A rekey the CHILD_SA (the plugin's resync): the old one goes in a moment
+ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
+xt_wait 10 ha_peer_one_child || ha_fail "the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs, want 1"
 sas0=$(ha_peer_sas)
-[ -n "$sas0" ] || ha_fail "the peer lists no SAs"
+[ "$(grep -c "^IKE [0-9a-f]*_i\*\? [0-9a-f]*_r\*\?$" <<<"$sas0")" = 1 ] &&
+	[ "$(grep -c "^CHILD [0-9a-f]\{8\} [0-9a-f]\{8\}$" <<<"$sas0")" = 1 ] ||
+	ha_fail "the peer does not list one IKE_SA and one CHILD_SA: '$sas0'"
 ha_flow_start kill 8
 sleep 1
 ha_tcp_start kill
@@ -258,7 +272,8 @@ ha_tcp_midway kill
 t0=$(date +%s%N)
 ha_kill gw1
 xt_wait 5 ha_is_master gw3 || ha_fail "kill -9: node B did not become master"
-xt_log "kill -9: node B master after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+xt_wait 5 ha_role_is gw3 active || ha_fail "kill -9: node B's dataplane did not become active"
+xt_log "kill -9: node B seen master $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kill began"
 set -- $(ha_flow_result kill)
 xt_log "kill -9: UDP flow sent $2 received $4, longest gap $6 ms; TCP $HA_TCP_BYTES bytes"
 [ "$6" -le $HA_GAP_MAX_MS ] || ha_fail "kill -9: traffic stopped for $6 ms (peer drops: $(ha_peer_drops))"
@@ -276,6 +291,8 @@ xt_stop "xipsecd-gw1" KILL
 ha_start gw1
 xt_wait 10 ha_is_backup gw1 || ha_fail "rejoin: node A did not become backup"
 ha_is_master gw3 || ha_fail "rejoin: node A preempted node B"
+ha_role_is gw1 standby || ha_fail "rejoin: node A's dataplane is $(ha_role gw1), not standby"
+ha_role_is gw3 active || ha_fail "rejoin: node B's dataplane is $(ha_role gw3), not active"
 xt_wait 10 grep -q "installed HA CHILD_SA" "$XT_DIR/iked-gw1.log" || ha_fail "rejoin: node A did not resync the CHILD_SA"
 xt_wait 10 sh -c "[ \"\$(ha_sa_spis gw1)\" = \"\$(ha_sa_spis gw3)\" ]" 2>/dev/null
 xt_wait 10 ike_nsa gw1 2 || ha_fail "rejoin: node A's SADB holds $(ike_dump gw1 | wc -l) SAs, want 2"
@@ -285,6 +302,8 @@ xt_log "rejoin: node A is standby again, the peer's IKE_SA unchanged"
 
 # ---- case 2: the active node's links go down while the peer rekeys and runs DPD ----
 ike_pre=$(ha_peer_sas | grep ^IKE)
+child_pre=$(ha_peer_sas | grep ^CHILD)
+log_pre=$(wc -l < "$XT_DIR/charon-gw2.log")
 ha_flow_start links 8
 sleep 1
 ha_tcp_start links
@@ -292,17 +311,23 @@ ha_tcp_midway links
 for k in in3 out3 sy; do xt_exec gw3 ip link set $k down; done
 ike_ctl gw2 --rekey --child net >/dev/null || ha_fail "links down: the peer's rekey request failed"
 xt_wait 5 ha_is_master gw1 || ha_fail "links down: node A did not become master"
+xt_wait 5 ha_role_is gw1 active || ha_fail "links down: node A's dataplane did not become active"
 set -- $(ha_flow_result links)
 xt_log "links down: UDP flow sent $2 received $4, longest gap $6 ms"
 [ "$6" -le $HA_GAP_MAX_MS ] || ha_fail "links down: traffic stopped for $6 ms (peer drops: $(ha_peer_drops))"
 ha_tcp_result links
 ike_post=$(ha_peer_sas | grep ^IKE)
 [ "$ike_pre" = "$ike_post" ] || ha_fail "links down: the peer's IKE_SA changed: '$ike_pre' then '$ike_post'"
-[ "$(ha_peer_sas | grep -c ^CHILD)" -eq 1 ] || ha_fail "links down: the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs"
+xt_wait 10 ha_peer_one_child || ha_fail "links down: the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs"
+[ "$(ha_peer_sas | grep ^CHILD)" != "$child_pre" ] || ha_fail "links down: the peer's rekey did not happen"
+dpd=$(tail -n +"$log_pre" "$XT_DIR/charon-gw2.log" | grep -c "sending DPD request")
+[ "$dpd" -gt 0 ] || ha_fail "links down: the peer sent no DPD during the failover"
+xt_log "links down: the peer rekeyed its CHILD_SA and sent $dpd DPDs, its IKE_SA kept"
 ha_check_peer "links down"
 ha_check_capture "links down"
 for k in in3 out3 sy; do xt_exec gw3 ip link set $k up; done
 xt_wait 10 ha_is_backup gw3 || ha_fail "links up: node B did not go back to backup"
+ha_role_is gw3 standby || ha_fail "links up: node B's dataplane is $(ha_role gw3), not standby"
 ha_is_master gw1 || ha_fail "links up: node B preempted node A"
 dp_ping h1 10.2.0.2
 ha_check_capture "links up"
