@@ -160,6 +160,8 @@ xt_wait 10 ike_nsa gw1 2 || ha_fail "node A's SADB does not hold the CHILD_SA's 
 xt_wait 10 ike_nsa gw3 2 || ha_fail "node B's SADB did not get the CHILD_SA from the ha plugin"
 [ "$(ha_sa_spis gw1)" = "$(ha_sa_spis gw3)" ] || ha_fail "the nodes' SADBs differ: A $(ha_sa_spis gw1), B $(ha_sa_spis gw3)"
 grep -q "installed HA CHILD_SA" "$XT_DIR/iked-gw3.log" || ha_fail "node B did not install the CHILD_SA as passive"
+ike_ctl gw1 --list-sas | grep -q "ha: #[0-9]*, ESTABLISHED, IKEv2" || ha_fail "node A's IKE_SA is not ESTABLISHED"
+ike_ctl gw3 --list-sas | grep -q "ha: #[0-9]*, PASSIVE, IKEv2" || ha_fail "node B's IKE_SA is not PASSIVE"
 dp_ping h1 10.2.0.2
 dp_ping h2 10.1.0.2
 
@@ -273,6 +275,8 @@ t0=$(date +%s%N)
 ha_kill gw1
 xt_wait 5 ha_is_master gw3 || ha_fail "kill -9: node B did not become master"
 xt_wait 5 ha_role_is gw3 active || ha_fail "kill -9: node B's dataplane did not become active"
+xt_wait 5 sh -c "STRONGSWAN_CONF='$XT_DIR/gw3/conf/strongswan.conf' $IKE_SWANCTL --list-sas --uri 'unix://$XT_DIR/gw3/run/charon.vici' | grep -q 'ha: #[0-9]*, ESTABLISHED'" ||
+	ha_fail "kill -9: node B's IKE_SA did not turn ESTABLISHED"
 xt_log "kill -9: node B seen master $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kill began"
 set -- $(ha_flow_result kill)
 xt_log "kill -9: UDP flow sent $2 received $4, longest gap $6 ms; TCP $HA_TCP_BYTES bytes"
