@@ -118,6 +118,11 @@ ha_start() { # NODE: xipsecd, xipsec-iked (private /run), keepalived (in xipsec-
 	xt_wait 10 test -S "$d/run/charon.vici" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not start"; }
 	xt_wait 10 grep -q "xipsec: loaded" "$XT_DIR/iked-$n.log" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not load swanctl.conf"; }
 	grep -q "ha" <<<"$(grep "loaded plugins" "$XT_DIR/iked-$n.log")" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not load the ha plugin"; }
+	# A starting plugin asks the other node for every IKE_SA. An IKE_SA that reaches it live before
+	# that request is answered is installed twice (the plugin does not look for the one it has), and
+	# the copy keeps CHILD_SAs whose deletes reach the other copy: wait for the request first.
+	xt_wait 10 grep -q "requesting HA resynchronization" "$XT_DIR/iked-$n.log" ||
+		{ cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not ask for a resync"; }
 	xt_bg "$n" "keepalived-$n" nsenter --mount="/proc/$(ha_iked_pid "$n")/ns/mnt" keepalived --vrrp -n -l -D \
 		-f "$d/keepalived.conf" -p "$d/keepalived.pid" -r "$d/vrrp.pid"
 }
@@ -147,6 +152,7 @@ ha_role() {
 }
 ha_role_is() { [ "$(ha_role "$1")" = "$2" ]; }
 ha_sa_spis() { ike_dump "$1" | grep -o "spi=[0-9a-fx]*" | sort | tr '\n' ' '; }
+ha_same_sas() { [ "$(ha_sa_spis gw1)" = "$(ha_sa_spis gw3)" ]; }
 
 ike_start_stock gw2
 ha_start gw1
@@ -251,6 +257,7 @@ ha_check_capture() {
 	[ -s "$XT_DIR/esp-out.txt" ] || ha_fail "$1: tshark found no ESP from the cluster in the capture"
 	dup=$(sort "$XT_DIR/esp-out.txt" | uniq -d | wc -l)
 	[ "$dup" -eq 0 ] || ha_fail "$1: $dup (SPI, sequence number) pairs sent twice by the cluster, e.g. $(sort "$XT_DIR/esp-out.txt" | uniq -d | head -3 | tr '\n' ' ')"
+	xt_log "$1: $(wc -l < "$XT_DIR/esp-out.txt") ESP packets from the cluster on the outside link, no (SPI, sequence) twice, no IKE_SA_INIT"
 }
 # ha_kill NODE: kill -9 every process of the node (xipsecd, xipsec-iked, keepalived)
 ha_kill() {
@@ -298,8 +305,8 @@ ha_is_master gw3 || ha_fail "rejoin: node A preempted node B"
 ha_role_is gw1 standby || ha_fail "rejoin: node A's dataplane is $(ha_role gw1), not standby"
 ha_role_is gw3 active || ha_fail "rejoin: node B's dataplane is $(ha_role gw3), not active"
 xt_wait 10 grep -q "installed HA CHILD_SA" "$XT_DIR/iked-gw1.log" || ha_fail "rejoin: node A did not resync the CHILD_SA"
-xt_wait 10 sh -c "[ \"\$(ha_sa_spis gw1)\" = \"\$(ha_sa_spis gw3)\" ]" 2>/dev/null
 xt_wait 10 ike_nsa gw1 2 || ha_fail "rejoin: node A's SADB holds $(ike_dump gw1 | wc -l) SAs, want 2"
+xt_wait 10 ha_same_sas || ha_fail "rejoin: the nodes' SADBs differ: A $(ha_sa_spis gw1), B $(ha_sa_spis gw3)"
 dp_ping h1 10.2.0.2
 ha_check_capture "rejoin"
 xt_log "rejoin: node A is standby again, the peer's IKE_SA unchanged"
