@@ -18,7 +18,8 @@
 # fixed at build time): keepalived's notify script reaches its own node's plugin only.
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
-xt_require keepalived tcpdump tshark socat unshare nsenter sha256sum /usr/lib/ipsec/charon
+xt_require tcpdump tshark socat unshare nsenter sha256sum openssl /usr/lib/ipsec/charon
+command -v keepalived >/dev/null || xt_fail "keepalived missing (scripts/install-deps installs it)"
 ike_require
 [ -f /usr/lib/ipsec/plugins/libstrongswan-ha.so ] || xt_fail "strongSwan's ha plugin missing (libcharon-extra-plugins: scripts/install-deps)"
 [ -f /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] || xt_fail "kernel-libipsec plugin missing (libcharon-extra-plugins: scripts/install-deps)"
