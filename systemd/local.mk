@@ -31,3 +31,6 @@ systemd/xipsec-snmpd.service: $(srcdir)/systemd/xipsec-snmpd.service.in Makefile
 	$(XIPSEC_SUBST)
 systemd/xipsec-exporter.service: $(srcdir)/systemd/xipsec-exporter.service.in Makefile
 	$(XIPSEC_SUBST)
+# The cluster's drop-ins are examples the README has the administrator copy on the two nodes only:
+# installed, they would tie every host's keepalived to xipsecd and widen xipsec-iked's sandbox.
+EXTRA_DIST += systemd/keepalived.service.d/xipsec.conf systemd/xipsec-iked.service.d/cluster.conf

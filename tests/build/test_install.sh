@@ -24,7 +24,9 @@ want=(
 	"$systemdsystemunitdir/xipsec-exporter.service"
 )
 [ "$have_strongswan" = yes ] &&
-	want+=("$sbindir/xipsec-iked" "$mandir/man8/xipsec-iked.8" "$systemdsystemunitdir/xipsec-iked.service")
+	want+=("$sbindir/xipsec-iked" "$mandir/man8/xipsec-iked.8" "$systemdsystemunitdir/xipsec-iked.service"
+	       "$sysconfdir/xipsec/cluster/keepalived.conf" "$sysconfdir/xipsec/cluster/strongswan-ha.conf"
+	       "$sysconfdir/xipsec/cluster/xipsec-cluster-notify")
 [ "$have_snmp" = yes ] &&
 	want+=("$sbindir/xipsec-snmpd" "$mandir/man8/xipsec-snmpd.8" "$datadir/snmp/mibs/XIPSEC-MIB.txt"
 	       "$systemdsystemunitdir/xipsec-snmpd.service"
@@ -51,6 +53,11 @@ for d in x509 x509ca pubkey private rsa pkcs12; do
 done
 m=$(stat -c %a "$D$sysconfdir/xipsec/iked/private" 2>/dev/null)
 [ "$m" = 700 ] && echo "ok: iked/private mode 700" || bad "iked/private has mode $m, want 700"
+if [ "$have_strongswan" = yes ]; then
+	[ -x "$D$sysconfdir/xipsec/cluster/xipsec-cluster-notify" ] &&
+		echo "ok: cluster/xipsec-cluster-notify is executable (keepalived runs it)" ||
+		bad "cluster/xipsec-cluster-notify is not executable"
+fi
 for p in ipsecctl xipsecd; do
 	[ -x "$D$sbindir/$p" ] || bad "$sbindir/$p is not executable"
 done

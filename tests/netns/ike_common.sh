@@ -13,6 +13,7 @@
 #   ike_match A B                 A's inbound SAs == B's outbound SAs and vice versa (fail otherwise)
 #   ike_status SIDE KEY           a counter from SIDE's status file
 #   ike_nsa SIDE N                SIDE's SADB holds exactly N mature SAs (for xt_wait)
+#   ike_udp_sender DST PORT S PPS a fixed-rate UDP sender (a Python program's text)
 
 IKE_IKED="$top_builddir/ike/xipsec-iked"
 IKE_DUMP="$top_builddir/tests/tools/sadb-dump"
@@ -281,6 +282,29 @@ secrets {
 EOF
 }
 
+# ike_udp_sender DSTADDR PORT SECONDS PPS: the Python program of a fixed-rate sender of numbered
+# 1000-byte datagrams ((b'%010d' % i) * 100), then three "end"; it prints how many it sent. A send
+# that fails (no route or neighbour for a moment) counts as sent and lost.
+ike_udp_sender() {
+	cat <<EOF
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+n = int($3 * $4); t0 = time.monotonic()
+for i in range(n):
+    try:
+        s.sendto((b'%010d' % i) * 100, ('$1', $2))
+    except OSError:
+        pass
+    delay = t0 + (i + 1) / $4 - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+time.sleep(0.5)
+for _ in range(3):
+    s.sendto(b'end', ('$1', $2))
+print(n)
+EOF
+}
+
 # ike_udp_stream SRC DST_NS DSTADDR SECONDS PPS: numbered 1000-byte datagrams at PPS for SECONDS;
 # prints "sent N received M" (M counts distinct intact datagrams).
 ike_udp_stream() {
@@ -306,20 +330,8 @@ except socket.timeout:
 print('received', len(got), 'corrupt', bad, flush=True)
 "
 	sleep 0.3
-	xt_exec "$src" /usr/bin/python3 -c "
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-n = int($secs * $pps); t0 = time.monotonic()
-for i in range(n):
-    s.sendto((b'%010d' % i) * 100, ('$daddr', $port))
-    delay = t0 + (i + 1) / $pps - time.monotonic()
-    if delay > 0:
-        time.sleep(delay)
-time.sleep(0.5)
-for _ in range(3):
-    s.sendto(b'end', ('$daddr', $port))
-print(n)
-" > "$XT_DIR/udp-sent-$port" || xt_fail "UDP stream sender failed"
+	xt_exec "$src" /usr/bin/python3 -c "$(ike_udp_sender "$daddr" "$port" "$secs" "$pps")" \
+		> "$XT_DIR/udp-sent-$port" || xt_fail "UDP stream sender failed"
 	xt_wait 10 grep -q "^received" "$XT_DIR/udp-stream-$port.log" || xt_fail "UDP stream receiver did not finish"
 	echo "sent $(cat "$XT_DIR/udp-sent-$port") $(cat "$XT_DIR/udp-stream-$port.log")"
 	xt_stop "udp-stream-$port"
