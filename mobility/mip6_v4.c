@@ -52,6 +52,7 @@ const char *mip6_v4_refusal_name(unsigned r)
 		[MIP6_V4_OK] = "ok",
 		[MIP6_V4_NO_COA_OPTION] = "no-ipv4-coa-option",
 		[MIP6_V4_COA_NOT_UNICAST] = "ipv4-coa-not-unicast",
+		[MIP6_V4_MALFORMED] = "malformed",
 	};
 	return r < MIP6_V4_REFUSAL_MAX ? names[r] : "?";
 }
@@ -132,6 +133,50 @@ int mip6_v4_ba_append(uint8_t *ba, size_t len, size_t cap, const struct mip6_v4_
 	mh[4] = (uint8_t)(c >> 8);
 	mh[5] = (uint8_t)c;
 	return (int)(len + add);
+}
+
+enum mip6_v4_refusal mip6_v4_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, const uint8_t *pkt,
+				   const struct mip6_v4_outer *o, uint32_t sa_id, uint64_t now_ms,
+				   struct mip6_ha_result *res, struct mip6_v4_reg *r)
+{
+	struct mip6_v4_bu bu;
+	struct mip6_pkt q = *p;
+
+	memset(res, 0, sizeof(*res));
+	memset(r, 0, sizeof(*r));
+	if (p->mh_type != MIP6_MH_BU)
+		res->drop = MIP6_DROP_NOT_BU;
+	else if (p->has_hao)
+		res->drop = MIP6_DROP_BAD_HAO;  /* RFC 5555 sends none: the home address is the source */
+	else
+		res->drop = mip6_v4_bu_opts(pkt + p->mh_off, p->mh_len, &bu);
+	if (res->drop != MIP6_DROP_NONE)
+		return MIP6_V4_MALFORMED;
+	enum mip6_v4_refusal f = mip6_v4_register(&bu, o, r);
+	if (f != MIP6_V4_OK) {
+		res->drop = f == MIP6_V4_COA_NOT_UNICAST ? MIP6_DROP_COA_NOT_UNICAST : MIP6_DROP_BAD_OPTION;
+		return f;
+	}
+	q.has_hao = true;
+	memcpy(q.hoa, p->src, 16);
+	memcpy(q.src, r->coa, 16);
+	q.m.bu.has_alt_coa = true;
+	memcpy(q.m.bu.alt_coa, r->coa, 16);
+	mip6_ha_bu(ha, &q, sa_id, now_ms, res);
+	return MIP6_V4_OK;
+}
+
+int mip6_v4_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, const struct mip6_v4_reg *r,
+		     uint8_t *buf, size_t cap)
+{
+	struct mip6_ha_result v4 = *res;
+
+	memcpy(v4.ba.dst, res->hoa, 16);
+	v4.ba.rh2 = false;
+	int n = mip6_ha_build_ba(ha, &v4, buf, cap > MIP6_V4_BA_EXTRA ? cap - MIP6_V4_BA_EXTRA : 0);
+	if (n < 0)
+		return n;
+	return mip6_v4_ba_append(buf, (size_t)n, cap, r);
 }
 
 void mip6_v4_mapped(const uint8_t v4[4], uint8_t a[16])

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "mobility/mip6.h"
+#include "mobility/mip6_ha.h"
 
 /* Mobility option types (RFC 5555 section 9); all four are 6 bytes long, alignment 4n. */
 #define MIP6_OPT_V4HOA 29
@@ -65,6 +66,7 @@ enum mip6_v4_refusal {
 	MIP6_V4_OK = 0,
 	MIP6_V4_NO_COA_OPTION,   /* no IPv4 Care-of Address option (section 4.1 makes it mandatory) */
 	MIP6_V4_COA_NOT_UNICAST, /* the option's or the outer header's source is not unicast */
+	MIP6_V4_MALFORMED,       /* not a Binding Update, a Home Address option, a bad IPv4 option */
 	MIP6_V4_REFUSAL_MAX
 };
 
@@ -100,6 +102,28 @@ enum mip6_v4_refusal mip6_v4_register(const struct mip6_v4_bu *bu, const struct 
  * new length, -ENOSPC, or -EINVAL when ba is not such a packet. */
 int mip6_v4_ba_append(uint8_t *ba, size_t len, size_t cap, const struct mip6_v4_reg *r);
 #define MIP6_V4_BA_EXTRA 16   /* the most mip6_v4_ba_append adds */
+
+/* The home agent on a Binding Update that came in IPv4 (o), decrypted (p, from mip6_parse, on SA
+ * sa_id): its IPv4 options read and the registration decided (mip6_v4_register, into *r), then the
+ * Binding Update decided by mip6_ha_bu as one from the IPv4-mapped care-of address with that
+ * address as its Alternate Care-of Address and the IPv6 source as its home address, which is what
+ * RFC 5555 section 4.1 makes of it (no Home Address option: the care-of address is not IPv6). The
+ * ESP that protected it names the home address and the IPv4 Care-of Address option; a NAT's address
+ * and port, which the binding takes, are outside it, as in IKE's NAT traversal: an attacker on the
+ * path can redirect the tunnel but not read or forge what it carries.
+ *  - MIP6_V4_OK: *res is mip6_ha_bu's (a drop, or the BA to send with mip6_v4_build_ba);
+ *  - otherwise nothing is decided or answered, and res->drop says why as a drop reason
+ *    (MALFORMED: the parse's; NO_COA_OPTION: bad-option; COA_NOT_UNICAST: coa-not-unicast), not
+ *    counted in mip6_ha_stats: the caller counts it. */
+enum mip6_v4_refusal mip6_v4_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, const uint8_t *pkt,
+				   const struct mip6_v4_outer *o, uint32_t sa_id, uint64_t now_ms,
+				   struct mip6_ha_result *res, struct mip6_v4_reg *r);
+
+/* The Binding Acknowledgement of res (from mip6_v4_ha_bu) into buf[0..cap), as RFC 5555 section
+ * 4.2 sends it inside IPv4: to the home address, no routing header, with r's options
+ * (mip6_v4_ba_append); counted sent. Its length, -ENOSPC, or -EINVAL for a dropped result. */
+int mip6_v4_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, const struct mip6_v4_reg *r,
+		     uint8_t *buf, size_t cap);
 
 /* v4 as its IPv4-mapped IPv6 address in a; whether a is one (v4, when not NULL, gets its address). */
 void mip6_v4_mapped(const uint8_t v4[4], uint8_t a[16]);

@@ -3,7 +3,8 @@
  * absent, well formed, wrong length, off 4n, repeated, overrunning, unknown ones skipped), the home
  * agent's decision for each way a Binding Update can arrive over IPv4 (plain, UDP without and with a
  * NAT, plain through a NAT, an IPv4 home address asked for), and the acknowledgement's options
- * appended and read back by mip6_parse (its checksum verified there) byte for byte. */
+ * appended and read back by mip6_parse (its checksum verified there) byte for byte; the whole home
+ * agent on IPv4 registrations (mip6_v4_ha_bu, mip6_v4_build_ba) with libmip6's rules. */
 #include "config.h"
 
 #include <errno.h>
@@ -176,6 +177,122 @@ static void test_ba_append(void **state)
 	}
 }
 
+/* An IPv6 Binding Update from hoa to the home agent as a mobile node on IPv4 sends it (RFC 5555
+ * 4.1: no Home Address option), with an IPv4 Care-of Address option of coa4. */
+static uint32_t v4_bu(uint8_t *b, const char *hoa, const uint8_t coa4[4], uint16_t seq, uint16_t units)
+{
+	uint8_t *mh = b + 40;
+
+	memset(b, 0, 64);
+	b[0] = 0x60;
+	b[5] = 24;                           /* payload length */
+	b[6] = MIP6_PROTO_MH;
+	b[7] = 64;
+	assert_int_equal(inet_pton(AF_INET6, hoa, b + 8), 1);
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8::1", b + 24), 1);
+	mh[0] = MIP6_PROTO_NONE;
+	mh[1] = 2;                           /* 24 bytes */
+	mh[2] = MIP6_MH_BU;
+	mh[6] = (uint8_t)(seq >> 8);
+	mh[7] = (uint8_t)seq;
+	mh[8] = (MIP6_BU_A | MIP6_BU_H) >> 8;
+	mh[10] = (uint8_t)(units >> 8);
+	mh[11] = (uint8_t)units;
+	mh[12] = MIP6_OPT_V4COA;
+	mh[13] = 6;
+	memcpy(mh + 16, coa4, 4);
+	mh[20] = MIP6_OPT_PADN;
+	mh[21] = 2;
+	uint16_t c = mip6_mh_checksum(b + 8, b + 24, mh, 24);
+	mh[4] = (uint8_t)(c >> 8);
+	mh[5] = (uint8_t)c;
+	return 64;
+}
+
+/* The whole home agent on IPv4 registrations: a registration through a NAT binds the IPv4-mapped
+ * outer source and is acknowledged to the home address with NAT Detection; a move to another
+ * IPv4 address; a deregistration; another node's SA, a Home Address option and a missing IPv4
+ * option are refused or dropped with nothing changed. */
+static void test_ha_bu(void **state)
+{
+	(void)state;
+	struct mip6_ha_config c = { .n_ha_addrs = 1, .n_prefixes = 1, .max_lifetime_s = 3600, .max_mns = 8 };
+	struct mip6_mn mn = { .bu_sa = 11, .ba_sa = 12 };
+	struct mip6_ha *ha;
+	struct mip6_ha_result res;
+	struct mip6_v4_reg r;
+	struct mip6_pkt p;
+	uint8_t pkt[128], ba[MIP6_BA_MAX_LEN + MIP6_V4_BA_EXTRA], want[16];
+	const uint8_t nat[4] = { 203, 0, 113, 1 }, priv[4] = { 10, 0, 0, 7 }, other[4] = { 198, 51, 100, 9 };
+	struct mip6_v4_outer o = { .udp = true, .sport = 40123 };
+
+	inet_pton(AF_INET6, "2001:db8::1", c.ha_addrs[0]);
+	inet_pton(AF_INET6, "2001:db8::", c.prefixes[0].addr);
+	c.prefixes[0].len = 64;
+	inet_pton(AF_INET6, "2001:db8::100", mn.hoa);
+	assert_int_equal(mip6_ha_create(&c, &ha), 0);
+	assert_int_equal(mip6_ha_mn_add(ha, &mn), 0);
+
+	/* 1. through a NAT: bound to ::ffff:203.0.113.1, BA to the home address with F set */
+	memcpy(o.src, nat, 4);
+	uint32_t n = v4_bu(pkt, "2001:db8::100", priv, 1, 150);
+	assert_int_equal(mip6_parse(pkt, n, &p), MIP6_DROP_NONE);
+	assert_int_equal(mip6_v4_ha_bu(ha, &p, pkt, &o, 11, 1000, &res, &r), MIP6_V4_OK);
+	assert_int_equal(res.drop, MIP6_DROP_NONE);
+	assert_int_equal(res.ba.status, 0);
+	assert_int_equal(res.change, MIP6_CHANGE_NEW);
+	inet_pton(AF_INET6, "::ffff:203.0.113.1", want);
+	assert_memory_equal(res.coa, want, 16);
+	assert_true(r.nat && r.udp && r.port == 40123);
+	const struct mip6_binding *b = mip6_ha_lookup(ha, mn.hoa);
+	assert_non_null(b);
+	assert_memory_equal(b->coa, want, 16);
+	int len = mip6_v4_build_ba(ha, &res, &r, ba, sizeof(ba));
+	assert_true(len > 0);
+	assert_int_equal(mip6_parse(ba, (uint32_t)len, &p), MIP6_DROP_NONE);
+	assert_false(p.has_rh2);
+	assert_memory_equal(p.dst, mn.hoa, 16);
+	assert_int_equal(p.m.ba.seq, 1);
+	assert_int_equal(ba[p.mh_off + 16], MIP6_OPT_NATD);
+	assert_int_equal(ba[p.mh_off + 18], 0x80);
+
+	/* 2. moved to another IPv4 address, no NAT */
+	memcpy(o.src, other, 4);
+	n = v4_bu(pkt, "2001:db8::100", other, 2, 150);
+	assert_int_equal(mip6_parse(pkt, n, &p), MIP6_DROP_NONE);
+	assert_int_equal(mip6_v4_ha_bu(ha, &p, pkt, &o, 11, 2000, &res, &r), MIP6_V4_OK);
+	assert_int_equal(res.change, MIP6_CHANGE_MOVE);
+	assert_false(r.nat);
+
+	/* 3. a Binding Update on another node's SA: dropped, the binding stays */
+	n = v4_bu(pkt, "2001:db8::100", other, 3, 150);
+	assert_int_equal(mip6_parse(pkt, n, &p), MIP6_DROP_NONE);
+	assert_int_equal(mip6_v4_ha_bu(ha, &p, pkt, &o, 21, 3000, &res, &r), MIP6_V4_OK);
+	assert_int_equal(res.drop, MIP6_DROP_WRONG_SA);
+
+	/* 4. no IPv4 Care-of Address option (a PadN in its place): refused before the rules */
+	n = v4_bu(pkt, "2001:db8::100", other, 3, 150);
+	pkt[40 + 12] = MIP6_OPT_PADN;
+	pkt[40 + 4] = pkt[40 + 5] = 0;
+	uint16_t ck = mip6_mh_checksum(pkt + 8, pkt + 24, pkt + 40, 24);
+	pkt[40 + 4] = (uint8_t)(ck >> 8);
+	pkt[40 + 5] = (uint8_t)ck;
+	assert_int_equal(mip6_parse(pkt, n, &p), MIP6_DROP_NONE);
+	assert_int_equal(mip6_v4_ha_bu(ha, &p, pkt, &o, 11, 3000, &res, &r), MIP6_V4_NO_COA_OPTION);
+	assert_int_equal(res.drop, MIP6_DROP_BAD_OPTION);
+	p.mh_type = MIP6_MH_BA;
+	assert_int_equal(mip6_v4_ha_bu(ha, &p, pkt, &o, 11, 3000, &res, &r), MIP6_V4_MALFORMED);
+	assert_int_equal(res.drop, MIP6_DROP_NOT_BU);
+
+	/* 5. deregistration (lifetime 0) */
+	n = v4_bu(pkt, "2001:db8::100", other, 4, 0);
+	assert_int_equal(mip6_parse(pkt, n, &p), MIP6_DROP_NONE);
+	assert_int_equal(mip6_v4_ha_bu(ha, &p, pkt, &o, 11, 4000, &res, &r), MIP6_V4_OK);
+	assert_int_equal(res.change, MIP6_CHANGE_DELETE);
+	assert_null(mip6_ha_lookup(ha, mn.hoa));
+	mip6_ha_destroy(ha);
+}
+
 static void test_mapped(void **state)
 {
 	(void)state;
@@ -196,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_bu_opts),
 		cmocka_unit_test(test_register),
 		cmocka_unit_test(test_ba_append),
+		cmocka_unit_test(test_ha_bu),
 		cmocka_unit_test(test_mapped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
