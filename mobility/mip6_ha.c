@@ -459,14 +459,16 @@ static bool move_take(const struct mip6_ha *ha, struct ent *e, uint64_t now_ms)
 }
 
 /* An accepted home registration (§10.3.1): the entry at idx gets (or keeps) its binding to coa,
- * its lifetime capped by the home agent's, and the acknowledgement says so with a refresh
- * interval below that lifetime. */
+ * its lifetime capped by the home agent's (and the mobile node's own cap, its home agent
+ * address's), and the acknowledgement says so with a refresh interval below that lifetime. */
 static void accept_binding(struct mip6_ha *ha, uint32_t idx, const struct mip6_bu *bu,
 			   const uint8_t *coa, bool bound, uint64_t now_ms, struct mip6_ha_result *res)
 {
 	struct ent *e = &ha->ents[idx];
 	struct mip6_binding *b = &e->b;
-	uint16_t units = bu->lifetime < ha->max_units ? bu->lifetime : ha->max_units;
+	uint16_t cap = e->mn.max_lifetime_s && e->mn.max_lifetime_s / 4 < ha->max_units ?
+		       (uint16_t)(e->mn.max_lifetime_s / 4) : ha->max_units;
+	uint16_t units = bu->lifetime < cap ? bu->lifetime : cap;
 	uint32_t r = ha->cfg.refresh_s / 4;
 
 	if (!bound) {

@@ -68,6 +68,8 @@ struct mip6_mn {
 	bool key_mobility;        /* keyed by an IKE SA that follows its care-of address: the K bit is
 	                           * honoured for this node alone (RFC 4877 7; cfg's key_mgmt_mobility
 	                           * for all) */
+	uint32_t max_lifetime_s;  /* its longest binding (its home agent address's), 0: the
+	                           * configuration's; never above it */
 };
 
 /* A binding cache entry. */
