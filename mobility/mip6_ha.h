@@ -25,7 +25,7 @@
 #include "mobility/mip6.h"
 
 #define MIP6_HA_MAX_ADDRS    8
-#define MIP6_HA_MAX_PREFIXES 16
+#define MIP6_HA_MAX_PREFIXES 64  /* 8 home agent addresses of 8 prefixes each (the SADB's records) */
 
 struct mip6_prefix {
 	uint8_t addr[16];

@@ -5,8 +5,9 @@
  * (SADB_SAF_MOBILE; ipsecctl's mobile-node statement makes them): per home address an inbound
  * transport SA its Binding Updates arrive on, an outbound transport SA for the acknowledgements, and
  * a pair of tunnel SAs. Each change of the SADB is followed: a changed home agent record ends every
- * binding (the records are one home agent: libmip6's configuration), a mobile node whose SAs changed loses its binding (it registers again; an IKE-keyed one
- * whose CHILD_SAs were rekeyed keeps it: dp_mip6_ike.c), and a mobile node
+ * binding (the records are one home agent: libmip6's configuration), a mobile node whose SAs
+ * changed loses its binding (it registers again; an IKE-keyed one whose CHILD_SAs were rekeyed
+ * keeps it: dp_mip6_ike.c), and a mobile node
  * without a binding is held at home (its tunnel's peer is its home address), after a restart too. */
 #include "config.h"
 
@@ -329,6 +330,9 @@ static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec, unsi
 	unsigned np = 0;
 	int r;
 
+	_Static_assert(SADB_HA_MAX <= MIP6_HA_MAX_ADDRS &&
+		       SADB_HA_MAX * SADB_HA_MAX_PREFIX <= MIP6_HA_MAX_PREFIXES,
+		       "libmip6 holds every address and prefix of the SADB's home agent records");
 	memset(&cfg, 0, sizeof(cfg));
 	for (unsigned h = 0; h < n && h < MIP6_HA_MAX_ADDRS; h++) {
 		memcpy(cfg.ha_addrs[h], rec[h].addr.a.b, 16);
