@@ -261,8 +261,11 @@ done
 xt_wait 10 grep -q "rekeyed, binding kept" "$XT_DIR/xipsecd-ha.log" || fail_ike "no rekey under the binding"
 dp_capture_stop ike-rt
 # IKE between the home agent and the node after the move went to the care-of address, and no
-# IKE_SA_INIT at all (isakmp.exchtype 34)
-n_init=$(timeout 60 tshark -r "$XT_DIR/ike-rt.pcap" -Y "isakmp.exchtype == 34" 2>/dev/null | wc -l)
+# IKE_SA_INIT at all (exchange type 34). tshark's own failure (a field name it does not know, an
+# unreadable capture) fails the test rather than counting as none.
+timeout 60 tshark -r "$XT_DIR/ike-rt.pcap" -Y "isakmp.exchangetype == 34" > "$XT_DIR/init.txt" \
+	2> "$XT_DIR/tshark.err" || fail_ike "tshark on the capture: $(cat "$XT_DIR/tshark.err")"
+n_init=$(wc -l < "$XT_DIR/init.txt")
 n_coa2=$(timeout 60 tshark -r "$XT_DIR/ike-rt.pcap" -Y "isakmp && ipv6.dst == $COA2" 2>/dev/null | wc -l)
 [ "$n_init" = 0 ] && [ "$n_coa2" -ge 2 ] || fail_ike "IKE after the move: $n_init IKE_SA_INIT, $n_coa2 IKE messages to $COA2"
 [ "$(bindings)" = "[('$HOA', '$COA2', 2)]" ] || xt_fail "binding after the rekeys: $(cat "$XT_DIR/b.json")"
