@@ -93,9 +93,11 @@ ha_conf() { # NODE: strongswan.conf (etc/cluster/strongswan-ha.conf), swanctl.co
 	ike_sconf "$n" "include $d/conf/strongswan-ha.conf"
 	ike_swanctl "$n" $HA_VIP 192.0.2.2 conn ha 2 aes128gcm16-prfsha256-ecp256 \
 		child net 10.1.0.0/24 10.2.0.0/24 aes128gcm16
+	# xipsec-iked runs under ha_start's restart loop in place of systemd (a TERM restarts it)
 	cat > "$d/env" <<EOF
 XIPSEC_CTL=$XT_DIR/$n.sock
 IPSECCTL=$IPSECCTL
+XIPSEC_IKED_RESTART='kill -TERM \$(cat $d/run/xipsec-iked.pid)'
 EOF
 	sed -e "s/router_id xipsec-a/router_id xipsec-$n/" -e "s/eth1/out$k/g" -e "s/eth0/in$k/g" \
 		-e "s/192.0.2.11 /192.0.2.1$i /" -e "s/^\( *\)192.0.2.12 /\1192.0.2.1$o /" \
@@ -123,8 +125,12 @@ ha_start() { # NODE [XIPSECD ARGS]: xipsecd, xipsec-iked (private /run), keepali
 	# the dataplanes' own sync on the sync link, beside the ha plugin's UDP 4510 on the same address
 	dp_start "$n" --cluster-local "10.9.9.$(ha_id "$n"):4511" --cluster-peer "10.9.9.$(ha_id "$(ha_other "$n")"):4511" \
 		--cluster-key "$HA_KEY" "$@" $HA_DP_ARGS
+	# xipsec-iked restarted whenever it exits, as systemd would (the notify script restarts it to
+	# resync); a TERM to the loop stops both
 	xt_bg "$n" "iked-$n" env ASAN_OPTIONS="detect_leaks=0:check_printf=0" unshare -m --propagation private \
-		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$@"' sh \
+		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+			trap "kill -TERM \$c 2>/dev/null; wait \$c; exit 0" TERM INT
+			while :; do "$@" & c=$!; wait $c; echo "ha_start: xipsec-iked exited ($?), restarting"; sleep 0.5; done' sh \
 		"$IKE_IKED" --conf-dir "$d/conf" --run-dir "$d/run" --sadb "$(ike_sadb "$n")" --debug 1
 	xt_wait 10 test -S "$d/run/charon.vici" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not start"; }
 	xt_wait 10 grep -q "xipsec: loaded" "$XT_DIR/iked-$n.log" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not load swanctl.conf"; }
