@@ -16,6 +16,7 @@
 #   ha_start NODE [ARGS]       start NODE's xipsecd (extra ARGS, then $HA_DP_ARGS), xipsec-iked, keepalived
 #   ha_up                      peer, node A master, node B backup, the CHILD_SA in both SADBs
 #   ha_capture_start           tcpdump of IKE and ESP on the shared outside link (outside.pcap)
+#   ha_bed                     all of the above in order: the cluster up, the peer's tunnel, the capture
 #   ha_flow_start/ha_flow_result, ha_tcp_start/ha_tcp_midway/ha_tcp_result: traffic h1 -> h2
 #   ha_check_peer, ha_check_capture, ha_peer_sas, ha_role, ha_kill ...: checks and faults
 
@@ -168,6 +169,8 @@ ha_role() {
 		"$PYTHON" -c "import json, sys; print(json.load(sys.stdin)['role'])" 2>/dev/null
 }
 ha_role_is() { [ "$(ha_role "$1")" = "$2" ]; }
+# the peer holds exactly one CHILD_SA (after a rekey, once the old one is deleted)
+ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
 ha_sa_spis() { ike_dump "$1" | grep -o "spi=[0-9a-fx]*" | sort | tr '\n' ' '; }
 ha_same_sas() { [ "$(ha_sa_spis gw1)" = "$(ha_sa_spis gw3)" ]; }
 
@@ -285,4 +288,13 @@ ha_kill() {
 	local p
 	for p in $(ip netns pids "$(xt_ns "$1")"); do kill -KILL "$p" 2>/dev/null; done
 	xt_wait 5 sh -c "[ -z \"\$(ip netns pids $(xt_ns "$1"))\" ]" || xt_fail "node $1's processes survived kill -9"
+}
+
+# ha_bed: the whole bed, from the prerequisites to the capture (HA_DP_ARGS set before it)
+ha_bed() {
+	ha_require
+	ha_net
+	ha_configure
+	ha_up
+	ha_capture_start
 }

@@ -12,15 +12,10 @@
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 . "$top_srcdir/tests/netns/ha_common.sh"
-ha_require
-ha_net
-ha_configure
-ha_up
-ha_capture_start
+ha_bed
 
 # ---- case 1: kill -9 of the active node's daemons ----
 # node B's start had node A rekey the CHILD_SA (the plugin's resync): the old one goes in a moment
-ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
 xt_wait 10 ha_peer_one_child || ha_fail "the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs, want 1"
 sas0=$(ha_peer_sas)
 [ "$(grep -c "^IKE [0-9a-f]*_i\*\? [0-9a-f]*_r\*\?$" <<<"$sas0")" = 1 ] &&

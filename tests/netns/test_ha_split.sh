@@ -17,15 +17,10 @@
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 . "$top_srcdir/tests/netns/ha_common.sh"
-ha_require
 xt_require nft
 BUDGET=4096
 HA_DP_ARGS="--cluster-budget $BUDGET"
-ha_net
-ha_configure
-ha_up
-ha_capture_start
-ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
+ha_bed
 xt_wait 10 ha_peer_one_child || ha_fail "the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs, want 1"
 child0=$(ha_peer_sas | grep ^CHILD)
 mac() { xt_exec "$1" ip -o link show "$2" | sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p'; }

@@ -342,14 +342,25 @@ static void catch_expire(kernel_interface_t *k, uint8_t protocol, uint32_t spi, 
 	c->mutex->unlock(c->mutex);
 }
 
-static unsigned soft_count(struct expiry_catcher *c)
+/* one of the catcher's counts, read under its lock */
+static unsigned caught(struct expiry_catcher *c, const unsigned *count)
 {
 	unsigned n;
 
 	c->mutex->lock(c->mutex);
-	n = c->soft;
+	n = *count;
 	c->mutex->unlock(c->mutex);
 	return n;
+}
+
+static unsigned soft_count(struct expiry_catcher *c)
+{
+	return caught(c, &c->soft);
+}
+
+static unsigned hard_count(struct expiry_catcher *c)
+{
+	return caught(c, &c->hard);
 }
 
 /* Within ~1.5 s (the backend checks every 250 ms), the soft count reaches want; then it must stay. */
@@ -630,16 +641,6 @@ static void seq_soft_case(uint32_t spi, uint64_t override, uint64_t limit32, uin
 	assert_int_equal(c->hard, 0);
 	a->destroy(a);
 	b->destroy(b);
-}
-
-static unsigned hard_count(struct expiry_catcher *c)
-{
-	unsigned n;
-
-	c->mutex->lock(c->mutex);
-	n = c->hard;
-	c->mutex->unlock(c->mutex);
-	return n;
 }
 
 /* Expiry bits xipsecd set (a lone cluster node's sequence budget: soft at half, hard at the end) on
