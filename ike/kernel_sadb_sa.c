@@ -6,8 +6,7 @@
  * compares each SA's age and the dataplane's byte/packet counters (sadb_runtime) with its soft and hard
  * limits and raises charon->kernel->expire() itself. The same job asks for a new outbound SA before its
  * sequence space runs out (RFC 4303 section 3.3.3): the ESP engine stops at the wrap, which would
- * otherwise only drop packets until the hard lifetime. Expiry the dataplane raised itself (a lone
- * cluster node's sequence budget) is passed on to charon the same way. */
+ * otherwise only drop packets until the hard lifetime. Expiry xipsecd raised goes to charon too. */
 #include "ike/swan.h"
 
 #include <errno.h>
@@ -777,8 +776,7 @@ struct ks_expire {
 	uint8_t proto;
 	uint32_t spi;
 	struct sadb_addr dst;
-	bool hard;
-	bool dataplane;             /* xipsecd raised it (a lone cluster node's sequence budget) */
+	bool hard, dataplane;       /* dataplane: xipsecd raised it (a lone cluster node's budget) */
 	uint64_t seq, seq_soft;     /* set when the sequence space raised it */
 };
 
@@ -817,7 +815,7 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 	while (n < countof(ev) && e->enumerate(e, NULL, &t)) {
 		struct sadb_runtime_view rt;
 		uint64_t bytes, packets, seq, age_ms;
-		bool hard, soft, seq_hit, ours, dp_hard, dp_soft;
+		bool hard, soft, seq_hit, ours;
 
 		/* all zero when the area is not this instance's */
 		ours = ks_sa_runtime(this, t, &rt);
@@ -827,16 +825,12 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 		 * packet was dropped or the dataplane restarted (it resumes above the mark) */
 		seq = t->seq_soft ? rt.seq_reserved : 0;
 		age_ms = kernel_sadb_age_ms(&now, &t->added);
-		/* Expiry bits we did not set are the dataplane's: a cluster node cut off from the other
-		 * raises soft at half its sequence budget and hard at its end (dp_cluster.c). They are
-		 * charon's expire as a kernel's would be: rekey before the budget is spent, delete at it. */
-		dp_hard = !t->hard_raised && (rt.expired & 2u);
-		dp_soft = !t->soft_raised && (rt.expired & 1u);
-		/* the limit is reached when the full second has passed, not when it started */
-		hard = !t->hard_raised && (limit_hit(&t->hard, age_ms / 1000, bytes, packets) || dp_hard);
+		/* the limit is reached when the full second has passed, not when it started; expiry bits we
+		 * did not set are xipsecd's (a lone cluster node's sequence budget, dp_cluster.c) */
+		hard = !t->hard_raised && (limit_hit(&t->hard, age_ms / 1000, bytes, packets) || (rt.expired & 2u));
 		seq_hit = t->seq_soft && seq >= t->seq_soft;
 		soft = !t->soft_raised && !t->hard_raised &&
-		       (limit_hit(&t->soft, age_ms / 1000, bytes, packets) || seq_hit || dp_soft);
+		       (limit_hit(&t->soft, age_ms / 1000, bytes, packets) || seq_hit || (rt.expired & 1u));
 		if (!hard && !soft)
 			continue;
 		if (hard)
@@ -848,7 +842,7 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 					  __ATOMIC_RELEASE);
 		}
 		ev[n++] = (struct ks_expire){ .proto = t->proto, .spi = t->spi, .dst = t->dst, .hard = hard,
-					      .dataplane = hard ? dp_hard : dp_soft,
+					      .dataplane = (rt.expired & (hard ? 2u : 1u)) != 0,
 					      .seq = !hard && seq_hit ? seq : 0, .seq_soft = t->seq_soft };
 	}
 	e->destroy(e);
@@ -865,12 +859,9 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 			DBG1(DBG_KNL, "xipsec: CHILD_SA spi 0x%.8x reached sequence %llu of the soft "
 			     "limit %llu: rekeying", ev[i].spi, (unsigned long long)ev[i].seq,
 			     (unsigned long long)ev[i].seq_soft);
-		else if (ev[i].dataplane)
-			DBG1(DBG_KNL, "xipsec: the dataplane raised the %s expiry of SA %.8x (cluster "
-			     "sequence budget)", ev[i].hard ? "hard" : "soft", ev[i].spi);
 		else
-			DBG1(DBG_KNL, "xipsec: %s lifetime of SA %.8x reached", ev[i].hard ? "hard" : "soft",
-			     ev[i].spi);
+			DBG1(DBG_KNL, "xipsec: %s %s of SA %.8x reached", ev[i].hard ? "hard" : "soft",
+			     ev[i].dataplane ? "expiry by the dataplane's cluster budget" : "lifetime", ev[i].spi);
 		if (ev[i].hard)
 			KS_STAT_INC(hard_expired);
 		else

@@ -70,9 +70,9 @@ xt_bg h1 send-a "$PYTHON" -c "$(ike_udp_sender 10.2.0.2 9 8 100)"
 # datagrams on the way in)
 for i in 1 2 3 4; do
 	xt_exec h1 "$PYTHON" -c "$(ike_udp_sender 10.2.0.3 9 2 600)" >/dev/null || ha_fail "sending through B"
-	grep -q "dataplane raised the soft expiry" "$XT_DIR/iked-gw3.log" && break
+	grep -q "soft expiry by the dataplane's cluster budget" "$XT_DIR/iked-gw3.log" && break
 done
-xt_wait 5 grep -q "dataplane raised the soft expiry" "$XT_DIR/iked-gw3.log" ||
+xt_wait 5 grep -q "soft expiry by the dataplane's cluster budget" "$XT_DIR/iked-gw3.log" ||
 	ha_fail "split: node B's xipsec-iked did not take its dataplane's soft expiry"
 rekeyed() { ha_peer_one_child && [ "$(ha_peer_sas | grep ^CHILD)" != "$child0" ]; }
 xt_wait 15 rekeyed || ha_fail "split: the peer did not rekey the CHILD_SA to one new one: '$(ha_peer_sas | grep ^CHILD)' (was '$child0')"
