@@ -100,6 +100,18 @@ xt_log "split: ESP from node A $n_a, from node B on the new CHILD_SA $n_b_new"
 xt_exec gw2 ip neigh del $HA_VIP dev out2
 xt_exec h1 ip route del 10.2.0.2/32
 xt_exec h1 ip route del 10.2.0.3/32
+# The adverts first, the sync link a moment later: node A turns backup while its old xipsec-iked
+# cannot reach B. (Healed at once, the IKE_SA A still holds as active would answer the loss of the
+# virtual address with a MOBIKE update and push its message ID to B, behind B's own: B's next
+# request would then reuse a message ID the peer has seen.) Its notify script restarts xipsec-iked
+# once the dataplane hears B again.
+for n in gw1 gw3; do
+	xt_exec $n nft delete rule inet ha_split out handle "$(xt_exec $n nft -a list chain inet ha_split out | awk '/vrrp/ {print $NF}')"
+	xt_exec $n nft delete rule inet ha_split in handle "$(xt_exec $n nft -a list chain inet ha_split in | awk '/vrrp/ {print $NF}')"
+done
+xt_wait 10 sh -c "! ip -n $(xt_ns gw1) -4 addr show dev out1 | grep -q ' $HA_VIP/'" ||
+	ha_fail "heal: node A kept the virtual address"
+sleep 1
 for n in gw1 gw3; do xt_exec $n nft delete table inet ha_split; done
 t0=$(date +%s%N)
 xt_wait 10 sh -c "! ip -n $(xt_ns gw1) -4 addr show dev out1 | grep -q ' $HA_VIP/'" ||
