@@ -6,7 +6,7 @@
  * compares each SA's age and the dataplane's byte/packet counters (sadb_runtime) with its soft and hard
  * limits and raises charon->kernel->expire() itself. The same job asks for a new outbound SA before its
  * sequence space runs out (RFC 4303 section 3.3.3): the ESP engine stops at the wrap, which would
- * otherwise only drop packets until the hard lifetime. */
+ * otherwise only drop packets until the hard lifetime. Expiry xipsecd raised goes to charon too. */
 #include "ike/swan.h"
 
 #include <errno.h>
@@ -776,7 +776,7 @@ struct ks_expire {
 	uint8_t proto;
 	uint32_t spi;
 	struct sadb_addr dst;
-	bool hard;
+	bool hard, dataplane;       /* dataplane: xipsecd raised it (a lone cluster node's budget) */
 	uint64_t seq, seq_soft;     /* set when the sequence space raised it */
 };
 
@@ -825,11 +825,12 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 		 * packet was dropped or the dataplane restarted (it resumes above the mark) */
 		seq = t->seq_soft ? rt.seq_reserved : 0;
 		age_ms = kernel_sadb_age_ms(&now, &t->added);
-		/* the limit is reached when the full second has passed, not when it started */
-		hard = !t->hard_raised && limit_hit(&t->hard, age_ms / 1000, bytes, packets);
+		/* the limit is reached when the full second has passed, not when it started; expiry bits we
+		 * did not set are xipsecd's (a lone cluster node's sequence budget, dp_cluster.c) */
+		hard = !t->hard_raised && (limit_hit(&t->hard, age_ms / 1000, bytes, packets) || (rt.expired & 2u));
 		seq_hit = t->seq_soft && seq >= t->seq_soft;
 		soft = !t->soft_raised && !t->hard_raised &&
-		       (limit_hit(&t->soft, age_ms / 1000, bytes, packets) || seq_hit);
+		       (limit_hit(&t->soft, age_ms / 1000, bytes, packets) || seq_hit || (rt.expired & 1u));
 		if (!hard && !soft)
 			continue;
 		if (hard)
@@ -841,6 +842,7 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 					  __ATOMIC_RELEASE);
 		}
 		ev[n++] = (struct ks_expire){ .proto = t->proto, .spi = t->spi, .dst = t->dst, .hard = hard,
+					      .dataplane = (rt.expired & (hard ? 2u : 1u)) != 0,
 					      .seq = !hard && seq_hit ? seq : 0, .seq_soft = t->seq_soft };
 	}
 	e->destroy(e);
@@ -858,8 +860,8 @@ static job_requeue_t check_expiry(private_kernel_sadb_t *this)
 			     "limit %llu: rekeying", ev[i].spi, (unsigned long long)ev[i].seq,
 			     (unsigned long long)ev[i].seq_soft);
 		else
-			DBG1(DBG_KNL, "xipsec: %s lifetime of SA %.8x reached", ev[i].hard ? "hard" : "soft",
-			     ev[i].spi);
+			DBG1(DBG_KNL, "xipsec: %s %s of SA %.8x reached", ev[i].hard ? "hard" : "soft",
+			     ev[i].dataplane ? "expiry by the dataplane's cluster budget" : "lifetime", ev[i].spi);
 		if (ev[i].hard)
 			KS_STAT_INC(hard_expired);
 		else

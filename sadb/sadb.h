@@ -225,8 +225,10 @@ struct sadb_runtime {
 	uint64_t drops[SADB_DROP_MAX];
 	uint32_t expired;           /* bit 0 soft, bit 1 hard (hard implies soft), set by the SA's one
 	                             * expiry owner: xipsec-iked for the SAs it negotiated (ike_id != 0),
-	                             * xipsecd's control thread for manual ones (dp_expire.c). The engine
-	                             * drops every packet of an SA with the hard bit. */
+	                             * xipsecd's control thread for manual ones (dp_expire.c); and on a
+	                             * lone cluster node xipsecd's sequence budget (dp_cluster.c), which
+	                             * xipsec-iked passes on to charon. The engine drops every packet
+	                             * of an SA with the hard bit. */
 	uint32_t pad;
 };
 

@@ -16,6 +16,7 @@
 #   ha_start NODE [ARGS]       start NODE's xipsecd (extra ARGS, then $HA_DP_ARGS), xipsec-iked, keepalived
 #   ha_up                      peer, node A master, node B backup, the CHILD_SA in both SADBs
 #   ha_capture_start           tcpdump of IKE and ESP on the shared outside link (outside.pcap)
+#   ha_bed                     all of the above in order: the cluster up, the peer's tunnel, the capture
 #   ha_flow_start/ha_flow_result, ha_tcp_start/ha_tcp_midway/ha_tcp_result: traffic h1 -> h2
 #   ha_check_peer, ha_check_capture, ha_peer_sas, ha_role, ha_kill ...: checks and faults
 
@@ -93,9 +94,11 @@ ha_conf() { # NODE: strongswan.conf (etc/cluster/strongswan-ha.conf), swanctl.co
 	ike_sconf "$n" "include $d/conf/strongswan-ha.conf"
 	ike_swanctl "$n" $HA_VIP 192.0.2.2 conn ha 2 aes128gcm16-prfsha256-ecp256 \
 		child net 10.1.0.0/24 10.2.0.0/24 aes128gcm16
+	# xipsec-iked runs under ha_start's restart loop in place of systemd (a TERM restarts it)
 	cat > "$d/env" <<EOF
 XIPSEC_CTL=$XT_DIR/$n.sock
 IPSECCTL=$IPSECCTL
+XIPSEC_IKED_RESTART='kill -TERM \$(cat $d/run/xipsec-iked.pid)'
 EOF
 	sed -e "s/router_id xipsec-a/router_id xipsec-$n/" -e "s/eth1/out$k/g" -e "s/eth0/in$k/g" \
 		-e "s/192.0.2.11 /192.0.2.1$i /" -e "s/^\( *\)192.0.2.12 /\1192.0.2.1$o /" \
@@ -123,8 +126,12 @@ ha_start() { # NODE [XIPSECD ARGS]: xipsecd, xipsec-iked (private /run), keepali
 	# the dataplanes' own sync on the sync link, beside the ha plugin's UDP 4510 on the same address
 	dp_start "$n" --cluster-local "10.9.9.$(ha_id "$n"):4511" --cluster-peer "10.9.9.$(ha_id "$(ha_other "$n")"):4511" \
 		--cluster-key "$HA_KEY" "$@" $HA_DP_ARGS
+	# xipsec-iked restarted whenever it exits, as systemd would (the notify script restarts it to
+	# resync); a TERM to the loop stops both
 	xt_bg "$n" "iked-$n" env ASAN_OPTIONS="detect_leaks=0:check_printf=0" unshare -m --propagation private \
-		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$@"' sh \
+		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+			trap "kill -TERM \$c 2>/dev/null; wait \$c; exit 0" TERM INT
+			while :; do "$@" & c=$!; wait $c; echo "ha_start: xipsec-iked exited ($?), restarting"; sleep 0.5; done' sh \
 		"$IKE_IKED" --conf-dir "$d/conf" --run-dir "$d/run" --sadb "$(ike_sadb "$n")" --debug 1
 	xt_wait 10 test -S "$d/run/charon.vici" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not start"; }
 	xt_wait 10 grep -q "xipsec: loaded" "$XT_DIR/iked-$n.log" || { cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not load swanctl.conf"; }
@@ -162,6 +169,8 @@ ha_role() {
 		"$PYTHON" -c "import json, sys; print(json.load(sys.stdin)['role'])" 2>/dev/null
 }
 ha_role_is() { [ "$(ha_role "$1")" = "$2" ]; }
+# the peer holds exactly one CHILD_SA (after a rekey, once the old one is deleted)
+ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
 ha_sa_spis() { ike_dump "$1" | grep -o "spi=[0-9a-fx]*" | sort | tr '\n' ' '; }
 ha_same_sas() { [ "$(ha_sa_spis gw1)" = "$(ha_sa_spis gw3)" ]; }
 
@@ -265,7 +274,10 @@ ha_check_peer() {
 # ha_check_capture WHAT: no IKE_SA_INIT since the capture began, no (SPI, sequence) pair sent twice
 ha_check_capture() {
 	local init dup
-	init=$(tshark -r "$XT_DIR/outside.pcap" -Y 'isakmp.exchtype == 34' -T fields -e frame.number 2>/dev/null | wc -l)
+	# tshark's own failure (a field it does not know) fails the check rather than counting as none
+	tshark -r "$XT_DIR/outside.pcap" -Y 'isakmp.exchangetype == 34' -T fields -e frame.number \
+		> "$XT_DIR/init.txt" 2> "$XT_DIR/tshark.err" || ha_fail "$1: tshark: $(cat "$XT_DIR/tshark.err")"
+	init=$(wc -l < "$XT_DIR/init.txt")
 	[ "$init" -eq 0 ] || ha_fail "$1: $init IKE_SA_INIT messages on the outside link"
 	tshark -r "$XT_DIR/outside.pcap" -Y "esp && ip.src == $HA_VIP" -T fields -e esp.spi -e esp.sequence \
 		2>/dev/null > "$XT_DIR/esp-out.txt"
@@ -279,4 +291,13 @@ ha_kill() {
 	local p
 	for p in $(ip netns pids "$(xt_ns "$1")"); do kill -KILL "$p" 2>/dev/null; done
 	xt_wait 5 sh -c "[ -z \"\$(ip netns pids $(xt_ns "$1"))\" ]" || xt_fail "node $1's processes survived kill -9"
+}
+
+# ha_bed: the whole bed, from the prerequisites to the capture (HA_DP_ARGS set before it)
+ha_bed() {
+	ha_require
+	ha_net
+	ha_configure
+	ha_up
+	ha_capture_start
 }

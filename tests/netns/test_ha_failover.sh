@@ -12,15 +12,10 @@
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 . "$top_srcdir/tests/netns/ha_common.sh"
-ha_require
-ha_net
-ha_configure
-ha_up
-ha_capture_start
+ha_bed
 
 # ---- case 1: kill -9 of the active node's daemons ----
 # node B's start had node A rekey the CHILD_SA (the plugin's resync): the old one goes in a moment
-ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
 xt_wait 10 ha_peer_one_child || ha_fail "the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs, want 1"
 sas0=$(ha_peer_sas)
 [ "$(grep -c "^IKE [0-9a-f]*_i\*\? [0-9a-f]*_r\*\?$" <<<"$sas0")" = 1 ] &&
@@ -92,6 +87,12 @@ for k in in3 out3 sy; do xt_exec gw3 ip link set $k up; done
 xt_wait 10 ha_is_backup gw3 || ha_fail "links up: node B did not go back to backup"
 ha_role_is gw3 standby || ha_fail "links up: node B's dataplane is $(ha_role gw3), not standby"
 ha_is_master gw1 || ha_fail "links up: node B preempted node A"
+# node B missed the rekey while it was cut off: its notify script (fault, then backup) restarts its
+# xipsec-iked, which takes node A's IKE state
+xt_wait 10 grep -q "ha_start: xipsec-iked exited" "$XT_DIR/iked-gw3.log" ||
+	ha_fail "links up: node B's xipsec-iked was not restarted"
+xt_wait 20 ha_same_sas || ha_fail "links up: node B did not resync: A $(ha_sa_spis gw1), B $(ha_sa_spis gw3)"
+xt_log "links up: node B's xipsec-iked restarted and resynced the CHILD_SA rekeyed while it was cut off"
 dp_ping h1 10.2.0.2
 ha_check_capture "links up"
 

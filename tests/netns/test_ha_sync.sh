@@ -11,7 +11,12 @@
 # Both nodes carry the gateway's addresses (the VIPs keepalived would move); each has its own inside
 # host, so traffic goes through the node the test chooses. The capture tells the nodes apart by MAC.
 #  1. A active, B standby: B catches up (eligible); traffic through A.
-#  2. A killed (-9), `ipsecctl cluster active` on B: B's sequence numbers start above A's.
+#     Inbound ESP into A from scapy (nobody here wrote it) with the inbound SA's keys.
+#  2. A killed (-9) right after a last burst of inbound ESP, `ipsecctl cluster active` on B: B's
+#     sequence numbers start above A's; B's inbound window starts at the top A last synced: every
+#     packet A accepted up to it, sent again to B, is dropped as a replay; of the ones A accepted
+#     after it (the residual, at most sync_packets numbers or sync_ms of traffic) B accepts each
+#     once; new numbers pass.
 #  3. A restarted (standby, catches up), the sync link cut, A made active: both active, both alone,
 #     both sending: no (SPI, sequence) twice in the capture, each node stops at its budget and
 #     raises the SA's expiry.
@@ -23,6 +28,7 @@
 # snmpd with xipsec-snmpd as its AgentX subagent, each figure compared with B's show cluster.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require tcpdump tshark "$PYTHON"
+"$PYTHON" -c 'import scapy.layers.ipsec' 2>/dev/null || xt_fail "scapy missing for $PYTHON (python3-scapy: scripts/install-deps)"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
 CTL="$top_builddir/ipsecctl/ipsecctl"
 AGENT="$top_builddir/snmpd/xipsec-snmpd"
@@ -34,6 +40,7 @@ done
 
 LEASE=1024
 BUDGET=4096
+SYNC_PACKETS=256
 for ns in hA A hB B sw sink; do
 	xt_ns_add "$ns"
 	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
@@ -75,8 +82,11 @@ cat > "$XT_DIR/gw.conf" <<CONF
 esp tunnel from 10.1.0.0/24 to 10.2.0.0/24 local 192.0.2.1 peer 192.0.2.2 \\
     spi 0x1000:0x1001 enc aes128 auth sha256 \\
     key 0x000102030405060708090a0b0c0d0e0f:0x101112131415161718191a1b1c1d1e1f \\
-    authkey 0x202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f:0x404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f
+    authkey 0x202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f:0x404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f \\
+    ikeid 1
 CONF
+# (ikeid: the SAs are flagged negotiated, as the ha plugin's are; a manual inbound SA would keep its
+# window ceiling on disk instead of the cluster's window tops)
 for n in A B; do
 	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$n")" -f "$XT_DIR/gw.conf" || xt_fail "ipsecctl load on $n"
 done
@@ -87,7 +97,8 @@ start() { # start NODE: xipsecd of the node, clustered with the other
 	xt_bg "$n" "xipsecd-$n" "$XIPSECD" --inside "in$n" --outside "out$n" --workers 1 \
 		--sadb "$(dp_sadb_of "$n")" --ctl "$XT_DIR/$n.sock" --stats "$(dp_stats_of "$n")" --tun none \
 		--cluster-local "$local" --cluster-peer "$peer" --cluster-key "$KEY" \
-		--cluster-lease $LEASE --cluster-budget $BUDGET --cluster-sync-ms 20
+		--cluster-lease $LEASE --cluster-budget $BUDGET --cluster-sync-ms 20 \
+		--cluster-sync-packets $SYNC_PACKETS
 	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$n.sock" ||
 		{ cat "$XT_DIR/xipsecd-$n.log" >&2; xt_fail "xipsecd on $n did not start"; }
 }
@@ -112,6 +123,38 @@ for i in range(int(sys.argv[1])):
     if i % 200 == 199: time.sleep(0.01)" "$2" || xt_fail "sending from $1"
 }
 
+# esp_in NODE FIRST LAST: ESP of the inbound SA (SPI 0x1001) with sequence numbers FIRST..LAST from
+# the sink to NODE's outside MAC, built by scapy; each carries a UDP datagram to 10.1.0.2:9999
+# whose payload is its sequence number
+esp_in() {
+	xt_exec sink "$PYTHON" - "$1" "$2" "$3" <<'PY' || xt_fail "scapy sending ESP to $1"
+import logging, sys
+logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
+from scapy.all import Ether, IP, UDP, Raw, ESP, conf, sendp
+from scapy.layers.ipsec import SecurityAssociation
+conf.verb = 0
+mac, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sa = SecurityAssociation(ESP, spi=0x1001, crypt_algo='AES-CBC',
+                         crypt_key=bytes.fromhex('101112131415161718191a1b1c1d1e1f'),
+                         auth_algo='SHA2-256-128',
+                         auth_key=bytes.fromhex('404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f'),
+                         tunnel_header=IP(src='192.0.2.2', dst='192.0.2.1'))
+pkts = [Ether(dst=mac) / sa.encrypt(IP(src='10.2.0.2', dst='10.1.0.2') / UDP(sport=9999, dport=9999) /
+                                   Raw(b'%010d' % n), seq_num=n) for n in range(first, last + 1)]
+sendp(pkts, iface='eth0', inter=0.0005)
+PY
+}
+# the sequence numbers host hNODE received (each once), one a line, in rx-NODE.log
+rx_start() {
+	xt_bg "h$1" "rx-$1" "$PYTHON" -u -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('10.1.0.2', 9999))
+while True:
+    print(int(s.recvfrom(100)[0]))"
+}
+rx_seqs() { sort -nu "$XT_DIR/rx-$1.log" | awk -v a="$2" -v b="$3" '$1 >= a && $1 <= b'; }
+
 start A
 start B
 # B's SNMP: a stock snmpd as the AgentX master (v2c on B's loopback), xipsec-snmpd on B's view
@@ -128,6 +171,8 @@ xt_bg B snmpd env SNMP_PERSISTENT_DIR="$SD/persist" MIBS= \
 	snmpd -f -C -c "$SD/snmpd.conf" -Lf "$SD/snmpd.log" -p "$SD/snmpd.pid"
 xt_wait 10 test -S "$SD/agentx.sock" || { cat "$SD/snmpd.log" >&2; xt_fail "snmpd did not open its AgentX socket"; }
 xt_bg B snmp-agent "$AGENT" --agentx-socket "$SD/agentx.sock" --stats "$(dp_stats_of B)" --no-ike
+rx_start A
+rx_start B
 dp_capture_start esp sink eth0
 # a clustered xipsecd starts standby: nothing leaves until a role is set
 cl A cluster active || xt_fail "cluster active on A"
@@ -138,9 +183,47 @@ wait_field B "j['eligible'] and j['peer_role'] == 'active' and j['peer_reachable
 send hA 3000
 wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] > 0"
 
+# inbound ESP into A: 600 numbers, synced to B (the top B recorded reaches A's); then a burst of 200
+# A accepts after its last sync (its messages to B blackholed, as if it died before its next sync:
+# at most sync_packets numbers or sync_ms of traffic), and A dies
+in_field() { field "$1" "[s for s in j['sas'] if s['dir'] == 'in'][0]['$2']"; }
+esp_in "$MAC_A" 1 600
+sleep 0.3
+top=$(in_field A top)
+[ "$top" -ge 500 ] || xt_fail "inbound: A's window top is $top after 600 ESP packets"
+wait_field B "[s for s in j['sas'] if s['dir'] == 'in'][0]['recorded'] == $top"
+xt_exec A ip route add blackhole 172.16.0.2/32
+esp_in "$MAC_A" 601 800
+
 # 2. A dies; B takes over
 xt_stop xipsecd-A KILL
+xt_exec A ip route del blackhole 172.16.0.2/32
+rec=$(in_field B recorded)
 cl B cluster active || xt_fail "cluster active on B after A died"
+a_got=$(rx_seqs A 1 800 | wc -l)
+a_top=$(rx_seqs A 1 800 | tail -1)
+[ "$a_got" -ge 700 ] || xt_fail "inbound: A delivered $a_got of 800 ESP packets"
+[ "$rec" -eq "$top" ] && [ "$a_top" -gt "$rec" ] || xt_fail "inbound: B recorded the window top $rec, A accepted up to $a_top"
+# everything A accepted, sent again to B, then 50 new numbers
+drops0=$(dp_status B | "$PYTHON" -c "import json, sys; d = json.load(sys.stdin)['worker'][0]['drops']; print(d.get('replay', 0) + d.get('replay_old', 0))")
+esp_in "$MAC_B" 1 850
+xt_wait 5 sh -c "[ \$(sort -nu '$XT_DIR/rx-B.log' | awk '\$1 > 800' | wc -l) -ge 45 ]" ||
+	xt_fail "inbound: B delivered $(rx_seqs B 801 850 | wc -l) of 50 new ESP packets"
+drops1=$(dp_status B | "$PYTHON" -c "import json, sys; d = json.load(sys.stdin)['worker'][0]['drops']; print(d.get('replay', 0) + d.get('replay_old', 0))")
+b_old=$(rx_seqs B 1 "$rec" | wc -l)
+residual=$(rx_seqs B $((rec + 1)) 800 | wc -l)
+[ "$b_old" -eq 0 ] || xt_fail "inbound: B accepted $b_old packets at or below the synced top $rec: $(rx_seqs B 1 "$rec" | head -5 | tr '\n' ' ')"
+[ $((drops1 - drops0)) -ge "$rec" ] || xt_fail "inbound: B counted $((drops1 - drops0)) replay drops, want at least $rec"
+# the residual: numbers A accepted above the last top it synced, accepted once more by B; the
+# bound is sync_packets numbers (or what arrived within sync_ms)
+[ "$residual" -eq $((a_top - rec)) ] && [ "$residual" -lt "$SYNC_PACKETS" ] ||
+	xt_fail "inbound: B accepted $residual packets above the synced top $rec (A's top $a_top, bound $SYNC_PACKETS)"
+# once: sent again, the residual is dropped too
+esp_in "$MAC_B" $((rec + 1)) 800
+sleep 0.5
+[ "$(sort -n "$XT_DIR/rx-B.log" | awk -v r="$rec" '$1 > r && $1 <= 800' | wc -l)" -eq "$residual" ] ||
+	xt_fail "inbound: B accepted packets of the residual twice"
+xt_log "inbound: A accepted up to $a_top, B's window seeded at $rec: B dropped all $rec as replays ($((drops1 - drops0)) drops), residual $residual accepted again (bound $SYNC_PACKETS numbers or 20 ms)"
 send hB 2000
 # forged datagrams from A's sync address and port (A is dead, so they are free): dropped as auth,
 # never acted on; from another port: foreign
@@ -268,7 +351,7 @@ wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] >= $a_to
 dp_capture_stop esp
 
 # the capture: (node, SPI, sequence)
-timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp && !icmp" -T fields -e eth.src -e esp.spi -e esp.sequence \
+timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp && !icmp && ip.src == 192.0.2.1" -T fields -e eth.src -e esp.spi -e esp.sequence \
 	> "$XT_DIR/esp.txt" || xt_fail "tshark"
 "$PYTHON" - "$XT_DIR/esp.txt" "$MAC_A" "$MAC_B" "$BUDGET" "$XT_DIR/cl-B.json" <<'PY' || xt_fail "the capture"
 import json, sys

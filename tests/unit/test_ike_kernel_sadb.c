@@ -342,14 +342,25 @@ static void catch_expire(kernel_interface_t *k, uint8_t protocol, uint32_t spi, 
 	c->mutex->unlock(c->mutex);
 }
 
-static unsigned soft_count(struct expiry_catcher *c)
+/* one of the catcher's counts, read under its lock */
+static unsigned caught(struct expiry_catcher *c, const unsigned *count)
 {
 	unsigned n;
 
 	c->mutex->lock(c->mutex);
-	n = c->soft;
+	n = *count;
 	c->mutex->unlock(c->mutex);
 	return n;
+}
+
+static unsigned soft_count(struct expiry_catcher *c)
+{
+	return caught(c, &c->soft);
+}
+
+static unsigned hard_count(struct expiry_catcher *c)
+{
+	return caught(c, &c->hard);
 }
 
 /* Within ~1.5 s (the backend checks every 250 ms), the soft count reaches want; then it must stay. */
@@ -632,6 +643,53 @@ static void seq_soft_case(uint32_t spi, uint64_t override, uint64_t limit32, uin
 	b->destroy(b);
 }
 
+/* Expiry bits xipsecd set (a lone cluster node's sequence budget: soft at half, hard at the end) on
+ * SAs with no limit of their own become charon's expire, soft then hard, each once; an SA the
+ * dataplane hard-expires at once gets one hard expire and no soft one. */
+static void test_dataplane_expiry(void **state)
+{
+	host_t *a = host_create_from_string("192.0.2.1", 0), *b = host_create_from_string("192.0.2.2", 0);
+	struct expiry_catcher *c = &catcher;
+	struct sadb_runtime *r1, *r2;
+	unsigned soft0, hard0, i;
+
+	backend_up();
+	add_out_sa(ks_backend, 0xc0000301, false, false, a, b);
+	add_out_sa(ks_backend, 0xc0000302, false, false, a, b);
+	r1 = rt_of(ks_view, 0xc0000301, b);
+	r2 = rt_of(ks_view, 0xc0000302, b);
+	soft0 = soft_count(c);
+	hard0 = hard_count(c);
+	usleep(600000);
+	assert_int_equal(soft_count(c), soft0);
+	assert_int_equal(hard_count(c), hard0);
+
+	/* the dataplane's soft bit: one soft expire (a rekey), not repeated */
+	__atomic_fetch_or(&r1->expired, 1u, __ATOMIC_RELEASE);
+	assert_true(soft_reaches(c, soft0 + 1));
+	assert_int_equal(c->last_spi, 0xc0000301);
+	usleep(600000);
+	assert_int_equal(soft_count(c), soft0 + 1);
+	assert_int_equal(hard_count(c), hard0);
+	/* then its hard bit (the budget spent before the rekey finished): one hard expire (a delete) */
+	__atomic_fetch_or(&r1->expired, 3u, __ATOMIC_RELEASE);
+	for (i = 0; i < 150 && hard_count(c) < hard0 + 1; i++)
+		usleep(10000);
+	assert_int_equal(hard_count(c), hard0 + 1);
+	assert_int_equal(c->last_spi, 0xc0000301);
+	/* both bits at once: hard only */
+	__atomic_fetch_or(&r2->expired, 3u, __ATOMIC_RELEASE);
+	for (i = 0; i < 150 && hard_count(c) < hard0 + 2; i++)
+		usleep(10000);
+	assert_int_equal(hard_count(c), hard0 + 2);
+	assert_int_equal(c->last_spi, 0xc0000302);
+	usleep(600000);
+	assert_int_equal(soft_count(c), soft0 + 1);
+	assert_int_equal(hard_count(c), hard0 + 2);
+	a->destroy(a);
+	b->destroy(b);
+}
+
 static void test_seq_soft_default(void **state)
 {
 	seq_soft_case(0xc0000101, 0, 0xff000000ull, 0xff00000000000000ull);
@@ -691,6 +749,7 @@ int main(void)
 		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_seq_soft_default),
 		cmocka_unit_test(test_seq_soft_override),
+		cmocka_unit_test(test_dataplane_expiry),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
