@@ -46,8 +46,10 @@ PREDICTED = ["transform", "crypto", "workers", "predicted_pps", "measured_pps", 
 
 def plan(quick):
     if quick:
+        # extra: single points for the scale section's prediction (its tunnels' transform)
         return {"transforms": ["esp-aes-gcm-128"], "sizes": SIZES, "workers": [1], "reps": 1, "secs": 0.5,
-                "steps": 4, "crypto": [("openssl-no-aesni", "esp-aes-gcm-128", "1400")]}
+                "steps": 4, "crypto": [("openssl-no-aesni", "esp-aes-gcm-128", "1400")],
+                "extra": [("esp-aes-cbc-128-sha256", "1400")]}
     return {"transforms": ["bypass", "esp-aes-gcm-128", "esp-aes-cbc-128-sha256", "esp-chacha20-poly1305"],
             "sizes": SIZES, "workers": [1, 2], "reps": 3, "secs": 2.0, "steps": 7,
             "crypto": [(c, x, z) for c in ("openssl", "openssl-no-aesni")
@@ -56,7 +58,11 @@ def plan(quick):
 
 def points(ctx):
     p = plan(ctx.quick)
-    return (len(p["transforms"]) * len(p["sizes"]) * len(p["workers"]) + len(p["crypto"])) * p["reps"]
+    return _npoints(p) * p["reps"]
+
+
+def _npoints(p):
+    return len(p["transforms"]) * len(p["sizes"]) * len(p["workers"]) + len(p["crypto"]) + len(p.get("extra", []))
 
 
 def seconds(ctx):
@@ -67,17 +73,20 @@ def seconds(ctx):
 
 class Rig:
     """A topology (as many queues as workers) with a permanent neighbour for h2 on gw2 (the sink on
-    h2 answers nothing while it counts) and the generator's and sink's paths."""
+    h2 answers nothing while it counts) and the generator's and sink's paths. Its trials go to h2, or
+    (flows N) round-robin to N destinations from dst, which gw2 routes to h2 (the scale section's
+    tunnels)."""
 
-    def __init__(self, ctx, tmp, workers, crypto="auto"):
+    def __init__(self, ctx, tmp, workers, crypto="auto", tag=None):
         self.ctx = ctx
         self.workers = workers
+        self.dst, self.flows = "10.2.0.2", 1
         self.gen = os.path.join(str(ctx.builddir), "bench", "fwd-gen")
         self.sink = os.path.join(str(ctx.builddir), "bench", "fwd_sink.bpf.o")
         for f in (self.gen, self.sink):
             if not os.path.exists(f):
                 raise netns.NetnsError("%s not built" % f)
-        self.t = netns.Topo(ctx.builddir, tmp, queues=workers, tag="l%d" % workers)
+        self.t = netns.Topo(ctx.builddir, tmp, queues=workers, tag=tag or "l%d" % workers)
         t = self.t
         t.build()
         t.start_gw("gw1", workers, env=CRYPTO[crypto])
@@ -106,7 +115,9 @@ class Rig:
             if not t.wait_for(10, lambda: "ready" in t.log_of("sink")):
                 raise netns.NetnsError("sink did not start: %s" % t.log_of("sink")[-300:])
             c1, c2 = t.gw_cpu_us("gw1"), t.gw_cpu_us("gw2")
-            cmd = [self.gen, "tx", "eth0", self.dmac, "10.1.0.2", "10.2.0.2", size, str(self.workers), "%.2f" % secs]
+            cmd = [self.gen, "tx", "eth0", self.dmac, "10.1.0.2", self.dst, size, str(self.workers), "%.2f" % secs]
+            if self.flows > 1:
+                cmd += ["flows", str(self.flows)]
             if pps:
                 cmd += ["rate", "%.0f" % pps]
             r = t.run("h1", cmd, timeout=secs + 20, check=False)
@@ -243,6 +254,9 @@ def run(ctx):
                             rig.use(xf)
                             for size in p["sizes"]:
                                 point(rig, xf, crypto, size, w, rep)
+                        for xf, size in p.get("extra", []) if w == 1 else []:
+                            rig.use(xf)
+                            point(rig, xf, crypto, size, w, rep)
                         continue
                     for c, xf, size in p["crypto"]:
                         if c == crypto:
@@ -259,7 +273,7 @@ def run(ctx):
             os.rmdir(tmp)
         except OSError:
             pass
-    npts = len(p["transforms"]) * len(p["sizes"]) * len(p["workers"]) + len(p["crypto"])
+    npts = _npoints(p)
     ctx.table("lossfree_trials", TRIALS, trials, "every trial of the binary searches: step 0 is the unpaced "
               "trial (the generator's ceiling), then the paced ones; pass: loss below %.1f %%" % (LOSS_MAX * 100),
               expect=npts * p["reps"] * 2)
