@@ -46,10 +46,8 @@ PREDICTED = ["transform", "crypto", "workers", "predicted_pps", "measured_pps", 
 
 def plan(quick):
     if quick:
-        # extra: single points for the scale section's prediction (its tunnels' transform)
         return {"transforms": ["esp-aes-gcm-128"], "sizes": SIZES, "workers": [1], "reps": 1, "secs": 0.5,
-                "steps": 4, "crypto": [("openssl-no-aesni", "esp-aes-gcm-128", "1400")],
-                "extra": [("esp-aes-cbc-128-sha256", "1400")]}
+                "steps": 4, "crypto": [("openssl-no-aesni", "esp-aes-gcm-128", "1400")]}
     return {"transforms": ["bypass", "esp-aes-gcm-128", "esp-aes-cbc-128-sha256", "esp-chacha20-poly1305"],
             "sizes": SIZES, "workers": [1, 2], "reps": 3, "secs": 2.0, "steps": 7,
             "crypto": [(c, x, z) for c in ("openssl", "openssl-no-aesni")
@@ -58,11 +56,7 @@ def plan(quick):
 
 def points(ctx):
     p = plan(ctx.quick)
-    return _npoints(p) * p["reps"]
-
-
-def _npoints(p):
-    return len(p["transforms"]) * len(p["sizes"]) * len(p["workers"]) + len(p["crypto"]) + len(p.get("extra", []))
+    return (len(p["transforms"]) * len(p["sizes"]) * len(p["workers"]) + len(p["crypto"])) * p["reps"]
 
 
 def seconds(ctx):
@@ -254,9 +248,6 @@ def run(ctx):
                             rig.use(xf)
                             for size in p["sizes"]:
                                 point(rig, xf, crypto, size, w, rep)
-                        for xf, size in p.get("extra", []) if w == 1 else []:
-                            rig.use(xf)
-                            point(rig, xf, crypto, size, w, rep)
                         continue
                     for c, xf, size in p["crypto"]:
                         if c == crypto:
@@ -273,7 +264,7 @@ def run(ctx):
             os.rmdir(tmp)
         except OSError:
             pass
-    npts = _npoints(p)
+    npts = len(p["transforms"]) * len(p["sizes"]) * len(p["workers"]) + len(p["crypto"])
     ctx.table("lossfree_trials", TRIALS, trials, "every trial of the binary searches: step 0 is the unpaced "
               "trial (the generator's ceiling), then the paced ones; pass: loss below %.1f %%" % (LOSS_MAX * 100),
               expect=npts * p["reps"] * 2)

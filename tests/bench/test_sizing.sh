@@ -66,7 +66,7 @@ fail() { echo "test_sizing: FAIL: $*" >&2; exit 1; }
 run="$tmp/run"
 # every section owns its temporary state: a state directory the caller named and that is gone (as
 # tests/run-test's would be after another section removed it) must not reach any of them
-XIPSEC_STATE_DIR="$tmp/gone/state" timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick \
+XIPSEC_STATE_DIR="$tmp/gone/state" timeout --kill-after=10 360 "$PY" "$top_srcdir/bench/sizing" --quick \
 	--out "$run" --build "$top_builddir" 2> "$tmp/sizing.err" &
 pid=$!
 wait "$pid"; rc=$?
@@ -142,7 +142,7 @@ grep -q "1,000 tunnels, 1 worker(s), 1400 B: predicted .* pps, measured .* pps" 
 import json, sys
 t = json.load(open(sys.argv[1]))["tables"]["lossfree"]
 rows = [dict(zip(t["columns"], r)) for r in t["rows"]]
-auto = [r for r in rows if r["crypto"] == "auto" and r["transform"] == "esp-aes-gcm-128"]
+auto = [r for r in rows if r["crypto"] == "auto"]
 assert sorted(r["size"] for r in auto) == ["1400", "64", "imix"], rows
 for r in rows:
     assert r["bound"] == "gateway" and 0 < r["lossfree_pps"] < r["gen_max_pps"], r
