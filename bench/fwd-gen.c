@@ -1,5 +1,5 @@
 /* bench/fwd-gen.c: traffic generator and counting sink of the forwarding benchmark (bench/fwd.sh).
- *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI [seq BASE]] [rate PPS]
+ *   fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI [seq BASE]] [rate PPS] [flows N]
  *                                                    UDP packets of SIZE bytes (IP length) as fast as
  *                                                    AF_XDP copy-mode TX goes, one thread per queue,
  *                                                    64 flows (source ports); prints packets sent.
@@ -17,6 +17,10 @@
  *                                                    With rate PPS: paced to PPS packets per second
  *                                                    in all (sleeping between batches, so the
  *                                                    generator's own CPU time follows its rate)
+ *                                                    With flows N (IPv4 UDP only): the destination
+ *                                                    address goes round-robin over DST, DST+1, ...
+ *                                                    DST+N-1, one packet each in turn (N tunnels'
+ *                                                    /32 policies each see an even share)
  *   fwd-gen rx IF OBJ WARMUP SECONDS                 attach OBJ (fwd_sink.bpf.o) to IF, wait WARMUP,
  *                                                    count for SECONDS; prints "pkts bytes seconds"
  * SRC and DST are both IPv4 or both IPv6 addresses: the packets are of that family (IPv6: no extension
@@ -61,6 +65,8 @@ struct txq {
 	uint8_t frame[IMIX_SIZES][FSIZE]; /* one template per size: [0] only unless imix */
 	unsigned flen[IMIX_SIZES];
 	bool imix;
+	uint32_t flows;          /* destinations round-robin from the template's, 0: one */
+	uint32_t next_flow;
 	double seconds;
 	double pps;              /* this queue's pace, 0: as fast as it goes */
 	unsigned long long sent;
@@ -189,6 +195,24 @@ static int build(struct txq *q, unsigned k, const uint8_t *dmac, const uint8_t *
 	return 0;
 }
 
+/* The next destination of the round-robin over q->flows addresses into frame F (IPv4), its header
+ * checksum recomputed: two stores and a 20-byte sum per packet, small beside the gateway's work. */
+static void next_dst(struct txq *q, uint8_t *f)
+{
+	uint8_t *ip = f + 14;
+	uint32_t d;
+	uint16_t c;
+
+	memcpy(&d, q->frame[0] + 14 + 16, 4);
+	d = htonl(ntohl(d) + q->next_flow);
+	if (++q->next_flow == q->flows)
+		q->next_flow = 0;
+	memcpy(ip + 16, &d, 4);
+	ip[10] = ip[11] = 0;
+	c = htons(csum(ip, 20));
+	memcpy(ip + 10, &c, 2);
+}
+
 static void *tx_main(void *arg)
 {
 	struct txq *q = arg;
@@ -282,6 +306,8 @@ static void *tx_main(void *arg)
 				d->addr = pool[--n_free];
 				out[d->addr / FSIZE] = 1;
 				d->len = len[d->addr / FSIZE];
+				if (q->flows > 1)
+					next_dst(q, (uint8_t *)area + d->addr);
 			}
 			xsk_ring_prod__submit(&tx, n);
 			q->sent += n;
@@ -357,6 +383,7 @@ static int cmd_tx(int argc, char **argv)
 
 	uint32_t spi = 0, seq_base = 1000000u;
 	double pps = 0;
+	unsigned long flows = 0;
 	bool bad = argc < 9 || (argc - 9) % 2;
 
 	for (int i = 9; !bad && i + 1 < argc; i += 2) {
@@ -373,16 +400,23 @@ static int cmd_tx(int argc, char **argv)
 		}
 		else if (!strcmp(argv[i], "rate") && (pps = atof(argv[i + 1])) > 0)
 			;
+		else if (!strcmp(argv[i], "flows")) {
+			char *end;
+
+			errno = 0;
+			flows = strtoul(argv[i + 1], &end, 0);
+			bad = errno || *end || end == argv[i + 1] || flows < 1 || flows > (1ul << 24);
+		}
 		else
 			bad = true;
 	}
 	if (!bad && !inet_aton(argv[4], &src) && inet_pton(AF_INET6, argv[4], &src6) == 1 &&
 	    inet_pton(AF_INET6, argv[5], &dst6) == 1)
 		v6 = true;
-	if (bad || mac_parse(argv[3], dmac) ||
+	if (bad || mac_parse(argv[3], dmac) || (v6 && flows > 1) || (spi && flows > 1) ||
 	    (!v6 && (!inet_aton(argv[4], &src) || !inet_aton(argv[5], &dst)))) {
 		fprintf(stderr, "usage: fwd-gen tx IF DMAC SRC DST SIZE QUEUES SECONDS [esp SPI [seq BASE]] "
-			"[rate PPS]\n");
+			"[rate PPS] [flows N] (flows: IPv4 UDP only)\n");
 		return 2;
 	}
 	bool imix = !strcmp(argv[6], "imix");
@@ -405,6 +439,9 @@ static int cmd_tx(int argc, char **argv)
 		q[i].seq_base = seq_base;
 		q[i].pps = pps / queues;
 		q[i].imix = imix;
+		q[i].flows = (uint32_t)flows;
+		/* each queue starts elsewhere in the round, so together they still cover it evenly */
+		q[i].next_flow = flows ? (uint32_t)(flows * i / queues) : 0;
 		for (unsigned k = 0; k < (imix ? IMIX_SIZES : 1); k++) {
 			unsigned sz = imix ? imix_size[k] : size;
 

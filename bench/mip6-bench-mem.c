@@ -20,11 +20,17 @@
  * share alone, and ns per exchange split into the home agent's ESP work (decrypt BU + encrypt BA),
  * its MIP6 work (parse, rules, binding cache, BA build) and the mobile node's (build, encrypt, HAO
  * move, decrypt, parse). Medians over REPS runs of EXCH exchanges.
+ * Before its figures, each run prints the home agent's own memory for that many mobile nodes (the
+ * binding cache, the mobile node table and their index: glibc's mallinfo2, heap and mapped blocks,
+ * from before mip6_ha_create, once the SAs exist, to after every node registered): "# home agent
+ * state for N mobile nodes: B bytes"; the difference between two N is the memory a binding costs
+ * beyond its SAs.
  * Build without --enable-asan for meaningful figures. Usage: mip6-bench-mem [-r REPS] [-n EXCH] [-m MNS]
  * [-t gcm|cbc] */
 #include "config.h"
 
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +244,14 @@ static void exchange(struct mip6_ha *ha, struct node *nodes, uint32_t i, uint64_
 	t->ha_mip6 += t3 - t2;
 }
 
+/* Bytes the process holds from malloc, in the heap and in blocks it mapped (large tables are). */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
 static void run(const struct xf *x, uint32_t mns, unsigned reps, unsigned exch, double ghz)
 {
 	struct mip6_ha_config c;
@@ -253,9 +267,6 @@ static void run(const struct xf *x, uint32_t mns, unsigned reps, unsigned exch, 
 	c.max_mns = mns;
 	c.hash_seed = 0x6275;
 	struct mip6_ha *ha;
-	int r = mip6_ha_create(&c, &ha);
-	if (r)
-		die("mip6_ha_create", r);
 	struct node *nodes = calloc(mns, sizeof(*nodes));
 	uint32_t *order = malloc((size_t)mns * sizeof(*order));
 	if (!nodes || !order)
@@ -269,12 +280,20 @@ static void run(const struct xf *x, uint32_t mns, unsigned reps, unsigned exch, 
 		n->ha_bu_in = mk_sa(x, bu_spi, SADB_DIR_IN, n->coa, ha_addr, &n->rt[1]);
 		n->ha_ba_out = mk_sa(x, ba_spi, SADB_DIR_OUT, ha_addr, n->coa, &n->rt[2]);
 		n->mn_ba_in = mk_sa(x, ba_spi, SADB_DIR_IN, ha_addr, n->coa, &n->rt[3]);
-		struct mip6_mn m = { .bu_sa = 2 * i + 1, .ba_sa = 2 * i + 2 };
-		memcpy(m.hoa, n->hoa, 16);
-		if ((r = mip6_ha_mn_add(ha, &m)))
-			die("mip6_ha_mn_add", r);
 		n->seq = (uint16_t)(i * 7919);
 		order[i] = i;
+	}
+	/* the home agent after the SAs, so that what it holds is measured alone (mallinfo2 walks the
+	 * allocator's free lists: twice a run, not per node) */
+	size_t heap0 = heap_bytes();
+	int r = mip6_ha_create(&c, &ha);
+	if (r)
+		die("mip6_ha_create", r);
+	for (uint32_t i = 0; i < mns; i++) {
+		struct mip6_mn m = { .bu_sa = 2 * i + 1, .ba_sa = 2 * i + 2 };
+		memcpy(m.hoa, nodes[i].hoa, 16);
+		if ((r = mip6_ha_mn_add(ha, &m)))
+			die("mip6_ha_mn_add", r);
 	}
 	/* every mobile node registers once, untimed */
 	struct times t;
@@ -283,6 +302,7 @@ static void run(const struct xf *x, uint32_t mns, unsigned reps, unsigned exch, 
 		exchange(ha, nodes, i, now_ms(), &t);
 	if (mip6_ha_count(ha) != mns)
 		die("registrations", (int)mip6_ha_count(ha));
+	printf("# home agent state for %6u mobile nodes: %zu bytes\n", mns, heap_bytes() - heap0);
 
 	double *rate = malloc(reps * sizeof(double)), *ha_rate = malloc(reps * sizeof(double));
 	double *esp_ns = malloc(reps * sizeof(double)), *mip_ns = malloc(reps * sizeof(double));

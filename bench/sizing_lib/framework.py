@@ -400,11 +400,12 @@ transform, TCP and UDP streams, 1 and 2 workers; request/response rate and laten
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
 random loss), lossfree (RFC 2544: the highest rate with < 0.1 %% loss per transform, packet size and
 worker count, and CPU per packet there), scale (SADB load, memory and xipsecd start time for 1 to
-100,000 tunnels), ike (SA negotiation), model (a cost model fitted to the
+100,000 tunnels, memory per Mobile IPv6 binding, forwarding spread over 1 to 100,000 tunnels, and the
+calculator's predictions checked), ike (SA negotiation), model (a cost model fitted to the
 measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
 --quick is a reduced matrix, one repetition a point (about 3 minutes, the test suite's run); --full
-(the default) repeats every point 3 times for the figures' error bars and takes about 85 minutes on 2
+(the default) repeats every point 3 times for the figures' error bars and takes about 90 minutes on 2
 cores. The estimated duration is printed before the run starts.
 Service demand is netperf's: microseconds of a gateway's CPU per KB (1024 bytes) of application data.
 BUILDDIR defaults to $top_builddir or ./build/release; use a build without sanitizers.

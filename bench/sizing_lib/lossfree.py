@@ -67,17 +67,20 @@ def seconds(ctx):
 
 class Rig:
     """A topology (as many queues as workers) with a permanent neighbour for h2 on gw2 (the sink on
-    h2 answers nothing while it counts) and the generator's and sink's paths."""
+    h2 answers nothing while it counts) and the generator's and sink's paths. Its trials go to h2, or
+    (flows N) round-robin to N destinations from dst, which gw2 routes to h2 (the scale section's
+    tunnels)."""
 
-    def __init__(self, ctx, tmp, workers, crypto="auto"):
+    def __init__(self, ctx, tmp, workers, crypto="auto", tag=None):
         self.ctx = ctx
         self.workers = workers
+        self.dst, self.flows = "10.2.0.2", 1
         self.gen = os.path.join(str(ctx.builddir), "bench", "fwd-gen")
         self.sink = os.path.join(str(ctx.builddir), "bench", "fwd_sink.bpf.o")
         for f in (self.gen, self.sink):
             if not os.path.exists(f):
                 raise netns.NetnsError("%s not built" % f)
-        self.t = netns.Topo(ctx.builddir, tmp, queues=workers, tag="l%d" % workers)
+        self.t = netns.Topo(ctx.builddir, tmp, queues=workers, tag=tag or "l%d" % workers)
         t = self.t
         t.build()
         t.start_gw("gw1", workers, env=CRYPTO[crypto])
@@ -106,7 +109,9 @@ class Rig:
             if not t.wait_for(10, lambda: "ready" in t.log_of("sink")):
                 raise netns.NetnsError("sink did not start: %s" % t.log_of("sink")[-300:])
             c1, c2 = t.gw_cpu_us("gw1"), t.gw_cpu_us("gw2")
-            cmd = [self.gen, "tx", "eth0", self.dmac, "10.1.0.2", "10.2.0.2", size, str(self.workers), "%.2f" % secs]
+            cmd = [self.gen, "tx", "eth0", self.dmac, "10.1.0.2", self.dst, size, str(self.workers), "%.2f" % secs]
+            if self.flows > 1:
+                cmd += ["flows", str(self.flows)]
             if pps:
                 cmd += ["rate", "%.0f" % pps]
             r = t.run("h1", cmd, timeout=secs + 20, check=False)

@@ -64,9 +64,12 @@ def _inner(ctx, parts, p, timeout):
 
 
 def parse_mem(text):
-    """bench/mip6-bench-mem's table: a 28-column transform name, then the numbers."""
+    """bench/mip6-bench-mem's table: a 28-column transform name, then the numbers (its "#" lines, the
+    home agent's memory, are the scale section's)."""
     rows = []
     for line in text.splitlines():
+        if line.startswith("#"):
+            continue
         f = line[28:].split()
         if len(f) < 6 or not f[0].isdigit():
             continue

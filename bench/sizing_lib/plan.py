@@ -198,6 +198,23 @@ def size_class(mean_app):
     return "64" if ip < 150 else ("imix" if ip < 900 else "1400")
 
 
+def worker_capacity(lossfree_rows, transform, cls, workers):
+    """Step 7's model of the packet rate WORKERS workers carry at size class CLS (64, imix, 1400) for
+    TRANSFORM, as xipsecd chooses its crypto: the loss-free rate measured at that worker count, or one
+    worker's times the workers at the measured 2-worker efficiency (linearly where that was not
+    measured). The tunnel count is not in it. (pps, how it was found), or None without one worker's rate."""
+    by_w = {int(r["workers"]): float(r["lossfree_pps"]) for r in lossfree_rows if r["transform"] == transform and
+            r["size"] == cls and r["bound"] != "none" and r.get("crypto", "auto") == "auto"}
+    if 1 not in by_w:
+        return None
+    if workers in by_w:
+        return by_w[workers], "measured at %d worker(s)" % workers
+    if 2 in by_w:
+        eff = by_w[2] / (2 * by_w[1])
+        return by_w[1] * workers * eff, "one worker's x %d at the 2-worker efficiency %.2f" % (workers, eff)
+    return by_w[1] * workers, "one worker's x %d (scaling not measured: linear)" % workers
+
+
 def packet_step(p, tables, args, pps, avg):
     """Step 7: the packet rate against the measured loss-free rates; the worker count it needs (a
     sentence for the result line, or None without loss-free measurements)."""
@@ -251,8 +268,15 @@ def memory_step(p, tables, args):
     sadb, dp = float(t["sadb_bytes"]) * args.tunnels, float(t["xipsecd_bytes"]) * args.tunnels
     p("  %d tunnels x (%.0f bytes of SADB + %.0f bytes of xipsecd) = %.1f MB + %.1f MB" % (
         args.tunnels, float(t["sadb_bytes"]), float(t["xipsecd_bytes"]), sadb / 2 ** 20, dp / 2 ** 20))
-    if args.mip6_nodes:
-        p("  Mobile IPv6 bindings: memory per binding not measured; not included")
+    if args.mip6_nodes and "binding" in per:
+        b = per["binding"]
+        bs, bd = float(b["sadb_bytes"]) * args.mip6_nodes, float(b["xipsecd_bytes"]) * args.mip6_nodes
+        p("  %d Mobile IPv6 bindings x (%.0f bytes of SADB + %.0f bytes of xipsecd: the home agent's state and "
+          "2 transport SAs) = %.1f MB + %.1f MB" % (args.mip6_nodes, float(b["sadb_bytes"]), float(b["xipsecd_bytes"]),
+                                                   bs / 2 ** 20, bd / 2 ** 20))
+        sadb, dp = sadb + bs, dp + bd
+    elif args.mip6_nodes:
+        p("  Mobile IPv6 bindings: memory per binding not measured in this run; not included")
     return (sadb + dp) / 2 ** 20
 
 
@@ -446,6 +470,6 @@ def plan(args, out):
     p("")
     p("Result: %d core(s) (%.2f at %.0f %% utilisation; %.2f-%.2f from the repetitions' spread), %s of link "
       "bandwidth per direction%s.%s" % (need, cores, args.headroom * 100, cores_lo, cores_hi, fmt_rate(wire),
-                                        ", %.1f MB of memory for the tunnels" % mem_mb if mem_mb is not None else "",
+                                        ", %.1f MB of memory (step 8)" % mem_mb if mem_mb is not None else "",
                                       " The packet rate asks for %s: size for the larger of the two." % workers
                                       if workers else ""))

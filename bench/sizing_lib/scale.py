@@ -7,47 +7,111 @@
 # HMAC-SHA-256 (a counter-mode cipher would need a sequence mark each, a cost of its own) to
 # 10.128.0.0/9 /32s, one each; they carry no traffic here. Every SADB is made with the capacity the
 # largest N needs (ipsecctl init max-sa, max-policy).
+# Then forwarding over many SAs: the same tunnels loaded into both gateways (gw2's mirrored), routed
+# to h2, and bench/fwd-gen's 64-byte packets spread round-robin over the N tunnels' destinations (one
+# packet each in turn, so every SA and policy carries an even share): the rate one worker forwards
+# under an unpaced flood and each gateway's xipsecd CPU per packet it encrypted or decrypted, for every
+# N. These tunnels are AES-GCM, the transform the loss-free rates measure in every run; manual keys
+# need their sequence and replay marks, so they are loaded with --new-keys (their keys are random)
+# and xipsecd leases the marks in one batch as it starts, in the topology's own state directory. And the
+# study's predictions checked: configurations that were not the calculator's inputs (so many tunnels,
+# the worker count, the mix), predicted by its packet-rate model (plan.worker_capacity: the loss-free
+# rate of one tunnel, scaled by workers; the tunnel count is not in it), then measured with the
+# lossfree section's RFC 2544 search over the loaded tunnels; more than 15 % apart is flagged. The
+# Mobile IPv6 rows: the home agent's memory per binding (bench/mip6-bench-mem) and its two SAs.
 import os
 import subprocess
 import tempfile
 import time
 
-from sizing_lib import dataplane, netns, plotting
+from sizing_lib import dataplane, lossfree, netns, plan as calc, plotting
 
 NAME = "scale"
 TITLE = "Many tunnels: SADB load, memory, start time"
 
 COLS = ["what", "n", "load_s", "sadb_kb", "xipsecd_start_s", "xipsecd_rss_kb"]
 PER = ["what", "per", "sadb_bytes", "xipsecd_bytes"]
+MIP6 = ["mobile_nodes", "ha_bytes"]
+FWD_RAW = ["n", "workers", "size", "rep", "secs", "sent", "received", "protected_gw1", "unprotected_gw2", "cpu_us_gw1",
+           "cpu_us_gw2"]
+FWD = ["n", "workers", "size", "reps", "pps", "pps_min", "pps_max", "loss_pct", "ns_per_pkt_gw1", "ns_per_pkt_gw2"]
+PREDICTED = ["tunnels", "workers", "size", "predicted_pps", "basis", "measured_pps", "bound", "error_pct", "verdict"]
+FWD_XF = "esp-aes-gcm-128"   # the forwarding tunnels' transform (write_conf's with a peer)
 
 
 def plan(quick):
-    return {"n": [1, 1000]} if quick else {"n": [1, 100, 10000, 100000]}
+    if quick:
+        # the prediction at 1,000 tunnels stands for the full run's two, in the time the test allows
+        return {"n": [1, 1000], "fwd_n": [1, 1000], "fwd_reps": 1, "fwd_secs": 0.3, "steps": 3,
+                "predict": [(1000, 1, "1400")]}
+    return {"n": [1, 100, 10000, 100000], "fwd_n": [1, 100, 10000, 100000], "fwd_reps": 3, "fwd_secs": 2.0,
+            "steps": 7, "predict": [(1000, 2, "imix"), (10000, 1, "1400")]}
 
 
 def points(ctx):
-    return 2 * len(plan(ctx.quick)["n"])
+    p = plan(ctx.quick)
+    return 2 * len(p["n"]) + 1 + len(p["fwd_n"]) * p["fwd_reps"] + len(p["predict"])
 
 
 def seconds(ctx):
-    return sum(4 + n / 2000.0 for n in plan(ctx.quick)["n"]) * 2 + 8
+    p = plan(ctx.quick)
+    # the memory rows start xipsecd twice per N; forwarding loads both gateways (and their replay marks)
+    loads = sum(4 + n / 2000.0 for n in p["n"]) * 2 + sum(3 + n / 1000.0 for n in p["fwd_n"] +
+                                                          [n for n, _, _ in p["predict"]])
+    trials = (len(p["fwd_n"]) * p["fwd_reps"] + len(p["predict"]) * (p["steps"] + 1)) * (p["fwd_secs"] + 1.2)
+    return loads + trials + 8 * (1 + len({w for _, w, _ in p["predict"]}))
 
 
 def _dst(i):
     return "10.%d.%d.%d/32" % (128 + (i >> 16), (i >> 8) & 255, i & 255)
 
 
-def write_conf(path, n, tunnels):
-    """N tunnels (SA pairs with their policies) or N bypass policies."""
+def write_conf(path, n, tunnels, peer_path=None):
+    """N tunnels (SA pairs with their policies) or N bypass policies; PEER_PATH: the same tunnels
+    seen from gw2 (its outbound SA is gw1's inbound), for forwarding through both, in AES-GCM (the
+    study's transform of reference, which the loss-free rates the predictions start from measure)."""
+    peer = open(peer_path, "w") if peer_path else None
     with open(path, "w") as f:
         for i in range(n):
-            if tunnels:
-                k = [os.urandom(m).hex() for m in (16, 16, 32, 32)]
-                f.write("esp tunnel from 10.1.0.0/24 to %s local 192.0.2.1 peer 192.0.2.2 spi 0x%x:0x%x "
-                        "enc aes128 auth sha256 key 0x%s:0x%s authkey 0x%s:0x%s\n" % (
-                            _dst(i), 0x100000 + 2 * i, 0x100001 + 2 * i, k[0], k[1], k[2], k[3]))
-            else:
+            if not tunnels:
                 f.write("policy out from 10.1.0.0/24 to %s bypass\n" % _dst(i))
+                continue
+            s1, s2 = 0x100000 + 2 * i, 0x100001 + 2 * i
+            if peer:
+                k = [os.urandom(20).hex() for _ in range(2)]
+                tun = "esp tunnel from %s to %s local %s peer %s spi 0x%x:0x%x enc aes128gcm16 key 0x%s:0x%s\n"
+                f.write(tun % ("10.1.0.0/24", _dst(i), "192.0.2.1", "192.0.2.2", s1, s2, k[0], k[1]))
+                peer.write(tun % (_dst(i), "10.1.0.0/24", "192.0.2.2", "192.0.2.1", s2, s1, k[1], k[0]))
+                continue
+            k = [os.urandom(m).hex() for m in (16, 16, 32, 32)]
+            f.write("esp tunnel from 10.1.0.0/24 to %s local 192.0.2.1 peer 192.0.2.2 spi 0x%x:0x%x enc aes128 auth "
+                    "sha256 key 0x%s:0x%s authkey 0x%s:0x%s\n" % (_dst(i), s1, s2, k[0], k[1], k[2], k[3]))
+    if peer:
+        peer.close()
+
+
+def new_sadb(t, ipsecctl, gw, cap, conf=None, new_keys=False):
+    """GW's SADB made anew with capacity CAP (its xipsecd stopped) and CONF loaded into it; the
+    seconds the load took. NEW_KEYS: the keys were never used (they are random), so xipsecd may make
+    the replay windows' marks in the topology's state directory and let traffic in."""
+    sadb = t.sadb[gw]
+    t.stop("xipsecd-" + gw)
+    try:
+        os.unlink(sadb)
+    except FileNotFoundError:
+        pass
+    r = subprocess.run([ipsecctl, "--sadb", sadb, "init", "max-sa", str(cap), "max-policy", str(cap)],
+                       capture_output=True, text=True, timeout=120, env=t.env)
+    if r.returncode:
+        raise netns.NetnsError("ipsecctl init max-sa %d: %s" % (cap, r.stderr[-300:]))
+    if conf is None:
+        return 0.0
+    t0 = time.monotonic()
+    r = subprocess.run([ipsecctl, "--sadb", sadb] + (["--new-keys"] if new_keys else []) + ["load", conf],
+                       capture_output=True, text=True, timeout=1800, env=t.env)
+    if r.returncode:
+        raise netns.NetnsError("ipsecctl load on %s exited %d: %s" % (gw, r.returncode, r.stderr[-300:]))
+    return time.monotonic() - t0
 
 
 def resident_kb(path):
@@ -67,37 +131,28 @@ def run(ctx):
     ctx.meta["scale_plan"] = p
     ipsecctl = os.path.join(str(ctx.builddir), "ipsecctl", "ipsecctl")
     tmp = tempfile.mkdtemp(prefix="sizing-scale-", dir="/tmp")
-    rows = []
-    t = None
-    cap = max(65536, 2 * max(p["n"]))
+    rows, fwd_raw, pred, trials, mip6 = [], [], [], [], []
+    rig = None
+    cap = max(65536, 2 * max(p["n"] + p["fwd_n"] + [n for n, _, _ in p["predict"]]))
     try:
-        t = netns.Topo(ctx.builddir, tmp, queues=1, tag="sc")
-        t.build()
+        # one worker's rig: the memory rows use its gw1 alone, then forwarding both gateways
+        rig = lossfree.Rig(ctx, tmp, 1, tag="sc")
+        t = rig.t
         for what in ("tunnels", "policies"):
             for n in p["n"]:
                 conf = os.path.join(tmp, "scale.conf")
                 write_conf(conf, n, what == "tunnels")
                 sadb = t.sadb["gw1"]
-                t.stop("xipsecd-gw1")
-                try:
-                    os.unlink(sadb)
-                except FileNotFoundError:
-                    pass
                 # one capacity for every N (the largest needs it), so that the differences between
                 # N are the tunnels' and not a larger table's
-                r = subprocess.run([ipsecctl, "--sadb", sadb, "init", "max-sa", str(cap), "max-policy", str(cap)],
-                                   capture_output=True, text=True, timeout=120, env=t.env)
-                if r.returncode:
-                    raise netns.NetnsError("ipsecctl init max-sa %d: %s" % (cap, r.stderr[-300:]))
-                t0 = time.monotonic()
-                r = subprocess.run([ipsecctl, "--sadb", sadb, "load", conf], capture_output=True, text=True,
-                                   timeout=1800, env=t.env)
-                load_s = time.monotonic() - t0
-                os.unlink(conf)
-                if r.returncode:
-                    ctx.fail("ipsecctl load of %d %s exited %d: %s" % (n, what, r.returncode, r.stderr[-300:]))
+                try:
+                    load_s = new_sadb(t, ipsecctl, "gw1", cap, conf)
+                except netns.NetnsError as e:
+                    ctx.fail("%d %s: %s" % (n, what, e))
                     ctx.tick("scale: %d %s: failed" % (n, what))
                     continue
+                finally:
+                    os.unlink(conf)
                 want = 2 * n if what == "tunnels" else 0
                 t0 = time.monotonic()
                 t.start_gw("gw1", wait=600)
@@ -109,9 +164,20 @@ def run(ctx):
                     continue
                 rows.append([what, n, load_s, resident_kb(sadb), start_s, rss_kb(t.gw_pid("gw1"))])
                 ctx.tick("scale: %d %s: load %.2f s, xipsecd up in %.2f s" % (n, what, load_s, start_s))
+        mip6 = home_agent_memory(ctx)
+        # a forwarding failure is the section's, but the memory rows above stay measured
+        try:
+            forwarding(ctx, rig, ipsecctl, cap, tmp, fwd_raw, pred, trials)
+            for w in sorted({w for _, w, _ in p["predict"]} - {1}):
+                rig.close()
+                rig = None
+                rig = lossfree.Rig(ctx, tmp, w, tag="sc%d" % w)
+                forwarding(ctx, rig, ipsecctl, cap, tmp, fwd_raw, pred, trials)
+        except netns.NetnsError as e:
+            ctx.fail("forwarding over many tunnels: %s" % e)
     finally:
-        if t:
-            t.close()
+        if rig:
+            rig.close()
         try:
             os.rmdir(tmp)
         except OSError:
@@ -119,12 +185,145 @@ def run(ctx):
     t = ctx.table("scale", COLS, rows, "N tunnels (an SA pair and its two policies each) or N policies loaded by "
                   "ipsecctl into a new SADB: load time, the SADB's allocated kilobytes, xipsecd's start time until its "
                   "status shows every SA, and its resident memory", expect=2 * len(p["n"]))
-    ctx.table("scale_memory", PER, per_item(dataplane._dicts(t)), "bytes per tunnel and per policy: the "
-              "difference between the largest and the smallest N over their difference; per SA: a tunnel's less "
-              "its two policies, halved", expect=3)
+    m = ctx.table("scale_mip6", MIP6, mip6, "the home agent's own memory (binding cache, mobile node table and "
+                  "index) with N mobile nodes registered, from bench/mip6-bench-mem", expect=2)
+    ctx.table("scale_memory", PER, per_item(dataplane._dicts(t), dataplane._dicts(m)), "bytes per tunnel and per "
+              "policy: the difference between the largest and the smallest N over their difference; per SA: a "
+              "tunnel's less its two policies, halved; per Mobile IPv6 binding: the home agent's state per mobile "
+              "node (the same difference) and its two transport SAs", expect=4)
+    ctx.table("scale_fwd_raw", FWD_RAW, fwd_raw, "each unpaced 64-byte flood spread round-robin over N tunnels: "
+              "packets sent and received, the packets gw1's xipsecd encrypted and gw2's decrypted, and their CPU "
+              "microseconds",
+              expect=len(p["fwd_n"]) * p["fwd_reps"])
+    ctx.table("scale_fwd", FWD, derive_fwd(dataplane._dicts(ctx.tables["scale_fwd_raw"])), "forwarding with the "
+              "traffic spread evenly over N tunnels (N SA pairs and 2N policies, %s): packets per second one worker "
+              "forwards under an unpaced flood (median, min-max), the loss, and each gateway's xipsecd CPU ns per "
+              "packet it encrypted or decrypted" % FWD_XF, expect=len(p["fwd_n"]))
+    ctx.table("scale_predict_trials", ["tunnels"] + lossfree.TRIALS, trials, "every trial of the binary searches "
+              "over the loaded tunnels (the lossfree section's columns)", expect=2 * len(p["predict"]))
+    ctx.table("scale_predicted", PREDICTED, pred, "configurations that were not the calculator's inputs: the packet "
+              "rate its model predicts from the lossfree section's rates (one tunnel) next to the loss-free rate "
+              "measured over that many tunnels; more than %d %% apart: flagged" % (lossfree.PREDICT_TOLERANCE * 100),
+              expect=len(p["predict"]))
 
 
-def per_item(rows):
+def load_tunnels(ctx, rig, ipsecctl, cap, tmp, n):
+    """N tunnels into both gateways' new SADBs (gw2's mirrored), their xipsecd started on them; the
+    generator then spreads its packets over the N destinations."""
+    t = rig.t
+    c1, c2 = os.path.join(tmp, "fwd-gw1.conf"), os.path.join(tmp, "fwd-gw2.conf")
+    write_conf(c1, n, True, c2)
+    try:
+        for gw, conf in (("gw1", c1), ("gw2", c2)):
+            new_sadb(t, ipsecctl, gw, cap, conf, new_keys=True)
+    finally:
+        os.unlink(c1)
+        os.unlink(c2)
+    for gw in ("gw1", "gw2"):
+        t.start_gw(gw, rig.workers, wait=600)
+    if not t.wait_for(600, lambda: all((t.status(gw) or {}).get("sas", -1) == 2 * n for gw in ("gw1", "gw2"))):
+        raise netns.NetnsError("xipsecd did not report %d SAs on both gateways" % (2 * n))
+    t.transform = FWD_XF
+    rig.dst, rig.flows = _dst(0).split("/")[0], n
+
+
+def forwarding(ctx, rig, ipsecctl, cap, tmp, raw, pred, trials):
+    """On RIG: with one worker, the unpaced floods over every N of the plan; then the predictions of
+    the plan at RIG's worker count."""
+    p = plan(ctx.quick)
+    t, w = rig.t, rig.workers
+    # the tunnels' inner destinations: gw1 sends them to gw2, gw2 to h2 (its permanent neighbour)
+    t.run("gw1", ["ip", "route", "replace", "10.128.0.0/9", "via", "192.0.2.2"])
+    t.run("gw2", ["ip", "route", "replace", "10.128.0.0/9", "via", "10.2.0.2"])
+    # gw2 known to gw1 before the first packet: a flood's first trial starts without neighbour drops
+    t.run("gw1", ["ip", "neigh", "replace", "192.0.2.2", "lladdr", rig.mac("gw2", "out2"), "dev", "out1", "nud",
+                  "permanent"])
+    todo = [("flood", n, None) for n in (p["fwd_n"] if w == 1 else [])]
+    todo += [("predict", n, (size, pw)) for n, pw, size in p["predict"] if pw == w]
+    loaded = None
+    for kind, n, arg in todo:
+        if n != loaded:
+            load_tunnels(ctx, rig, ipsecctl, cap, tmp, n)
+            loaded = n
+        if kind == "flood":
+            for rep in range(1, p["fwd_reps"] + 1):
+                # the packets each gateway's xipsecd handled (its status), not only those h2 received:
+                # under a flood a gateway also works on packets the next hop drops
+                c0 = [worked(t, gw) for gw in ("gw1", "gw2")]
+                r = rig.trial("64", p["fwd_secs"])
+                c1 = [worked(t, gw) for gw in ("gw1", "gw2")]
+                raw.append([n, w, 64, rep, p["fwd_secs"], r["sent"], r["received"], c1[0][0] - c0[0][0],
+                            c1[1][1] - c0[1][1], r["cpu_us_gw1"], r["cpu_us_gw2"]])
+                ctx.tick("scale: 64 B over %d tunnel(s), rep %d: %.0f pps forwarded, %.1f %% lost" % (
+                    n, rep, r["delivered"], r["loss"] * 100))
+            continue
+        size, pw = arg
+        pred.append(predict_one(ctx, rig, n, size, pw, p, trials))
+        ctx.tick("scale: %d tunnels, %d worker(s), %s: predicted %.0f pps, measured %.0f pps" % (
+            n, pw, size, pred[-1][3] or 0, pred[-1][5]))
+
+
+def worked(t, gw):
+    """(packets protected, packets unprotected) by GW's xipsecd so far, over its workers."""
+    ws = (t.status(gw) or {}).get("worker", [])
+    return sum(x.get("protect", 0) for x in ws), sum(x.get("unprotect", 0) for x in ws)
+
+
+def predict_one(ctx, rig, n, size, workers, p, trials):
+    """One PREDICTED row: the calculator's rate for (FWD_XF, SIZE, WORKERS) from the lossfree table,
+    and the loss-free rate searched over the N tunnels loaded on RIG."""
+    lf = dataplane._dicts(ctx.tables.get("lossfree", {"columns": [], "rows": []}))
+    model = calc.worker_capacity(lf, FWD_XF, size, workers)
+    mine = []
+    lo, _gen, bound, _best = lossfree.search(ctx, rig, FWD_XF, "auto", size, workers, 1,
+                                             {"secs": p["fwd_secs"], "steps": p["steps"]}, mine)
+    trials += [[n] + r for r in mine]
+    return predicted_row(n, workers, size, model, lo, bound)
+
+
+def predicted_row(n, workers, size, model, measured, bound):
+    if model is None:
+        return [n, workers, size, None, "no lossfree rate of %s at %s B for 1 worker" % (FWD_XF, size), measured,
+                bound, None, "not predicted"]
+    err = (model[0] - measured) / measured * 100 if measured else None
+    ok = err is not None and abs(err) <= lossfree.PREDICT_TOLERANCE * 100 and bound == "gateway"
+    return [n, workers, size, model[0], model[1], measured, bound, err,
+            "within %d %%" % (lossfree.PREDICT_TOLERANCE * 100) if ok else
+            ("outside %d %%" % (lossfree.PREDICT_TOLERANCE * 100) if bound == "gateway" else "%s-bound" % bound)]
+
+
+def derive_fwd(raw):
+    out = []
+    for n in sorted({r["n"] for r in raw}):
+        rs = [r for r in raw if r["n"] == n]
+        pps = [r["received"] / r["secs"] for r in rs]
+        ns = [[r["cpu_us_gw%d" % g] * 1e3 / r[k] for r in rs if r[k]]
+              for g, k in ((1, "protected_gw1"), (2, "unprotected_gw2"))]
+        out.append([n, rs[0]["workers"], rs[0]["size"], len(rs), dataplane._med(pps), min(pps), max(pps),
+                    dataplane._med([max(0.0, 1 - r["received"] / r["sent"]) * 100 if r["sent"] else 100.0
+                                    for r in rs]),
+                    dataplane._med(ns[0]) if ns[0] else None, dataplane._med(ns[1]) if ns[1] else None])
+    return out
+
+
+def home_agent_memory(ctx):
+    """MIP6 rows: the home agent's bytes with 1 and with 10,000 mobile nodes registered (bench/mip6-bench-mem,
+    one timed exchange: only its set-up matters here)."""
+    mem = os.path.join(str(ctx.builddir), "bench", "mip6-bench-mem")
+    r = subprocess.run([mem, "-r", "1", "-n", "1", "-t", "gcm"], capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        ctx.fail("bench/mip6-bench-mem exited %d: %s" % (r.returncode, r.stderr.strip()[-300:]))
+        return []
+    rows = []
+    for line in r.stdout.splitlines():
+        f = line.replace(":", " ").split()
+        if line.startswith("# home agent state for") and len(f) >= 9 and f[5].isdigit() and f[8].isdigit():
+            rows.append([int(f[5]), int(f[8])])
+    ctx.tick("scale: Mobile IPv6 home agent memory for %s mobile nodes" % ", ".join(str(x[0]) for x in rows))
+    return rows
+
+
+def per_item(rows, mip6=()):
     out = {}
     for what in ("tunnels", "policies"):
         r = sorted((x for x in rows if x["what"] == what), key=lambda x: x["n"])
@@ -138,8 +337,12 @@ def per_item(rows):
     if "policies" in out:
         res.append(["policy", "policy", out["policies"][0], out["policies"][1]])
     if "tunnels" in out and "policies" in out:
-        res.append(["SA", "SA", (out["tunnels"][0] - 2 * out["policies"][0]) / 2,
-                    (out["tunnels"][1] - 2 * out["policies"][1]) / 2])
+        sa = ((out["tunnels"][0] - 2 * out["policies"][0]) / 2, (out["tunnels"][1] - 2 * out["policies"][1]) / 2)
+        res.append(["SA", "SA", sa[0], sa[1]])
+        m = sorted(mip6, key=lambda x: x["mobile_nodes"])
+        if len(m) >= 2 and m[-1]["mobile_nodes"] > m[0]["mobile_nodes"]:
+            ha = (m[-1]["ha_bytes"] - m[0]["ha_bytes"]) / (m[-1]["mobile_nodes"] - m[0]["mobile_nodes"])
+            res.append(["Mobile IPv6 binding (its state and 2 transport SAs)", "binding", 2 * sa[0], ha + 2 * sa[1]])
     return res
 
 
@@ -148,7 +351,7 @@ def report(ctx, rep):
     per = dataplane._dicts(ctx.tables.get("scale_memory", {"columns": [], "rows": []}))
     rep.para("The cost of many tunnels before any packet: N site-to-site tunnels (AES-CBC-128 + HMAC-SHA-256, an SA "
              "pair and its two policies each) or N policies written by `ipsecctl load` into a new SADB, then xipsecd "
-             "started on it. Forwarding with traffic spread over many SAs is not measured by this section.")
+             "started on it.")
     big = max((r for r in rows if r["what"] == "tunnels"), key=lambda r: r["n"], default=None)
     figs = []
     if big:
@@ -170,19 +373,74 @@ def report(ctx, rep):
                           label="%s: xipsecd resident" % what)
             plotting.line(axes[1], [r["n"] for r in s], [r["sadb_kb"] / 1024 for r in s],
                           label="%s: SADB allocated" % what, linestyle="--")
-        for ax, lab in zip(axes, ("seconds", "MB")):
-            ax.set_xscale("log")
-            ax.set_xlabel("N")
-            ax.set_ylabel(lab)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            plotting.from_zero(ax)
+        _log_axes(axes, ("seconds", "MB"), "N")
         fig.suptitle("N tunnels or policies: load and start time, memory (one measurement each)", fontsize=10)
         fig.tight_layout()
         ctx.savefig(fig, "scale")
         rep.plot("scale", "SADB load time, xipsecd start time and memory against the number of tunnels or policies")
     rep.table("scale_memory")
     rep.table("scale")
+    report_fwd(ctx, rep)
+
+
+def report_fwd(ctx, rep):
+    p = ctx.meta.get("scale_plan", {})
+    fwd = dataplane._dicts(ctx.tables.get("scale_fwd", {"columns": [], "rows": []}))
+    rep.para("Forwarding over many SAs: the same tunnels (%s) loaded into both gateways, and bench/fwd-gen's 64-byte "
+             "packets sent to the N tunnels' destinations in turn, one packet each, as fast as it goes for %s s (%s "
+             "repetition(s)); gw2 routes them to h2's sink. The rate is what one worker forwards under that flood, the "
+             "CPU per packet each gateway's xipsecd time over the packets it encrypted or decrypted (its own "
+             "counters)." % (
+                 FWD_XF, p.get("fwd_secs"), p.get("fwd_reps")))
+    if fwd:
+        rep.para("In this run:\n" + "\n".join("- %s tunnel(s): %s packets/s (%.1f %% lost), %s ns of gw1 and %s ns of "
+                                               "gw2 CPU per packet" % (
+                                                   "{:,}".format(r["n"]), "{:,.0f}".format(r["pps"]), r["loss_pct"],
+                                                   _ns(r["ns_per_pkt_gw1"]), _ns(r["ns_per_pkt_gw2"])) for r in fwd))
+        plt = plotting.pyplot()
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        xs = [r["n"] for r in fwd]
+        plotting.line(axes[0], xs, [r["pps"] for r in fwd], label="packets/s forwarded (1 worker, 64 B)")
+        plotting.line(axes[1], xs, [r["ns_per_pkt_gw1"] for r in fwd], label="gw1 (encrypts) ns/packet")
+        plotting.line(axes[1], xs, [r["ns_per_pkt_gw2"] for r in fwd], label="gw2 (decrypts) ns/packet",
+                      linestyle="--")
+        _log_axes(axes, ("packets per second", "xipsecd CPU ns per packet"), "tunnels the traffic is spread over")
+        fig.suptitle("64-byte packets spread round-robin over N tunnels: rate and CPU per packet", fontsize=10)
+        fig.tight_layout()
+        ctx.savefig(fig, "scale_fwd")
+        rep.plot("scale_fwd", "forwarding rate and CPU per packet against the number of tunnels the traffic is spread "
+                 "over")
+    pr = dataplane._dicts(ctx.tables.get("scale_predicted", {"columns": [], "rows": []}))
+    if pr:
+        rep.para("The predictions checked: configurations that were not the calculator's inputs, its packet-rate "
+                 "model's rate (the lossfree section's rates for one tunnel; the tunnel count is not in the model) "
+                 "next to the loss-free rate measured over that many tunnels (RFC 2544 search of %s steps):\n" % (
+                     p.get("steps")) + "\n".join(
+                     "- %s tunnels, %d worker(s), %s: predicted %s pps, measured %s pps (%s: %s)" % (
+                         "{:,}".format(r["tunnels"]), r["workers"], "IMIX" if r["size"] == "imix" else r["size"] + " B",
+                         "{:,.0f}".format(r["predicted_pps"]) if plotting.ok(r["predicted_pps"]) else "n/a",
+                         "{:,.0f}".format(r["measured_pps"]),
+                         "%+.0f %%" % r["error_pct"] if plotting.ok(r["error_pct"]) else "no error", r["verdict"])
+                     for r in pr))
+    rep.table("scale_predicted")
+    rep.table("scale_fwd")
+    rep.table("scale_fwd_raw")
+    rep.table("scale_predict_trials")
+
+
+def _log_axes(axes, ylabels, xlabel):
+    """The section's plots: N on a log scale, values from zero."""
+    for ax, lab in zip(axes, ylabels):
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(lab)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        plotting.from_zero(ax)
+
+
+def _ns(v):
+    return "%.0f" % v if plotting.ok(v) else "n/a"
 
 
 def check(run_dir):
@@ -190,5 +448,35 @@ def check(run_dir):
     meta, tables = framework.load_run(run_dir)
     if "scale" not in tables or "scale_memory" not in tables:
         return ["table scale or scale_memory missing"]
-    want = [[framework._round(v) for v in r] for r in per_item(dataplane._dicts(tables["scale"]))]
-    return dataplane._compare("scale_memory", tables["scale_memory"]["rows"], want, 2)
+    want = [[framework._round(v) for v in r] for r in per_item(dataplane._dicts(tables["scale"]),
+                                                                dataplane._dicts(tables.get("scale_mip6", {
+                                                                    "columns": MIP6, "rows": []})))]
+    errs = dataplane._compare("scale_memory", tables["scale_memory"]["rows"], want, 2)
+    need = ("scale_fwd_raw", "scale_fwd", "scale_predicted", "scale_predict_trials")
+    errs += ["table %s missing" % n for n in need if n not in tables]
+    if any(n not in tables for n in need):
+        return errs
+    want = [[framework._round(v) for v in r] for r in derive_fwd(dataplane._dicts(tables["scale_fwd_raw"]))]
+    errs += dataplane._compare("scale_fwd", tables["scale_fwd"]["rows"], want, 1)
+    # a tunnel count nothing crossed is a dead tunnel, not a figure
+    errs += ["scale_fwd: nothing forwarded over %s tunnel(s)" % r["n"] for r in dataplane._dicts(tables["scale_fwd"])
+             if not r["pps"]]
+    lf = dataplane._dicts(tables.get("lossfree", {"columns": [], "rows": []}))
+    trials = dataplane._dicts(tables["scale_predict_trials"])
+    for r in dataplane._dicts(tables["scale_predicted"]):
+        model = calc.worker_capacity(lf, FWD_XF, r["size"], r["workers"])
+        if model is None:
+            errs.append("scale_predicted %s tunnels: no lossfree rate to predict from" % r["tunnels"])
+            continue
+        want = [framework._round(v) for v in predicted_row(r["tunnels"], r["workers"], r["size"], model,
+                                                          r["measured_pps"], r["bound"])]
+        errs += dataplane._compare("scale_predicted", [list(r.values())], [want], 3)
+        passed = [min(t["target_pps"], t["offered_pps"]) for t in trials if t["step"] > 0 and t["pass"] and
+                  (t["tunnels"], t["workers"], t["size"]) == (r["tunnels"], r["workers"], r["size"])]
+        # generator-bound: a lower bound, said so by the verdict; none: no rate passed at all
+        if r["bound"] == "none":
+            errs.append("scale_predicted %s tunnels: no paced rate passed" % r["tunnels"])
+        elif r["bound"] == "gateway" and not passed or max(passed) < r["measured_pps"] * (1 - 1e-5):
+            errs.append("scale_predicted %s tunnels: %s pps is not a rate a trial passed at" % (
+                r["tunnels"], r["measured_pps"]))
+    return errs

@@ -4,7 +4,8 @@
 # re-verifies the run directory: every table in results.json has its CSV, every plot is a valid PNG
 # and an SVG carrying its series labels, service demand recomputed from dataplane_stream_raw equals
 # dataplane_stream's, the bytes on the wire match the ESP/AH formats. The contract's tables and the
-# report's figures must be there. The run gets a state directory that does not exist (every section
+# report's figures must be there, with forwarding over 1 and 1,000 tunnels and the prediction at 1,000
+# tunnels next to its measurement. The run gets a state directory that does not exist (every section
 # owns its own), and a copy of the run with one section broken on purpose (emptied, then marked as a
 # failed sub-run) must fail the check. The run directory, and any namespace, SADB file or process the run
 # left (it cleans up itself; a killed run cannot), are removed on every exit.
@@ -65,7 +66,7 @@ fail() { echo "test_sizing: FAIL: $*" >&2; exit 1; }
 run="$tmp/run"
 # every section owns its temporary state: a state directory the caller named and that is gone (as
 # tests/run-test's would be after another section removed it) must not reach any of them
-XIPSEC_STATE_DIR="$tmp/gone/state" timeout --kill-after=10 300 "$PY" "$top_srcdir/bench/sizing" --quick \
+XIPSEC_STATE_DIR="$tmp/gone/state" timeout --kill-after=10 360 "$PY" "$top_srcdir/bench/sizing" --quick \
 	--out "$run" --build "$top_builddir" 2> "$tmp/sizing.err" &
 pid=$!
 wait "$pid"; rc=$?
@@ -77,12 +78,13 @@ pid=
 
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
-	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted scale scale_memory; do
+	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted scale scale_memory \
+	scale_mip6 scale_fwd_raw scale_fwd scale_predicted scale_predict_trials; do
 	[ -s "$run/$t.csv" ] || fail "table $t missing"
 	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
 done
 for p in dataplane_family_aead dataplane_family_esp-cbc-hmac dataplane_family_ah dataplane_compare_32k \
-	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree scale; do
+	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree scale scale_fwd; do
 	[ -s "$run/plots/$p.png" ] && [ -s "$run/plots/$p.svg" ] || fail "plot $p missing"
 	grep -q "plots/$p.svg" "$run/report.html" || fail "report.html does not show $p"
 done
@@ -115,7 +117,24 @@ import json, sys
 t = json.load(open(sys.argv[1]))["tables"]["scale_memory"]
 per = {r[1]: dict(zip(t["columns"], r)) for r in t["rows"]}
 assert per["tunnel"]["sadb_bytes"] > per["policy"]["sadb_bytes"] > 0, per
+# a Mobile IPv6 binding costs the home agent something beyond its two SAs
+assert per["binding"]["xipsecd_bytes"] > 2 * per["SA"]["xipsecd_bytes"], per
 EOF
+# traffic spread over 1 and over 1,000 tunnels crossed them (the sink on h2 counted it), with CPU per
+# packet on both gateways; the prediction at 1,000 tunnels was measured against a gateway-bound rate
+"$PY" - "$run/results.json" <<'EOF' || fail "forwarding over many tunnels: $(cat "$run/scale_fwd.csv" "$run/scale_predicted.csv")"
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"]
+fwd = {r[0]: dict(zip(t["scale_fwd"]["columns"], r)) for r in t["scale_fwd"]["rows"]}
+assert sorted(fwd) == [1, 1000], fwd
+for r in fwd.values():
+    assert r["pps"] > 0 and r["ns_per_pkt_gw1"] > 0 and r["ns_per_pkt_gw2"] > 0, r
+pr = [dict(zip(t["scale_predicted"]["columns"], r)) for r in t["scale_predicted"]["rows"]]
+assert len(pr) == 1 and pr[0]["tunnels"] == 1000 and pr[0]["predicted_pps"] > 0 and pr[0]["measured_pps"] > 0, pr
+assert pr[0]["verdict"] in ("within 15 %", "outside 15 %"), pr
+EOF
+grep -q "1,000 tunnels, 1 worker(s), 1400 B: predicted .* pps, measured .* pps" "$run/report.md" ||
+	fail "the report does not print the 1,000-tunnel prediction next to its measurement"
 # a loss-free rate for every packet size, found below the generator's own ceiling (the generator was
 # not the bottleneck), with the IMIX the sink saw between 64 and 1400 bytes; the prediction of IMIX
 # from 64 and 1400 bytes is in the report next to the measurement
@@ -168,5 +187,19 @@ EOF
 	fail "bench/sizing check passed a run with a failed sub-run: $(cat "$tmp/broken.out")"
 grep -q "section mip6 did not finish: failed: bench/mip6-bench" "$tmp/broken.out" ||
 	fail "check did not report the failed sub-run: $(cat "$tmp/broken.out")"
+# and a prediction row that went missing (the plan asked for one)
+cp "$run"/results.json "$broken"/
+"$PY" - "$broken" <<'EOF' || fail "could not empty the predictions of the copy"
+import csv, json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/results.json"))
+j["tables"]["scale_predicted"]["rows"] = []
+with open(d + "/scale_predicted.csv", "w", newline="") as f:
+    csv.writer(f, lineterminator="\n").writerow(j["tables"]["scale_predicted"]["columns"])
+json.dump(j, open(d + "/results.json", "w"))
+EOF
+"$PY" "$top_srcdir/bench/sizing" check "$broken" > "$tmp/broken.out" 2>&1 &&
+	fail "bench/sizing check passed a run without its predictions: $(cat "$tmp/broken.out")"
+grep -q "table scale_predicted: empty" "$tmp/broken.out" || fail "check did not name the empty predictions: $(cat "$tmp/broken.out")"
 echo "test_sizing: ok ($(grep -c . "$run/dataplane_stream_raw.csv") stream rows)"
 exit 0
