@@ -1,7 +1,7 @@
 # tests/fuzz/local.mk: libFuzzer targets for the ESP/AH engine, built with clang from the engine's
 # sources (the automake objects are gcc-built), a seed-corpus generator and the runner.
 #   make fuzz                      build the targets
-#   make check TESTS=tests/fuzz/run-fuzz.sh   run each for FUZZ_SECONDS (default 15) and fail on a crash
+#   make check TESTS=tests/fuzz/run-fuzz.sh   run each for FUZZ_SECONDS (default 10) and fail on a crash
 #   make fuzz-long                 run each for FUZZ_SECONDS (default 600) on a corpus kept in the
 #                                  build tree (tests/fuzz/corpus), so long runs build on each other
 # (Explicit rules: automake -Werror refuses %-pattern rules.)
