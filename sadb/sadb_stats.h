@@ -50,7 +50,8 @@
 #define SADB_STATS_ENV_PATH      "XIPSEC_STATS"
 #define SADB_STATS_DEFAULT_GROUP "xipsec-mon"
 #define SADB_STATS_MAGIC         0x5853544154533031ULL /* "XSTATS01" */
-#define SADB_STATS_VERSION       3u    /* 2: gone records after the live ones; 3: the home agent's */
+#define SADB_STATS_VERSION       4u    /* 2: gone records after the live ones; 3: the home agent's;
+					* 4: its mobile nodes' records */
 #define SADB_STATS_INTERVAL_MS   500u  /* the longest a reading waits for its successor */
 #define SADB_STATS_CHANGE_MS     50u   /* the shortest: after a SADB change */
 
@@ -107,8 +108,26 @@ struct sadb_stats_ha {
 	uint64_t ba_status[256];           /* Binding Acknowledgements sent, by status */
 };
 
+/* One mobile node of the home agent (mobility/mip6_ha.h's struct mip6_mn_stats): its home address,
+ * the name it is configured under, and its counters; never its care-of address, so the view still
+ * shows no one's whereabouts. A mobile node is configured from at least two SAs of its own (its
+ * Binding Updates' and its acknowledgements'), so a view holds records for half the SADB's SA
+ * capacity (SADB_STATS_NODE_CAP), each node once, while it is configured. */
+#define SADB_STATS_NODE_BA 16u    /* BA statuses kept apart per node (mip6_ha.h's MIP6_MN_BA_SLOTS) */
+#define SADB_STATS_NODE_CAP(max_sa) ((max_sa) / 2u)
+struct sadb_stats_node {
+	uint8_t hoa[16];
+	uint64_t bound;                    /* 1: it has a binding now */
+	uint64_t bu_accepted, bu_refused, moves;
+	uint64_t last_bu_age_ms;           /* at the reading's `published`; UINT64_MAX: no Binding
+	                                    * Update since it was configured */
+	uint64_t n_ba;                     /* ba[0..n_ba): the statuses it was answered with */
+	struct { uint64_t status, count; } ba[SADB_STATS_NODE_BA];
+};
+
 /* One reading: the buffer's fixed part, followed by n_rec records of the SAs in the SADB, then
- * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs). */
+ * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs), then
+ * n_node records of the home agent's mobile nodes (sadb_stats_nodes). */
 struct sadb_stats_reading {
 	uint64_t seq;                      /* odd while the producer writes this buffer */
 	uint64_t published;                /* CLOCK_REALTIME nanoseconds the reading was completed */
@@ -118,7 +137,8 @@ struct sadb_stats_reading {
 	uint64_t dp_pid, dp_started;       /* the dataplane (sadb_dp_stats), 0 = none */
 	uint32_t n_workers;
 	uint32_t n_rec;                    /* SA records below (every SA the reading saw) */
-	uint32_t n_gone, pad;              /* gone records after them */
+	uint32_t n_gone;                   /* gone records after them */
+	uint32_t n_node;                   /* mobile node records after those */
 	uint64_t sa_drops[SADB_DROP_MAX];  /* drops of every SA, by reason */
 	struct sadb_stats_ha ha;           /* the last sadb_stats_set_ha; zero without one */
 	struct sadb_worker_stats w[SADB_MAX_WORKERS];
@@ -143,6 +163,10 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db);
 /* The home agent's counters for the next readings (the producer's own, not the SADB's). */
 void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *ha);
+/* Its mobile nodes' records for the next readings, copied: n of them, at most
+ * SADB_STATS_NODE_CAP(max_sa) (more: -ENOSPC, and the readings keep the previous ones). 0 or
+ * -ENOMEM. */
+int sadb_stats_set_nodes(struct sadb_stats_writer *w, const struct sadb_stats_node *nodes, uint32_t n);
 /* The dataplane deleted sa (its record as the dataplane held it, in slot): keep a gone record of
  * it with the counters its runtime area holds now, published from the next reading on. The
  * caller calls it when no one adds to them any more (dp_stats.c) and before the slot may be given
@@ -158,6 +182,9 @@ void sadb_stats_close(struct sadb_stats_writer *w);
  * -ENOENT (no producer has run), -EACCES, -EPROTO (not a view of this version; the message says
  * what), -EAGAIN (the producer kept changing the buffer), -ENOMEM. */
 int sadb_stats_load(const char *path, struct sadb_stats_reading **out, char *errmsg, size_t errlen);
+
+/* The mobile node records of r (r->n_node of them). */
+const struct sadb_stats_node *sadb_stats_nodes(const struct sadb_stats_reading *r);
 
 /* The reading the producer would publish, made from db directly in malloc'ed memory (*out, free()
  * it): for a process that maps the SADB anyway (ipsecctl's one-shot metrics), so that it shows

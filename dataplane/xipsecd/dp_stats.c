@@ -66,6 +66,7 @@ void dp_stats_tick(struct dp_ctx *ctx, uint64_t now)
 
 	dp_mip6_stats(ctx, &ha);
 	sadb_stats_set_ha(ctx->stats, &ha);
+	dp_mip6_stats_nodes(ctx, ctx->stats);
 	err = sadb_stats_publish(ctx->stats, ctx->db);
 	if (err < 0)
 		dp_log(LOG_WARNING, "counters view: reading the SADB: %s", strerror(-err));
