@@ -130,6 +130,19 @@ static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row)
 	return false;
 }
 
+/* A new row of t for data, indexed by one unsigned number; false when out of memory. */
+static bool row_add_u32(netsnmp_tdata *t, void *data, u_long id)
+{
+	netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+
+	if (!row)
+		return false;
+	row->data = data;
+	netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
+	row_add(t, row);
+	return true;
+}
+
 /* A mobile node's index (xipsecHaNodeAddressType ipv6(2), xipsecHaNodeAddress) as row's first. */
 static void node_index(netsnmp_tdata_row *row, const struct xs_node_row *n)
 {
@@ -164,16 +177,9 @@ static void build_tables(void)
 		row->data = &v->sa[i];
 		row_add(M.t[T_SA], row);
 	}
-	for (size_t i = 0; i < v->n_worker; i++) {
-		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
-		u_long id = v->worker[i].id;
-
-		if (!row)
+	for (size_t i = 0; i < v->n_worker; i++)
+		if (!row_add_u32(M.t[T_WORKER], &v->worker[i], v->worker[i].id))
 			break;
-		row->data = &v->worker[i];
-		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
-		row_add(M.t[T_WORKER], row);
-	}
 	for (size_t i = 0; i < v->n_drop; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
 		const char *name = v->drop[i].name;
@@ -184,16 +190,9 @@ static void build_tables(void)
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, name, strlen(name));
 		row_add(M.t[T_DROP], row);
 	}
-	for (size_t i = 0; i < v->n_ba; i++) {
-		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
-		u_long st = v->ba[i].status;
-
-		if (!row)
+	for (size_t i = 0; i < v->n_ba; i++)
+		if (!row_add_u32(M.t[T_HA_BA], &v->ba[i], v->ba[i].status))
 			break;
-		row->data = &v->ba[i];
-		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &st, sizeof(st));
-		row_add(M.t[T_HA_BA], row);
-	}
 	for (size_t i = 0; i < v->n_node; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
 
