@@ -192,8 +192,9 @@ static struct node *nodes_load(const char *arg, uint32_t n)
 	return v;
 }
 
+/* An SA of libesp and its runtime area (*rt_out, free() it after esp_sa_destroy). */
 static struct esp_sa *mk_sa(uint32_t spi, const uint8_t k[20], uint8_t dir, const uint8_t src[16],
-			    const uint8_t dst[16])
+			    const uint8_t dst[16], struct sadb_runtime **rt_out)
 {
 	struct sadb_sa s;
 	struct sadb_runtime *rt;
@@ -227,7 +228,8 @@ static struct esp_sa *mk_sa(uint32_t spi, const uint8_t k[20], uint8_t dir, cons
 	memset(&o, 0, sizeof(o));
 	if ((r = esp_sa_create(&s, rt, &o, &sa)))
 		die("esp_sa_create", r);
-	return sa; /* rt lives as long as the process */
+	*rt_out = rt;
+	return sa;
 }
 
 /* libesp's transport mode puts ESP in front of the destination options header; RFC 6275 section
@@ -271,6 +273,7 @@ struct gen {
 	uint8_t coa[16];
 	uint32_t n;
 	struct esp_sa **ba_in;
+	struct sadb_runtime **ba_rt;          /* their runtime areas */
 	struct { uint32_t spi, i; } *by_spi;  /* the BA SPIs, sorted, for take() */
 	uint8_t *frames;         /* SLOT bytes each: length (2 bytes), then the Ethernet frame */
 	unsigned long status[256];
@@ -432,7 +435,8 @@ static int cmd_run(int argc, char **argv)
 	g.frames = malloc(total * SLOT);
 	g.ba_in = calloc(g.n, sizeof(*g.ba_in));
 	g.by_spi = calloc(g.n, sizeof(*g.by_spi));
-	if (!g.frames || !g.ba_in || !g.by_spi)
+	g.ba_rt = calloc(g.n, sizeof(*g.ba_rt));
+	if (!g.frames || !g.ba_in || !g.by_spi || !g.ba_rt)
 		die("malloc", -ENOMEM);
 	for (uint32_t i = 0; i < g.n; i++) {   /* insertion: the derived SPIs come sorted already */
 		uint32_t j = i;
@@ -447,9 +451,10 @@ static int cmd_run(int argc, char **argv)
 	static uint8_t buf[1024];
 	for (uint32_t i = 0; i < g.n; i++) {
 		uint8_t *hoa = nodes[i].hoa, saved[24];
-		struct esp_sa *bu_out = mk_sa(nodes[i].bu_spi, nodes[i].bu_key, SADB_DIR_OUT, g.coa, ha);
+		struct sadb_runtime *bu_rt;
+		struct esp_sa *bu_out = mk_sa(nodes[i].bu_spi, nodes[i].bu_key, SADB_DIR_OUT, g.coa, ha, &bu_rt);
 
-		g.ba_in[i] = mk_sa(nodes[i].ba_spi, nodes[i].ba_key, SADB_DIR_IN, ha, g.coa);
+		g.ba_in[i] = mk_sa(nodes[i].ba_spi, nodes[i].ba_key, SADB_DIR_IN, ha, g.coa, &g.ba_rt[i]);
 		for (unsigned r = 0; r <= rounds; r++) {
 			struct mip6_bu bu = { .seq = (uint16_t)(r + 1), .flags = MIP6_BU_A | MIP6_BU_H,
 					      .lifetime = LIFETIME_UNITS, .has_alt_coa = true };
@@ -478,6 +483,7 @@ static int cmd_run(int argc, char **argv)
 			memcpy(slot + 16, p.buf + p.off, p.len);
 		}
 		esp_sa_destroy(bu_out);
+		free(bu_rt);
 	}
 	phase(&g, "register", 0, g.n, window, secs);
 	if (rounds)
@@ -485,6 +491,18 @@ static int cmd_run(int argc, char **argv)
 	for (unsigned s = 1; s < 256; s++)
 		if (g.status[s])
 			printf("status %u %lu\n", s, g.status[s]);
+	for (uint32_t i = 0; i < g.n; i++) {
+		esp_sa_destroy(g.ba_in[i]);
+		free(g.ba_rt[i]);
+	}
+	free(g.ba_in);
+	free(g.ba_rt);
+	free(g.by_spi);
+	free(g.frames);
+	free(nodes);
+	close(g.fd);
+	if (sock >= 0)
+		close(sock);
 	return 0;
 }
 
