@@ -6,7 +6,8 @@
  * workers) and every worker's counter record, and per SA its identity (SPI, protocol, direction,
  * mode, state, reqid, IKE SA id, slot, instance, outer addresses), its lifetimes, creation time,
  * counters, first and last use, expiry bits and drops by reason; and for a while the final
- * counters of the SAs deleted lately (gone records, below). Never a key, a salt, the replay
+ * counters of the SAs deleted lately (gone records, below); and the home agent's counters, with a
+ * record per mobile node named by its home address (never its care-of address). Never a key, a salt, the replay
  * window, a sequence number or a selector. What an unprivileged reader learns from it is which
  * tunnels exist between which addresses and how much they carry: the same as anyone who sees the
  * outside interface's traffic, and nothing that lets it read, forge or replay a packet.
