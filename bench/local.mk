@@ -6,3 +6,4 @@ include $(srcdir)/bench/ike.mk
 include $(srcdir)/bench/mip6.mk
 include $(srcdir)/bench/sizing.mk
 include $(srcdir)/bench/peers.mk
+include $(srcdir)/bench/ha.mk

@@ -135,6 +135,17 @@ static bool one_identity(peer_cfg_t *peer)
 	return ok;
 }
 
+/* The home agent record whose prefixes hold the home addresses remote names (records never
+ * overlap: libsadb refuses it): 0, or -ENOENT when no record does. */
+static int ha_serving(struct sadb *db, linked_list_t *remote, uint8_t proto,
+		      struct sadb_home_agent *ha)
+{
+	for (unsigned idx = 0; idx < SADB_HA_MAX; idx++)
+		if (sadb_home_agent_get(db, idx, ha) == 0 && all_ts(remote, is_hoa, ha, proto))
+			return 0;
+	return -ENOENT;
+}
+
 /* The configuration of a mobile child, NULL if sound, else what is wrong with it. */
 static const char *cfg_check(peer_cfg_t *peer, child_cfg_t *cfg, const struct sadb_home_agent *ha,
 			     bool sig)
@@ -197,8 +208,9 @@ static bool narrow(listener_t *listener, ike_sa_t *ike_sa, child_sa_t *child_sa,
 	sig = cfg->get_mode(cfg) == MODE_TRANSPORT;
 	if (!peer)
 		why = "no connection";
-	else if (sadb_home_agent_get(l->db, &ha) < 0)
-		why = "no home agent is configured in the SADB (ipsecctl's home-agent statement)";
+	else if (ha_serving(l->db, remote, sig ? MH_PROTO : 0, &ha) < 0)
+		why = "no home agent record in the SADB (ipsecctl's home-agent statements) has a home "
+		      "prefix that holds the mobile node's traffic selectors";
 	else
 		why = cfg_check(peer, cfg, &ha, sig);
 	if (!why && !(remote->get_count(remote) == 1 && all_ts(remote, is_hoa, &ha, sig ? MH_PROTO : 0)))

@@ -101,11 +101,11 @@ static int cmd_flush(const struct ctl_opts *o, int argc, char **argv)
 	if (rc >= 0 && sa)
 		rc = sadb_sa_flush(db, SADB_PROTO_ANY);
 	/* everything: the home agent record too (it is part of the configuration) */
-	if (rc >= 0 && sa && pol) {
+	for (unsigned idx = 0; rc >= 0 && sa && pol && idx < SADB_HA_MAX; idx++) {
 		struct sadb_home_agent ha;
 
-		if (sadb_home_agent_get(db, &ha) == 0)
-			rc = sadb_home_agent_set(db, NULL);
+		if (sadb_home_agent_get(db, idx, &ha) == 0)
+			rc = sadb_home_agent_set(db, idx, NULL);
 	}
 	if (rc >= 0)
 		rc = sadb_txn_commit(db);

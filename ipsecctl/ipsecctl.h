@@ -145,10 +145,11 @@ struct ctl_conf {
 	const char *cur_file;       /* the file being lexed; NULL: src */
 	struct ctl_file_id *chain;
 	unsigned depth;
-	/* the home-agent statement (at most one): the SADB's home agent record */
-	bool have_ha;
-	struct sadb_home_agent ha;
-	struct ctl_pos ha_pos;
+	/* the home-agent statements (one per home agent address, at most SADB_HA_MAX): the SADB's
+	 * home agent records, in the order given */
+	unsigned n_ha;
+	struct sadb_home_agent ha[SADB_HA_MAX];
+	struct ctl_pos ha_pos[SADB_HA_MAX];
 	/* the mobile-node statements' home addresses, for the one-per-address check */
 	struct ctl_mobile_node *mn;
 	size_t nmn, capmn;
@@ -180,9 +181,9 @@ struct ctl_mobile_node {
 void ctl_home_agent_print(const struct sadb_home_agent *ha, FILE *out);
 /* Whether two home agent records say the same (libsadb's own fields aside). */
 bool ctl_home_agent_same(const struct sadb_home_agent *a, const struct sadb_home_agent *b);
-/* ha as `show --json` lists it; NULL: null. */
-void ctl_home_agent_json(struct ctl_json *j, const char *key, const struct sadb_home_agent *ha,
-			 bool times);
+/* The home agent records ha[0..n) as `show --json` lists them: "home_agents", and "home_agent"
+ * the first (null without one) as schema 1 has always had it. */
+void ctl_home_agents_json(struct ctl_json *j, const struct sadb_home_agent *ha, unsigned n, bool times);
 
 void ctl_conf_init(struct ctl_conf *c, const char *src, FILE *err);
 /* Wipes keys and frees everything. */

@@ -90,6 +90,26 @@ static int keep(struct sect *s, char *line)
 
 enum { S_HA, S_BIND, S_NODE, S_COUNTER, S_REJECTED, S_REFUSED, S_DROPPED, S_N };
 
+/* One "home-agent" line of xipsecd's answer (one per home agent address) as a JSON object; line
+ * stays as it is (the first is written twice). */
+static void ha_json(struct ctl_json *j, const char *key, const char *line)
+{
+	char *f[MAX_FIELDS], copy[512];
+
+	snprintf(copy, sizeof(copy), "%s", line);
+	fields(copy, f);
+	ctl_json_obj(j, key);
+	ctl_json_str(j, "address", f[1]);
+	ctl_json_str(j, "link", f[2]);
+	ctl_json_u64(j, "max_lifetime", num(f[3]));
+	ctl_json_u64(j, "mobile_nodes", num(f[4]));
+	ctl_json_arr(j, "prefixes");
+	for (char *s2 = NULL, *p = strtok_r(f[5], ",", &s2); p; p = strtok_r(NULL, ",", &s2))
+		ctl_json_str(j, NULL, p);
+	ctl_json_end_arr(j);
+	ctl_json_end_obj(j);
+}
+
 int ctl_show_bindings(const struct ctl_opts *o)
 {
 	static const struct { const char *name, *json; int nf; } sec[S_N] = {
@@ -139,21 +159,15 @@ int ctl_show_bindings(const struct ctl_opts *o)
 	if (o->json) {
 		ctl_json_init(&j, stdout);
 		ctl_json_obj(&j, NULL);
-		if (!v[S_HA].n) {
+		/* "home_agent" the first address, as schema 1 has always had it; "home_agents" all */
+		if (!v[S_HA].n)
 			ctl_json_null(&j, "home_agent");
-		} else {
-			fields(v[S_HA].v[0], f);
-			ctl_json_obj(&j, "home_agent");
-			ctl_json_str(&j, "address", f[1]);
-			ctl_json_str(&j, "link", f[2]);
-			ctl_json_u64(&j, "max_lifetime", num(f[3]));
-			ctl_json_u64(&j, "mobile_nodes", num(f[4]));
-			ctl_json_arr(&j, "prefixes");
-			for (char *s2 = NULL, *p = strtok_r(f[5], ",", &s2); p; p = strtok_r(NULL, ",", &s2))
-				ctl_json_str(&j, NULL, p);
-			ctl_json_end_arr(&j);
-			ctl_json_end_obj(&j);
-		}
+		else
+			ha_json(&j, "home_agent", v[S_HA].v[0]);
+		ctl_json_arr(&j, "home_agents");
+		for (size_t i = 0; i < v[S_HA].n; i++)
+			ha_json(&j, NULL, v[S_HA].v[i]);
+		ctl_json_end_arr(&j);
 		ctl_json_arr(&j, "bindings");
 		for (size_t i = 0; i < v[S_BIND].n; i++) {
 			fields(v[S_BIND].v[i], f);
@@ -184,10 +198,10 @@ int ctl_show_bindings(const struct ctl_opts *o)
 		ctl_json_end_obj(&j);
 		ctl_json_done(&j);
 	} else {
-		if (!v[S_HA].n) {
+		if (!v[S_HA].n)
 			printf("# no home agent configured in xipsecd (%s)\n", path);
-		} else {
-			fields(v[S_HA].v[0], f);
+		for (size_t i = 0; i < v[S_HA].n; i++) {
+			fields(v[S_HA].v[i], f);
 			printf("# home agent %s on %s: %s mobile node(s), bindings up to %s s, home prefixes %s\n",
 			       f[1], f[2], f[4], f[3], f[5]);
 		}

@@ -78,30 +78,43 @@ static bool flushes_all(const struct ctl_conf *c)
 	return false;
 }
 
-/* The home agent record the configuration leaves, in the caller's transaction: the file's
- * home-agent statement; none when clear (a flush of everything, a reload of a file without one);
- * else the SADB's stays. An unchanged record is not written again (its readers would reload it).
- * *what: "set", "cleared" or NULL. 0 or -1 (reported). */
+/* The home agent records the configuration leaves, in the caller's transaction: the file's
+ * home-agent statements, record i the i-th, the records above them cleared; none when clear (a
+ * flush of everything, a reload of a file without one); else the SADB's stay. An unchanged record
+ * is not written again (its readers would reload it). Every record that changes is cleared before
+ * any is set, so a prefix or an address may move between records (libsadb refuses two records
+ * that share one). *what: "set", "cleared" or NULL. 0 or -1 (reported). */
 static int apply_home_agent(struct ctl_conf *c, struct sadb *db, bool clear, const char **what)
 {
 	struct sadb_home_agent cur;
-	bool have = sadb_home_agent_get(db, &cur) == 0;
-	int rc = 0;
+	bool change[SADB_HA_MAX] = { false };
+	struct ctl_pos pos = c->n_ha ? c->ha_pos[0] : (struct ctl_pos){ 0 };
+	int rc;
 
 	*what = NULL;
-	if (c->have_ha) {
-		if (have && ctl_home_agent_same(&cur, &c->ha))
-			return 0;
-		rc = sadb_home_agent_set(db, &c->ha);
-		*what = "set";
-	} else if (clear && have) {
-		rc = sadb_home_agent_set(db, NULL);
+	if (!c->n_ha && !clear)
+		return 0;
+	for (unsigned idx = 0; idx < SADB_HA_MAX; idx++) {
+		bool have = sadb_home_agent_get(db, idx, &cur) == 0;
+
+		change[idx] = idx < c->n_ha ? !have || !ctl_home_agent_same(&cur, &c->ha[idx]) : have;
+		if (!change[idx] || !have)
+			continue;
+		if ((rc = sadb_home_agent_set(db, idx, NULL))) {
+			ctl_conf_error(c, pos, "cannot clear home agent record %u: %s", idx, ctl_db_err(db, rc));
+			return -1;
+		}
 		*what = "cleared";
 	}
-	if (rc) {
-		ctl_conf_error(c, c->ha_pos, "cannot %s the home agent record: %s",
-			       c->have_ha ? "set" : "clear", ctl_db_err(db, rc));
-		return -1;
+	for (unsigned idx = 0; idx < c->n_ha; idx++) {
+		if (!change[idx])
+			continue;
+		if ((rc = sadb_home_agent_set(db, idx, &c->ha[idx]))) {
+			ctl_conf_error(c, c->ha_pos[idx], "cannot set the home agent record: %s",
+				       ctl_db_err(db, rc));
+			return -1;
+		}
+		*what = "set";
 	}
 	return 0;
 }
@@ -482,7 +495,7 @@ static void conf_json(const struct ctl_conf *c, const struct ctl_opts *o)
 	ctl_json_bool(&j, "sa", flush & CTL_FLUSH_SA);
 	ctl_json_bool(&j, "policy", flush & CTL_FLUSH_POL);
 	ctl_json_end_obj(&j);
-	ctl_home_agent_json(&j, "home_agent", c->have_ha ? &c->ha : NULL, false);
+	ctl_home_agents_json(&j, c->ha, c->n_ha, false);
 	ctl_json_arr(&j, "sas");
 	for (size_t i = 0; i < c->n; i++)
 		if (c->items[i].kind == CTL_IT_SA)

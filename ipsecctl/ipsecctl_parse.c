@@ -224,7 +224,7 @@ void ctl_conf_free(struct ctl_conf *c)
 	free(c->mn);
 	c->mn = NULL;
 	c->nmn = c->capmn = 0;
-	c->have_ha = false;
+	c->n_ha = 0;
 	for (size_t i = 0; i < c->nmsg; i++)
 		free(c->msgs[i].text);
 	free(c->msgs);

@@ -5,8 +5,9 @@
  * Solicitations and Advertisements) and ESP tunnel for its traffic, with the policies that bind
  * them. The tunnel SAs start "at home" (the mobile node's home address as their outer peer);
  * xipsecd's home agent moves them to the care-of address when the mobile node registers one. A
- * mobile-node statement needs the home-agent statement before it: the home agent's address is one
- * end of every SA it makes. */
+ * gateway may be home agent on several addresses, one home-agent statement each (its own
+ * prefixes, none shared); a mobile-node statement needs the home-agent statement whose prefix holds
+ * its home address before it: that home agent address is one end of every SA it makes. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -115,6 +116,34 @@ static int ha_link(struct ps *p, struct sadb_home_agent *ha)
 	return 0;
 }
 
+/* ha against the home-agent statements before it: a home address belongs to one home agent
+ * address, so none is given twice and no prefix overlaps another statement's. */
+static int ha_overlap(struct ps *p, const struct sadb_home_agent *ha, struct ctl_pos apos)
+{
+	const struct ctl_conf *c = p->c;
+	char b[INET6_ADDRSTRLEN];
+
+	for (unsigned h = 0; h < c->n_ha; h++) {
+		const struct sadb_home_agent *o = &c->ha[h];
+
+		if (sadb_addr_eq(&o->addr, &ha->addr))
+			return ps_err(p, apos, "home agent address %s is already defined at line %u",
+				      ctl_addr_str(&ha->addr, b, sizeof(b)), c->ha_pos[h].line);
+		for (unsigned i = 0; i < ha->n_prefix; i++)
+			for (unsigned k = 0; k < o->n_prefix; k++) {
+				unsigned len = ha->plen[i] < o->plen[k] ? ha->plen[i] : o->plen[k];
+
+				if (in_prefix(&ha->prefix[i], &o->prefix[k], len))
+					return ps_err(p, apos, "home prefix %s/%u overlaps a prefix of the "
+						      "home agent at line %u (a home address belongs to "
+						      "one home agent address)",
+						      ctl_addr_str(&ha->prefix[i], b, sizeof(b)), ha->plen[i],
+						      c->ha_pos[h].line);
+			}
+	}
+	return 0;
+}
+
 int conf_parse_home_agent(struct ps *p)
 {
 	struct ctl_conf *c = p->c;
@@ -124,9 +153,8 @@ int conf_parse_home_agent(struct ps *p)
 	char msg[200], b[INET6_ADDRSTRLEN];
 
 	p->i = 1;
-	if (c->have_ha)
-		return ps_err(p, pos, "a second 'home-agent' statement: the home agent is already "
-			      "defined at line %u (one per configuration)", c->ha_pos.line);
+	if (c->n_ha == SADB_HA_MAX)
+		return ps_err(p, pos, "more than %u 'home-agent' statements", SADB_HA_MAX);
 	memset(&ha, 0, sizeof(ha));
 	ha.max_lifetime = HA_LIFETIME_DEFAULT;
 	if (ps_addr(p, "the home agent's address", &ha.addr, &apos))
@@ -165,9 +193,10 @@ int conf_parse_home_agent(struct ps *p)
 			      ctl_addr_str(&ha.addr, b, sizeof(b)));
 	if (sadb_home_agent_validate(&ha, msg, sizeof(msg)))
 		return ps_err(p, pos, "%s", msg);
-	c->have_ha = true;
-	c->ha = ha;
-	c->ha_pos = pos;
+	if (ha_overlap(p, &ha, apos))
+		return -1;
+	c->ha[c->n_ha] = ha;
+	c->ha_pos[c->n_ha++] = pos;
 	return 0;
 }
 
@@ -244,8 +273,9 @@ static void mn_sel(struct selopt *so, const struct sadb_addr *src, uint8_t src_p
 	so->sel.dst_plen = 128;
 }
 
-/* The home address: IPv6 unicast, in a home prefix, not the home agent's, one statement each. */
-static int mn_hoa(struct ps *p, const struct sadb_addr *hoa, struct ctl_pos hpos)
+/* The home address: IPv6 unicast, in a home prefix, not the home agent's, one statement each.
+ * *ha: the home-agent statement whose prefix holds it (its index in c->ha). */
+static int mn_hoa(struct ps *p, const struct sadb_addr *hoa, struct ctl_pos hpos, unsigned *ha)
 {
 	struct ctl_conf *c = p->c;
 	char b[INET6_ADDRSTRLEN];
@@ -253,13 +283,15 @@ static int mn_hoa(struct ps *p, const struct sadb_addr *hoa, struct ctl_pos hpos
 	if (!v6_unicast(hoa))
 		return ps_err(p, hpos, "home address '%s': a Mobile IPv6 home address is an IPv6 unicast "
 			      "address", ctl_addr_str(hoa, b, sizeof(b)));
-	if (!c->have_ha)
+	if (!c->n_ha)
 		return ps_err(p, p->t[0].pos, "mobile-node needs a 'home-agent' statement before it (the "
 			      "home agent's address and home prefixes)");
-	if (home_prefix_of(&c->ha, hoa) < 0)
+	for (*ha = 0; *ha < c->n_ha && home_prefix_of(&c->ha[*ha], hoa) < 0; ++*ha)
+		;
+	if (*ha == c->n_ha)
 		return ps_err(p, hpos, "home address %s is in none of the home agent's prefixes (line %u)",
-			      ctl_addr_str(hoa, b, sizeof(b)), c->ha_pos.line);
-	if (sadb_addr_eq(hoa, &c->ha.addr))
+			      ctl_addr_str(hoa, b, sizeof(b)), c->ha_pos[c->n_ha - 1].line);
+	if (sadb_addr_eq(hoa, &c->ha[*ha].addr))
 		return ps_err(p, hpos, "home address %s is the home agent's own address",
 			      ctl_addr_str(hoa, b, sizeof(b)));
 	return 0;
@@ -295,6 +327,7 @@ int conf_parse_mobile_node(struct ps *p)
 	struct ctl_pos hpos, part_pos[2];
 	struct sadb_addr hoa, any6;
 	uint32_t prio = 0;
+	unsigned h = 0;
 	int rc = -1;
 
 	conf_pair_init(&pr[MN_SIG]);
@@ -303,25 +336,25 @@ int conf_parse_mobile_node(struct ps *p)
 	any6.family = AF_INET6;
 	p->i = 1;
 	if (ps_addr(p, "the mobile node's home address", &hoa, &hpos) ||
-	    mn_words(p, pr, part_pos, &prio) || mn_hoa(p, &hoa, hpos))
+	    mn_words(p, pr, part_pos, &prio) || mn_hoa(p, &hoa, hpos, &h))
 		goto out;
 	/* signalling: ESP transport between the home agent and the home address; its policies win
 	 * over the tunnel's, so a Binding Acknowledgement is never tunnelled. The SAs' selector names
 	 * no protocol: the policies say what the pair carries (mn_sig_policies) */
 	pr[MN_SIG].o.t.proto = SADB_PROTO_ESP;
 	pr[MN_SIG].o.t.mode = SADB_MODE_TRANSPORT;
-	mn_sel(&pr[MN_SIG].po.sel, &c->ha.addr, 128, &hoa);
+	mn_sel(&pr[MN_SIG].po.sel, &c->ha[h].addr, 128, &hoa);
 	pr[MN_SIG].po.pol.priority = prio;
 	/* traffic: ESP tunnel from anywhere to the home address, its outer peer the home address
 	 * itself until the mobile node registers a care-of address */
 	pr[MN_TUN].o.t.proto = SADB_PROTO_ESP;
 	pr[MN_TUN].o.t.mode = SADB_MODE_TUNNEL;
 	mn_sel(&pr[MN_TUN].po.sel, &any6, 0, &hoa);
-	pr[MN_TUN].local = c->ha.addr;
+	pr[MN_TUN].local = c->ha[h].addr;
 	pr[MN_TUN].peer = hoa;
 	pr[MN_TUN].have_local = pr[MN_TUN].have_peer = true;
 	pr[MN_TUN].peer_pos = hpos;
-	pr[MN_TUN].local_pos = c->ha_pos;
+	pr[MN_TUN].local_pos = c->ha_pos[h];
 	pr[MN_TUN].po.pol.priority = prio + 1;
 	for (int part = MN_SIG; part <= MN_TUN; part++) {
 		pr[part].o.t.flags |= SADB_SAF_MOBILE;

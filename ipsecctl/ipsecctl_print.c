@@ -269,8 +269,8 @@ void ctl_conf_print(const struct ctl_conf *c, FILE *out)
 	/* the home agent after the flushes, which come first and would clear it */
 	for (; i < c->n && c->items[i].kind == CTL_IT_FLUSH; i++)
 		item_print(&c->items[i], out);
-	if (c->have_ha) {
-		ctl_home_agent_print(&c->ha, out);
+	for (unsigned h = 0; h < c->n_ha; h++) {
+		ctl_home_agent_print(&c->ha[h], out);
 		fputc('\n', out);
 	}
 	for (; i < c->n; i++)

@@ -372,15 +372,11 @@ static void info_json(struct ctl_json *j, const char *key, struct sadb *db)
 	ctl_json_end_obj(j);
 }
 
-void ctl_home_agent_json(struct ctl_json *j, const char *key, const struct sadb_home_agent *ha,
-			 bool times)
+static void home_agent_json(struct ctl_json *j, const char *key, const struct sadb_home_agent *ha,
+			    bool times)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
 
-	if (!ha) {
-		ctl_json_null(j, key);
-		return;
-	}
 	ctl_json_obj(j, key);
 	ctl_json_str(j, "address", ctl_addr_str(&ha->addr, buf, sizeof(buf)));
 	ctl_json_arr(j, "prefixes");
@@ -400,11 +396,23 @@ void ctl_home_agent_json(struct ctl_json *j, const char *key, const struct sadb_
 	ctl_json_end_obj(j);
 }
 
+void ctl_home_agents_json(struct ctl_json *j, const struct sadb_home_agent *ha, unsigned n, bool times)
+{
+	if (n)
+		home_agent_json(j, "home_agent", &ha[0], times);
+	else
+		ctl_json_null(j, "home_agent");
+	ctl_json_arr(j, "home_agents");
+	for (unsigned h = 0; h < n; h++)
+		home_agent_json(j, NULL, &ha[h], times);
+	ctl_json_end_arr(j);
+}
+
 int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int argc, char **argv)
 {
 	bool sa = false, pol = false, stats = false, info = false, home = false;
-	struct sadb_home_agent ha;
-	bool have_ha;
+	struct sadb_home_agent ha[SADB_HA_MAX];
+	unsigned n_ha = 0;
 	struct spi_filter flt;
 	struct ctl_json j;
 	uint64_t now = now_realtime();
@@ -432,14 +440,16 @@ int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int ar
 	if ((!sa && argc > 0) || ctl_filter_parse(argc, argv, &flt))
 		return argc > 0 && !sa ? (ctl_err("show %s takes no arguments", what), CTL_EXIT_USAGE)
 				       : CTL_EXIT_USAGE;
-	have_ha = home && sadb_home_agent_get(db, &ha) == 0;
+	for (unsigned idx = 0; home && idx < SADB_HA_MAX; idx++)
+		if (sadb_home_agent_get(db, idx, &ha[n_ha]) == 0)
+			n_ha++;
 	if (o->json) {
 		ctl_json_init(&j, stdout);
 		ctl_json_obj(&j, NULL);
 		if (info)
 			info_json(&j, "info", db);
 		if (home)
-			ctl_home_agent_json(&j, "home_agent", have_ha ? &ha : NULL, !o->no_times);
+			ctl_home_agents_json(&j, ha, n_ha, !o->no_times);
 		if (sa) {
 			ctl_json_arr(&j, "sas");
 			cur = 0;
@@ -469,13 +479,14 @@ int ctl_show(struct sadb *db, const struct ctl_opts *o, const char *what, int ar
 			       ", %zu bytes\n", o->sadb_path, in.layout_version, in.n_sa, in.max_sa,
 			       in.n_policy, in.max_policy, in.generation, in.size);
 		}
-		if (have_ha) {
-			ctl_home_agent_print(&ha, stdout);
+		for (unsigned h = 0; h < n_ha; h++) {
+			ctl_home_agent_print(&ha[h], stdout);
 			putchar('\n');
 			if (!o->no_times)
 				printf("\t# set %" PRIu64 " s ago\n",
-				       now > ha.set_time ? now - ha.set_time : 0);
-		} else if (home && what) {
+				       now > ha[h].set_time ? now - ha[h].set_time : 0);
+		}
+		if (!n_ha && home && what) {
 			printf("# no home agent\n");
 		}
 		if (sa) {

@@ -39,12 +39,18 @@ static const char *const tunnel_dir_names[] = { "in", "out" };
 static const char *const bu_result_names[] = { "accepted", "refused" };
 
 enum sub_kind { SUB_NONE, SUB_REASON, SUB_LIMIT, SUB_IKE_STATE, SUB_CHILD_STATE, SUB_IKE_EVENT,
-		SUB_SA_STATE, SUB_DIR, SUB_HA_KIND, SUB_BA_STATUS, SUB_BU_RESULT };
+		SUB_SA_STATE, SUB_DIR, SUB_HA_KIND, SUB_BA_STATUS, SUB_CL_EVENT, SUB_CL_REASON, SUB_SEGMENT,
+		SUB_BU_RESULT };
 
 /* the home agent's event kinds (sadb_stats_ha_kind_name) and BA statuses ("0".."255"), filled once */
 static const char *ha_kind_names[SADB_HA_KINDS];
 static char ba_status_str[256][4];
 static const char *ba_status_names[256];
+/* the cluster's counters and drop reasons (sadb_stats_cl_*_name), segments "1".."16", filled once */
+static const char *cl_event_names[SADB_CL_COUNTERS];
+static const char *cl_reason_names[SADB_CL_DROPS];
+static char segment_str[SADB_STATS_SEGMENTS][4];
+static const char *segment_names[SADB_STATS_SEGMENTS];
 
 struct fam_def {
 	const char *name, *help;
@@ -167,6 +173,38 @@ static const struct fam_def defs[XM_FAMILIES] = {
 		"expiries", C, RG, SUB_HA_KIND },
 	[XM_HA_BA_STATUS] = { "xipsec_home_agent_binding_acks_total",
 		"Binding Acknowledgements the home agent sent, by status (RFC 6275 6.1.8)", C, RG, SUB_BA_STATUS },
+	[XM_CL_UP] = { "xipsec_cluster_up", "1 when the dataplane is a node of a two-node cluster, else 0 "
+		"(read from the counters view only)", G, RG, 0 },
+	[XM_CL_ACTIVE] = { "xipsec_cluster_active", "1 when this node is the active one, 0 standby", G, RG, 0 },
+	[XM_CL_ELIGIBLE] = { "xipsec_cluster_eligible", "1 when this node has caught up with its peer "
+		"and may take over, else 0", G, RG, 0 },
+	[XM_CL_PEER_REACHABLE] = { "xipsec_cluster_peer_reachable", "1 when the peer's last sync "
+		"message is recent enough, else 0", G, RG, 0 },
+	[XM_CL_PEER_ACTIVE] = { "xipsec_cluster_peer_active", "1 when the peer says it is active", G, RG, 0 },
+	[XM_CL_LAST_MESSAGE_MS] = { "xipsec_cluster_last_message_age_milliseconds", "Milliseconds since "
+		"the peer's last sync message (absent before the first)", G, RG, 0 },
+	[XM_CL_SYNC_LAG_MS] = { "xipsec_cluster_sync_lag_milliseconds", "Milliseconds since the peer's "
+		"last lease or window message (absent before the first)", G, RG, 0 },
+	[XM_CL_SYNC] = { "xipsec_cluster_sync_total", "The sync channel's messages, lease asks and "
+		"acknowledgements, resyncs, takeovers and solo budget expiries, by event", C, RG, SUB_CL_EVENT },
+	[XM_CL_SYNC_DROPPED] = { "xipsec_cluster_sync_dropped_total",
+		"Sync datagrams dropped, by reason", C, RG, SUB_CL_REASON },
+	[XM_CL_COVERED_SAS] = { "xipsec_cluster_covered_sas", "SAs whose sequence numbers or replay "
+		"window the cluster holds", G, RG, 0 },
+	[XM_CL_HEADROOM_MIN] = { "xipsec_cluster_lease_headroom_min", "The least lease headroom of an "
+		"outbound SA the active node sends on: sequence numbers left before it waits for the "
+		"peer's acknowledgement (absent on a standby or without such an SA)", G, RG, 0 },
+	[XM_CL_HEADROOM_MIN_SPI] = { "xipsec_cluster_lease_headroom_min_spi", "The SPI of the SA with "
+		"the least lease headroom (as in xipsec_sa_*{spi})", G, RG, 0 },
+	[XM_CL_SEGMENTS] = { "xipsec_cluster_segments", "Active/active segments (0: none)", G, RG, 0 },
+	[XM_CL_SEG_OWNED] = { "xipsec_cluster_segment_owned", "1 when this node owns the segment, "
+		"else 0", G, RG, SUB_SEGMENT },
+	[XM_CL_SEG_KEPT] = { "xipsec_cluster_segment_kept_total", "Inbound frames to the cluster address "
+		"the XDP program kept as this node's, by segment", C, RG, SUB_SEGMENT },
+	[XM_CL_SEG_DROPPED] = { "xipsec_cluster_segment_dropped_total", "Inbound frames to the cluster "
+		"address the XDP program dropped as the other node's, by segment", C, RG, SUB_SEGMENT },
+	[XM_CL_FOREIGN] = { "xipsec_cluster_foreign_total", "Outbound packets the workers left to the "
+		"node that owns their peer's segment", C, RG, 0 },
 	[XM_HA_NODE_BU] = { "xipsec_home_agent_node_binding_updates_total", "Binding Updates of the "
 		"mobile node (home address) that arrived on its own SA, by what they got: accepted "
 		"(status below 128) or refused", C, RN, SUB_BU_RESULT },
@@ -207,12 +245,15 @@ static const struct {
 	[SUB_DIR] = { "dir", tunnel_dir_names, 2 },
 	[SUB_HA_KIND] = { "kind", ha_kind_names, SADB_HA_KINDS },
 	[SUB_BA_STATUS] = { "status", ba_status_names, 256 },
+	[SUB_CL_EVENT] = { "event", cl_event_names, SADB_CL_COUNTERS },
+	[SUB_CL_REASON] = { "reason", cl_reason_names, SADB_CL_DROPS },
+	[SUB_SEGMENT] = { "segment", segment_names, SADB_STATS_SEGMENTS },
 	[SUB_BU_RESULT] = { "result", bu_result_names, 2 },
 };
 
-static pthread_once_t ha_names_once = PTHREAD_ONCE_INIT;
+static pthread_once_t sub_names_once = PTHREAD_ONCE_INIT;
 
-static void ha_names_init(void)
+static void sub_names_init(void)
 {
 	for (unsigned i = 0; i < 256; i++) {
 		snprintf(ba_status_str[i], sizeof(ba_status_str[i]), "%u", i);
@@ -220,6 +261,14 @@ static void ha_names_init(void)
 	}
 	for (unsigned k = 0; k < SADB_HA_KINDS; k++)
 		ha_kind_names[k] = sadb_stats_ha_kind_name(k);
+	for (unsigned k = 0; k < SADB_CL_COUNTERS; k++)
+		cl_event_names[k] = sadb_stats_cl_counter_name(k);
+	for (unsigned k = 0; k < SADB_CL_DROPS; k++)
+		cl_reason_names[k] = sadb_stats_cl_drop_name(k);
+	for (unsigned k = 0; k < SADB_STATS_SEGMENTS; k++) {
+		snprintf(segment_str[k], sizeof(segment_str[k]), "%u", k + 1);
+		segment_names[k] = segment_str[k];
+	}
 }
 
 /* The home agent's families: only a view's reading has them (the producer's own counters). */
@@ -236,6 +285,41 @@ static int collect_ha(struct xm_snapshot *s, const struct sadb_stats_ha *ha)
 	for (unsigned st = 0; st < 256 && !rc; st++)
 		if (ha->ba_status[st])
 			rc |= xm_add(s, XM_HA_BA_STATUS, 0, st, ha->ba_status[st]);
+	return rc;
+}
+
+/* The cluster's families: only a view's reading has them (the producer's own state). A segment's
+ * sample is row 0, sub segment - 1. */
+static int collect_cluster(struct xm_snapshot *s, const struct sadb_stats_cluster *cl)
+{
+	const struct { enum xm_id id; uint64_t v; } one[] = {
+		{ XM_CL_ACTIVE, cl->active }, { XM_CL_ELIGIBLE, cl->eligible },
+		{ XM_CL_PEER_REACHABLE, cl->peer_reachable }, { XM_CL_PEER_ACTIVE, cl->peer_active },
+		{ XM_CL_LAST_MESSAGE_MS, cl->last_message_ms }, { XM_CL_SYNC_LAG_MS, cl->sync_lag_ms },
+		{ XM_CL_COVERED_SAS, cl->covered_sas }, { XM_CL_HEADROOM_MIN, cl->min_headroom },
+		{ XM_CL_HEADROOM_MIN_SPI, cl->min_headroom == SADB_STATS_NONE ? SADB_STATS_NONE :
+					  cl->min_headroom_spi },
+	};
+	unsigned nseg = cl->segments < SADB_STATS_SEGMENTS ? (unsigned)cl->segments : SADB_STATS_SEGMENTS;
+	int rc = 0;
+
+	rc |= xm_add(s, XM_CL_UP, 0, 0, cl->present ? 1 : 0);
+	if (!cl->present)
+		return rc;
+	for (unsigned i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+		if (one[i].v != SADB_STATS_NONE)
+			rc |= xm_add(s, one[i].id, 0, 0, one[i].v);
+	for (unsigned k = 0; k < SADB_CL_COUNTERS && !rc; k++)
+		rc |= xm_add(s, XM_CL_SYNC, 0, k, cl->counter[k]);
+	for (unsigned k = 0; k < SADB_CL_DROPS && !rc; k++)
+		rc |= xm_add(s, XM_CL_SYNC_DROPPED, 0, k, cl->dropped[k]);
+	rc |= xm_add(s, XM_CL_SEGMENTS, 0, 0, cl->segments);
+	for (unsigned k = 0; k < nseg && !rc; k++) {
+		rc |= xm_add(s, XM_CL_SEG_OWNED, 0, k, cl->owned >> k & 1);
+		rc |= xm_add(s, XM_CL_SEG_KEPT, 0, k, cl->seg_kept[k]);
+		rc |= xm_add(s, XM_CL_SEG_DROPPED, 0, k, cl->seg_foreign[k]);
+	}
+	rc |= xm_add(s, XM_CL_FOREIGN, 0, 0, cl->cluster_foreign);
 	return rc;
 }
 
@@ -272,7 +356,7 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 	s->node.kind = XM_ROWS_NODE;
 	s->node.n_labels = 1;
 	s->node.label_names[0] = "home_address";
-	pthread_once(&ha_names_once, ha_names_init);
+	pthread_once(&sub_names_once, sub_names_init);
 	for (unsigned i = 0; i < XM_FAMILIES; i++) {
 		struct xm_family *f = &s->fam[i];
 		const struct fam_def *d = &defs[i];
@@ -453,6 +537,8 @@ static int collect_reading(struct xm_snapshot *s, const struct sadb_stats_readin
 		rc |= xm_add(s, XM_DROPS, 0, i, drops[i]);
 	if (!rc)
 		rc |= collect_ha(s, &r->ha);
+	if (!rc)
+		rc |= collect_cluster(s, &r->cluster);
 	if (!rc && r->ha.present)
 		rc |= xm_collect_nodes(s, r);
 	return rc ? -ENOMEM : 0;

@@ -121,6 +121,24 @@ enum xm_id {
 	XM_HA_BINDINGS,             /* xipsec_home_agent_bindings */
 	XM_HA_EVENTS,               /* xipsec_home_agent_events_total{kind} */
 	XM_HA_BA_STATUS,            /* xipsec_home_agent_binding_acks_total{status} (statuses sent) */
+	/* the dataplane's side of a two-node cluster (the counters view only), global row set */
+	XM_CL_UP,                   /* xipsec_cluster_up: 1 when xipsecd is a node of a cluster */
+	XM_CL_ACTIVE,               /* xipsec_cluster_active: 1 active, 0 standby */
+	XM_CL_ELIGIBLE,             /* xipsec_cluster_eligible */
+	XM_CL_PEER_REACHABLE,       /* xipsec_cluster_peer_reachable */
+	XM_CL_PEER_ACTIVE,          /* xipsec_cluster_peer_active */
+	XM_CL_LAST_MESSAGE_MS,      /* xipsec_cluster_last_message_age_milliseconds */
+	XM_CL_SYNC_LAG_MS,          /* xipsec_cluster_sync_lag_milliseconds */
+	XM_CL_SYNC,                 /* xipsec_cluster_sync_total{event} */
+	XM_CL_SYNC_DROPPED,         /* xipsec_cluster_sync_dropped_total{reason} */
+	XM_CL_COVERED_SAS,          /* xipsec_cluster_covered_sas */
+	XM_CL_HEADROOM_MIN,         /* xipsec_cluster_lease_headroom_min */
+	XM_CL_HEADROOM_MIN_SPI,     /* xipsec_cluster_lease_headroom_min_spi */
+	XM_CL_SEGMENTS,             /* xipsec_cluster_segments */
+	XM_CL_SEG_OWNED,            /* xipsec_cluster_segment_owned{segment} */
+	XM_CL_SEG_KEPT,             /* xipsec_cluster_segment_kept_total{segment} */
+	XM_CL_SEG_DROPPED,          /* xipsec_cluster_segment_dropped_total{segment} */
+	XM_CL_FOREIGN,              /* xipsec_cluster_foreign_total */
 	/* each mobile node of the home agent (metrics_node.c; row set node, label home_address) */
 	XM_HA_NODE_BU,              /* xipsec_home_agent_node_binding_updates_total{result} */
 	XM_HA_NODE_MOVES,           /* xipsec_home_agent_node_moves_total */

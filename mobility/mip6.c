@@ -74,6 +74,9 @@ const char *mip6_status_name(unsigned status)
 	case MIP6_ST_SEQ_OUT_OF_WINDOW: return "sequence-number-out-of-window";
 	case MIP6_ST_REG_TYPE_CHANGE: return "registration-type-change-disallowed";
 	case MIP6_ST_MR_NOT_PERMITTED: return "mobile-router-operation-not-permitted";
+	case MIP6_ST_INVALID_PREFIX: return "invalid-prefix";
+	case MIP6_ST_PREFIX_NOT_AUTH: return "not-authorized-for-prefix";
+	case MIP6_ST_FWD_SETUP_FAILED: return "forwarding-setup-failed";
 	case MIP6_ST_INVALID_COA: return "invalid-care-of-address";
 	default: return "unknown";
 	}
@@ -219,6 +222,21 @@ static enum mip6_drop walk_mobility_opts(const uint8_t *mh, uint32_t start, uint
 					return MIP6_DROP_BAD_OPTION;
 				out->m.bu.has_alt_coa = true;
 				memcpy(out->m.bu.alt_coa, d, 16);
+			}
+			break;
+		case MIP6_OPT_MNP:
+			/* Reserved, Prefix Length, Mobile Network Prefix (RFC 3963 4.3) */
+			if ((bad = opt_shape(ol, 18, i, 8, 4)) != MIP6_DROP_NONE)
+				return bad;
+			if (out->mh_type == MIP6_MH_BU) {
+				struct mip6_bu *bu = &out->m.bu;
+
+				if (bu->n_mnp < MIP6_MAX_MNP) {
+					bu->mnp[bu->n_mnp].len = d[1];
+					memcpy(bu->mnp[bu->n_mnp++].addr, d + 2, 16);
+				}
+				if (bu->n_mnp_seen < UINT8_MAX)
+					bu->n_mnp_seen++;
 			}
 			break;
 		case MIP6_OPT_NONCE:
@@ -427,7 +445,7 @@ int mip6_build_ba(uint8_t *buf, size_t cap, const struct mip6_ba_params *p)
 	uint8_t *mh = buf + 40 + rh;
 	put_mh(mh, mh_len, MIP6_MH_BA);
 	mh[6] = p->status;
-	mh[7] = p->k ? MIP6_BA_K : 0;
+	mh[7] = (uint8_t)((p->k ? MIP6_BA_K : 0) | (p->r ? MIP6_BA_R : 0));
 	wr16(mh + 8, p->seq);
 	wr16(mh + 10, p->lifetime);
 	if (p->refresh) {

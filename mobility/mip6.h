@@ -46,7 +46,8 @@ enum mip6_opt {
 	MIP6_OPT_BRA    = 2,  /* Binding Refresh Advice: 2 bytes, alignment 2n */
 	MIP6_OPT_ALTCOA = 3,  /* Alternate Care-of Address: 16 bytes, alignment 8n+6 */
 	MIP6_OPT_NONCE  = 4,  /* Nonce Indices: 4 bytes, alignment 2n */
-	MIP6_OPT_AUTH   = 5   /* Binding Authorization Data: alignment 8n+2 */
+	MIP6_OPT_AUTH   = 5,  /* Binding Authorization Data: alignment 8n+2 */
+	MIP6_OPT_MNP    = 6   /* Mobile Network Prefix (RFC 3963 4.3): 18 bytes, alignment 8n+4 */
 };
 
 /* Binding Update flags (the 16-bit word after the sequence number, §6.1.7). */
@@ -58,6 +59,7 @@ enum mip6_opt {
 #define MIP6_BU_R 0x0400u  /* Mobile Router (RFC 3963) */
 /* Binding Acknowledgement flags (the byte after the status, §6.1.8). */
 #define MIP6_BA_K 0x80u    /* Key Management Mobility Capability */
+#define MIP6_BA_R 0x40u    /* Mobile Router (RFC 3963 4.2): the home agent supports mobile routers */
 
 /* Binding Acknowledgement status (§6.1.8; 140 is RFC 3963's). Below 128: accepted. */
 enum mip6_status {
@@ -72,6 +74,9 @@ enum mip6_status {
 	MIP6_ST_SEQ_OUT_OF_WINDOW    = 135,
 	MIP6_ST_REG_TYPE_CHANGE      = 139,  /* registration type change disallowed */
 	MIP6_ST_MR_NOT_PERMITTED     = 140,  /* mobile router operation not permitted (RFC 3963) */
+	MIP6_ST_INVALID_PREFIX       = 141,  /* invalid prefix (RFC 3963) */
+	MIP6_ST_PREFIX_NOT_AUTH      = 142,  /* not authorized for prefix (RFC 3963) */
+	MIP6_ST_FWD_SETUP_FAILED     = 143,  /* forwarding setup failed: no prefix known (RFC 3963) */
 	MIP6_ST_INVALID_COA          = 174   /* invalid care-of address (RFC 6275's, in the registry) */
 };
 /* Binding Error status (§6.1.9). */
@@ -121,6 +126,8 @@ const char *mip6_status_name(unsigned status);
 /* The MH type's name ("binding-update", ...), "unknown" above 7. */
 const char *mip6_mh_type_name(unsigned type);
 
+#define MIP6_MAX_MNP 4   /* mobile network prefixes per mobile router */
+
 /* A parsed Binding Update (§6.1.7). */
 struct mip6_bu {
 	uint16_t seq;
@@ -128,12 +135,15 @@ struct mip6_bu {
 	uint16_t lifetime;       /* in 4-second units, as on the wire */
 	bool has_alt_coa;
 	uint8_t alt_coa[16];     /* the Alternate Care-of Address option */
+	/* the Mobile Network Prefix options (RFC 3963 4.3), the first MIP6_MAX_MNP of n_mnp_seen */
+	uint8_t n_mnp, n_mnp_seen;
+	struct mip6_mnp { uint8_t addr[16]; uint8_t len; } mnp[MIP6_MAX_MNP];
 };
 
 /* A parsed Binding Acknowledgement (§6.1.8). */
 struct mip6_ba {
 	uint8_t status;
-	uint8_t flags;           /* MIP6_BA_K */
+	uint8_t flags;           /* MIP6_BA_K, MIP6_BA_R */
 	uint16_t seq;
 	uint16_t lifetime;       /* 4-second units */
 	bool has_refresh;
@@ -207,6 +217,7 @@ struct mip6_ba_params {
 	uint8_t hoa[16];
 	uint8_t status;
 	bool k;
+	bool r;                 /* the R flag: a mobile router's Binding Update, and routers served */
 	uint16_t seq;
 	uint16_t lifetime;      /* 4-second units */
 	uint16_t refresh;       /* Binding Refresh Advice in 4-second units; 0 = none */

@@ -139,6 +139,10 @@ static const struct {
 	[MIP6_REJECT_CACHE_FULL] = { "cache-full", MIP6_ST_INSUFFICIENT },
 	[MIP6_REJECT_MOVE_RATE] = { "move-rate", MIP6_ST_INSUFFICIENT },
 	[MIP6_REJECT_SEQ_STORE] = { "sequence-store", MIP6_ST_INSUFFICIENT },
+	[MIP6_REJECT_INVALID_PREFIX] = { "invalid-prefix", MIP6_ST_INVALID_PREFIX },
+	[MIP6_REJECT_PREFIX_NOT_OWNED] = { "prefix-not-owned", MIP6_ST_PREFIX_NOT_AUTH },
+	[MIP6_REJECT_NO_PREFIX] = { "no-prefix", MIP6_ST_FWD_SETUP_FAILED },
+	[MIP6_REJECT_TOO_MANY_PREFIXES] = { "too-many-prefixes", MIP6_ST_INSUFFICIENT },
 };
 
 const char *mip6_reject_name(unsigned why)
@@ -266,6 +270,17 @@ static bool prefix_match(const struct mip6_prefix *p, const uint8_t a[16])
 	return (p->addr[bytes] & m) == (a[bytes] & m);
 }
 
+/* A unicast prefix of 1 to 128 bits without host bits: one a mobile router may own. */
+static bool mnp_valid(const uint8_t a[16], unsigned len)
+{
+	if (len < 1 || len > 128 || !mip6_addr_unicast_routable(a))
+		return false;
+	for (unsigned bit = len; bit < 128; bit++)
+		if (a[bit / 8] & (0x80 >> (bit % 8)))
+			return false;
+	return true;
+}
+
 static bool in_home_prefix(const struct mip6_ha *ha, const uint8_t a[16])
 {
 	for (unsigned i = 0; i < ha->cfg.n_prefixes; i++)
@@ -337,8 +352,12 @@ const struct mip6_ha_config *mip6_ha_config(const struct mip6_ha *ha)
 int mip6_ha_mn_add(struct mip6_ha *ha, const struct mip6_mn *mn)
 {
 	if (!mn->bu_sa || !mip6_addr_unicast_routable(mn->hoa) ||
-	    (!is_zero(mn->ha_addr) && !is_ha_addr(ha, mn->ha_addr)))
+	    (!is_zero(mn->ha_addr) && !is_ha_addr(ha, mn->ha_addr)) || mn->n_mnp > MIP6_MAX_MNP ||
+	    (mn->n_mnp && !mn->router))
 		return -EINVAL;
+	for (unsigned i = 0; i < mn->n_mnp; i++)
+		if (!mnp_valid(mn->mnp[i].addr, mn->mnp[i].len))
+			return -EINVAL;
 	if (find(ha, mn->hoa) != NONE)
 		return -EEXIST;
 	if (ha->free_head == NONE)
@@ -475,15 +494,55 @@ static bool move_take(const struct mip6_ha *ha, struct ent *e, uint64_t now_ms)
 	return true;
 }
 
+/* The prefixes a mobile router's registration asks for (RFC 3963 6.2). */
+struct mnp_set {
+	unsigned n;
+	struct mip6_prefix p[MIP6_MAX_MNP];
+};
+
+/* Explicit mode: each Mobile Network Prefix option must be a unicast prefix (141) that the router
+ * is configured with, same prefix and length (142: a router may not claim a network by naming a
+ * longer or shorter prefix around it). Implicit mode (no option): every configured one (143 when
+ * none is). */
+static enum mip6_reject mnp_check(const struct mip6_mn *mn, const struct mip6_bu *bu, struct mnp_set *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (bu->n_mnp_seen > MIP6_MAX_MNP)
+		return MIP6_REJECT_TOO_MANY_PREFIXES;
+	if (!bu->n_mnp) {
+		if (!mn->n_mnp)
+			return MIP6_REJECT_NO_PREFIX;
+		out->n = mn->n_mnp;
+		memcpy(out->p, mn->mnp, sizeof(out->p));
+		return MIP6_REJECT_NONE;
+	}
+	for (unsigned i = 0; i < bu->n_mnp; i++) {
+		const struct mip6_mnp *q = &bu->mnp[i];
+		bool owned = false;
+
+		if (!mnp_valid(q->addr, q->len))
+			return MIP6_REJECT_INVALID_PREFIX;
+		for (unsigned k = 0; k < mn->n_mnp && !owned; k++)
+			owned = mn->mnp[k].len == q->len && !memcmp(mn->mnp[k].addr, q->addr, 16);
+		if (!owned)
+			return MIP6_REJECT_PREFIX_NOT_OWNED;
+		memcpy(out->p[out->n].addr, q->addr, 16);
+		out->p[out->n++].len = q->len;
+	}
+	return MIP6_REJECT_NONE;
+}
+
 /* An accepted home registration (§10.3.1): the entry at idx gets (or keeps) its binding to coa,
- * its lifetime capped by the home agent's, and the acknowledgement says so with a refresh
- * interval below that lifetime. */
+ * its lifetime capped by the home agent's (and the mobile node's own cap, its home agent
+ * address's), and the acknowledgement says so with a refresh interval below that lifetime. */
 static void accept_binding(struct mip6_ha *ha, uint32_t idx, const struct mip6_bu *bu,
 			   const uint8_t *coa, bool bound, uint64_t now_ms, struct mip6_ha_result *res)
 {
 	struct ent *e = &ha->ents[idx];
 	struct mip6_binding *b = &e->b;
-	uint16_t units = bu->lifetime < ha->max_units ? bu->lifetime : ha->max_units;
+	uint16_t cap = e->mn.max_lifetime_s && e->mn.max_lifetime_s / 4 < ha->max_units ?
+		       (uint16_t)(e->mn.max_lifetime_s / 4) : ha->max_units;
+	uint16_t units = bu->lifetime < cap ? bu->lifetime : cap;
 	uint32_t r = ha->cfg.refresh_s / 4;
 
 	if (!bound) {
@@ -547,6 +606,8 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	const struct mip6_bu *bu = &p->m.bu;
 	const uint8_t *hoa = p->has_hao ? p->hoa : p->src;
 	const uint8_t *coa = bu->has_alt_coa ? bu->alt_coa : p->src;
+	struct mnp_set mnp = { 0 };
+	enum mip6_reject why;
 	memcpy(res->hoa, hoa, 16);
 	memcpy(res->coa, coa, 16);
 
@@ -607,8 +668,10 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		reject_node(ha, res, MIP6_REJECT_DISABLED);
 		return;
 	}
-	if (bu->flags & MIP6_BU_R) {
-		reject_node(ha, res, MIP6_REJECT_MOBILE_ROUTER);  /* no mobile network prefixes (RFC 3963) */
+	/* RFC 3963 4.2: a router's acknowledgement says routers are served */
+	res->ba.r = (bu->flags & MIP6_BU_R) && e->mn.router;
+	if ((bu->flags & MIP6_BU_R) && !e->mn.router) {
+		reject_node(ha, res, MIP6_REJECT_MOBILE_ROUTER);
 		return;
 	}
 	if (!in_home_prefix(ha, hoa)) {
@@ -651,6 +714,10 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		reject_node(ha, res, MIP6_REJECT_NO_ALT_COA);
 		return;
 	}
+	if ((bu->flags & MIP6_BU_R) && (why = mnp_check(&e->mn, bu, &mnp)) != MIP6_REJECT_NONE) {
+		reject_node(ha, res, why);
+		return;
+	}
 	if (memcmp(bu->alt_coa, p->src, 16)) {
 		reject_node(ha, res, MIP6_REJECT_ALT_COA_NOT_SRC);
 		return;
@@ -667,6 +734,9 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		return;
 
 	accept_binding(ha, idx, bu, coa, bound, now_ms, res);
+	/* a router's prefixes replace what it had registered; a host's binding has none */
+	ha->ents[idx].b.n_mnp = (bu->flags & MIP6_BU_R) ? mnp.n : 0;
+	memcpy(ha->ents[idx].b.mnp, mnp.p, sizeof(mnp.p));
 }
 
 void mip6_ha_input(struct mip6_ha *ha, const uint8_t *pkt, uint32_t len, uint32_t sa_id,

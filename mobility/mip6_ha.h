@@ -25,7 +25,7 @@
 #include "mobility/mip6.h"
 
 #define MIP6_HA_MAX_ADDRS    8
-#define MIP6_HA_MAX_PREFIXES 16
+#define MIP6_HA_MAX_PREFIXES 64  /* 8 home agent addresses of 8 prefixes each (the SADB's records) */
 
 struct mip6_prefix {
 	uint8_t addr[16];
@@ -68,6 +68,14 @@ struct mip6_mn {
 	bool key_mobility;        /* keyed by an IKE SA that follows its care-of address: the K bit is
 	                           * honoured for this node alone (RFC 4877 7; cfg's key_mgmt_mobility
 	                           * for all) */
+	uint32_t max_lifetime_s;  /* its longest binding (its home agent address's), 0: the
+	                           * configuration's; never above it */
+	/* A mobile router (RFC 3963): the R bit is honoured for it alone (140 for any other), and
+	 * mnp[0..n_mnp) are the mobile network prefixes it owns: a Binding Update naming them
+	 * (explicit mode) registers those it names, one naming none (implicit mode) all of them. */
+	bool router;
+	unsigned n_mnp;
+	struct mip6_prefix mnp[MIP6_MAX_MNP];
 };
 
 /* A binding cache entry. */
@@ -82,6 +90,9 @@ struct mip6_binding {
 	uint64_t updated_ms;      /* last accepted */
 	uint64_t expires_ms;
 	const struct mip6_mn *mn; /* valid until that mobile node is removed */
+	/* a mobile router's registered prefixes (RFC 3963), routed through its tunnel while bound */
+	unsigned n_mnp;
+	struct mip6_prefix mnp[MIP6_MAX_MNP];
 };
 
 enum mip6_change {
@@ -102,7 +113,7 @@ enum mip6_reject {
 	MIP6_REJECT_NOT_HOME_REG,     /* 131: no H bit, no binding (no route optimisation here) */
 	MIP6_REJECT_REG_TYPE_CHANGE,  /* 139: no H bit over a home registration */
 	MIP6_REJECT_DISABLED,         /* 129: the mobile node is configured but disabled */
-	MIP6_REJECT_MOBILE_ROUTER,    /* 140: R bit (no mobile network prefixes, RFC 3963) */
+	MIP6_REJECT_MOBILE_ROUTER,    /* 140: R bit from a mobile node that is no mobile router */
 	MIP6_REJECT_NOT_HOME_SUBNET,  /* 132: the home address is in no home prefix */
 	MIP6_REJECT_OTHER_HA_ADDR,    /* 133: sent to our address that does not serve this node */
 	MIP6_REJECT_DEREG_UNBOUND,    /* 133: deregistration with no binding (§10.3.2) */
@@ -112,6 +123,11 @@ enum mip6_reject {
 	MIP6_REJECT_CACHE_FULL,       /* 130: max_bindings reached */
 	MIP6_REJECT_MOVE_RATE,        /* 130: the mobile node's move bucket is empty */
 	MIP6_REJECT_SEQ_STORE,        /* 130: its sequence number could not be recorded (seq_store) */
+	MIP6_REJECT_INVALID_PREFIX,   /* 141: a Mobile Network Prefix option of a bad length, or not a
+	                               * unicast prefix (RFC 3963 6.2) */
+	MIP6_REJECT_PREFIX_NOT_OWNED, /* 142: a prefix the mobile router is not configured with */
+	MIP6_REJECT_NO_PREFIX,        /* 143: implicit mode, and no prefix configured for it */
+	MIP6_REJECT_TOO_MANY_PREFIXES, /* 130: more Mobile Network Prefix options than MIP6_MAX_MNP */
 	MIP6_REJECT_MAX
 };
 /* "no-alt-coa", "move-rate", ...: a stable token for counters and logs; "?" out of range. */
@@ -179,7 +195,7 @@ void mip6_ha_destroy(struct mip6_ha *ha);
 const struct mip6_ha_config *mip6_ha_config(const struct mip6_ha *ha);
 
 /* Allow a mobile node. -EINVAL (bu_sa 0, home address not unicast routable, ha_addr not one of
- * ours), -EEXIST (that home address is configured), -ENOSPC (max_mns reached). */
+ * ours, a mobile network prefix of length 0 or above 128 or on a router that is none), -EEXIST (that home address is configured), -ENOSPC (max_mns reached). */
 int mip6_ha_mn_add(struct mip6_ha *ha, const struct mip6_mn *mn);
 /* Remove a mobile node and its binding. Returns 1 and copies the binding to *was (if not NULL)
  * when it had one, 0 when not, -ENOENT when that home address is not configured. */

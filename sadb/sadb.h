@@ -39,13 +39,14 @@
 #define SADB_DEFAULT_PATH   SADB_RUN_DIR "/xipsec.sadb"
 #define SADB_ENV_PATH       "XIPSEC_SADB"
 #define SADB_MAGIC          0x5853414442303031ULL /* "XSADB001" */
-#define SADB_LAYOUT_VERSION 9u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
+#define SADB_LAYOUT_VERSION 10u /* 2: AH-GMAC numbered as IANA (9, 11); 3: dataplane stats area;
                                 * 4: fragmentation drop reasons and counters; 5: the dataplane's
                                 * hold on SA slots, stale-SA and sequence-lease drop reasons,
                                 * runtime seq_lease; 6: the home agent record; 7: the workers'
                                 * hand-off counters; 8: the workers' records hold every worker
                                 * counter (per port, per path, SA-charged drops) and the ICMP_DECAP
-                                * drop reason; 9: the ACQUIRE drop reason */
+                                * drop reason; 9: the ACQUIRE drop reason; 10: several home agent
+                                * records */
 
 #define SADB_DEFAULT_MAX_SA     65536u
 #define SADB_DEFAULT_MAX_POLICY 65536u
@@ -292,7 +293,7 @@ struct sadb_dp_stats {
 enum sadb_change_op {
 	SADB_CHG_SA_ADD = 1, SADB_CHG_SA_UPDATE, SADB_CHG_SA_DEL,
 	SADB_CHG_POL_ADD, SADB_CHG_POL_DEL, SADB_CHG_FLUSH_SA, SADB_CHG_FLUSH_POL,
-	SADB_CHG_HOME_AGENT  /* the home agent record was set or cleared (index 0) */
+	SADB_CHG_HOME_AGENT  /* a home agent record was set or cleared (index: the record) */
 };
 /* index: SA slot (SA_*), policy id (POL_*), the flushed proto (FLUSH_SA, 0 = all), 0 (FLUSH_POL).
  * A flush is one entry, not one per record. */
@@ -302,10 +303,13 @@ struct sadb_change {
 	uint32_t index;             /* SA slot or policy id */
 };
 
-/* The Mobile IPv6 home agent's configuration (RFC 6275 section 10): one record per SADB, absent when
- * the gateway is no home agent. Its mobile nodes are the SAs flagged SADB_SAF_MOBILE; the bindings
+/* The Mobile IPv6 home agent's configuration (RFC 6275 section 10): one record per home agent
+ * address (a home link or set of home prefixes), up to SADB_HA_MAX per SADB, none when the gateway
+ * is no home agent. No two records share an address or overlapping prefixes: a home address
+ * belongs to one record. Its mobile nodes are the SAs flagged SADB_SAF_MOBILE; the bindings
  * are the dataplane's state, not the SADB's. */
 #define SADB_HA_MAX_PREFIX 8
+#define SADB_HA_MAX 8
 struct sadb_home_agent {
 	struct sadb_addr addr;      /* the home agent's address: BUs' destination, BAs' source (IPv6) */
 	struct sadb_addr prefix[SADB_HA_MAX_PREFIX]; /* the home prefixes (IPv6, host bits zero) */
@@ -434,16 +438,18 @@ int sadb_txn_begin(struct sadb *db);
 int sadb_txn_commit(struct sadb *db);
 void sadb_txn_abort(struct sadb *db);
 
-/* Set the home agent record (ha NULL: the gateway is no home agent any more). Validated as
- * sadb_home_agent_validate says (-EINVAL, message names the field). Atomic like every writer call,
- * and part of the caller's transaction when one is open. */
-int sadb_home_agent_set(struct sadb *db, const struct sadb_home_agent *ha);
+/* Set home agent record idx (0..SADB_HA_MAX-1; ha NULL: clear it). Validated as
+ * sadb_home_agent_validate says (-EINVAL, message names the field); -EEXIST when another record
+ * has the same address or an overlapping prefix (clear or change that one first, in the same
+ * transaction to move a prefix between records). Atomic like every writer call, and part of the
+ * caller's transaction when one is open. */
+int sadb_home_agent_set(struct sadb *db, unsigned idx, const struct sadb_home_agent *ha);
 int sadb_home_agent_validate(const struct sadb_home_agent *ha, char *msg, size_t len);
 
 /* ---- Reader API: lock-free, never blocks, copies a consistent record. ---- */
 
-/* The home agent record: 0, or -ENOENT when none is set. */
-int sadb_home_agent_get(const struct sadb *db, struct sadb_home_agent *out);
+/* Home agent record idx: 0, -ENOENT when it is not set, -EINVAL when idx >= SADB_HA_MAX. */
+int sadb_home_agent_get(const struct sadb *db, unsigned idx, struct sadb_home_agent *out);
 
 /* O(1) lookup by identity. -ENOENT if absent. *slot may be NULL. */
 int sadb_sa_lookup(const struct sadb *db, uint32_t spi, uint8_t proto, const struct sadb_addr *dst,

@@ -1,8 +1,8 @@
-/* sadb/sadb_home.c: the SADB's home agent record — the Mobile IPv6 home agent's configuration (its
- * address, home prefixes, longest binding lifetime, home link) that ipsecctl writes and xipsecd's
- * home agent reads.
+/* sadb/sadb_home.c: the SADB's home agent records — the Mobile IPv6 home agent's configuration, one
+ * record per home agent address (its address, home prefixes, longest binding lifetime, home link)
+ * that ipsecctl writes and xipsecd's home agent reads.
  *
- * One record, two copies in the header, under the rule every record slot follows (sadb_int.h): a
+ * Up to SADB_HA_MAX records, each two copies in the header, under the rule every record slot follows (sadb_int.h): a
  * writer fills the copy that is not the committed one (tag WRITING while it does, then the
  * transaction's generation N), so readers keep the committed copy until the commit point publishes
  * N; a reader takes the newest copy tagged <= the committed generation and re-reads its tag after
@@ -37,6 +37,13 @@ static bool in_prefix(const struct sadb_addr *a, const struct sadb_addr *p, unsi
 			return false;
 	}
 	return true;
+}
+
+/* Two prefixes overlap when the shorter holds the longer. */
+static bool prefixes_overlap(const struct sadb_addr *p, unsigned plen, const struct sadb_addr *q,
+			     unsigned qlen)
+{
+	return in_prefix(p, q, plen < qlen ? plen : qlen);
 }
 
 int sadb_home_agent_validate(const struct sadb_home_agent *ha, char *msg, size_t len)
@@ -90,7 +97,52 @@ int sadb_home_agent_validate(const struct sadb_home_agent *ha, char *msg, size_t
 	return 0;
 }
 
-int sadb_home_agent_set(struct sadb *db, const struct sadb_home_agent *ha)
+/* The copy of record idx this writer sees: the one its transaction wrote, else the committed one. */
+static int writer_copy(struct sadb *db, unsigned idx)
+{
+	struct sadb_hdr *h = db->h;
+	uint64_t n = h->txn.gen;
+	uint64_t t0 = atomic_load_explicit(&h->ha_tag[idx][0], memory_order_relaxed);
+	uint64_t t1 = atomic_load_explicit(&h->ha_tag[idx][1], memory_order_relaxed);
+
+	if (t0 == n || t1 == n)
+		return t0 == n ? 0 : 1;
+	return sadb__newest(t0, t1, sadb__cur_gen(db));
+}
+
+/* ha against the other records as this writer sees them: a home address must belong to one home
+ * agent address alone (xipsecd serves a mobile node on the record whose prefix holds it), so no
+ * address is given twice and no home prefix overlaps another record's. */
+static int ha_conflict(struct sadb *db, unsigned idx, const struct sadb_home_agent *ha, char *msg,
+		       size_t len)
+{
+	struct sadb_hdr *h = db->h;
+	char b[INET6_ADDRSTRLEN];
+
+	for (unsigned o = 0; o < SADB_HA_MAX; o++) {
+		int c = o == idx ? -1 : writer_copy(db, o);
+		const struct sadb_home_agent *r;
+
+		if (c < 0 || !h->ha_used[o][c])
+			continue;
+		r = &h->ha[o][c];
+		if (sadb_addr_eq(&r->addr, &ha->addr)) {
+			snprintf(msg, len, "home agent address %s: already record %u's",
+				 sadb_addr_str(&ha->addr, b, sizeof(b)), o);
+			return -EEXIST;
+		}
+		for (unsigned i = 0; i < ha->n_prefix; i++)
+			for (unsigned k = 0; k < r->n_prefix && k < SADB_HA_MAX_PREFIX; k++)
+				if (prefixes_overlap(&ha->prefix[i], ha->plen[i], &r->prefix[k], r->plen[k])) {
+					snprintf(msg, len, "home prefix %s/%u: overlaps record %u's",
+						 sadb_addr_str(&ha->prefix[i], b, sizeof(b)), ha->plen[i], o);
+					return -EEXIST;
+				}
+	}
+	return 0;
+}
+
+int sadb_home_agent_set(struct sadb *db, unsigned idx, const struct sadb_home_agent *ha)
 {
 	struct sadb_home_agent rec;
 	struct sadb_hdr *h;
@@ -100,6 +152,10 @@ int sadb_home_agent_set(struct sadb *db, const struct sadb_home_agent *ha)
 
 	if (!db)
 		return -EINVAL;
+	if (idx >= SADB_HA_MAX) {
+		sadb__set_err(db, "sadb_home_agent_set: record %u (0 to %u)", idx, SADB_HA_MAX - 1);
+		return -EINVAL;
+	}
 	if (ha) {
 		if (sadb_home_agent_validate(ha, msg, sizeof(msg))) {
 			sadb__set_err(db, "sadb_home_agent_set: %s", msg);
@@ -120,65 +176,71 @@ int sadb_home_agent_set(struct sadb *db, const struct sadb_home_agent *ha)
 	r = sadb__op_begin(db);
 	if (r)
 		return r;
+	if (ha && (r = ha_conflict(db, idx, &rec, msg, sizeof(msg)))) {
+		sadb__set_err(db, "sadb_home_agent_set: %s", msg);
+		return sadb__op_end(db, r);
+	}
 	h = db->h;
 	n = h->txn.gen;
-	t0 = atomic_load_explicit(&h->ha_tag[0], memory_order_relaxed);
-	t1 = atomic_load_explicit(&h->ha_tag[1], memory_order_relaxed);
+	t0 = atomic_load_explicit(&h->ha_tag[idx][0], memory_order_relaxed);
+	t1 = atomic_load_explicit(&h->ha_tag[idx][1], memory_order_relaxed);
 	/* The copy this transaction already wrote, else the one that is not committed. */
 	if (t0 == n || t1 == n)
 		c = t0 == n ? 0 : 1;
 	else
 		c = sadb__newest(t0, t1, sadb__cur_gen(db)) == 0 ? 1 : 0;
-	atomic_store_explicit(&h->ha_tag[c], SADB_TAG_WRITING, memory_order_relaxed);
+	atomic_store_explicit(&h->ha_tag[idx][c], SADB_TAG_WRITING, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	if (ha)
-		h->ha[c] = rec;
+		h->ha[idx][c] = rec;
 	else
-		memset(&h->ha[c], 0, sizeof(h->ha[c]));
-	h->ha_used[c] = ha != NULL;
-	atomic_store_explicit(&h->ha_tag[c], n, memory_order_release);
-	sadb__jappend(db, SADB_CHG_HOME_AGENT, 0);
+		memset(&h->ha[idx][c], 0, sizeof(h->ha[idx][c]));
+	h->ha_used[idx][c] = ha != NULL;
+	atomic_store_explicit(&h->ha_tag[idx][c], n, memory_order_release);
+	sadb__jappend(db, SADB_CHG_HOME_AGENT, idx);
 	return sadb__op_end(db, 0);
 }
 
-int sadb_home_agent_get(const struct sadb *db, struct sadb_home_agent *out)
+int sadb_home_agent_get(const struct sadb *db, unsigned idx, struct sadb_home_agent *out)
 {
 	const struct sadb_hdr *h;
 	unsigned bad_sum = 0;
 
 	if (!db || !out)
 		return sadb__bad_arg(db, "sadb_home_agent_get: NULL argument");
+	if (idx >= SADB_HA_MAX)
+		return sadb__bad_arg(db, "sadb_home_agent_get: no such record (0 to SADB_HA_MAX - 1)");
 	h = db->h;
 	for (unsigned attempt = 0; attempt < SADB_READ_RETRIES; attempt++) {
 		uint64_t g = atomic_load_explicit(&h->gen, memory_order_acquire);
-		uint64_t t0 = atomic_load_explicit(&h->ha_tag[0], memory_order_acquire);
-		uint64_t t1 = atomic_load_explicit(&h->ha_tag[1], memory_order_acquire);
+		uint64_t t0 = atomic_load_explicit(&h->ha_tag[idx][0], memory_order_acquire);
+		uint64_t t1 = atomic_load_explicit(&h->ha_tag[idx][1], memory_order_acquire);
 		int c = sadb__newest(t0 == SADB_TAG_WRITING ? 0 : t0, t1 == SADB_TAG_WRITING ? 0 : t1, g);
 		uint32_t used;
 
 		if (c < 0) {
-			sadb__set_err(db, "no home agent is configured");
+			sadb__set_err(db, "no home agent record %u is configured", idx);
 			return -ENOENT;
 		}
-		used = h->ha_used[c];
-		memcpy(out, &h->ha[c], sizeof(*out));
+		used = h->ha_used[idx][c];
+		memcpy(out, &h->ha[idx][c], sizeof(*out));
 		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&h->ha_tag[c], memory_order_relaxed) != (c ? t1 : t0)) {
+		if (atomic_load_explicit(&h->ha_tag[idx][c], memory_order_relaxed) != (c ? t1 : t0)) {
 			sadb__read_retry();
 			continue;
 		}
 		if (!used) {
-			sadb__set_err(db, "no home agent is configured");
+			sadb__set_err(db, "no home agent record %u is configured", idx);
 			return -ENOENT;
 		}
 		if (out->checksum == ha_checksum(out))
 			return 0;
 		if (++bad_sum > 16) {
-			sadb__set_err(db, "home agent record fails its checksum");
+			sadb__set_err(db, "home agent record %u fails its checksum", idx);
 			return -EIO;
 		}
 		sadb__read_retry();
 	}
-	sadb__set_err(db, "read of the home agent record kept racing with writers; gave up");
+	sadb__set_err(db, "read of home agent record %u kept racing with writers; gave up", idx);
 	return -EAGAIN;
 }

@@ -110,11 +110,11 @@ struct sadb_hdr {
 	_Atomic uint64_t jmin;     /* every change with gen >= jmin is still in the ring */
 	struct sadb_change journal[SADB_JOURNAL_LEN] __attribute__((aligned(64)));
 
-	/* The home agent record: two copies under the same multi-version rule as a record slot
-	 * (sadb_home.c). used[c]: the copy says "a home agent is configured". */
-	_Atomic uint64_t ha_tag[2] __attribute__((aligned(64)));
-	uint32_t ha_used[2];
-	struct sadb_home_agent ha[2];
+	/* The home agent records: each two copies under the same multi-version rule as a record
+	 * slot (sadb_home.c). used[r][c]: copy c says "home agent record r is configured". */
+	_Atomic uint64_t ha_tag[SADB_HA_MAX][2] __attribute__((aligned(64)));
+	uint32_t ha_used[SADB_HA_MAX][2];
+	struct sadb_home_agent ha[SADB_HA_MAX][2];
 };
 
 /* A record copy: a used flag then the record. */

@@ -56,6 +56,7 @@ struct sadb_stats_writer {
 	struct sadb_stats_ha ha;           /* sadb_stats_set_ha's, copied into each reading */
 	struct sadb_stats_node *nodes;     /* sadb_stats_set_nodes's, likewise */
 	uint32_t n_node, cap_node;
+	struct sadb_stats_cluster cluster; /* sadb_stats_set_cluster's, likewise */
 };
 
 const char *sadb_stats_ha_kind_name(unsigned kind)
@@ -65,6 +66,28 @@ const char *sadb_stats_ha_kind_name(unsigned kind)
 		"errors_limited", "brr_sent", "moves", "proxy_na_sent", "dad_ok", "dad_failed", "expired",
 	};
 	return kind < SADB_HA_KINDS ? n[kind] : "?";
+}
+
+const char *sadb_stats_cl_counter_name(unsigned counter)
+{
+	static const char *const n[SADB_CL_COUNTERS] = {
+		"sent", "received", "send_errors", "leases_asked", "leases_acked", "leases_refused",
+		"resyncs_asked", "resyncs_served", "takeovers", "solo_soft_expired", "solo_hard_expired",
+	};
+	return counter < SADB_CL_COUNTERS ? n[counter] : "?";
+}
+
+const char *sadb_stats_cl_drop_name(unsigned reason)
+{
+	static const char *const n[SADB_CL_DROPS] = {
+		"short", "auth", "replay", "stale", "reflected", "foreign", "malformed",
+	};
+	return reason < SADB_CL_DROPS ? n[reason] : "?";
+}
+
+void sadb_stats_set_cluster(struct sadb_stats_writer *w, const struct sadb_stats_cluster *cl)
+{
+	w->cluster = *cl;
 }
 
 void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *ha)
@@ -437,6 +460,7 @@ int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db)
 	r->n_node = w->n_node;
 	if (w->n_node)
 		memcpy(&r->sa[r->n_rec + r->n_gone], w->nodes, (size_t)w->n_node * sizeof(*w->nodes));
+	r->cluster = w->cluster;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->published = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	words = reading_len(r->n_rec + r->n_gone, r->n_node) / 8;

@@ -5,12 +5,13 @@
  * What it holds: the SADB's counts and generation, the dataplane's identity (pid, start time,
  * workers) and every worker's counter record, and per SA its identity (SPI, protocol, direction,
  * mode, state, reqid, IKE SA id, slot, instance, outer addresses), its lifetimes, creation time,
- * counters, first and last use, expiry bits and drops by reason; and for a while the final
- * counters of the SAs deleted lately (gone records, below); and the home agent's counters, with a
- * record per mobile node named by its home address (never its care-of address). Never a key, a salt, the replay
- * window, a sequence number or a selector. What an unprivileged reader learns from it is which
- * tunnels exist between which addresses and how much they carry: the same as anyone who sees the
- * outside interface's traffic, and nothing that lets it read, forge or replay a packet.
+ * counters, first and last use, expiry bits and drops by reason; the home agent's and the
+ * cluster's counters, with a record per mobile node of the home agent named by its home address
+ * (never its care-of address); and for a while the final counters of the SAs deleted lately (gone
+ * records, below). Never a key, a salt, the replay window, a sequence number or a selector. What
+ * an unprivileged reader learns from it is which tunnels exist between which addresses and how
+ * much they carry: the same as anyone who sees the outside interface's traffic, and nothing that
+ * lets it read, forge or replay a packet.
  *
  * Who writes it: one producer, xipsecd's control thread (dp_stats.c), which maps the SADB anyway;
  * it publishes a new reading at most every SADB_STATS_INTERVAL_MS and soon after each SADB change.
@@ -51,8 +52,8 @@
 #define SADB_STATS_ENV_PATH      "XIPSEC_STATS"
 #define SADB_STATS_DEFAULT_GROUP "xipsec-mon"
 #define SADB_STATS_MAGIC         0x5853544154533031ULL /* "XSTATS01" */
-#define SADB_STATS_VERSION       4u    /* 2: gone records after the live ones; 3: the home agent's;
-					* 4: its mobile nodes' records */
+#define SADB_STATS_VERSION       5u    /* 2: gone records after the live ones; 3: the home agent's;
+                                        * 4: the cluster's; 5: the mobile nodes' records */
 #define SADB_STATS_INTERVAL_MS   500u  /* the longest a reading waits for its successor */
 #define SADB_STATS_CHANGE_MS     50u   /* the shortest: after a SADB change */
 
@@ -126,6 +127,59 @@ struct sadb_stats_node {
 	struct { uint64_t status, count; } ba[SADB_STATS_NODE_BA];
 };
 
+/* The dataplane's side of a two-node cluster, as xipsecd keeps it (dataplane/xipsecd/dp_cluster.c,
+ * dp_segment.c): the node's role and its peer, the sync channel's counters, the active/active
+ * segments and the least lease headroom. The SA with that headroom is named by its SPI and slot,
+ * as the SA records already name it: never a lease end, a sequence number or a window top. The
+ * names below are the ones `ipsecctl show cluster` prints too. New counters and reasons only ever
+ * go at the end. */
+enum sadb_stats_cl_counter {
+	SADB_CL_SENT,                /* sync messages sent */
+	SADB_CL_RECEIVED,            /* ... received and accepted */
+	SADB_CL_SEND_ERRORS,
+	SADB_CL_LEASES_ASKED,        /* lease ends asked of the peer (active) */
+	SADB_CL_LEASES_ACKED,        /* ... the peer acknowledged */
+	SADB_CL_LEASES_REFUSED,
+	SADB_CL_RESYNCS_ASKED,       /* full resyncs this node asked for (standby) */
+	SADB_CL_RESYNCS_SERVED,      /* ... it served (active) */
+	SADB_CL_TAKEOVERS,           /* times this node became active */
+	SADB_CL_SOLO_SOFT,           /* SAs whose solo budget was half used (soft expiry raised) */
+	SADB_CL_SOLO_HARD,           /* ... all used (hard expiry) */
+	SADB_CL_COUNTERS
+};
+/* Why a sync datagram was dropped (the order of dp_cluster.h's enum dpc_drop). */
+enum sadb_stats_cl_drop {
+	SADB_CL_DROP_SHORT, SADB_CL_DROP_AUTH, SADB_CL_DROP_REPLAY, SADB_CL_DROP_STALE,
+	SADB_CL_DROP_REFLECTED, SADB_CL_DROP_FOREIGN, SADB_CL_DROP_BAD,
+	SADB_CL_DROPS
+};
+#define SADB_STATS_SEGMENTS      16u   /* active/active segments (xdp_segment.h's DP_SEG_MAX) */
+#define SADB_STATS_NONE          UINT64_MAX /* an age or headroom that does not exist (yet) */
+
+/* "sent", ...: the counter's label; "?" out of range. */
+const char *sadb_stats_cl_counter_name(unsigned counter);
+/* "short", "auth", ...: the drop reason's label; "?" out of range. */
+const char *sadb_stats_cl_drop_name(unsigned reason);
+
+struct sadb_stats_cluster {
+	uint64_t present;                  /* 1: the dataplane is a node of a cluster */
+	uint64_t active, eligible;         /* this node's role (1 active), caught up with its peer */
+	uint64_t peer_reachable, peer_active;
+	uint64_t last_message_ms;          /* since the peer's last message; SADB_STATS_NONE: never */
+	uint64_t sync_lag_ms;              /* since its last lease or window message; SADB_STATS_NONE */
+	uint64_t counter[SADB_CL_COUNTERS];
+	uint64_t dropped[SADB_CL_DROPS];
+	uint64_t covered_sas;              /* SAs whose numbers or window the cluster holds */
+	uint64_t min_headroom;             /* least lease headroom of an outbound SA this node sends
+	                                    * on (numbers left before it must wait for an
+	                                    * acknowledgement); SADB_STATS_NONE: no such SA */
+	uint32_t min_headroom_spi, min_headroom_slot;
+	uint64_t segments, owned;          /* active/active segments (0: none), bit s-1 for owned s */
+	uint64_t seg_kept[SADB_STATS_SEGMENTS];    /* inbound frames the XDP program kept, by segment */
+	uint64_t seg_foreign[SADB_STATS_SEGMENTS]; /* ... dropped as the other node's */
+	uint64_t cluster_foreign;          /* outbound plaintext the workers left to the other node */
+};
+
 /* One reading: the buffer's fixed part, followed by n_rec records of the SAs in the SADB, then
  * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs), then
  * n_node records of the home agent's mobile nodes (sadb_stats_nodes). */
@@ -142,6 +196,7 @@ struct sadb_stats_reading {
 	uint32_t n_node;                   /* mobile node records after those */
 	uint64_t sa_drops[SADB_DROP_MAX];  /* drops of every SA, by reason */
 	struct sadb_stats_ha ha;           /* the last sadb_stats_set_ha; zero without one */
+	struct sadb_stats_cluster cluster; /* the last sadb_stats_set_cluster; zero without one */
 	struct sadb_worker_stats w[SADB_MAX_WORKERS];
 	struct sadb_stats_sa sa[];
 };
@@ -168,6 +223,8 @@ void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *
  * SADB_STATS_NODE_CAP(max_sa) (more: -ENOSPC, and the readings keep the previous ones). 0 or
  * -ENOMEM. */
 int sadb_stats_set_nodes(struct sadb_stats_writer *w, const struct sadb_stats_node *nodes, uint32_t n);
+/* The cluster's state for the next readings (the producer's own). */
+void sadb_stats_set_cluster(struct sadb_stats_writer *w, const struct sadb_stats_cluster *cl);
 /* The dataplane deleted sa (its record as the dataplane held it, in slot): keep a gone record of
  * it with the counters its runtime area holds now, published from the next reading on. The
  * caller calls it when no one adds to them any more (dp_stats.c) and before the slot may be given

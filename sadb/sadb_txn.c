@@ -238,21 +238,22 @@ static uint32_t log_len(const struct sadb_hdr *h)
 	return n > h->log_cap ? h->log_cap : n;
 }
 
-/* The home agent record's copies (sadb_home.c) after commit or instead of it (idempotent): a copy
+/* The home agent records' copies (sadb_home.c) after commit or instead of it (idempotent): a copy
  * tagged WRITING or above the committed generation is cleared. */
 static void ha_normalize(struct sadb *db)
 {
 	struct sadb_hdr *h = db->h;
 	uint64_t g = sadb__cur_gen(db);
 
-	for (int c = 0; c < 2; c++) {
-		uint64_t t = atomic_load_explicit(&h->ha_tag[c], memory_order_relaxed);
-		if (t == SADB_TAG_WRITING || t > g) {
-			atomic_store_explicit(&h->ha_tag[c], 0, memory_order_release);
-			memset(&h->ha[c], 0, sizeof(h->ha[c]));
-			h->ha_used[c] = 0;
+	for (unsigned r = 0; r < SADB_HA_MAX; r++)
+		for (int c = 0; c < 2; c++) {
+			uint64_t t = atomic_load_explicit(&h->ha_tag[r][c], memory_order_relaxed);
+			if (t == SADB_TAG_WRITING || t > g) {
+				atomic_store_explicit(&h->ha_tag[r][c], 0, memory_order_release);
+				memset(&h->ha[r][c], 0, sizeof(h->ha[r][c]));
+				h->ha_used[r][c] = 0;
+			}
 		}
-	}
 }
 
 /* Undo a transaction that did not reach its commit point. */

@@ -351,7 +351,7 @@ const char *sadb_auth_name(uint16_t auth_alg)
  * build fail when the list and SADB_LAYOUT_VERSION disagree:
  *  - every reason's number is its position in the list: numbers start at 0, have no gaps and no
  *    repeats, and the positional tables built from SADB_DROP_LIST index by number;
- *  - layout version 9 has 35 reasons, the last one ACQUIRE = 34: a reason added, or one removed,
+ *  - layout version 10 has 35 reasons, the last one ACQUIRE = 34: a reason added, or one removed,
  *    without a new layout version fails here;
  *  - a fingerprint of which name has which number (the sum of (number + 1) * name length) fails when
  *    reasons trade numbers, unless the two names are equally long.
@@ -370,8 +370,9 @@ enum { SADB_DROP_FINGERPRINT = 0 SADB_DROP_REASONS(SADB_DROP_FP) };
 #undef SADB_DROP_FP
 /* Layout 6 added NO_BINDING (the home agent's tunnels); 7 kept the reasons; 8 added ICMP_DECAP (an
  * ICMP error about a decapsulated packet that no SA of its tunnel may carry); 9 added ACQUIRE
- * (packets of a policy whose SA is being negotiated). */
-_Static_assert(SADB_LAYOUT_VERSION == 9, "new SADB layout version: record its drop reasons here");
+ * (packets of a policy whose SA is being negotiated); 10 kept the reasons (several home agent
+ * records). */
+_Static_assert(SADB_LAYOUT_VERSION == 10, "new SADB layout version: record its drop reasons here");
 _Static_assert(SADB_DROP_MAX == 35 && SADB_DROP_ACQUIRE == SADB_DROP_MAX - 1,
 	       "drop reasons added or removed without a new SADB_LAYOUT_VERSION");
 _Static_assert(SADB_DROP_FINGERPRINT == 5645,

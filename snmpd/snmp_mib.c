@@ -1,13 +1,14 @@
 /* snmpd/snmp_mib.c: XIPSEC-MIB's handlers inside Net-SNMP's agent library, for xipsec-snmpd. It owns
- * the OIDs: the xipsecGlobals scalar group and the tables (SA, worker, drop reason, the home agent's
- * acknowledgements by status, its mobile nodes and theirs by status) as
- * table-data registrations whose rows point into one shared view (snmpd/snmp_view.h). The view is
- * rebuilt from a fresh reading of the metrics layer when it is older than the cache period, at most
- * once per SNMP request (so one GETBULK never sees two readings and no row it holds is freed under
- * it), and then all the tables are rebuilt from it together. Read-only: every registration is
- * HANDLER_CAN_RONLY, so the agent answers notWritable to a SET. Each new reading is also compared
- * with the one before (snmpd/snmp_notify.h) and every change sent as a notification through the
- * master agent; xs_mib_poll() takes readings between requests so that changes are seen without any. */
+ * the OIDs: the xipsecGlobals and xipsecCluster scalar groups and the tables (SA, worker, drop
+ * reason, cluster segment, the home agent's acknowledgements by status, its mobile nodes and theirs
+ * by status) as table-data registrations whose rows point into one shared view
+ * (snmpd/snmp_view.h). The view is rebuilt from a fresh reading of the metrics layer when it is
+ * older than the cache period, at most once per SNMP request (so one GETBULK never sees two readings
+ * and no row it holds is freed under it), and then all the tables are rebuilt from it together.
+ * Read-only: every registration is HANDLER_CAN_RONLY, so the agent answers notWritable to a SET.
+ * Each new reading is also compared with the one before (snmpd/snmp_notify.h) and every change sent
+ * as a notification through the master agent; xs_mib_poll() takes readings between requests so that
+ * changes are seen without any. */
 #include "snmpd/netsnmp.h"
 #include "config.h"
 
@@ -26,9 +27,11 @@ static const oid sa_table_oid[] = { XS_ROOT, 1, 2 };
 static const oid sa_entry_oid[] = { XS_ROOT, 1, 2, 1 };
 static const oid worker_table_oid[] = { XS_ROOT, 1, 3 };
 static const oid drop_table_oid[] = { XS_ROOT, 1, 4 };
-static const oid ha_ba_table_oid[] = { XS_ROOT, 1, 5 };
-static const oid ha_node_table_oid[] = { XS_ROOT, 1, 6 };
-static const oid ha_node_ba_table_oid[] = { XS_ROOT, 1, 7 };
+static const oid cluster_oid[] = { XS_ROOT, 1, 5 };
+static const oid segment_table_oid[] = { XS_ROOT, 1, 6 };
+static const oid ha_ba_table_oid[] = { XS_ROOT, 1, 7 };
+static const oid ha_node_table_oid[] = { XS_ROOT, 1, 8 };
+static const oid ha_node_ba_table_oid[] = { XS_ROOT, 1, 9 };
 static const oid notifications_oid[] = { XS_ROOT, 0 };
 static const oid snmp_trap_oid[] = { 1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0 }; /* snmpTrapOID.0 */
 
@@ -43,11 +46,12 @@ enum {
 };
 enum { COL_W_FIRST = 2, COL_W_LAST = COL_W_FIRST + XS_W_MAX - 1 };
 enum { COL_DROP_PACKETS = 2, COL_DROP_SA, COL_DROP_NOSA };
+enum { COL_SEG_OWNED = 2, COL_SEG_KEPT, COL_SEG_DROPPED };
 enum { COL_HA_BA_ACKS = 2 };
 enum { COL_NODE_BU_ACCEPTED = 3, COL_NODE_BU_REFUSED, COL_NODE_MOVES, COL_NODE_LAST_BU_AGE, COL_NODE_BOUND };
 enum { COL_NODE_BA_ACKS = 2 };
 
-enum xs_table { T_SA, T_WORKER, T_DROP, T_HA_BA, T_NODE, T_NODE_BA, XS_TABLES };
+enum xs_table { T_SA, T_WORKER, T_DROP, T_SEGMENT, T_HA_BA, T_NODE, T_NODE_BA, XS_TABLES };
 
 #define VIEW_MARK "xipsec-snmpd-view"
 
@@ -190,6 +194,16 @@ static void build_tables(void)
 		netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, name, strlen(name));
 		row_add(M.t[T_DROP], row);
 	}
+	for (size_t i = 0; i < v->n_seg; i++) {
+		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+		u_long seg = v->seg[i].segment;
+
+		if (!row)
+			break;
+		row->data = &v->seg[i];
+		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &seg, sizeof(seg));
+		row_add(M.t[T_SEGMENT], row);
+	}
 	for (size_t i = 0; i < v->n_ba; i++)
 		if (!row_add_u32(M.t[T_HA_BA], &v->ba[i], v->ba[i].status))
 			break;
@@ -272,9 +286,74 @@ static void set_truth(netsnmp_variable_list *vb, uint64_t v)
 	set_int(vb, v ? 1 : 2);     /* TruthValue: true(1), false(2) */
 }
 
-static int globals_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
+/* xipsecGlobals.(i + 1).0 into vb. */
+static void global_value(netsnmp_variable_list *vb, unsigned i)
+{
+	uint64_t v = M.view.g[i];
+
+	if (i >= XS_G_HA_EVENTS) {
+		set_c64(vb, v);  /* the home agent's counters */
+		return;
+	}
+	switch (i) {
+	case XS_G_SADB_UP: case XS_G_DP_UP: case XS_G_IKE_UP: case XS_G_HA_UP:
+		set_truth(vb, v);
+		break;
+	case XS_G_SADB_CHANGES: case XS_G_DROPS_TOTAL:
+		set_c64(vb, v);
+		break;
+	case XS_G_DP_START_TIME:
+		set_u32(vb, ASN_UNSIGNED, v);
+		break;
+	default:
+		set_u32(vb, ASN_GAUGE, v);
+	}
+}
+
+/* The SYNTAX of each xipsecCluster scalar (the counters, by default, are Counter64). */
+enum cluster_syntax { CS_COUNTER64, CS_TRUTH, CS_ROLE, CS_GAUGE32, CS_UNSIGNED32, CS_GAUGE64 };
+static const enum cluster_syntax cluster_syntax[XS_C_MAX] = {
+	[XS_C_UP] = CS_TRUTH, [XS_C_ROLE] = CS_ROLE, [XS_C_ELIGIBLE] = CS_TRUTH,
+	[XS_C_PEER_REACHABLE] = CS_TRUTH, [XS_C_PEER_ROLE] = CS_ROLE,
+	[XS_C_LAST_MESSAGE_MS] = CS_GAUGE32, [XS_C_SYNC_LAG_MS] = CS_GAUGE32,
+	[XS_C_COVERED_SAS] = CS_GAUGE32, [XS_C_HEADROOM_MIN] = CS_GAUGE64,
+	[XS_C_HEADROOM_MIN_SPI] = CS_UNSIGNED32, [XS_C_SEGMENTS] = CS_GAUGE32,
+};
+
+/* xipsecCluster.(i + 1).0 into vb: the view's value, none as the MIB says (a Gauge32's none is its
+ * largest value, as set_u32 caps it; a role's is notClustered(1)). */
+static void cluster_value(netsnmp_variable_list *vb, unsigned i)
+{
+	uint64_t v = M.view.c[i];
+
+	switch (cluster_syntax[i]) {
+	case CS_TRUTH: set_truth(vb, v); break;
+	case CS_ROLE: set_int(vb, v == XS_C_NONE ? 1 : v ? 3 : 2); break; /* notClustered, standby, active */
+	case CS_GAUGE32: set_u32(vb, ASN_GAUGE, v); break;
+	case CS_UNSIGNED32: set_u32(vb, ASN_UNSIGNED, v); break;
+	case CS_GAUGE64: case CS_COUNTER64: set_c64(vb, v); break;
+	}
+}
+
+/* A scalar group of the MIB: where it is registered, how many scalars, how scalar i is read. */
+struct scalars {
+	const char *name;
+	const oid *oid;
+	size_t oid_len;
+	unsigned n;
+	void (*value)(netsnmp_variable_list *vb, unsigned i);
+};
+
+static const struct scalars scalar_groups[] = {
+	{ "xipsecGlobals", globals_oid, OID_LENGTH(globals_oid), XS_G_MAX, global_value },
+	{ "xipsecCluster", cluster_oid, OID_LENGTH(cluster_oid), XS_C_MAX, cluster_value },
+};
+
+static int scalars_handler(netsnmp_mib_handler *handler, netsnmp_handler_registration *reg,
 			   netsnmp_agent_request_info *reqinfo, netsnmp_request_info *requests)
 {
+	const struct scalars *g = handler->myvoid;
+
 	view_sync(reqinfo);
 	if (reqinfo->mode != MODE_GET)
 		return SNMP_ERR_NOERROR;
@@ -283,32 +362,14 @@ static int globals_handler(netsnmp_mib_handler *handler, netsnmp_handler_registr
 		oid n;
 
 		/* the scalar-group helper hands down GROUP.N.0 with the registration's root set to it */
-		if (r->processed || vb->name_length < OID_LENGTH(globals_oid) + 2)
+		if (r->processed || vb->name_length < g->oid_len + 2)
 			continue;
-		n = vb->name[OID_LENGTH(globals_oid)];
-		if (n < 1 || n > XS_G_MAX) {
+		n = vb->name[g->oid_len];
+		if (n < 1 || n > g->n) {
 			netsnmp_set_request_error(reqinfo, r, SNMP_NOSUCHOBJECT);
 			continue;
 		}
-		uint64_t v = M.view.g[n - 1];
-
-		if (n - 1 >= XS_G_HA_EVENTS) {
-			set_c64(vb, v);  /* the home agent's counters */
-			continue;
-		}
-		switch (n - 1) {
-		case XS_G_SADB_UP: case XS_G_DP_UP: case XS_G_IKE_UP: case XS_G_HA_UP:
-			set_truth(vb, v);
-			break;
-		case XS_G_SADB_CHANGES: case XS_G_DROPS_TOTAL:
-			set_c64(vb, v);
-			break;
-		case XS_G_DP_START_TIME:
-			set_u32(vb, ASN_UNSIGNED, v);
-			break;
-		default:
-			set_u32(vb, ASN_GAUGE, v);
-		}
+		g->value(vb, (unsigned)n - 1);
 	}
 	return SNMP_ERR_NOERROR;
 }
@@ -397,6 +458,15 @@ static void send_event(void *arg, enum xs_event ev, const struct xs_sa_row *sa, 
 		for (const unsigned *c = sa_event_cols[ev]; ok && *c; c++)
 			ok = (vb = var_add(&vars, sa_entry_oid, OID_LENGTH(sa_entry_oid), *c, idx, ilen)) &&
 			     !sa_column(vb, sa, *c);
+	} else if (ev == XS_EV_CLUSTER_ROLE) {
+		static const oid scalar[] = { 0 };
+		/* the NOTIFICATION-TYPE's OBJECTS, valued as the reading that saw the change has them */
+		static const unsigned objs[] = { XS_C_ROLE, XS_C_PEER_REACHABLE, XS_C_SYNC + SADB_CL_TAKEOVERS };
+
+		for (size_t k = 0; ok && k < sizeof(objs) / sizeof(objs[0]); k++)
+			if ((ok = (vb = var_add(&vars, cluster_oid, OID_LENGTH(cluster_oid), objs[k] + 1, scalar,
+						1)) != NULL))
+				cluster_value(vb, objs[k]);
 	} else {
 		static const oid scalar[] = { 0 };
 
@@ -424,6 +494,18 @@ static int worker_column(netsnmp_variable_list *vb, const void *row, unsigned co
 		return SNMP_NOSUCHINSTANCE;
 	set_c64(vb, e->v[col - COL_W_FIRST]);
 	return 0;
+}
+
+static int segment_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_seg_row *e = row;
+
+	switch (col) {
+	case COL_SEG_OWNED: set_truth(vb, e->owned); return 0;
+	case COL_SEG_KEPT: set_c64(vb, e->kept); return 0;
+	case COL_SEG_DROPPED: set_c64(vb, e->dropped); return 0;
+	}
+	return SNMP_NOSUCHOBJECT;
 }
 
 static int drop_column(netsnmp_variable_list *vb, const void *row, unsigned col)
@@ -503,6 +585,8 @@ static const struct table {
 		       COL_W_FIRST, COL_W_LAST, { ASN_UNSIGNED }, worker_column },
 	[T_DROP] = { "xipsecDropTable", drop_table_oid, OID_LENGTH(drop_table_oid),
 		     COL_DROP_PACKETS, COL_DROP_NOSA, { ASN_OCTET_STR }, drop_column },
+	[T_SEGMENT] = { "xipsecClusterSegmentTable", segment_table_oid, OID_LENGTH(segment_table_oid),
+			COL_SEG_OWNED, COL_SEG_DROPPED, { ASN_UNSIGNED }, segment_column },
 	[T_HA_BA] = { "xipsecHaBaStatusTable", ha_ba_table_oid, OID_LENGTH(ha_ba_table_oid),
 		      COL_HA_BA_ACKS, COL_HA_BA_ACKS, { ASN_UNSIGNED }, ha_ba_column },
 	[T_NODE] = { "xipsecHaNodeTable", ha_node_table_oid, OID_LENGTH(ha_node_table_oid),
@@ -600,10 +684,17 @@ int xs_mib_init(const struct xs_mib_conf *conf)
 		if (!(M.t[i] = netsnmp_tdata_create_table(tables[i].name, 0)))
 			return -ENOMEM;
 
-	reg = netsnmp_create_handler_registration("xipsecGlobals", globals_handler, globals_oid,
-						  OID_LENGTH(globals_oid), HANDLER_CAN_RONLY);
-	if (!reg || netsnmp_register_scalar_group(reg, 1, XS_G_MAX) != MIB_REGISTERED_OK)
-		return -EINVAL;
+	for (unsigned i = 0; i < sizeof(scalar_groups) / sizeof(scalar_groups[0]); i++) {
+		const struct scalars *g = &scalar_groups[i];
+
+		reg = netsnmp_create_handler_registration(g->name, scalars_handler, g->oid, g->oid_len,
+							  HANDLER_CAN_RONLY);
+		if (!reg)
+			return -EINVAL;
+		reg->handler->myvoid = (void *)g;
+		if (netsnmp_register_scalar_group(reg, 1, g->n) != MIB_REGISTERED_OK)
+			return -EINVAL;
+	}
 	for (unsigned i = 0; i < XS_TABLES; i++)
 		if (register_table(&tables[i], M.t[i]))
 			return -EINVAL;

@@ -1,5 +1,5 @@
 /* snmpd/snmp_notify.c: finds XIPSEC-MIB's notification events by comparing two successive readings
- * of the view (snmpd/snmp_notify.h). SAs are matched by their SADB instance, which no other SA ever
+ * of the view (snmpd/snmp_notify.h), and a change of the cluster role between them. SAs are matched by their SADB instance, which no other SA ever
  * has: a rekey that reuses an SPI and destination is a new SA (one down, one up), and a slot reused
  * by another SA is not mistaken for the old one. */
 #include "config.h"
@@ -81,6 +81,13 @@ int xs_notify_compare(struct xs_notify *n, const struct xs_view *v, xs_notify_fn
 	}
 	if (!sadb_up)
 		return 0;
+	/* a role read from a stopped dataplane's last reading is no news: only a running one's */
+	if (dp_up) {
+		if (n->have_role && n->role != v->c[XS_C_ROLE])
+			fn(arg, XS_EV_CLUSTER_ROLE, NULL, 0);
+		n->have_role = true;
+		n->role = v->c[XS_C_ROLE];
+	}
 	if (sa_copy(v, &cur, &n_cur))
 		return -ENOMEM;
 	if (n->have_sa)

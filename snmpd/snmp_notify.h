@@ -1,5 +1,5 @@
 /* snmpd/snmp_notify.h: the events XIPSEC-MIB's notifications report (an SA up, down or at its soft
- * lifetime, the dataplane gone), found by comparing each reading of the view (snmpd/snmp_view.h)
+ * lifetime, the dataplane gone, the node's cluster role changed), found by comparing each reading of the view (snmpd/snmp_view.h)
  * with the one before it. No Net-SNMP here: snmpd/snmp_mib.c turns each event into a notification. */
 #ifndef XIPSEC_SNMP_NOTIFY_H
 #define XIPSEC_SNMP_NOTIFY_H
@@ -16,6 +16,7 @@ enum xs_event {
 	XS_EV_SA_DOWN = 2,
 	XS_EV_SA_SOFT_EXPIRED = 3,
 	XS_EV_DP_DOWN = 4,
+	XS_EV_CLUSTER_ROLE = 5,     /* the node's cluster role changed; the values are the view's */
 };
 
 /* One SA of the last reading, kept beyond it: row.key points at key (set by xs_notify_compare). */
@@ -30,12 +31,14 @@ struct xs_notify {
 	bool have_dp;               /* dp_up is a reading's */
 	bool dp_up;
 	uint64_t dp_start;          /* the dataplane's start time in that reading */
+	bool have_role;             /* role is a reading's (of a running dataplane) */
+	uint64_t role;              /* its c[XS_C_ROLE] */
 	struct xs_notify_sa *sa;    /* by SA instance */
 	size_t n_sa;
 };
 
-/* One event: sa is the SA's row (for SA_DOWN, as last read), NULL for DP_DOWN; dp_start is the
- * start time of the dataplane that stopped. */
+/* One event: sa is the SA's row (for SA_DOWN, as last read), NULL for DP_DOWN and CLUSTER_ROLE;
+ * dp_start is the start time of the dataplane that stopped. */
 typedef void (*xs_notify_fn)(void *arg, enum xs_event ev, const struct xs_sa_row *sa,
 			     uint64_t dp_start);
 

@@ -35,6 +35,24 @@ static uint64_t sum_all(const struct xm_snapshot *s, enum xm_id id)
 	return t;
 }
 
+/* A global family's one sample, or XS_C_NONE when it has none. */
+static uint64_t global_or_none(const struct xm_snapshot *s, enum xm_id id)
+{
+	const struct xm_family *f = fam(s, id);
+
+	return f->n ? f->s[0].value : XS_C_NONE;
+}
+
+/* The samples of a global family with a sub label into out[sub] (subs from 0 up to n). */
+static void by_sub(const struct xm_snapshot *s, enum xm_id id, uint64_t *out, unsigned n)
+{
+	const struct xm_family *f = fam(s, id);
+
+	for (size_t i = 0; i < f->n; i++)
+		if (f->s[i].sub < n)
+			out[f->s[i].sub] = f->s[i].value;
+}
+
 static const char *sub_name(const struct xm_family *f, uint32_t sub)
 {
 	return f->sub_label && sub < f->n_sub ? f->sub_values[sub] : NULL;
@@ -273,6 +291,41 @@ static void build_globals(struct xs_view *v)
 			g[XS_G_HA_EVENTS + ev->s[i].sub] = ev->s[i].value;
 }
 
+/* The cluster's scalars (the roles as the metrics have them: 1 active, 0 standby) and segment rows. */
+static void build_cluster(struct xs_view *v)
+{
+	static const enum xm_id one[XS_C_SYNC] = {
+		[XS_C_UP] = XM_CL_UP, [XS_C_ROLE] = XM_CL_ACTIVE, [XS_C_ELIGIBLE] = XM_CL_ELIGIBLE,
+		[XS_C_PEER_REACHABLE] = XM_CL_PEER_REACHABLE, [XS_C_PEER_ROLE] = XM_CL_PEER_ACTIVE,
+		[XS_C_LAST_MESSAGE_MS] = XM_CL_LAST_MESSAGE_MS, [XS_C_SYNC_LAG_MS] = XM_CL_SYNC_LAG_MS,
+		[XS_C_COVERED_SAS] = XM_CL_COVERED_SAS, [XS_C_HEADROOM_MIN] = XM_CL_HEADROOM_MIN,
+		[XS_C_HEADROOM_MIN_SPI] = XM_CL_HEADROOM_MIN_SPI, [XS_C_SEGMENTS] = XM_CL_SEGMENTS,
+		[XS_C_FOREIGN] = XM_CL_FOREIGN,
+	};
+	const struct xm_snapshot *s = &v->snap;
+	uint64_t owned[SADB_STATS_SEGMENTS] = { 0 }, kept[SADB_STATS_SEGMENTS] = { 0 },
+		 dropped[SADB_STATS_SEGMENTS] = { 0 };
+	uint64_t *c = v->c;
+
+	for (unsigned i = 0; i < XS_C_SYNC; i++) {
+		c[i] = global_or_none(s, one[i]);
+		/* only the roles, the ages and the headroom have a value for "none"; the rest read 0 */
+		if (c[i] == XS_C_NONE && i != XS_C_ROLE && i != XS_C_PEER_ROLE && i != XS_C_LAST_MESSAGE_MS &&
+		    i != XS_C_SYNC_LAG_MS && i != XS_C_HEADROOM_MIN)
+			c[i] = 0;
+	}
+	memset(c + XS_C_SYNC, 0, (XS_C_MAX - XS_C_SYNC) * sizeof(*c));
+	by_sub(s, XM_CL_SYNC, c + XS_C_SYNC, SADB_CL_COUNTERS);
+	by_sub(s, XM_CL_SYNC_DROPPED, c + XS_C_SYNC_DROPPED, SADB_CL_DROPS);
+	by_sub(s, XM_CL_SEG_OWNED, owned, SADB_STATS_SEGMENTS);
+	by_sub(s, XM_CL_SEG_KEPT, kept, SADB_STATS_SEGMENTS);
+	by_sub(s, XM_CL_SEG_DROPPED, dropped, SADB_STATS_SEGMENTS);
+	v->n_seg = c[XS_C_SEGMENTS] == XS_C_NONE ? 0 : c[XS_C_SEGMENTS] < SADB_STATS_SEGMENTS ?
+		   (size_t)c[XS_C_SEGMENTS] : SADB_STATS_SEGMENTS;
+	for (size_t i = 0; i < v->n_seg; i++)
+		v->seg[i] = (struct xs_seg_row){ (uint32_t)i + 1, owned[i], kept[i], dropped[i] };
+}
+
 void xs_view_free(struct xs_view *v)
 {
 	if (v->have_snap)
@@ -294,6 +347,7 @@ int xs_view_build(struct xs_view *v, struct xm_snapshot *snap)
 	v->snap = *snap;
 	v->have_snap = true;
 	build_globals(v);
+	build_cluster(v);
 	rc = build_sa(v);
 	if (!rc)
 		rc = build_workers(v);

@@ -1,9 +1,9 @@
 /* snmpd/snmp_view.h: what xipsec-snmpd serves, in the shape of XIPSEC-MIB (snmpd/mib/XIPSEC-MIB.txt): one
  * reading of the metrics collection layer (metrics/metrics.h), joined into the MIB's scalars and the
- * rows of its SA, worker and drop-reason tables and the home agent's tables (acknowledgements by
- * status, mobile nodes, their acknowledgements by status). The view is rebuilt at most once per cache period,
- * so every object of one SNMP walk comes from the same few readings, and the SNMP values always equal
- * the Prometheus export's. No Net-SNMP here: snmpd/snmp_mib.c maps the view onto OIDs. */
+ * rows of its SA, worker, drop-reason and cluster segment tables and the home agent's tables
+ * (acknowledgements by status, mobile nodes, their acknowledgements by status). The view is rebuilt
+ * at most once per cache period, so every object of one SNMP walk comes from the same few readings,
+ * and the SNMP values always equal the Prometheus export's. No Net-SNMP here: snmpd/snmp_mib.c maps the view onto OIDs. */
 #ifndef XIPSEC_SNMP_VIEW_H
 #define XIPSEC_SNMP_VIEW_H
 
@@ -22,6 +22,25 @@ enum xs_global {
 	XS_G_HA_UP, XS_G_HA_BINDINGS,
 	XS_G_HA_EVENTS,               /* .. XS_G_HA_EVENTS + SADB_HA_KINDS - 1: by enum sadb_stats_ha_kind */
 	XS_G_MAX = XS_G_HA_EVENTS + SADB_HA_KINDS
+};
+
+/* XIPSEC-MIB's xipsecCluster scalars, in the MIB's order (xipsecCluster.N is c[N - 1]): the
+ * cluster families of the metrics layer (metrics.h's XM_CL_*). A value the layer has no sample of
+ * (no message yet, no SA with a lease) is XS_C_NONE. */
+enum xs_cluster {
+	XS_C_UP, XS_C_ROLE, XS_C_ELIGIBLE, XS_C_PEER_REACHABLE, XS_C_PEER_ROLE, XS_C_LAST_MESSAGE_MS,
+	XS_C_SYNC_LAG_MS, XS_C_COVERED_SAS, XS_C_HEADROOM_MIN, XS_C_HEADROOM_MIN_SPI, XS_C_SEGMENTS,
+	XS_C_FOREIGN,
+	XS_C_SYNC,                    /* .. XS_C_SYNC + SADB_CL_COUNTERS - 1: by enum sadb_stats_cl_counter */
+	XS_C_SYNC_DROPPED = XS_C_SYNC + SADB_CL_COUNTERS, /* .. + SADB_CL_DROPS - 1: by sadb_stats_cl_drop */
+	XS_C_MAX = XS_C_SYNC_DROPPED + SADB_CL_DROPS
+};
+#define XS_C_NONE UINT64_MAX
+
+/* A row of xipsecClusterSegmentTable: one active/active segment. */
+struct xs_seg_row {
+	uint32_t segment;               /* 1..SADB_STATS_SEGMENTS */
+	uint64_t owned, kept, dropped;
 };
 
 /* The remaining lifetimes of an SA, in the MIB's column order (xipsecSaSoftSecondsLeft on). */
@@ -81,6 +100,9 @@ struct xs_view {
 	struct xm_snapshot snap;
 	bool have_snap;
 	uint64_t g[XS_G_MAX];
+	uint64_t c[XS_C_MAX];
+	struct xs_seg_row seg[SADB_STATS_SEGMENTS];
+	size_t n_seg;
 	struct xs_sa_row *sa;
 	size_t n_sa;
 	struct xs_worker_row *worker;

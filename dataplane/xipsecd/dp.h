@@ -411,10 +411,11 @@ int dp_tun_write(struct dp_ctx *ctx, const uint8_t *l3, uint32_t len);
 ssize_t dp_tun_read(struct dp_ctx *ctx, uint8_t *buf, size_t cap);
 
 /* ---- dp_stats.c: the counters view (control thread) ---- */
-/* Make the view (after the SADB is open and attached); a failure is logged, never fatal. */
-void dp_stats_open(struct dp_ctx *ctx);
-/* Every control round: publish a reading when one is due (now: dp_now_ns()). */
-void dp_stats_tick(struct dp_ctx *ctx, uint64_t now);
+/* Make the view (after the SADB is open and attached) and publish a first reading; a failure is
+ * logged, never fatal. cv, ncv: the SAs the cluster covers (dp_sa_cluster_list), for its section. */
+void dp_stats_open(struct dp_ctx *ctx, struct dp_sa *const *cv, uint32_t ncv);
+/* Every control round: publish a reading when one is due (now: dp_now_ns()); cv, ncv as above. */
+void dp_stats_tick(struct dp_ctx *ctx, uint64_t now, struct dp_sa *const *cv, uint32_t ncv);
 /* dp_sa_sync, after the grace period that retired sa and before its slot is released: keep a gone
  * record of the deleted SA sa (slot) with its final counters in the view. */
 void dp_stats_gone(struct dp_ctx *ctx, const struct sadb_sa *sa, uint32_t slot);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "sadb/sadb.h"
+#include "sadb/sadb_stats.h"
 
 #define DP_CLUSTER_PORT 4510
 #define DP_CLUSTER_KEY_DEFAULT "/etc/xipsec/cluster.key"
@@ -120,7 +121,7 @@ enum dpc_drop {
 	DPC_DROP_BAD,        /* verified but malformed (type, count) */
 	DPC_DROP_MAX
 };
-extern const char *const dpc_drop_names[DPC_DROP_MAX];
+/* Their names: sadb_stats_cl_drop_name (the counters view's, one list for every reader). */
 
 /* Start a channel: key (32 bytes), this node's rank, counter from now_ns (CLOCK_REALTIME), fresh
  * salt. 0 or -errno. */
@@ -180,5 +181,8 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len);
  * of each of the n SAs of v (dp_sa_cluster_list). */
 size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, bool json, char *buf,
 			 size_t len);
+/* The cluster's section of the counters view (dp_stats.c), from the same figures as
+ * dp_cluster_status: zero but the segments' without a cluster. */
+void dp_cluster_stats(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, struct sadb_stats_cluster *st);
 
 #endif

@@ -46,16 +46,6 @@
 _Static_assert(DPC_HDR + 4 + DPC_MAX_ENTRIES * DPC_ENTRY + DPC_TAG <= DPC_MSG_MAX, "message size");
 _Static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == 24, "nonce layout");
 
-const char *const dpc_drop_names[DPC_DROP_MAX] = {
-	[DPC_DROP_SHORT] = "short",
-	[DPC_DROP_AUTH] = "auth",
-	[DPC_DROP_REPLAY] = "replay",
-	[DPC_DROP_STALE] = "stale",
-	[DPC_DROP_REFLECTED] = "reflected",
-	[DPC_DROP_FOREIGN] = "foreign",
-	[DPC_DROP_BAD] = "malformed",
-};
-
 static void put64(uint8_t *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--, v >>= 8)

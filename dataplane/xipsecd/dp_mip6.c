@@ -435,11 +435,15 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		return (size_t)(b.p - buf);
 	}
 	const struct mip6_ha_stats *st = mip6_ha_stats(m->ha);
-	put(&b, "home-agent\t%s\t%s\t%u\t%zu\t", a6(m->rec.addr.a.b, a), ctx->ifc[DP_IN].name,
-	    m->rec.max_lifetime, m->n_mns);
-	for (unsigned i = 0; i < m->rec.n_prefix; i++)
-		put(&b, "%s%s/%u", i ? "," : "", a6(m->rec.prefix[i].a.b, a), m->rec.plen[i]);
-	put(&b, "\n");
+	for (unsigned r = 0; r < m->n_rec; r++) {  /* one line per home agent address */
+		const struct sadb_home_agent *rec = &m->rec[r];
+
+		put(&b, "home-agent\t%s\t%s\t%u\t%zu\t", a6(rec->addr.a.b, a), ctx->ifc[DP_IN].name,
+		    rec->max_lifetime, m->n_mns);
+		for (unsigned i = 0; i < rec->n_prefix; i++)
+			put(&b, "%s%s/%u", i ? "," : "", a6(rec->prefix[i].a.b, a), rec->plen[i]);
+		put(&b, "\n");
+	}
 	struct bind_walk k = { ctx, &b, now_ms() };
 	mip6_ha_foreach(m->ha, bind_cb, &k);
 	mip6_ha_mn_foreach(m->ha, node_cb, &k);

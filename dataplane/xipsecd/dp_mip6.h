@@ -104,7 +104,8 @@ struct dp_mip6 {
 	/* control thread only */
 	struct sadb *wdb;            /* the home agent's writer handle (tunnel SA migrations) */
 	struct mip6_ha *ha;          /* NULL: no home agent configured */
-	struct sadb_home_agent rec;
+	struct sadb_home_agent rec[SADB_HA_MAX];  /* the records served (home link: the inside one) */
+	unsigned n_rec;
 	uint64_t seen_gen;           /* SADB generation the configuration was read at */
 	struct mn_cfg *mns;
 	size_t n_mns;
@@ -138,8 +139,10 @@ struct dp_mip6 {
 	uint64_t ba_status[256];     /* acknowledgements built, by status (the counters view) */
 	int disc_fd;                 /* ICMPv6: RAs heard on the home link, DHAAD requests; -1 */
 	struct mip6_halist halist;   /* the home link's home agents (dp_mip6_disc.c) */
-	uint8_t anycast[SADB_HA_MAX_PREFIX][16]; /* the home prefixes' Home-Agents anycast addresses */
-	bool anycast_joined[SADB_HA_MAX_PREFIX];
+	/* the home prefixes' Home-Agents anycast addresses; anycast_of[i]: record << 8 | prefix */
+	uint8_t anycast[SADB_HA_MAX * SADB_HA_MAX_PREFIX][16];
+	uint16_t anycast_of[SADB_HA_MAX * SADB_HA_MAX_PREFIX];
+	bool anycast_joined[SADB_HA_MAX * SADB_HA_MAX_PREFIX];
 	unsigned n_anycast;
 	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
 	uint64_t mps_received, mpa_sent, mps_dropped;
@@ -196,6 +199,8 @@ void dp_mip6_error(struct dp_ctx *ctx, const struct mq_msg *q, enum mip6_drop dr
 /* ---- dp_mip6_cfg.c ---- */
 /* Bring the home agent in step with the SADB (when its generation moved since the last look). */
 void dp_mip6_sync_config(struct dp_ctx *ctx);
+/* The home agent record served whose prefix holds hoa (records never overlap), or NULL. */
+const struct sadb_home_agent *dp_mip6_rec_of(const struct dp_mip6 *m, const uint8_t hoa[16]);
 
 /* ---- dp_mip6_move.c ---- */
 /* The mobile node of v[0..n) (sorted by home address, each once) with home address hoa, or NULL. */

@@ -100,7 +100,8 @@ void dp_mip6_brr_run(struct dp_ctx *ctx, uint64_t now)
 		if (!b || b->updated_ms != d->updated_ms || !d->left)
 			continue;
 		if (d->due_ms <= now) {
-			int n = mip6_build_brr(pkt, sizeof(pkt), m->rec.addr.a.b, b->coa, b->hoa);
+			/* from the address the node registered with (libmip6 holds it to that one) */
+			int n = mip6_build_brr(pkt, sizeof(pkt), b->mn->ha_addr, b->coa, b->hoa);
 
 			if (n > 0) {
 				dp_mip6_out_push(ctx, pkt, (uint32_t)n);

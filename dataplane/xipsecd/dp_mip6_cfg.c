@@ -1,10 +1,13 @@
 /* dataplane/xipsecd/dp_mip6_cfg.c: the Mobile IPv6 home agent's configuration, on the control thread.
- * It comes from the SADB: the home agent record (sadb_home_agent_get) and the mobile nodes' SAs
+ * It comes from the SADB: the home agent records (sadb_home_agent_get; one per home agent address,
+ * each with its home prefixes: a mobile node is served on the record whose prefix holds its home
+ * address) and the mobile nodes' SAs
  * (SADB_SAF_MOBILE; ipsecctl's mobile-node statement makes them): per home address an inbound
  * transport SA its Binding Updates arrive on, an outbound transport SA for the acknowledgements, and
  * a pair of tunnel SAs. Each change of the SADB is followed: a changed home agent record ends every
- * binding, a mobile node whose SAs changed loses its binding (it registers again; an IKE-keyed one
- * whose CHILD_SAs were rekeyed keeps it: dp_mip6_ike.c), and a mobile node
+ * binding (the records are one home agent: libmip6's configuration), a mobile node whose SAs
+ * changed loses its binding (it registers again; an IKE-keyed one whose CHILD_SAs were rekeyed
+ * keeps it: dp_mip6_ike.c), and a mobile node
  * without a binding is held at home (its tunnel's peer is its home address), after a restart too. */
 #include "config.h"
 
@@ -201,6 +204,7 @@ static void teardown_all(struct dp_ctx *ctx)
 		if (mip6_ha_lookup(m->ha, m->mns[i].hoa))
 			dp_mip6_binding_down(ctx, m->mns[i].hoa);
 	m->n_dad = 0;  /* their decisions name this home agent's state */
+	m->n_rec = 0;
 	dp_mip6_nd_unlink(ctx);
 	mip6_ha_destroy(m->ha);
 	m->ha = NULL;
@@ -219,6 +223,57 @@ static bool rec_same(const struct sadb_home_agent *a, const struct sadb_home_age
 	x.set_time = y.set_time = 0;
 	x.checksum = y.checksum = 0;
 	return !memcmp(&x, &y, sizeof(x));
+}
+
+static bool recs_same(const struct sadb_home_agent *a, unsigned na, const struct sadb_home_agent *b,
+		      unsigned nb)
+{
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (!rec_same(&a[i], &b[i]))
+			return false;
+	return true;
+}
+
+/* The SADB's home agent records this home agent serves, in record order: those on the inside
+ * interface (xipsecd has one home link); another link's is logged once and left out. */
+static unsigned read_recs(struct dp_ctx *ctx, struct sadb_home_agent *out)
+{
+	struct dp_mip6 *m = M(ctx);
+	bool other_link = false;
+	unsigned n = 0;
+
+	for (unsigned idx = 0; idx < SADB_HA_MAX; idx++) {
+		if (sadb_home_agent_get(ctx->db, idx, &out[n]))
+			continue;
+		if (out[n].link[0] && strcmp(out[n].link, ctx->ifc[DP_IN].name)) {
+			if (!m->warned_link)
+				dp_log(LOG_ERR, "home agent record %u: home link %s is not the inside "
+				       "interface %s: that home agent address stays off", idx, out[n].link,
+				       ctx->ifc[DP_IN].name);
+			other_link = true;
+			continue;
+		}
+		n++;
+	}
+	m->warned_link = other_link;
+	return n;
+}
+
+const struct sadb_home_agent *dp_mip6_rec_of(const struct dp_mip6 *m, const uint8_t hoa[16])
+{
+	for (unsigned r = 0; r < m->n_rec; r++)
+		for (unsigned i = 0; i < m->rec[r].n_prefix && i < SADB_HA_MAX_PREFIX; i++) {
+			unsigned len = m->rec[r].plen[i], k = 0;
+
+			for (; k < len && !((hoa[k / 8] ^ m->rec[r].prefix[i].a.b[k / 8]) &
+					    (0x80 >> (k % 8))); k++)
+				;
+			if (k == len)
+				return &m->rec[r];
+		}
+	return NULL;
 }
 
 /* The state directory (dp_seqmark.c), opened when first needed; -1 while it cannot be. */
@@ -264,29 +319,32 @@ static void bu_seq_restore(struct dp_mip6 *m, const uint8_t hoa[16])
 		dp_log(LOG_ERR, "home agent: last Binding Update of %s: %s", a6(hoa, b), msg);
 }
 
-static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
+/* One home agent for the records rec[0..n): libmip6 holds each mobile node to its record's address
+ * (mip6_mn.ha_addr) and to its record's longest lifetime (mip6_mn.max_lifetime_s); the
+ * configuration's is the longest of them. */
+static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec, unsigned n)
 {
 	struct dp_mip6 *m = M(ctx);
 	struct mip6_ha_config cfg;
 	char b[INET6_ADDRSTRLEN];
+	unsigned np = 0;
 	int r;
 
-	if (rec->link[0] && strcmp(rec->link, ctx->ifc[DP_IN].name)) {
-		if (!m->warned_link)
-			dp_log(LOG_ERR, "home agent: home link %s is not the inside interface %s: "
-			       "the home agent stays off", rec->link, ctx->ifc[DP_IN].name);
-		m->warned_link = true;
-		return -EINVAL;
-	}
+	_Static_assert(SADB_HA_MAX <= MIP6_HA_MAX_ADDRS &&
+		       SADB_HA_MAX * SADB_HA_MAX_PREFIX <= MIP6_HA_MAX_PREFIXES,
+		       "libmip6 holds every address and prefix of the SADB's home agent records");
 	memset(&cfg, 0, sizeof(cfg));
-	memcpy(cfg.ha_addrs[0], rec->addr.a.b, 16);
-	cfg.n_ha_addrs = 1;
-	for (unsigned i = 0; i < rec->n_prefix && i < MIP6_HA_MAX_PREFIXES; i++) {
-		memcpy(cfg.prefixes[i].addr, rec->prefix[i].a.b, 16);
-		cfg.prefixes[i].len = rec->plen[i];
+	for (unsigned h = 0; h < n && h < MIP6_HA_MAX_ADDRS; h++) {
+		memcpy(cfg.ha_addrs[h], rec[h].addr.a.b, 16);
+		cfg.n_ha_addrs++;
+		for (unsigned i = 0; i < rec[h].n_prefix && np < MIP6_HA_MAX_PREFIXES; i++, np++) {
+			memcpy(cfg.prefixes[np].addr, rec[h].prefix[i].a.b, 16);
+			cfg.prefixes[np].len = rec[h].plen[i];
+		}
+		if (rec[h].max_lifetime > cfg.max_lifetime_s)
+			cfg.max_lifetime_s = rec[h].max_lifetime;
 	}
-	cfg.n_prefixes = rec->n_prefix;
-	cfg.max_lifetime_s = rec->max_lifetime;
+	cfg.n_prefixes = np;
 	cfg.refresh_s = ctx->cfg.mip6_refresh_s;  /* Binding Refresh Advice (xipsecd --mip6-refresh-advice) */
 	cfg.max_mns = 1u << 16;
 	cfg.hash_seed = (uint32_t)dp_now_ns();
@@ -298,10 +356,11 @@ static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
 		return r;
 	}
 	dp_mip6_nd_link(ctx);
-	m->rec = *rec;
-	m->warned_link = false;
-	dp_log(LOG_NOTICE, "home agent %s on %s: %u home prefix(es), bindings up to %u s",
-	       a6(rec->addr.a.b, b), ctx->ifc[DP_IN].name, rec->n_prefix, rec->max_lifetime);
+	memcpy(m->rec, rec, n * sizeof(*rec));
+	m->n_rec = n;
+	for (unsigned h = 0; h < n; h++)
+		dp_log(LOG_NOTICE, "home agent %s on %s: %u home prefix(es), bindings up to %u s",
+		       a6(rec[h].addr.a.b, b), ctx->ifc[DP_IN].name, rec[h].n_prefix, rec[h].max_lifetime);
 	return 0;
 }
 
@@ -311,22 +370,24 @@ static int ha_create(struct dp_ctx *ctx, const struct sadb_home_agent *rec)
 void dp_mip6_sync_config(struct dp_ctx *ctx)
 {
 	struct dp_mip6 *m = M(ctx);
-	struct sadb_home_agent rec;
+	struct sadb_home_agent rec[SADB_HA_MAX];
 	struct mn_cfg *mns;
 	size_t n;
 	uint64_t g = ctx->sadb_gen;
+	unsigned n_rec;
 	int r;
 
 	if (g == m->seen_gen)
 		return;
-	r = sadb_home_agent_get(ctx->db, &rec);
-	if (r == 0 && m->ha && !rec_same(&rec, &m->rec))
+	n_rec = read_recs(ctx, rec);
+	r = n_rec ? 0 : -ENOENT;
+	if (r == 0 && m->ha && !recs_same(rec, n_rec, m->rec, m->n_rec))
 		teardown_all(ctx);
 	if (r != 0 && m->ha) {
 		dp_log(LOG_NOTICE, "home agent: removed from the configuration");
 		teardown_all(ctx);
 	}
-	if (r == 0 && !m->ha && ha_create(ctx, &rec) != 0) {
+	if (r == 0 && !m->ha && ha_create(ctx, rec, n_rec) != 0) {
 		m->seen_gen = g;
 		return;
 	}
@@ -360,6 +421,13 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 			continue;
 		memset(&mn, 0, sizeof(mn));
 		memcpy(mn.hoa, mns[j].hoa, 16);
+		/* served on its record's address alone (133 on another's); none: refused as in no
+		 * home prefix (132) */
+		const struct sadb_home_agent *hr = dp_mip6_rec_of(m, mns[j].hoa);
+		if (hr) {
+			memcpy(mn.ha_addr, hr->addr.a.b, 16);
+			mn.max_lifetime_s = hr->max_lifetime;
+		}
 		mn.bu_sa = mns[j].id[ROLE_BU];
 		mn.ba_sa = mns[j].id[ROLE_BA];
 		mn.tun_out_sa = mns[j].id[ROLE_TUN_OUT];

@@ -59,13 +59,16 @@ void dp_mip6_disc_open(struct dp_mip6 *m)
  * change, not at every round. */
 static void anycast_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 {
-	uint8_t want[SADB_HA_MAX_PREFIX][16];
+	uint8_t want[SADB_HA_MAX * SADB_HA_MAX_PREFIX][16];
+	uint16_t of[SADB_HA_MAX * SADB_HA_MAX_PREFIX];
 	unsigned n = 0;
 	int err;
 
-	if (m->ha)
-		for (unsigned i = 0; i < m->rec.n_prefix && i < SADB_HA_MAX_PREFIX; i++)
-			mip6_ha_anycast(m->rec.prefix[i].a.b, m->rec.plen[i], want[n++]);
+	for (unsigned r = 0; m->ha && r < m->n_rec; r++)
+		for (unsigned i = 0; i < m->rec[r].n_prefix && i < SADB_HA_MAX_PREFIX; i++) {
+			of[n] = (uint16_t)(r << 8 | i);
+			mip6_ha_anycast(m->rec[r].prefix[i].a.b, m->rec[r].plen[i], want[n++]);
+		}
 	if (n == m->n_anycast && !memcmp(want, m->anycast, n * 16u))
 		return;
 	for (unsigned i = 0; i < m->n_anycast; i++) {
@@ -81,6 +84,7 @@ static void anycast_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 
 		memcpy(&mr.ipv6mr_multiaddr, want[i], 16);
 		memcpy(m->anycast[i], want[i], 16);
+		m->anycast_of[i] = of[i];
 		m->anycast_joined[i] = !setsockopt(m->disc_fd, IPPROTO_IPV6, IPV6_JOIN_ANYCAST, &mr,
 						   sizeof(mr));
 		if (!m->anycast_joined[i])
@@ -94,13 +98,12 @@ static void anycast_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 		dp_log(LOG_WARNING, "home agent: cannot update local addresses: %s", strerror(-err));
 }
 
-/* The home prefix whose anycast address dst is: its index in m->rec, or -1. */
+/* The home prefix whose anycast address dst is: record << 8 | its index there, or -1. */
 static int anycast_prefix(const struct dp_mip6 *m, const uint8_t dst[16])
 {
-	/* anycast[i] is the address of the record's prefix i (anycast_follow) */
 	for (unsigned i = 0; i < m->n_anycast; i++)
 		if (m->anycast_joined[i] && !memcmp(m->anycast[i], dst, 16))
-			return (int)i;
+			return m->anycast_of[i];
 	return -1;
 }
 
@@ -115,20 +118,23 @@ static void dhaad_answer(struct dp_mip6 *m, const struct sockaddr_in6 *from, con
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	struct in6_pktinfo pi = { .ipi6_ifindex = 0 };
 	char b[INET6_ADDRSTRLEN];
+	const struct sadb_home_agent *rec;
 	int p = anycast_prefix(m, dst), n;
 
 	if (p < 0 || !m->ha) {
 		m->dhaad_dropped++;
 		return;
 	}
-	n = mip6_dhaad_reply(&m->halist, m->rec.addr.a.b, m->rec.prefix[p].a.b, m->rec.plen[p], req,
-			     len, rep, sizeof(rep));
+	rec = &m->rec[p >> 8];
+	p &= 0xff;
+	n = mip6_dhaad_reply(&m->halist, rec->addr.a.b, rec->prefix[p].a.b, rec->plen[p], req, len, rep,
+			     sizeof(rep));
 	if (n < 0) {
 		m->dhaad_dropped++;
 		return;
 	}
 	/* from the home agent's address (section 10.5), whichever address the request reached */
-	memcpy(&pi.ipi6_addr, m->rec.addr.a.b, 16);
+	memcpy(&pi.ipi6_addr, rec->addr.a.b, 16);
 	c->cmsg_level = IPPROTO_IPV6;
 	c->cmsg_type = IPV6_PKTINFO;
 	c->cmsg_len = CMSG_LEN(sizeof(pi));
@@ -202,6 +208,7 @@ bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q)
 	struct dp_mip6 *m = M(ctx);
 	struct mip6_mpa_params p = { .valid_s = MPA_VALID_S, .preferred_s = MPA_PREFERRED_S };
 	struct mip6_mps s;
+	const struct sadb_home_agent *rec;
 	const struct mn_cfg *mn;
 	const struct mip6_binding *b;
 	uint8_t pkt[MIP6_MPA_MAX_LEN];
@@ -221,13 +228,16 @@ bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q)
 		       r ? "" : a6(s.hoa, h), r ? "malformed" : "not from a registered mobile node's SA");
 		return true;
 	}
-	memcpy(p.src, m->rec.addr.a.b, 16);
+	/* the home agent address and prefixes of the node's own record (RFC 6275 11.4.3: its home
+	 * link's prefixes) */
+	rec = dp_mip6_rec_of(m, s.hoa);
+	memcpy(p.src, rec->addr.a.b, 16);
 	memcpy(p.dst, b->coa, 16);
 	memcpy(p.hoa, s.hoa, 16);
 	p.id = s.id;
-	for (unsigned i = 0; i < m->rec.n_prefix && i < MIP6_MPA_MAX_PREFIXES; i++) {
-		memcpy(p.prefix[i].addr, m->rec.prefix[i].a.b, 16);
-		p.prefix[i].len = m->rec.plen[i];
+	for (unsigned i = 0; i < rec->n_prefix && i < MIP6_MPA_MAX_PREFIXES; i++) {
+		memcpy(p.prefix[i].addr, rec->prefix[i].a.b, 16);
+		p.prefix[i].len = rec->plen[i];
 		p.n_prefix++;
 	}
 	n = mip6_build_mpa(pkt, sizeof(pkt), &p);

@@ -23,6 +23,8 @@
 
 #include "dataplane/xipsecd/dp_segment.h"
 
+_Static_assert(DP_SEG_MAX == SADB_STATS_SEGMENTS, "the counters view holds every segment");
+
 enum dp_seg_jhash dp_segment_jhash(const char *release)
 {
 	int a, b, c;
@@ -162,40 +164,49 @@ void dp_segment_put(struct dp_ctx *ctx, bool json, char **p, size_t *left)
 	}
 }
 
+void dp_segment_stats(struct dp_ctx *ctx, struct sadb_stats_cluster *st)
+{
+	int fd = dp_xdp_map_fd(ctx, "cluster_seg_stats"), ncpu = libbpf_num_possible_cpus();
+	struct dp_xdp_seg_stats *v = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*v)) : NULL;
+
+	st->segments = ctx->cfg.cluster_segments;
+	st->owned = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) & DP_SEG_OWNED_MASK;
+	st->cluster_foreign = 0;
+	for (unsigned i = 0; i < ctx->n_workers; i++)
+		st->cluster_foreign += __atomic_load_n(&ctx->w[i].cluster_foreign, __ATOMIC_RELAXED);
+	for (uint32_t s = 1; s <= ctx->cfg.cluster_segments && s <= SADB_STATS_SEGMENTS; s++) {
+		st->seg_kept[s - 1] = st->seg_foreign[s - 1] = 0;
+		if (v && fd >= 0 && bpf_map_lookup_elem(fd, &s, v) == 0)
+			for (int c = 0; c < ncpu; c++) {
+				st->seg_kept[s - 1] += v[c].kept;
+				st->seg_foreign[s - 1] += v[c].foreign;
+			}
+	}
+	free(v);
+}
+
 /* The segments as JSON: count, the cluster address, owned, and per segment the frames the XDP
  * program kept and dropped; the workers' outbound packets left to the other node. */
 static size_t show(struct dp_ctx *ctx, char *buf, size_t len)
 {
 	static const char *const names[] = { "lookup3_1", "lookup3", "lookup2" };
 	uint32_t st = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed);
-	int fd = dp_xdp_map_fd(ctx, "cluster_seg_stats"), ncpu = libbpf_num_possible_cpus();
-	struct dp_xdp_seg_stats *v = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*v)) : NULL;
-	uint64_t foreign = 0;
+	struct sadb_stats_cluster c;
 	char a[INET_ADDRSTRLEN], *p = buf;
 	size_t left = len;
 
-	for (unsigned i = 0; i < ctx->n_workers; i++)
-		foreign += __atomic_load_n(&ctx->w[i].cluster_foreign, __ATOMIC_RELAXED);
+	dp_segment_stats(ctx, &c);
 	dp_put(&p, &left, "{\"count\":%u,\"address\":\"%s\",\"jhash\":\"%s\",\"owned\":[",
 	    ctx->cfg.cluster_segments, ctx->cfg.cluster_segments ?
 	    inet_ntop(AF_INET, &ctx->cfg.cluster_addr, a, sizeof(a)) : "",
 	    names[(st >> DP_SEG_JHASH_SHIFT & 3) % 3]);
 	put_owned(ctx, &p, &left);
-	dp_put(&p, &left, "],\"cluster_foreign\":%llu,\"segments\":[", (unsigned long long)foreign);
-	for (uint32_t s = 1; s <= ctx->cfg.cluster_segments; s++) {
-		uint64_t kept = 0, dropped = 0;
-
-		if (v && fd >= 0 && bpf_map_lookup_elem(fd, &s, v) == 0)
-			for (int c = 0; c < ncpu; c++) {
-				kept += v[c].kept;
-				dropped += v[c].foreign;
-			}
+	dp_put(&p, &left, "],\"cluster_foreign\":%llu,\"segments\":[", (unsigned long long)c.cluster_foreign);
+	for (uint32_t s = 1; s <= ctx->cfg.cluster_segments; s++)
 		dp_put(&p, &left, "%s{\"segment\":%u,\"owned\":%s,\"kept\":%llu,\"foreign\":%llu}",
 		    s > 1 ? "," : "", s, st & (1u << (s - 1)) ? "true" : "false",
-		    (unsigned long long)kept, (unsigned long long)dropped);
-	}
+		    (unsigned long long)c.seg_kept[s - 1], (unsigned long long)c.seg_foreign[s - 1]);
 	dp_put(&p, &left, "]}\n");
-	free(v);
 	return (size_t)(p - buf);
 }
 

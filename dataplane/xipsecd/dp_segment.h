@@ -13,6 +13,7 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/xdp_segment.h"
+#include "sadb/sadb_stats.h"
 
 /* ctx->seg_state, one word the workers read relaxed per outbound packet: the owned mask in bits
  * 0-15, the segment count in bits 16-20 (0: no cluster), the jhash variant in bits 21-22. Written
@@ -53,6 +54,10 @@ int dp_segment_init(struct dp_ctx *ctx);
 /* The owned segments into a control socket answer at *p (dp_put): as a JSON member
  * ("segments":{"count":N,"owned":[...]}) or a line of text; for `show cluster` (dp_cluster.c). */
 void dp_segment_put(struct dp_ctx *ctx, bool json, char **p, size_t *left);
+
+/* The segments' part of the cluster's section of the counters view: count, owned mask, per
+ * segment the frames the XDP program kept and dropped, the workers' cluster_foreign. */
+void dp_segment_stats(struct dp_ctx *ctx, struct sadb_stats_cluster *st);
 
 /* The control socket's "segments" requests (control thread): "segments" shows, "segments set LIST"
  * sets the owned segments; the answer (JSON or "error: ...") is written to buf. */

@@ -2,8 +2,10 @@
  * (sadb/sadb_stats.h), the key-less copy of the counters that the exporter and xipsec-snmpd read
  * as an unprivileged user instead of mapping the SADB. A reading every SADB_STATS_INTERVAL_MS, and
  * one SADB_STATS_CHANGE_MS after a change the control thread applied, so a new SA shows within a
- * scrape. A view that cannot be made is logged and left out: monitoring is not worth a dataplane
- * that refuses to forward (the exporter then says the view is missing).
+ * scrape; each reading carries the home agent's counters and the cluster's state (dp_mip6_stats,
+ * dp_cluster_stats), the producer's own. A view that cannot be made is logged and left out:
+ * monitoring is not worth a dataplane that refuses to forward (the exporter then says the view is
+ * missing).
  *
  * A deleted SA's final counters (dp_stats_gone): a tunnel's counters in the exporter add those of
  * its SAs gone by rekeys, and a reading only has an SA's counters as they were when it was taken,
@@ -25,8 +27,9 @@
 #include <syslog.h>
 
 #include "dataplane/xipsecd/dp.h"
+#include "dataplane/xipsecd/dp_cluster.h"
 
-void dp_stats_open(struct dp_ctx *ctx)
+void dp_stats_open(struct dp_ctx *ctx, struct dp_sa *const *cv, uint32_t ncv)
 {
 	const char *path = ctx->cfg.stats_path ? ctx->cfg.stats_path : sadb_stats_default_path();
 	struct sadb_info info;
@@ -51,10 +54,10 @@ void dp_stats_open(struct dp_ctx *ctx)
 		dp_log(LOG_WARNING, "counters view: %s; monitoring without the SADB will show nothing", msg);
 		return;
 	}
-	dp_stats_tick(ctx, dp_now_ns());
+	dp_stats_tick(ctx, dp_now_ns(), cv, ncv);
 }
 
-void dp_stats_tick(struct dp_ctx *ctx, uint64_t now)
+void dp_stats_tick(struct dp_ctx *ctx, uint64_t now, struct dp_sa *const *cv, uint32_t ncv)
 {
 	uint64_t since = now - ctx->stats_at;
 	int err;
@@ -63,10 +66,13 @@ void dp_stats_tick(struct dp_ctx *ctx, uint64_t now)
 			    (ctx->stats_gen == ctx->sadb_gen || since < SADB_STATS_CHANGE_MS * 1000000ull)))
 		return;
 	struct sadb_stats_ha ha;
+	struct sadb_stats_cluster cl;
 
 	dp_mip6_stats(ctx, &ha);
 	sadb_stats_set_ha(ctx->stats, &ha);
 	dp_mip6_stats_nodes(ctx, ctx->stats);
+	dp_cluster_stats(ctx, cv, ncv, &cl);
+	sadb_stats_set_cluster(ctx->stats, &cl);
 	err = sadb_stats_publish(ctx->stats, ctx->db);
 	if (err < 0)
 		dp_log(LOG_WARNING, "counters view: reading the SADB: %s", strerror(-err));

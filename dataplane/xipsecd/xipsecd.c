@@ -434,7 +434,11 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 			dp_sa_tick(ctx);
 			dp_xdp_fold_drops(ctx);
 			dp_mip6_run(ctx);
-			dp_stats_tick(ctx, now);
+			/* the cluster's SAs for its section of the view, from the table just synced */
+			struct dp_sa *const *cv;
+			uint32_t ncv = dp_sa_cluster_list(ctx, &cv);
+
+			dp_stats_tick(ctx, now, cv, ncv);
 			last_sync = now;
 		}
 	}
@@ -593,7 +597,10 @@ static int setup(struct dp_ctx *ctx, int *nlfd)
 			return err;
 	}
 	/* last: the first reading shows every SA and worker the dataplane starts with */
-	dp_stats_open(ctx);
+	struct dp_sa *const *cv;
+	uint32_t ncv = dp_sa_cluster_list(ctx, &cv);
+
+	dp_stats_open(ctx, cv, ncv);
 	return 0;
 }
 

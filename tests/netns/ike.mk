@@ -1,12 +1,12 @@
 # tests/netns/ike.mk: end-to-end tests of xipsec-iked (two daemons in two namespaces, each with its
 # own SADB); helpers in tests/netns/ike_common.sh. test_ha_failover.sh: two xipsec nodes as one
-# cluster (the ha plugin, keepalived) against stock charon.
+# cluster (the ha plugin, keepalived) against stock charon, on the bed of tests/netns/ha_common.sh.
 IKE_NETNS_TESTS = tests/netns/test_ike_psk.sh tests/netns/test_ike_auth.sh tests/netns/test_ike_maxqm.sh \
 	tests/netns/test_ike_lifetime.sh tests/netns/test_ike_interop.sh tests/netns/test_ike_traffic.sh \
 	tests/netns/test_ike_interop_traffic.sh tests/netns/test_ike_mobike.sh \
 	tests/netns/test_ike_seqlimit.sh tests/netns/test_ike_rekey_nonce.sh tests/netns/test_ike_replace.sh \
 	tests/netns/test_ike_trap.sh tests/netns/test_ha_failover.sh
-EXTRA_DIST += tests/netns/ike_common.sh $(IKE_NETNS_TESTS)
+EXTRA_DIST += tests/netns/ike_common.sh tests/netns/ha_common.sh $(IKE_NETNS_TESTS)
 if HAVE_STRONGSWAN
 NETNS_TESTS += $(IKE_NETNS_TESTS)
 endif

@@ -5,7 +5,10 @@
 # $MIP6_HA_OPTS), the mobile node played by scapy (tests/netns/test_mip6_mn.py, driven through a
 # FIFO: mn CMD...), and the helpers that read its Binding Acknowledgements (nba, ba, wait_ba, ba_is)
 # and the home agent's bindings and counters (bindings, b_json, cnt). $MIP6_HA_PREFIXES replaces the
-# home agent's one home prefix (prefix 2001:db8:1::/64).
+# home agent's one home prefix (prefix 2001:db8:1::/64); $MIP6_HA_MORE adds home-agent statements
+# after it, $MIP6_HOA and $MIP6_MN_HA replace the mobile node's home address and the home agent
+# address it signals to, and a function mip6_topo_more, when defined, adds to the network before
+# the configuration is loaded.
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -15,15 +18,17 @@ CTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
 "$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
 
-HOA=2001:db8:1::100
+HOA=${MIP6_HOA:-2001:db8:1::100}
 
 mip6_topo
+if declare -F mip6_topo_more >/dev/null; then mip6_topo_more; fi
 ctl() { timeout 30 "$CTL" --sadb "$SADB" "$@"; }
 
 key() { head -c 20 /dev/urandom | xxd -p -c 40; }
 K_BA=$(key) K_BU=$(key) K_TO=$(key) K_TI=$(key)
 cat > "$XT_DIR/ha.conf" <<EOF
 home-agent $HA ${MIP6_HA_PREFIXES:-prefix 2001:db8:1::/64} lifetime 600
+${MIP6_HA_MORE:-}
 mobile-node $HOA \\
 	signalling spi 0x2000:0x2001 enc aes128gcm16 key 0x$K_BA:0x$K_BU \\
 	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI
@@ -37,7 +42,7 @@ b_json() { bindings > "$XT_DIR/b.json" || xt_fail "ipsecctl show bindings"; dp_j
 mac() { xt_exec "$1" ip -br link show "$2" | awk '{print $3}'; }
 rt1=$(mac rt eth1) rt2=$(mac rt eth2)
 cat > "$XT_DIR/mn.json" <<EOF
-{"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
+{"hoa": "$HOA", "ha": "${MIP6_MN_HA:-$HA}", "tun": "tun0", "crypt_algo": "AES-GCM",
  "links": {"eth1": {"coa": "$COA1", "gw_mac": "$rt1"}, "eth2": {"coa": "$COA2", "gw_mac": "$rt2"}},
  "sa": {"bu": {"spi": 8193, "key": "$K_BU"}, "ba": {"spi": 8192, "key": "$K_BA"},
         "tun_out": {"spi": 12289, "key": "$K_TI"}, "tun_in": {"spi": 12288, "key": "$K_TO"}}}

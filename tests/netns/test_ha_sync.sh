@@ -18,11 +18,19 @@
 #  4. The link healed: A made standby (as keepalived's notify would), A catches up again, B knows a
 #     lease end at or above every number A used; one active.
 # Forged datagrams sent to B's sync port are dropped and counted (auth, foreign), never acted on.
+# After 2., the cluster in monitoring: B's counters view read by `ipsecctl metrics --stats` (the
+# xipsec_cluster_* families) and XIPSEC-MIB's xipsecCluster group walked through a stock Net-SNMP
+# snmpd with xipsec-snmpd as its AgentX subagent, each figure compared with B's show cluster.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require tcpdump tshark "$PYTHON"
 . "$top_srcdir/tests/netns/test_dp_common.sh"
 CTL="$top_builddir/ipsecctl/ipsecctl"
+AGENT="$top_builddir/snmpd/xipsec-snmpd"
 [ -x "$CTL" ] || xt_skip "ipsecctl not built"
+[ -x "$AGENT" ] || xt_skip "xipsec-snmpd not built (configure found no libsnmp-dev)"
+for c in snmpd snmpwalk; do
+	command -v "$c" >/dev/null || xt_fail "$c is missing: scripts/install-deps installs it (Debian snmpd, snmp)"
+done
 
 LEASE=1024
 BUDGET=4096
@@ -77,7 +85,7 @@ start() { # start NODE: xipsecd of the node, clustered with the other
 	local n=$1 local peer
 	[ "$n" = A ] && { local=172.16.0.1; peer=172.16.0.2; } || { local=172.16.0.2; peer=172.16.0.1; }
 	xt_bg "$n" "xipsecd-$n" "$XIPSECD" --inside "in$n" --outside "out$n" --workers 1 \
-		--sadb "$(dp_sadb_of "$n")" --ctl "$XT_DIR/$n.sock" --stats "" --tun none \
+		--sadb "$(dp_sadb_of "$n")" --ctl "$XT_DIR/$n.sock" --stats "$(dp_stats_of "$n")" --tun none \
 		--cluster-local "$local" --cluster-peer "$peer" --cluster-key "$KEY" \
 		--cluster-lease $LEASE --cluster-budget $BUDGET --cluster-sync-ms 20
 	xt_wait 20 "$XIPSECD" --status --ctl "$XT_DIR/$n.sock" ||
@@ -106,6 +114,20 @@ for i in range(int(sys.argv[1])):
 
 start A
 start B
+# B's SNMP: a stock snmpd as the AgentX master (v2c on B's loopback), xipsec-snmpd on B's view
+SD="$XT_DIR/snmp"
+mkdir -p "$SD/persist" "$SD/client/cert_indexes"
+export SNMP_PERSISTENT_DIR="$SD/client"
+cat > "$SD/snmpd.conf" <<EOF
+agentaddress udp:127.0.0.1:1161
+master agentx
+agentXSocket $SD/agentx.sock
+rocommunity xsha 127.0.0.1 .1.3.6.1.4.1.32473
+EOF
+xt_bg B snmpd env SNMP_PERSISTENT_DIR="$SD/persist" MIBS= \
+	snmpd -f -C -c "$SD/snmpd.conf" -Lf "$SD/snmpd.log" -p "$SD/snmpd.pid"
+xt_wait 10 test -S "$SD/agentx.sock" || { cat "$SD/snmpd.log" >&2; xt_fail "snmpd did not open its AgentX socket"; }
+xt_bg B snmp-agent "$AGENT" --agentx-socket "$SD/agentx.sock" --stats "$(dp_stats_of B)" --no-ike
 dp_capture_start esp sink eth0
 # a clustered xipsecd starts standby: nothing leaves until a role is set
 cl A cluster active || xt_fail "cluster active on A"
@@ -132,6 +154,79 @@ for port, n in ((4510, 5), (4999, 3)):
     s.close()" || xt_fail "forged datagrams"
 wait_field B "j['counters']['dropped']['auth'] >= 5 and j['counters']['dropped']['foreign'] >= 3"
 [ "$(field B "j['role']")" = active ] || xt_fail "B changed role"
+
+# The cluster in monitoring, read while the traffic stands still and A is dead: everything but the
+# ages and the message counts (B sends heartbeats, A sends nothing) is settled, and the view is at
+# most 500 ms older than show cluster (the subagent's cache one second more).
+sleep 1.1
+xt_wait 10 grep -q "subagent connected" "$XT_DIR/snmp-agent.log" ||
+	{ cat "$XT_DIR/snmp-agent.log" >&2; xt_fail "xipsec-snmpd did not connect"; }
+timeout 10 "$CTL" metrics --stats "$(dp_stats_of B)" --no-ike --no-sa > "$XT_DIR/metrics-B.prom" ||
+	xt_fail "ipsecctl metrics --stats on B"
+xt_exec B timeout 20 snmpwalk -v2c -c xsha -m XIPSEC-MIB -M "$top_srcdir/snmpd/mib/ietf:$top_srcdir/snmpd/mib" \
+	-OQsU -t 3 -r 1 127.0.0.1:1161 XIPSEC-MIB::xipsecCluster > "$XT_DIR/walk-B.txt" ||
+	xt_fail "snmpwalk of xipsecCluster on B"
+cluster_json B
+"$PYTHON" - "$XT_DIR/cl-B.json" "$XT_DIR/metrics-B.prom" "$XT_DIR/walk-B.txt" <<'PY' || xt_fail "monitoring disagrees with show cluster"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+prom = {}
+for l in open(sys.argv[2]):
+    m = re.match(r'(xipsec_cluster_\w+)(\{[^}]*\})? (\d+)$', l.strip())
+    if m:
+        prom[m.group(1) + (m.group(2) or '')] = int(m.group(3))
+walk = dict(l.strip().split(' = ', 1) for l in open(sys.argv[3]) if ' = ' in l)
+walk = {k.split('.')[0]: v.strip('"') for k, v in walk.items()}
+def same(what, a, b):
+    if a != b:
+        sys.exit('%s: show cluster %r, monitoring %r' % (what, a, b))
+c, d = j['counters'], j['counters']['dropped']
+assert j['role'] == 'active' and not j['peer_reachable'] and d['auth'] >= 5 and d['foreign'] >= 3, j
+# the exporter: every family against the JSON, under the same names
+same('up', 1, prom['xipsec_cluster_up'])
+same('role', j['role'] == 'active', prom['xipsec_cluster_active'] == 1)
+same('eligible', j['eligible'], prom['xipsec_cluster_eligible'] == 1)
+same('peer_reachable', j['peer_reachable'], prom['xipsec_cluster_peer_reachable'] == 1)
+same('peer_role', j['peer_role'] == 'active', prom['xipsec_cluster_peer_active'] == 1)
+same('covered_sas', j['covered_sas'], prom['xipsec_cluster_covered_sas'])
+same('min_headroom', j['min_headroom'], prom.get('xipsec_cluster_lease_headroom_min', -1))
+if j['min_headroom'] >= 0:
+    same('min_headroom_spi', int(j['min_headroom_spi'], 16), prom['xipsec_cluster_lease_headroom_min_spi'])
+same('segments', j['segments']['count'], prom['xipsec_cluster_segments'])
+for name, v in c.items():
+    if name == 'dropped':
+        for r, n in v.items():
+            same('dropped ' + r, n, prom['xipsec_cluster_sync_dropped_total{reason="%s"}' % r])
+    elif name in ('sent', 'received', 'send_errors'):
+        # B's heartbeats go on between the readings: the view's count is the older one
+        p = prom['xipsec_cluster_sync_total{event="%s"}' % name]
+        assert p <= v <= p + 20, '%s: show cluster %d, metrics %d' % (name, v, p)
+    else:
+        same(name, v, prom['xipsec_cluster_sync_total{event="%s"}' % name])
+# A is dead: its last message only grows older; the view's age is the older reading's
+lm = prom['xipsec_cluster_last_message_age_milliseconds']
+assert lm <= j['last_message_ms'] <= lm + 2500, (lm, j['last_message_ms'])
+# SNMP: the same figures again, as XIPSEC-MIB types them
+same('snmp up', 'true', walk['xipsecClusterUp'])
+same('snmp role', j['role'], walk['xipsecClusterRole'])
+same('snmp peer role', j['peer_role'], walk['xipsecClusterPeerRole'])
+same('snmp peer reachable', 'true' if j['peer_reachable'] else 'false', walk['xipsecClusterPeerReachable'])
+same('snmp eligible', 'true' if j['eligible'] else 'false', walk['xipsecClusterEligible'])
+same('snmp covered', j['covered_sas'], int(walk['xipsecClusterCoveredSas']))
+same('snmp takeovers', c['takeovers'], int(walk['xipsecClusterTakeovers']))
+same('snmp leases acked', c['leases_acked'], int(walk['xipsecClusterLeasesAcked']))
+same('snmp resyncs served', c['resyncs_served'], int(walk['xipsecClusterResyncsServed']))
+same('snmp auth', d['auth'], int(walk['xipsecClusterDropAuth']))
+same('snmp foreign', d['foreign'], int(walk['xipsecClusterDropForeign']))
+same('snmp headroom', j['min_headroom'] if j['min_headroom'] >= 0 else 2**64 - 1,
+     int(walk['xipsecClusterLeaseHeadroomMin']))
+same('snmp segments', j['segments']['count'], int(walk['xipsecClusterSegments']))
+print('monitoring: role %s, takeovers %d, auth %d, foreign %d, headroom %d (SPI %s), %d SNMP objects'
+      % (j['role'], c['takeovers'], d['auth'], d['foreign'], j['min_headroom'], j['min_headroom_spi'],
+         len(walk)), file=sys.stderr)
+PY
+xt_stop snmp-agent TERM
+xt_stop snmpd TERM
 
 # 3. A back (standby). While its own messages cannot reach B (a blackhole route on A: it hears B,
 # B never hears it), it cannot catch up: `cluster active` is refused with a message, as long as

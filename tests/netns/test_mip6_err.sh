@@ -120,17 +120,17 @@ for want in "xipsecHomeAgentUp.0 true" "xipsecHomeAgentBindings.0 1" "xipsecHaBe
 done
 # the node tables, indexed by ipv6(2), 16, the home address's octets (-On: numeric, no MIB parsing)
 hoa_oid=$("$PYTHON" -c "import ipaddress; print('.'.join(str(b) for b in ipaddress.ip_address('$HOA').packed))")
-for t in 5 6 7; do
+for t in 7 8 9; do
 	xt_exec ha env SNMP_PERSISTENT_DIR="$SD/client" snmpwalk -v2c -c xsmip6 -On -Oqe -t 3 -r 1 \
 		127.0.0.1:1161 .1.3.6.1.4.1.32473.1.$t >> "$SD/walk-ha.txt" || xt_fail "snmpwalk of xipsecObjects.$t"
 done
-for want in ".1.3.6.1.4.1.32473.1.5.1.2.0 1" ".1.3.6.1.4.1.32473.1.5.1.2.135 1" \
-	".1.3.6.1.4.1.32473.1.6.1.3.2.16.$hoa_oid 1" ".1.3.6.1.4.1.32473.1.6.1.4.2.16.$hoa_oid 1" \
-	".1.3.6.1.4.1.32473.1.6.1.5.2.16.$hoa_oid 0" ".1.3.6.1.4.1.32473.1.6.1.7.2.16.$hoa_oid 1" \
-	".1.3.6.1.4.1.32473.1.7.1.2.2.16.$hoa_oid.0 1" ".1.3.6.1.4.1.32473.1.7.1.2.2.16.$hoa_oid.135 1"; do
+for want in ".1.3.6.1.4.1.32473.1.7.1.2.0 1" ".1.3.6.1.4.1.32473.1.7.1.2.135 1" \
+	".1.3.6.1.4.1.32473.1.8.1.3.2.16.$hoa_oid 1" ".1.3.6.1.4.1.32473.1.8.1.4.2.16.$hoa_oid 1" \
+	".1.3.6.1.4.1.32473.1.8.1.5.2.16.$hoa_oid 0" ".1.3.6.1.4.1.32473.1.8.1.7.2.16.$hoa_oid 1" \
+	".1.3.6.1.4.1.32473.1.9.1.2.2.16.$hoa_oid.0 1" ".1.3.6.1.4.1.32473.1.9.1.2.2.16.$hoa_oid.135 1"; do
 	grep -qxF "$want" "$SD/walk-ha.txt" || xt_fail "snmpwalk of the home agent's tables lacks '$want': $(cat "$SD/walk-ha.txt")"
 done
-grep -q "^.1.3.6.1.4.1.32473.1.6.1.6.2.16.$hoa_oid [0-9]" "$SD/walk-ha.txt" || xt_fail "no last Binding Update age"
+grep -q "^.1.3.6.1.4.1.32473.1.8.1.6.2.16.$hoa_oid [0-9]" "$SD/walk-ha.txt" || xt_fail "no last Binding Update age"
 
 mn counts
 sleep 0.3

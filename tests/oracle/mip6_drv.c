@@ -84,10 +84,14 @@ static void cmd_parse(const char *hex)
 	char x[INET6_ADDRSTRLEN], y[INET6_ADDRSTRLEN];
 	printf("ok %s hao=%s rh2=%s mhlen=%u", mip6_mh_type_name(p.mh_type), p.has_hao ? a6(p.hoa, x) : "-",
 	       p.has_rh2 ? a6(p.rh2_addr, y) : "-", p.mh_len);
-	if (p.mh_type == MIP6_MH_BU)
-		printf(" seq=%u flags=%u lifetime=%u altcoa=%s", p.m.bu.seq, p.m.bu.flags, p.m.bu.lifetime,
+	if (p.mh_type == MIP6_MH_BU) {
+		printf(" seq=%u flags=%u lifetime=%u altcoa=%s mnp=", p.m.bu.seq, p.m.bu.flags, p.m.bu.lifetime,
 		       p.m.bu.has_alt_coa ? a6(p.m.bu.alt_coa, x) : "-");
-	else if (p.mh_type == MIP6_MH_BA) {
+		for (unsigned i = 0; i < p.m.bu.n_mnp; i++)  /* the Mobile Network Prefix options */
+			printf("%s%s/%u", i ? "," : "", a6(p.m.bu.mnp[i].addr, x), p.m.bu.mnp[i].len);
+		if (!p.m.bu.n_mnp)
+			printf("-");
+	} else if (p.mh_type == MIP6_MH_BA) {
 		printf(" status=%u flags=%u seq=%u lifetime=%u refresh=", p.m.ba.status, p.m.ba.flags,
 		       p.m.ba.seq, p.m.ba.lifetime);
 		if (p.m.ba.has_refresh)

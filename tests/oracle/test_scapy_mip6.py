@@ -2,8 +2,9 @@
 # tests/oracle/test_scapy_mip6.py: libmip6 (mobility/) against scapy 2.5.0's Mobile IPv6 layers
 # (scapy.layers.inet6), an implementation nobody here wrote:
 #  (a) scapy builds Binding Updates (IPv6 [/ hop-by-hop] / Destination Options with the Home Address
-#      option / MIP6MH_BU with mobility options in random mixes, scapy's padding and checksum); our
-#      parser must accept each with the very fields scapy put in;
+#      option / MIP6MH_BU with mobility options in random mixes, scapy's padding and checksum, the
+#      Mobile Network Prefix option of RFC 3963 among them); our parser must accept each with the
+#      very fields scapy put in;
 #  (b) scapy builds broken ones (checksum, payload proto, header length, MH type, HAO placement and
 #      address, option alignment and length, fragments, truncation, ...); each must be dropped with
 #      its own reason;
@@ -25,7 +26,7 @@ from scapy.layers.inet import UDP  # noqa: E402
 from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting,  # noqa: E402
                                 IPv6ExtHdrFragment, HAO, Pad1, PadN, HBHOptUnknown, MIP6MH_BU,
                                 MIP6MH_BA, MIP6MH_Generic, MIP6OptAltCoA, MIP6OptBRAdvice,
-                                MIP6OptNonceIndices, MIP6OptUnknown)
+                                MIP6OptNonceIndices, MIP6OptUnknown, MIP6OptMobNetPrefix)
 
 HA = '2001:db8::1'
 MNS = {'2001:db8::100': 11, '2001:db8::101': 21, '2001:db8::102': 31}
@@ -110,11 +111,13 @@ def part_a(drv, rnd):
         hoa = rand_addr(rnd, '2001:db8::') if rnd.random() < 0.8 else None
         alt = rand_addr(rnd) if rnd.random() < 0.7 else None
         opts = []
-        pool = [lambda: MIP6OptUnknown(otype=rnd.choice([6, 8, 20, 42, 200]), odata=bytes(rnd.randrange(256) for _ in range(rnd.randrange(9)))),
+        pool = [lambda: MIP6OptUnknown(otype=rnd.choice([8, 20, 42, 200]), odata=bytes(rnd.randrange(256) for _ in range(rnd.randrange(9)))),
                 lambda: MIP6OptBRAdvice(rinter=rnd.randrange(65536)),
-                lambda: MIP6OptNonceIndices(olen=4, hni=rnd.randrange(65536), coni=rnd.randrange(65536))]
+                lambda: MIP6OptNonceIndices(olen=4, hni=rnd.randrange(65536), coni=rnd.randrange(65536)),
+                lambda: MIP6OptMobNetPrefix(plen=rnd.randrange(1, 129), prefix=rand_addr(rnd, '2001:db8:%x::' % rnd.randrange(0x100, 0x200)))]
         for _ in range(rnd.randrange(3)):
             opts.append(rnd.choice(pool)())
+        mnp = ','.join('%s/%d' % (o.prefix, o.plen) for o in opts if isinstance(o, MIP6OptMobNetPrefix)) or '-'
         if alt:
             opts.insert(rnd.randrange(len(opts) + 1), MIP6OptAltCoA(acoa=alt))
         p = mk_bu(src, hoa, seq, flags7, res9, life, opts, hbh=rnd.random() < 0.2)
@@ -125,7 +128,7 @@ def part_a(drv, rnd):
             continue
         f = got[2]
         want = {'seq': str(seq), 'flags': str(flags7 << 9 | res9), 'lifetime': str(life),
-                'hao': hoa or '-', 'altcoa': alt or '-', 'rh2': '-',
+                'hao': hoa or '-', 'altcoa': alt or '-', 'rh2': '-', 'mnp': mnp,
                 'mhlen': str(len(raw(p[MIP6MH_BU])))}
         bad = {k: (f.get(k), v) for k, v in want.items() if f.get(k) != v}
         if bad:

@@ -25,7 +25,7 @@ tr() { snmptranslate -m XIPSEC-MIB -M "$mib/ietf:$mib" "$@"; }
 err=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>&1 >/dev/null)
 [ -z "$err" ] || { echo "FAIL: snmptranslate: $err"; exit 1; }
 n=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>/dev/null | grep -c -- '-R-- ')
-[ "$n" = 72 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 72 (30 + 19 + 13 + 3 + 1 + 5 + 1)"; exit 1; }
+[ "$n" = 105 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 105 (30 + 19 + 13 + 3 + 30 + 3 + 1 + 5 + 1)"; exit 1; }
 # numeric OIDs the subagent registers, by name
 while read -r name want; do
 	got=$(tr -On "XIPSEC-MIB::$name" 2>&1)
@@ -58,11 +58,24 @@ xipsecSaDown .1.3.6.1.4.1.32473.0.2
 xipsecSaSoftExpired .1.3.6.1.4.1.32473.0.3
 xipsecDataplaneDown .1.3.6.1.4.1.32473.0.4
 xipsecNotificationGroup .1.3.6.1.4.1.32473.2.2.7
-xipsecHaBaStatusAcks .1.3.6.1.4.1.32473.1.5.1.2
-xipsecHaNodeBuAccepted .1.3.6.1.4.1.32473.1.6.1.3
-xipsecHaNodeBound .1.3.6.1.4.1.32473.1.6.1.7
-xipsecHaNodeBaAcks .1.3.6.1.4.1.32473.1.7.1.2
+xipsecClusterUp .1.3.6.1.4.1.32473.1.5.1
+xipsecClusterLeaseHeadroomMinSpi .1.3.6.1.4.1.32473.1.5.10
+xipsecClusterForeign .1.3.6.1.4.1.32473.1.5.12
+xipsecClusterMsgSent .1.3.6.1.4.1.32473.1.5.13
+xipsecClusterTakeovers .1.3.6.1.4.1.32473.1.5.21
+xipsecClusterSoloHardExpired .1.3.6.1.4.1.32473.1.5.23
+xipsecClusterDropShort .1.3.6.1.4.1.32473.1.5.24
+xipsecClusterDropMalformed .1.3.6.1.4.1.32473.1.5.30
+xipsecClusterSegmentOwned .1.3.6.1.4.1.32473.1.6.1.2
+xipsecClusterSegmentDropped .1.3.6.1.4.1.32473.1.6.1.4
+xipsecClusterRoleChanged .1.3.6.1.4.1.32473.0.5
 xipsecComplianceV6 .1.3.6.1.4.1.32473.2.1.6
-xipsecHomeAgentNodeGroup .1.3.6.1.4.1.32473.2.2.9
+xipsecClusterGroup .1.3.6.1.4.1.32473.2.2.9
+xipsecHaBaStatusAcks .1.3.6.1.4.1.32473.1.7.1.2
+xipsecHaNodeBuAccepted .1.3.6.1.4.1.32473.1.8.1.3
+xipsecHaNodeBound .1.3.6.1.4.1.32473.1.8.1.7
+xipsecHaNodeBaAcks .1.3.6.1.4.1.32473.1.9.1.2
+xipsecComplianceV7 .1.3.6.1.4.1.32473.2.1.7
+xipsecHomeAgentNodeGroup .1.3.6.1.4.1.32473.2.2.11
 LIST
 echo "PASS: XIPSEC-MIB"

@@ -1,7 +1,8 @@
 /* tests/snmp/test_snmp_notify.c: unit tests of xipsec-snmpd's notification events
  * (snmpd/snmp_notify.c): successive readings, each a set of SAs (instance, expiry) and the
  * SADB's and dataplane's up flags, give exactly one event per change and none for the first
- * reading; an unreadable SADB loses no SA and invents none. */
+ * reading; an unreadable SADB loses no SA and invents none; a cluster role change of a running
+ * dataplane is one event, a stopped one's reading none. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -18,11 +19,13 @@
 #define MAX_SA 4
 #define MAX_EV 8
 
-/* One reading: SADB up?, dataplane up?, its start time, SAs as instance:expiry (0 ends). */
+/* One reading: SADB up?, dataplane up?, its start time, SAs as instance:expiry (0 ends), the
+ * cluster role (c[XS_C_ROLE]: 0 standby, 1 active). */
 struct reading {
 	bool sadb, dp;
 	uint64_t dp_start;
 	struct { uint64_t instance; uint32_t expiry; } sa[MAX_SA];
+	uint64_t role;
 };
 
 /* An expected event: kind and the SA's instance (0 for the dataplane's: then its start time). */
@@ -45,6 +48,7 @@ static void view_of(const struct reading *r, struct xs_view *v, struct xm_sa_key
 	v->g[XS_G_SADB_UP] = r->sadb;
 	v->g[XS_G_DP_UP] = r->dp;
 	v->g[XS_G_DP_START_TIME] = r->dp_start;
+	v->c[XS_C_ROLE] = r->role;
 	v->sa = rows;
 	for (size_t i = 0; i < MAX_SA && r->sa[i].instance; i++) {
 		keys[i] = (struct xm_sa_key){ .spi = 0x80000000u + (uint32_t)i, .instance = r->sa[i].instance };
@@ -58,25 +62,34 @@ static const struct step {
 	struct reading r;
 	struct event want[MAX_EV];  /* in report order: downs and ups by instance, then soft expiries */
 } steps[] = {
-	{ "first reading: a baseline, no event", { true, true, 100, { { 5, 0 }, { 7, 0 } } }, { { 0 } } },
-	{ "same reading", { true, true, 100, { { 7, 0 }, { 5, 0 } } }, { { 0 } } },
-	{ "an SA added", { true, true, 100, { { 5, 0 }, { 7, 0 }, { 9, 0 } } },
+	{ "first reading: a baseline, no event", { true, true, 100, { { 5, 0 }, { 7, 0 } }, 0 }, { { 0 } } },
+	{ "same reading", { true, true, 100, { { 7, 0 }, { 5, 0 } }, 0 }, { { 0 } } },
+	{ "an SA added", { true, true, 100, { { 5, 0 }, { 7, 0 }, { 9, 0 } }, 0 },
 	  { { XS_EV_SA_UP, 9 } } },
-	{ "rekey: one SA replaced by a new instance", { true, true, 100, { { 7, 0 }, { 9, 0 }, { 11, 0 } } },
+	{ "rekey: one SA replaced by a new instance", { true, true, 100, { { 7, 0 }, { 9, 0 }, { 11, 0 } }, 0 },
 	  { { XS_EV_SA_DOWN, 5 }, { XS_EV_SA_UP, 11 } } },
-	{ "soft expiry, once", { true, true, 100, { { 7, 1 }, { 9, 0 }, { 11, 0 } } },
+	{ "soft expiry, once", { true, true, 100, { { 7, 1 }, { 9, 0 }, { 11, 0 } }, 0 },
 	  { { XS_EV_SA_SOFT_EXPIRED, 7 } } },
-	{ "soft then hard: no second event", { true, true, 100, { { 7, 2 }, { 9, 0 }, { 11, 0 } } }, { { 0 } } },
-	{ "none to hard at once passes soft", { true, true, 100, { { 7, 2 }, { 9, 2 }, { 11, 0 } } },
+	{ "soft then hard: no second event", { true, true, 100, { { 7, 2 }, { 9, 0 }, { 11, 0 } }, 0 }, { { 0 } } },
+	{ "none to hard at once passes soft", { true, true, 100, { { 7, 2 }, { 9, 2 }, { 11, 0 } }, 0 },
 	  { { XS_EV_SA_SOFT_EXPIRED, 9 } } },
-	{ "SADB unreadable: no SA is gone", { false, false, 0, { { 0 } } }, { { 0 } } },
-	{ "SADB back: only real changes", { true, true, 100, { { 7, 2 }, { 9, 2 } } },
+	{ "SADB unreadable: no SA is gone", { false, false, 0, { { 0 } }, 0 }, { { 0 } } },
+	{ "SADB back: only real changes", { true, true, 100, { { 7, 2 }, { 9, 2 } }, 0 },
 	  { { XS_EV_SA_DOWN, 11 } } },
-	{ "dataplane stops", { true, false, 0, { { 7, 2 }, { 9, 2 } } }, { { XS_EV_DP_DOWN, 100 } } },
-	{ "still stopped", { true, false, 0, { { 7, 2 }, { 9, 2 } } }, { { 0 } } },
-	{ "restarts, then every SA deleted", { true, true, 200, { { 0 } } },
+	{ "dataplane stops", { true, false, 0, { { 7, 2 }, { 9, 2 } }, 0 }, { { XS_EV_DP_DOWN, 100 } } },
+	{ "still stopped", { true, false, 0, { { 7, 2 }, { 9, 2 } }, 0 }, { { 0 } } },
+	{ "restarts, then every SA deleted", { true, true, 200, { { 0 } }, 0 },
 	  { { XS_EV_SA_DOWN, 7 }, { XS_EV_SA_DOWN, 9 } } },
-	{ "the new dataplane stops", { true, false, 0, { { 0 } } }, { { XS_EV_DP_DOWN, 200 } } },
+	{ "the new dataplane stops", { true, false, 0, { { 0 } }, 0 }, { { XS_EV_DP_DOWN, 200 } } },
+	{ "a clustered one starts standby", { true, true, 300, { { 0 } }, 0 }, { { 0 } } },
+	{ "it takes over", { true, true, 300, { { 0 } }, 1 }, { { XS_EV_CLUSTER_ROLE, 0 } } },
+	{ "still active", { true, true, 300, { { 0 } }, 1 }, { { 0 } } },
+	{ "stopped: its last reading's role is no change", { true, false, 0, { { 0 } }, 0 },
+	  { { XS_EV_DP_DOWN, 300 } } },
+	{ "restarted standby: a change from the active it was", { true, true, 400, { { 0 } }, 0 },
+	  { { XS_EV_CLUSTER_ROLE, 0 } } },
+	{ "no cluster any more (no role)", { true, true, 400, { { 0 } }, XS_C_NONE },
+	  { { XS_EV_CLUSTER_ROLE, 0 } } },
 };
 
 static void test_steps(void **state)

@@ -2,9 +2,9 @@
  * metrics snapshot into XIPSEC-MIB's scalars and table rows, over a real SADB whose runtime counters
  * and dataplane records the test sets: every SA row carries its key and counters, drops summed over
  * reasons, state and expiry as counted, remaining lifetimes only where a limit is set; worker rows
- * per worker; one drop row per reason with totals = per-SA + SA-less; the home agent's tables (BAs
- * by status, mobile nodes, their BAs by status) from a counters view; and an unreadable SADB gives
- * an empty but valid view. */
+ * per worker; one drop row per reason with totals = per-SA + SA-less; the cluster's scalars and
+ * segment rows from the counters view; the home agent's tables (BAs by status, mobile nodes, their
+ * BAs by status) from a counters view; and an unreadable SADB gives an empty but valid view. */
 #include "config.h"
 
 #include <errno.h>
@@ -225,6 +225,74 @@ static void test_ha_tables(void **state)
 	sadb_close(db);
 }
 
+/* The cluster's scalars and segment rows, from the counters view's section through the metrics
+ * layer: values as set, none where there is none, zeros and no rows without a cluster. */
+static void test_cluster(void **state)
+{
+	struct sadb_params prm = { 16, 16 };
+	struct sadb_stats_cluster cl = {
+		.present = 1, .active = 1, .eligible = 0, .peer_reachable = 1, .peer_active = 0,
+		.last_message_ms = 40, .sync_lag_ms = SADB_STATS_NONE, .covered_sas = 2, .min_headroom = 77,
+		.min_headroom_spi = 0x1000, .segments = 3, .owned = 5, .seg_kept = { 1, 2, 3 },
+		.seg_foreign = { 4, 5, 6 }, .cluster_foreign = 9,
+	};
+	struct sadb_stats_writer *w;
+	struct sadb *db;
+	struct xs_view v;
+	char dir[] = "/tmp/xipsec-test-snmpview.XXXXXX", path[64], msg[512];
+	struct xm_opts o = { .no_ike = true, .stats = true, .stats_path = path };
+
+	(void)state;
+	memset(&v, 0, sizeof(v));
+	cl.counter[SADB_CL_TAKEOVERS] = 2;
+	cl.dropped[SADB_CL_DROP_FOREIGN] = 3;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/view", dir);
+	assert_int_equal(sadb_open(t_path("snmpview-cluster"), SADB_RDWR | SADB_CREATE, &prm, &db, msg,
+				   sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(path, getegid(), prm.max_sa, &w, msg, sizeof(msg)), 0);
+	sadb_stats_set_cluster(w, &cl);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(xs_view_refresh(&v, &o), 0);
+	assert_int_equal(v.c[XS_C_UP], 1);
+	assert_int_equal(v.c[XS_C_ROLE], 1);
+	assert_int_equal(v.c[XS_C_ELIGIBLE], 0);
+	assert_int_equal(v.c[XS_C_PEER_REACHABLE], 1);
+	assert_int_equal(v.c[XS_C_PEER_ROLE], 0);
+	assert_int_equal(v.c[XS_C_LAST_MESSAGE_MS], 40);
+	assert_true(v.c[XS_C_SYNC_LAG_MS] == XS_C_NONE);
+	assert_int_equal(v.c[XS_C_COVERED_SAS], 2);
+	assert_int_equal(v.c[XS_C_HEADROOM_MIN], 77);
+	assert_int_equal(v.c[XS_C_HEADROOM_MIN_SPI], 0x1000);
+	assert_int_equal(v.c[XS_C_SEGMENTS], 3);
+	assert_int_equal(v.c[XS_C_FOREIGN], 9);
+	assert_int_equal(v.c[XS_C_SYNC + SADB_CL_TAKEOVERS], 2);
+	assert_int_equal(v.c[XS_C_SYNC + SADB_CL_SENT], 0);
+	assert_int_equal(v.c[XS_C_SYNC_DROPPED + SADB_CL_DROP_FOREIGN], 3);
+	assert_int_equal(v.n_seg, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(v.seg[i].segment, i + 1);
+		assert_int_equal(v.seg[i].owned, (5u >> i) & 1);
+		assert_int_equal(v.seg[i].kept, i + 1);
+		assert_int_equal(v.seg[i].dropped, i + 4);
+	}
+	/* no cluster: not clustered, zeros, no segment */
+	memset(&cl, 0, sizeof(cl));
+	sadb_stats_set_cluster(w, &cl);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(xs_view_refresh(&v, &o), 0);
+	assert_int_equal(v.c[XS_C_UP], 0);
+	assert_true(v.c[XS_C_ROLE] == XS_C_NONE);
+	assert_int_equal(v.c[XS_C_COVERED_SAS], 0);
+	assert_int_equal(v.c[XS_C_SYNC + SADB_CL_TAKEOVERS], 0);
+	assert_int_equal(v.n_seg, 0);
+	xs_view_free(&v);
+	sadb_stats_close(w);
+	unlink(path);
+	rmdir(dir);
+	sadb_close(db);
+}
+
 static void test_no_sadb(void **state)
 {
 	struct xm_opts o = { .sadb_path = "/nonexistent/xipsec-test.sadb", .no_ike = true };
@@ -246,6 +314,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_view),
 		cmocka_unit_test(test_ha_tables),
+		cmocka_unit_test(test_cluster),
 		cmocka_unit_test(test_no_sadb),
 	};
 

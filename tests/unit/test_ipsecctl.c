@@ -519,12 +519,12 @@ static void test_parse_mobile_node(void **state)
 	(void)state;
 	assert_int_equal(parse(&c, mn_text, &errs), 0);
 	assert_string_equal(errs, "");
-	assert_true(c.have_ha);
-	assert_int_equal(c.ha.n_prefix, 2);
-	assert_int_equal(c.ha.plen[1], 48);
-	assert_int_equal(c.ha.max_lifetime, 600);
+	assert_int_equal(c.n_ha, 1);
+	assert_int_equal(c.ha[0].n_prefix, 2);
+	assert_int_equal(c.ha[0].plen[1], 48);
+	assert_int_equal(c.ha[0].max_lifetime, 600);
 	assert_int_equal(c.n, 10);
-	ha = &c.ha.addr;
+	ha = &c.ha[0].addr;
 	hoa = &c.items[0].sa.dst;
 	assert_int_equal(hoa->a.b[15], 9);
 	for (size_t i = 0; i < 10; i++) {
@@ -573,8 +573,8 @@ static void test_parse_mobile_node(void **state)
 	free(errs);
 	assert_int_equal(parse(&c2, p1, &errs), 0);
 	assert_int_equal(c2.n, c.n);
-	assert_true(c2.have_ha);
-	assert_true(ctl_home_agent_same(&c.ha, &c2.ha));
+	assert_int_equal(c2.n_ha, 1);
+	assert_true(ctl_home_agent_same(&c.ha[0], &c2.ha[0]));
 	for (size_t i = 0; i < c.n; i++) {
 		assert_int_equal(c2.items[i].kind, c.items[i].kind);
 		if (c.items[i].kind == CTL_IT_SA)
@@ -605,6 +605,48 @@ static void test_parse_mobile_node(void **state)
 	assert_int_equal(c.n, 0);
 	ctl_conf_free(&c);
 	free(errs);
+}
+
+/* Several home agent addresses: a mobile node's SAs end at the one whose prefix holds its home
+ * address; a second statement on the same address or an overlapping prefix is refused. */
+static void test_parse_home_agents(void **state)
+{
+	static const struct { const char *text, *err; } bad[] = {
+		{ "home-agent 2001:db8:1::1 prefix 2001:db8:1::/64\n"
+		  "home-agent 2001:db8:1::1 prefix 2001:db8:1::/48\n",
+		  "t:2:12: home agent address 2001:db8:1::1 is already defined at line 1" },
+		{ "home-agent 2001:db8:1::1 prefix 2001:db8:1::/64\n"
+		  "home-agent 2001:db8::1 prefix 2001:db8::/32\n",
+		  "t:2:12: home prefix 2001:db8::/32 overlaps a prefix of the home agent at line 1" },
+	};
+	struct ctl_conf c;
+	char *errs = NULL, text[2048];
+
+	(void)state;
+	snprintf(text, sizeof(text), "home-agent 2001:db8:1::1 prefix 2001:db8:1::/64\n"
+		 "home-agent 2001:db8:5::1 prefix 2001:db8:5::/64 lifetime 60\n"
+		 "mobile-node 2001:db8:5::9 signalling spi 0x6000:0x6001 enc aes128gcm16 key "
+		 MN_KEY("11") ":" MN_KEY("22") " tunnel spi 0x6100:0x6101 enc aes128gcm16 key "
+		 MN_KEY("33") ":" MN_KEY("44") "\n");
+	assert_int_equal(parse(&c, text, &errs), 0);
+	assert_string_equal(errs, "");
+	assert_int_equal(c.n_ha, 2);
+	assert_int_equal(c.ha[1].max_lifetime, 60);
+	for (size_t i = 0; i < c.n; i++) {
+		const struct sadb_sa *sa = &c.items[i].sa;
+
+		if (c.items[i].kind == CTL_IT_SA)
+			assert_true(sadb_addr_eq(sa->dir == SADB_DIR_OUT ? &sa->src : &sa->dst, &c.ha[1].addr));
+	}
+	ctl_conf_free(&c);
+	free(errs);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_not_equal(parse(&c, bad[i].text, &errs), 0);
+		if (!strstr(errs, bad[i].err))
+			fail_msg("\"%s\" lacks \"%s\"", errs, bad[i].err);
+		ctl_conf_free(&c);
+		free(errs);
+	}
 }
 
 static void test_roundtrip_random(void **state)
@@ -712,6 +754,7 @@ int main(void)
 		cmocka_unit_test(test_parse_sa_options),
 		cmocka_unit_test(test_parse_pair),
 		cmocka_unit_test(test_parse_mobile_node),
+		cmocka_unit_test(test_parse_home_agents),
 		cmocka_unit_test(test_shared_key_many),
 		cmocka_unit_test(test_roundtrip_random),
 		cmocka_unit_test(test_mutations),

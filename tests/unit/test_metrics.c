@@ -5,8 +5,8 @@
  * tunnel's counters across a rekey with and without the exporter's memory (never down with it, the
  * final counters of a deleted SA read from its runtime area, or from its gone record when the
  * snapshot comes from the counters view), the home agent's per-node families and their cap, the
- * family table's naming rules (counters
- * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
+ * cluster's section of the view as the xipsec_cluster_* families, the family table's naming rules
+ * (counters end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
  * incomplete and malformed requests, plus random mutations (never a crash, never a read past the
  * buffer — ASan watches), and a VICI socket that never answers (the collection's time-out). */
 #include "config.h"
@@ -280,9 +280,9 @@ static void test_collect_sadb(void **state)
 	assert_true(has_line(v, "xipsec_tunnel_drops_total" TUN ",dir=\"in\"} 2"));
 	assert_true(has_line(v, "xipsec_tunnel_sas" TUN ",dir=\"in\"} 1"));
 	/* the library's build decides vici, not this test's */
-	assert_true(has_line(v, "xipsec_build_info{version=\"" PACKAGE_VERSION "\",sadb_layout=\"9\","
+	assert_true(has_line(v, "xipsec_build_info{version=\"" PACKAGE_VERSION "\",sadb_layout=\"10\","
 				"vici=\"yes\"} 1") ||
-		    has_line(v, "xipsec_build_info{version=\"" PACKAGE_VERSION "\",sadb_layout=\"9\","
+		    has_line(v, "xipsec_build_info{version=\"" PACKAGE_VERSION "\",sadb_layout=\"10\","
 				"vici=\"no\"} 1"));
 	totals_are_sums(&snap);
 	assert_true(has_line(v, "xipsec_sa_last_used_timestamp_seconds" SAO "} 1234"));
@@ -529,6 +529,98 @@ static void test_ha_nodes_view(void **state)
 	sadb_close(db);
 }
 
+/* The Prometheus text of a snapshot of the counters view at path. */
+static char *view_text(const char *path)
+{
+	struct xm_opts o = { .no_ike = true, .stats = true, .stats_path = path };
+	struct xm_snapshot snap;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	assert_int_equal(xm_prom_write(f, &snap), 0);
+	fclose(f);
+	xm_snapshot_free(&snap);
+	return buf;
+}
+
+/* The cluster's section of the view comes out as the xipsec_cluster_* families, sample for
+ * sample; what does not exist yet (no message, no SA with a lease) has no sample, and a dataplane
+ * that is no node of a cluster shows xipsec_cluster_up 0 and nothing else of it. */
+static void test_cluster_view(void **state)
+{
+	struct sadb_params prm = { 16, 16 };
+	struct sadb_stats_cluster cl = {
+		.present = 1, .active = 1, .eligible = 1, .peer_reachable = 1, .peer_active = 0,
+		.last_message_ms = 120, .sync_lag_ms = SADB_STATS_NONE, .covered_sas = 3,
+		.min_headroom = 500, .min_headroom_spi = 0xc0000001u, .segments = 2, .owned = 2,
+		.seg_kept = { 4, 5 }, .seg_foreign = { 8, 9 }, .cluster_foreign = 6,
+	};
+	static const char *const want[] = {
+		"\nxipsec_cluster_up 1\n", "\nxipsec_cluster_active 1\n", "\nxipsec_cluster_eligible 1\n",
+		"\nxipsec_cluster_peer_reachable 1\n", "\nxipsec_cluster_peer_active 0\n",
+		"\nxipsec_cluster_last_message_age_milliseconds 120\n", "\nxipsec_cluster_covered_sas 3\n",
+		"\nxipsec_cluster_lease_headroom_min 500\n",
+		"\nxipsec_cluster_lease_headroom_min_spi 3221225473\n",
+		"\nxipsec_cluster_sync_total{event=\"leases_acked\"} 7\n",
+		"\nxipsec_cluster_sync_total{event=\"solo_hard_expired\"} 11\n",
+		"\nxipsec_cluster_sync_dropped_total{reason=\"auth\"} 2\n",
+		"\nxipsec_cluster_sync_dropped_total{reason=\"malformed\"} 0\n",
+		"\nxipsec_cluster_segments 2\n", "\nxipsec_cluster_segment_owned{segment=\"1\"} 0\n",
+		"\nxipsec_cluster_segment_owned{segment=\"2\"} 1\n",
+		"\nxipsec_cluster_segment_kept_total{segment=\"2\"} 5\n",
+		"\nxipsec_cluster_segment_dropped_total{segment=\"1\"} 8\n",
+		"\nxipsec_cluster_foreign_total 6\n",
+		"# TYPE xipsec_cluster_sync_total counter\n", "# TYPE xipsec_cluster_active gauge\n",
+	};
+	struct sadb_stats_writer *w;
+	struct sadb *db;
+	char dir[] = "/tmp/xipsec-test-metrics.XXXXXX", view[64], msg[512], *text;
+
+	(void)state;
+	cl.counter[SADB_CL_LEASES_ACKED] = 7;
+	cl.counter[SADB_CL_SOLO_HARD] = 11;
+	cl.dropped[SADB_CL_DROP_AUTH] = 2;
+	assert_non_null(mkdtemp(dir));
+	snprintf(view, sizeof(view), "%s/view", dir);
+	assert_int_equal(sadb_open(t_path("metrics-cluster"), SADB_RDWR | SADB_CREATE, &prm, &db, msg,
+				   sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(view, getegid(), prm.max_sa, &w, msg, sizeof(msg)), 0);
+	sadb_stats_set_cluster(w, &cl);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	text = view_text(view);
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(text, want[i]))
+			fail_msg("no line '%s' in:\n%s", want[i], text);
+	assert_null(strstr(text, "\nxipsec_cluster_sync_lag_milliseconds "));
+	assert_null(strstr(text, "segment=\"3\""));
+	free(text);
+	/* a standby: no headroom, so no SA named by it either */
+	cl.active = 0;
+	cl.min_headroom = SADB_STATS_NONE;
+	sadb_stats_set_cluster(w, &cl);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	text = view_text(view);
+	assert_non_null(strstr(text, "\nxipsec_cluster_active 0\n"));
+	assert_null(strstr(text, "\nxipsec_cluster_lease_headroom_min"));
+	free(text);
+	/* no cluster */
+	memset(&cl, 0, sizeof(cl));
+	sadb_stats_set_cluster(w, &cl);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	text = view_text(view);
+	assert_non_null(strstr(text, "\nxipsec_cluster_up 0\n"));
+	assert_null(strstr(text, "\nxipsec_cluster_active "));
+	assert_null(strstr(text, "\nxipsec_cluster_sync_total{"));
+	free(text);
+	sadb_stats_close(w);
+	unlink(view);
+	rmdir(dir);
+	sadb_close(db);
+}
+
 /* ---- HTTP ---- */
 
 static int parse(const char *s, struct xm_http_req *r)
@@ -741,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_tunnel_rekey),
 		cmocka_unit_test(test_tunnel_rekey_view),
 		cmocka_unit_test(test_ha_nodes_view),
+		cmocka_unit_test(test_cluster_view),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_mutations),
 		cmocka_unit_test(test_vici_silent),

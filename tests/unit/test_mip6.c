@@ -879,6 +879,140 @@ static void expect_reject(struct mip6_ha *ha, struct bu_args a, uint8_t status, 
 	assert_totals(ha);
 }
 
+/* A mobile router's Binding Update (R bit) from hoa on SA sa with the Mobile Network Prefix
+ * options "P/LEN" of mnp (NULL-terminated), as mip6_parse leaves it. */
+static void nemo_bu(struct mip6_ha *ha, const char *hoa, uint32_t sa, uint16_t seq, uint16_t flags,
+		    const char *const *mnp, struct mip6_ha_result *r)
+{
+	uint8_t b[MIP6_BU_MAX_LEN];
+	struct mip6_pkt p;
+	int n = build_bu(b, COA1, HA1, hoa, seq, flags, 10, COA1);
+
+	assert_int_equal(mip6_parse(b, (uint32_t)n, &p), MIP6_DROP_NONE);
+	for (; mnp && *mnp; mnp++) {
+		char a[64];
+		unsigned len;
+
+		assert_int_equal(sscanf(*mnp, "%63[^/]/%u", a, &len), 2);
+		if (p.m.bu.n_mnp < MIP6_MAX_MNP) {
+			A(p.m.bu.mnp[p.m.bu.n_mnp].addr, a);
+			p.m.bu.mnp[p.m.bu.n_mnp++].len = (uint8_t)len;
+		}
+		p.m.bu.n_mnp_seen++;
+	}
+	mip6_ha_bu(ha, &p, sa, 0, r);
+}
+
+/* NEMO (RFC 3963 6.2): a mobile router registers the prefixes it owns, named (explicit mode) or
+ * not (implicit mode: all of them); a prefix it does not own is 142, one that is no unicast prefix
+ * 141, implicit mode with none configured 143, R from a host 140; a refusal leaves the binding and
+ * its prefixes as they were. The acknowledgement of a router's Binding Update carries R. */
+static void test_ha_nemo(void **state)
+{
+	(void)state;
+	struct mip6_ha *ha = mk_ha(0, false, 0);
+	struct mip6_mn mr = { .bu_sa = 61, .ba_sa = 62, .tun_out_sa = 63, .tun_in_sa = 64, .router = true,
+			      .n_mnp = 2 }, bare = mr;
+	const uint16_t R = MIP6_BU_A | MIP6_BU_H | MIP6_BU_R;
+	static const char *const none[] = { NULL };
+	static const struct {
+		const char *what;
+		const char *mnp[6];
+		uint8_t status;
+		unsigned n_mnp;          /* the binding's prefixes after it */
+	} rows[] = {
+		{ "explicit, owned", { "2001:db8:100::/48", NULL }, 0, 1 },
+		{ "explicit, not owned", { "2001:db8:300::/48", NULL }, 142, 1 },
+		{ "owned and not", { "2001:db8:100::/48", "2001:db8:300::/48", NULL }, 142, 1 },
+		{ "owned, longer", { "2001:db8:100::/56", NULL }, 142, 1 },
+		{ "owned, shorter", { "2001:db8::/32", NULL }, 142, 1 },
+		{ "multicast", { "ff0e::/16", NULL }, 141, 1 },
+		{ "host bits", { "2001:db8:100::1/48", NULL }, 141, 1 },
+		{ "length 0", { "::/0", NULL }, 141, 1 },
+		{ "length 129", { "2001:db8:100::/129", NULL }, 141, 1 },
+		{ "five options", { "2001:db8:100::/48", "2001:db8:100::/48", "2001:db8:100::/48",
+				    "2001:db8:100::/48", "2001:db8:100::/48", NULL }, 130, 1 },
+		{ "both, explicit", { "2001:db8:100::/48", "2001:db8:200:5::/64", NULL }, 0, 2 },
+		{ "implicit: all", { NULL }, 0, 2 },
+	};
+	struct mip6_ha_result r;
+	uint16_t seq = 1;
+
+	A(mr.hoa, "2001:db8::77");
+	A(mr.mnp[0].addr, "2001:db8:100::");
+	mr.mnp[0].len = 48;
+	A(mr.mnp[1].addr, "2001:db8:200:5::");
+	mr.mnp[1].len = 64;
+	assert_int_equal(mip6_ha_mn_add(ha, &mr), 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++, seq++) {
+		nemo_bu(ha, "2001:db8::77", 61, seq, R, rows[i].mnp, &r);
+		const struct mip6_binding *b = mip6_ha_lookup(ha, ad("2001:db8::77"));
+
+		if (r.ba.status != rows[i].status || !b || b->n_mnp != rows[i].n_mnp || !r.ba.r)
+			fail_msg("%s: status %u (want %u), %u prefixes bound (want %u), R %d", rows[i].what,
+				 r.ba.status, rows[i].status, b ? b->n_mnp : 0, rows[i].n_mnp, r.ba.r);
+	}
+	const struct mip6_binding *b = mip6_ha_lookup(ha, ad("2001:db8::77"));
+	assert_memory_equal(b->mnp[1].addr, ad("2001:db8:200:5::"), 16);
+	assert_int_equal(b->mnp[1].len, 64);
+	/* its Binding Update without R: a host's registration, no prefix routed, no R answered */
+	nemo_bu(ha, "2001:db8::77", 61, seq++, MIP6_BU_A | MIP6_BU_H, none, &r);
+	assert_int_equal(r.ba.status, 0);
+	assert_false(r.ba.r);
+	assert_int_equal(mip6_ha_lookup(ha, ad("2001:db8::77"))->n_mnp, 0);
+	/* a router with no prefix configured: implicit mode cannot set up forwarding (143) */
+	A(bare.hoa, "2001:db8::78");
+	bare.bu_sa = 71;
+	bare.n_mnp = 0;
+	assert_int_equal(mip6_ha_mn_add(ha, &bare), 0);
+	nemo_bu(ha, "2001:db8::78", 71, 1, R, none, &r);
+	assert_int_equal(r.ba.status, MIP6_ST_FWD_SETUP_FAILED);
+	assert_null(mip6_ha_lookup(ha, ad("2001:db8::78")));
+	/* R from a mobile node that is no router: 140, without R in the answer */
+	nemo_bu(ha, MN_A, 11, 1, R, none, &r);
+	assert_int_equal(r.ba.status, MIP6_ST_MR_NOT_PERMITTED);
+	assert_false(r.ba.r);
+	/* configuration: prefixes only on a router, each a unicast prefix without host bits */
+	bare.router = false;
+	bare.n_mnp = 1;
+	A(bare.hoa, "2001:db8::79");
+	A(bare.mnp[0].addr, "2001:db8:400::");
+	bare.mnp[0].len = 48;
+	assert_int_equal(mip6_ha_mn_add(ha, &bare), -EINVAL);
+	bare.router = true;
+	bare.mnp[0].len = 36;                  /* host bits set */
+	assert_int_equal(mip6_ha_mn_add(ha, &bare), -EINVAL);
+	bare.mnp[0].len = 48;
+	assert_int_equal(mip6_ha_mn_add(ha, &bare), 0);
+	/* the option on the wire: Reserved, Prefix Length, the prefix; 8n+4 aligned (RFC 3963 4.3) */
+	uint8_t pkt[40 + 40];
+	struct mip6_pkt p;
+	int n = build_bu(pkt, COA1, HA1, NULL, 9, R, 10, NULL);
+	uint8_t *mh = pkt + 40;
+
+	assert_int_equal(n, 40 + 16);          /* the BU's 12 bytes, padded to 16 */
+	memset(mh + 12, 0, 28);
+	mh[1] = 4;                             /* 40 bytes */
+	pkt[5] = 40;                           /* the IPv6 payload length */
+	mh[12] = MIP6_OPT_PADN;                /* 12..19: PadN, so the option starts at 20 */
+	mh[13] = 6;
+	mh[20] = MIP6_OPT_MNP;
+	mh[21] = 18;
+	mh[23] = 48;
+	A(mh + 24, "2001:db8:100::");
+	refix(pkt, 40, NULL, NULL);
+	assert_int_equal(mip6_parse(pkt, 80, &p), MIP6_DROP_NONE);
+	assert_int_equal(p.m.bu.n_mnp, 1);
+	assert_int_equal(p.m.bu.mnp[0].len, 48);
+	assert_memory_equal(p.m.bu.mnp[0].addr, ad("2001:db8:100::"), 16);
+	memmove(mh + 19, mh + 20, 20);         /* the same option a byte earlier: misaligned */
+	mh[13] = 5;
+	mh[39] = MIP6_OPT_PAD1;
+	refix(pkt, 40, NULL, NULL);
+	assert_int_equal(mip6_parse(pkt, 80, &p), MIP6_DROP_BAD_OPTION_ALIGN);
+	mip6_ha_destroy(ha);
+}
+
 static void test_ha_rejections(void **state)
 {
 	(void)state;
@@ -1711,6 +1845,7 @@ int main(void)
 		cmocka_unit_test(test_ha_seq_window),
 		cmocka_unit_test(test_ha_seq_restart),
 		cmocka_unit_test(test_ha_rejections),
+		cmocka_unit_test(test_ha_nemo),
 		cmocka_unit_test(test_ha_coa_bound),
 		cmocka_unit_test(test_ha_move_rate),
 		cmocka_unit_test(test_ha_drops),

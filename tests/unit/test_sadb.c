@@ -546,12 +546,12 @@ static void test_home_agent(void **state)
 	uint64_t g0 = sadb_generation(db), since = g0;
 	char msg[200];
 
-	assert_int_equal(sadb_home_agent_get(db, &out), -ENOENT);
-	assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_set(db, 0, &ha), 0);
 	assert_true(sadb_generation(db) == g0 + 1);
 	assert_int_equal(sadb_changes(db, &since, ch, 4), 1);
 	assert_int_equal(ch[0].op, SADB_CHG_HOME_AGENT);
-	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
 	assert_true(sadb_addr_eq(&out.addr, &ha.addr));
 	assert_int_equal(out.n_prefix, 2);
 	assert_int_equal(out.plen[1], 48);
@@ -582,7 +582,7 @@ static void test_home_agent(void **state)
 		b.max_lifetime = bad[i].lifetime;
 		b.n_prefix = bad[i].n_prefix;
 		uint64_t g = sadb_generation(db);
-		assert_int_equal(sadb_home_agent_set(db, &b), -EINVAL);
+		assert_int_equal(sadb_home_agent_set(db, 0, &b), -EINVAL);
 		if (!strstr(sadb_errmsg(db), bad[i].msg))
 			fail_msg("%s: message \"%s\" lacks \"%s\"", bad[i].what, sadb_errmsg(db), bad[i].msg);
 		assert_true(sadb_generation(db) == g);
@@ -596,39 +596,101 @@ static void test_home_agent(void **state)
 	strcpy(b.link, "a b");
 	assert_int_equal(sadb_home_agent_validate(&b, msg, sizeof(msg)), -EINVAL);
 	assert_non_null(strstr(msg, "not an interface name"));
-	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
 	assert_int_equal(out.max_lifetime, 3600);
 
 	/* In a transaction: readers see the old record until the commit; an abort leaves it. */
 	ha.max_lifetime = 600;
 	assert_int_equal(sadb_txn_begin(db), 0);
-	assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+	assert_int_equal(sadb_home_agent_set(db, 0, &ha), 0);
 	ha.max_lifetime = 700;
-	assert_int_equal(sadb_home_agent_set(db, &ha), 0);
-	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(sadb_home_agent_set(db, 0, &ha), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
 	assert_int_equal(out.max_lifetime, 3600);
 	sadb_txn_abort(db);
-	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
 	assert_int_equal(out.max_lifetime, 3600);
 	for (unsigned k = 0; k < 5; k++) { /* both copies take turns */
 		ha.max_lifetime = 100 + k;
 		assert_int_equal(sadb_txn_begin(db), 0);
-		assert_int_equal(sadb_home_agent_set(db, &ha), 0);
+		assert_int_equal(sadb_home_agent_set(db, 0, &ha), 0);
 		assert_int_equal(sadb_txn_commit(db), 0);
-		assert_int_equal(sadb_home_agent_get(db, &out), 0);
+		assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
 		assert_int_equal(out.max_lifetime, 100 + k);
 	}
 	/* Cleared: no home agent; a second handle agrees. */
-	assert_int_equal(sadb_home_agent_set(db, NULL), 0);
-	assert_int_equal(sadb_home_agent_get(db, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_set(db, 0, NULL), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), -ENOENT);
 	struct sadb *db2 = t_open(path, 16, 4);
-	assert_int_equal(sadb_home_agent_get(db2, &out), -ENOENT);
-	assert_int_equal(sadb_home_agent_set(db2, &ha), 0);
-	assert_int_equal(sadb_home_agent_get(db, &out), 0);
+	assert_int_equal(sadb_home_agent_get(db2, 0, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_set(db2, 0, &ha), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
 	assert_int_equal(out.max_lifetime, 104);
 	sadb_close(db2);
-	assert_int_equal(sadb_home_agent_get(NULL, &out), -EINVAL);
-	assert_int_equal(sadb_home_agent_set(NULL, &ha), -EINVAL);
+	assert_int_equal(sadb_home_agent_get(NULL, 0, &out), -EINVAL);
+	assert_int_equal(sadb_home_agent_set(NULL, 0, &ha), -EINVAL);
+	sadb_close(db);
+}
+
+/* Several home agent addresses: one record each, none sharing an address or an overlapping prefix
+ * with another (a home address belongs to one record), even inside one transaction. */
+static void test_home_agents(void **state)
+{
+	const char *path = t_path("homeagents");
+	struct sadb *db = t_open(path, 16, 4);
+	struct sadb_home_agent a = t_ha(), b = t_ha(), out;
+	struct sadb_change ch[4];
+	uint64_t since = sadb_generation(db);
+
+	b.addr = t_addr("2001:db8:2::1");
+	b.prefix[0] = t_addr("2001:db8:2::");
+	b.n_prefix = 1;
+	b.max_lifetime = 600;
+	assert_int_equal(sadb_home_agent_set(db, 0, &a), 0);
+	assert_int_equal(sadb_home_agent_set(db, 5, &b), 0);
+	assert_int_equal(sadb_changes(db, &since, ch, 4), 2);
+	assert_int_equal(ch[1].op, SADB_CHG_HOME_AGENT);
+	assert_int_equal(ch[1].index, 5);
+	assert_int_equal(sadb_home_agent_get(db, 5, &out), 0);
+	assert_int_equal(out.max_lifetime, 600);
+	assert_int_equal(sadb_home_agent_get(db, 1, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_get(db, SADB_HA_MAX, &out), -EINVAL);
+	assert_int_equal(sadb_home_agent_set(db, SADB_HA_MAX, &b), -EINVAL);
+
+	static const struct { const char *what, *addr, *prefix; unsigned plen; const char *msg; } clash[] = {
+		{ "same address", "2001:db8:2::1", "2001:db8:2::", 64, "already record 5's" },
+		{ "same prefix", "2001:db8:2::2", "2001:db8:2::", 64, "overlaps record 5's" },
+		{ "inside a prefix", "2001:db8:7:1::1", "2001:db8:7:1::", 64, "overlaps record 0's" },
+		{ "around a prefix", "2001:db8::1", "2001:db8::", 32, "overlaps record 0's" },
+	};
+	for (size_t i = 0; i < sizeof(clash) / sizeof(clash[0]); i++) {
+		struct sadb_home_agent c = b;
+		uint64_t g = sadb_generation(db);
+
+		c.addr = t_addr(clash[i].addr);
+		c.prefix[0] = t_addr(clash[i].prefix);
+		c.plen[0] = (uint8_t)clash[i].plen;
+		assert_int_equal(sadb_home_agent_set(db, 2, &c), -EEXIST);
+		if (!strstr(sadb_errmsg(db), clash[i].msg))
+			fail_msg("%s: message \"%s\" lacks \"%s\"", clash[i].what, sadb_errmsg(db), clash[i].msg);
+		assert_true(sadb_generation(db) == g);
+		assert_int_equal(sadb_home_agent_get(db, 2, &out), -ENOENT);
+	}
+	/* a record may be rewritten in place, and a prefix moves between records in one transaction:
+	 * cleared from one before it is set in the other */
+	b.max_lifetime = 700;
+	assert_int_equal(sadb_home_agent_set(db, 5, &b), 0);
+	assert_int_equal(sadb_txn_begin(db), 0);
+	assert_int_equal(sadb_home_agent_set(db, 5, NULL), 0);
+	assert_int_equal(sadb_home_agent_set(db, 1, &b), 0);
+	assert_int_equal(sadb_home_agent_get(db, 5, &out), 0);  /* readers: the old records */
+	assert_int_equal(sadb_home_agent_get(db, 1, &out), -ENOENT);
+	assert_int_equal(sadb_txn_commit(db), 0);
+	assert_int_equal(sadb_home_agent_get(db, 5, &out), -ENOENT);
+	assert_int_equal(sadb_home_agent_get(db, 1, &out), 0);
+	assert_int_equal(out.max_lifetime, 700);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
+	assert_true(sadb_addr_eq(&out.addr, &a.addr));
 	sadb_close(db);
 }
 
@@ -1434,6 +1496,7 @@ int main(void)
 		cmocka_unit_test(test_transactions),
 		cmocka_unit_test(test_journal),
 		cmocka_unit_test(test_home_agent),
+		cmocka_unit_test(test_home_agents),
 		cmocka_unit_test(test_addr_helpers),
 		cmocka_unit_test(test_transform_tables),
 		cmocka_unit_test(test_drop_names),

@@ -295,7 +295,8 @@ static void test_gone(void **state)
 }
 
 /* The home agent's node records follow the gone records, as set (a copy: the caller's array may
- * change), at most SADB_STATS_NODE_CAP of the SA capacity, and a smaller set replaces a larger. */
+ * change), at most SADB_STATS_NODE_CAP of the SA capacity, and a smaller set replaces a larger; the
+ * cluster's section of the same reading is kept beside them. */
 static void test_nodes(void **state)
 {
 	uint32_t slots[N_SA];
@@ -305,6 +306,7 @@ static void test_nodes(void **state)
 	struct sadb_sa sa;
 	char msg[512];
 	static struct sadb_stats_node n[SADB_STATS_NODE_CAP(256) + 1];
+	struct sadb_stats_cluster cl = { .present = 1, .covered_sas = 5, .sync_lag_ms = SADB_STATS_NONE };
 
 	(void)state;
 	assert_int_equal(sadb_stats_create(view_path("e"), getegid(), 256, &w, msg, sizeof(msg)), 0);
@@ -323,8 +325,12 @@ static void test_nodes(void **state)
 	assert_int_equal(sadb_stats_set_nodes(w, n, SADB_STATS_NODE_CAP(256) + 1), -ENOSPC);
 	assert_int_equal(sadb_stats_set_nodes(w, n, SADB_STATS_NODE_CAP(256)), 0);
 	memset(n, 0, sizeof(n));
+	sadb_stats_set_cluster(w, &cl);
 	assert_int_equal(sadb_stats_publish(w, db), 0);
 	assert_int_equal(sadb_stats_load(view_path("e"), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(r->cluster.present, 1);
+	assert_int_equal(r->cluster.covered_sas, 5);
+	assert_true(r->cluster.sync_lag_ms == SADB_STATS_NONE);
 	assert_int_equal(r->n_gone, 1);
 	assert_int_equal(r->n_node, SADB_STATS_NODE_CAP(256));
 	const struct sadb_stats_node *v = sadb_stats_nodes(r);
