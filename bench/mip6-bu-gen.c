@@ -6,7 +6,7 @@
  *                                              nodes (home addresses HOA0, HOA0 + 1, ...): keys and
  *                                              SPIs derived from the mobile node's index, as `run`
  *                                              derives them
- *   mip6-bu-gen run IF DMAC COA HA HOA0 N ROUNDS WINDOW SECONDS
+ *   mip6-bu-gen run IF DMAC COA HA HOA0|@KEYS N ROUNDS WINDOW SECONDS
  *                                              one registration per mobile node (Binding Update
  *                                              sequence 1: a new binding, the home agent migrates its
  *                                              tunnel SAs), then ROUNDS refreshes of each from the
@@ -14,7 +14,11 @@
  *                                              "PHASE answered lost seconds per_second cpu%" (cpu%:
  *                                              the generator's own CPU time over the phase) and the BA
  *                                              statuses other than 0; each phase stops after
- *                                              SECONDS whatever is left
+ *                                              SECONDS whatever is left. @KEYS: the mobile
+ *                                              nodes' home addresses, SPIs and keys come from the
+ *                                              first N lines of file KEYS, "HOA BU_SPI BU_KEY
+ *                                              BA_SPI BA_KEY" (keys: 40 hex digits, AES-128 and
+ *                                              salt), as IKEv2 negotiated them (mip6-ike-bench)
  * Every Binding Update (Home Address and Alternate Care-of Address options, mip6_build_bu) is built
  * and ESP-protected (libesp, AES-GCM-16-128, transport mode, the Home Address option in front of
  * ESP as RFC 6275 section 6.3 orders it) before anything is sent, so the generator's work while it
@@ -134,13 +138,68 @@ static int cmd_conf(int argc, char **argv)
 	return 0;
 }
 
-static struct esp_sa *mk_sa(uint32_t spi, uint8_t dir, const uint8_t src[16], const uint8_t dst[16])
+/* One mobile node's signalling SAs: derived from its index (key20), or read from a keys file. */
+struct node {
+	uint8_t hoa[16];
+	uint32_t bu_spi, ba_spi;
+	uint8_t bu_key[20], ba_key[20];
+};
+
+static int unhex20(const char *h, uint8_t k[20])
+{
+	unsigned v;
+
+	if (strlen(h) != 40)
+		return -1;
+	for (unsigned i = 0; i < 20; i++) {
+		if (sscanf(h + 2 * i, "%2x", &v) != 1)
+			return -1;
+		k[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* n nodes from file path (@KEYS), or derived from hoa0 as `conf` makes them. */
+static struct node *nodes_load(const char *arg, uint32_t n)
+{
+	struct node *v = calloc(n, sizeof(*v));
+	uint8_t hoa0[16];
+
+	if (!v)
+		die("malloc", -ENOMEM);
+	if (arg[0] != '@') {
+		if (inet_pton(AF_INET6, arg, hoa0) != 1)
+			die("HOA0", -EINVAL);
+		for (uint32_t i = 0; i < n; i++) {
+			hoa_of(hoa0, i, v[i].hoa);
+			v[i].ba_spi = SPI_BASE + 4 * i;
+			v[i].bu_spi = v[i].ba_spi + 1;
+			key20(v[i].ba_spi, v[i].ba_key);
+			key20(v[i].bu_spi, v[i].bu_key);
+		}
+		return v;
+	}
+	FILE *f = fopen(arg + 1, "r");
+	char a[64], bk[64], ak[64];
+
+	if (!f)
+		die(arg + 1, -errno);
+	for (uint32_t i = 0; i < n; i++)
+		if (fscanf(f, "%63s %u %63s %u %63s", a, &v[i].bu_spi, bk, &v[i].ba_spi, ak) != 5 ||
+		    inet_pton(AF_INET6, a, v[i].hoa) != 1 || unhex20(bk, v[i].bu_key) || unhex20(ak, v[i].ba_key))
+			die("keys file line", -EINVAL);
+	fclose(f);
+	return v;
+}
+
+/* An SA of libesp and its runtime area (*rt_out, free() it after esp_sa_destroy). */
+static struct esp_sa *mk_sa(uint32_t spi, const uint8_t k[20], uint8_t dir, const uint8_t src[16],
+			    const uint8_t dst[16], struct sadb_runtime **rt_out)
 {
 	struct sadb_sa s;
 	struct sadb_runtime *rt;
 	struct esp_sa_opts o;
 	struct esp_sa *sa;
-	uint8_t k[20];
 	int r;
 
 	memset(&s, 0, sizeof(s));
@@ -156,7 +215,6 @@ static struct esp_sa *mk_sa(uint32_t spi, uint8_t dir, const uint8_t src[16], co
 	s.auth_alg = SADB_AUTH_NONE;
 	s.enc_key_len = 16;
 	s.salt_len = 4;
-	key20(spi, k);
 	memcpy(s.enc_key, k, 16);
 	memcpy(s.salt, k + 16, 4);
 	s.replay_window = 1024;
@@ -170,7 +228,8 @@ static struct esp_sa *mk_sa(uint32_t spi, uint8_t dir, const uint8_t src[16], co
 	memset(&o, 0, sizeof(o));
 	if ((r = esp_sa_create(&s, rt, &o, &sa)))
 		die("esp_sa_create", r);
-	return sa; /* rt lives as long as the process */
+	*rt_out = rt;
+	return sa;
 }
 
 /* libesp's transport mode puts ESP in front of the destination options header; RFC 6275 section
@@ -214,6 +273,8 @@ struct gen {
 	uint8_t coa[16];
 	uint32_t n;
 	struct esp_sa **ba_in;
+	struct sadb_runtime **ba_rt;          /* their runtime areas */
+	struct { uint32_t spi, i; } *by_spi;  /* the BA SPIs, sorted, for take() */
 	uint8_t *frames;         /* SLOT bytes each: length (2 bytes), then the Ethernet frame */
 	unsigned long status[256];
 	uint8_t work[2048];
@@ -240,8 +301,20 @@ static int take(struct gen *g, const uint8_t *f, size_t len)
 		return 0;
 	memcpy(&spi, ip + off, 4);
 	spi = ntohl(spi);
-	if (spi < SPI_BASE || (spi - SPI_BASE) % 4 || (i = (spi - SPI_BASE) / 4) >= g->n)
-		return 0;
+	{
+		size_t lo = 0, hi = g->n;
+
+		while (lo < hi) {   /* the first SPI not below spi */
+			size_t mid = (lo + hi) / 2;
+			if (g->by_spi[mid].spi < spi)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == g->n || g->by_spi[lo].spi != spi)
+			return 0;
+		i = g->by_spi[lo].i;
+	}
 	if (len - 14 > sizeof(g->work) - OFF - ESP_TAILROOM)
 		return 0;
 	memcpy(g->work + OFF, ip, len - 14);
@@ -312,7 +385,8 @@ static void phase(struct gen *g, const char *name, size_t first, size_t end, uns
 static int cmd_run(int argc, char **argv)
 {
 	struct gen g;
-	uint8_t dmac[6], smac[6], ha[16], hoa0[16];
+	uint8_t dmac[6], smac[6], ha[16];
+	struct node *nodes;
 	unsigned v[6], rounds, window;
 	double secs;
 	struct ifreq ifr;
@@ -322,12 +396,13 @@ static int cmd_run(int argc, char **argv)
 	memset(&g, 0, sizeof(g));
 	if (argc != 11 || sscanf(argv[3], "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6 ||
 	    inet_pton(AF_INET6, argv[4], g.coa) != 1 || inet_pton(AF_INET6, argv[5], ha) != 1 ||
-	    inet_pton(AF_INET6, argv[6], hoa0) != 1 || !(g.n = (uint32_t)atoi(argv[7])) ||
+	    !(g.n = (uint32_t)atoi(argv[7])) ||
 	    (rounds = (unsigned)atoi(argv[8])) > 30000 || !(window = (unsigned)atoi(argv[9])) ||
 	    (secs = atof(argv[10])) <= 0) {
-		fprintf(stderr, "usage: mip6-bu-gen run IF DMAC COA HA HOA0 N ROUNDS WINDOW SECONDS\n");
+		fprintf(stderr, "usage: mip6-bu-gen run IF DMAC COA HA HOA0|@KEYS N ROUNDS WINDOW SECONDS\n");
 		return 2;
 	}
+	nodes = nodes_load(argv[6], g.n);
 	for (int i = 0; i < 6; i++)
 		dmac[i] = (uint8_t)v[i];
 	g.fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_IPV6));
@@ -359,16 +434,27 @@ static int cmd_run(int argc, char **argv)
 	total = (size_t)g.n * (1 + rounds);
 	g.frames = malloc(total * SLOT);
 	g.ba_in = calloc(g.n, sizeof(*g.ba_in));
-	if (!g.frames || !g.ba_in)
+	g.by_spi = calloc(g.n, sizeof(*g.by_spi));
+	g.ba_rt = calloc(g.n, sizeof(*g.ba_rt));
+	if (!g.frames || !g.ba_in || !g.by_spi || !g.ba_rt)
 		die("malloc", -ENOMEM);
+	for (uint32_t i = 0; i < g.n; i++) {   /* insertion: the derived SPIs come sorted already */
+		uint32_t j = i;
+
+		while (j && g.by_spi[j - 1].spi > nodes[i].ba_spi) {
+			g.by_spi[j] = g.by_spi[j - 1];
+			j--;
+		}
+		g.by_spi[j].spi = nodes[i].ba_spi;
+		g.by_spi[j].i = i;
+	}
 	static uint8_t buf[1024];
 	for (uint32_t i = 0; i < g.n; i++) {
-		uint8_t hoa[16], saved[24];
-		uint32_t s = SPI_BASE + 4 * i;
-		struct esp_sa *bu_out = mk_sa(s + 1, SADB_DIR_OUT, g.coa, ha);
+		uint8_t *hoa = nodes[i].hoa, saved[24];
+		struct sadb_runtime *bu_rt;
+		struct esp_sa *bu_out = mk_sa(nodes[i].bu_spi, nodes[i].bu_key, SADB_DIR_OUT, g.coa, ha, &bu_rt);
 
-		hoa_of(hoa0, i, hoa);
-		g.ba_in[i] = mk_sa(s, SADB_DIR_IN, ha, g.coa);
+		g.ba_in[i] = mk_sa(nodes[i].ba_spi, nodes[i].ba_key, SADB_DIR_IN, ha, g.coa, &g.ba_rt[i]);
 		for (unsigned r = 0; r <= rounds; r++) {
 			struct mip6_bu bu = { .seq = (uint16_t)(r + 1), .flags = MIP6_BU_A | MIP6_BU_H,
 					      .lifetime = LIFETIME_UNITS, .has_alt_coa = true };
@@ -397,6 +483,7 @@ static int cmd_run(int argc, char **argv)
 			memcpy(slot + 16, p.buf + p.off, p.len);
 		}
 		esp_sa_destroy(bu_out);
+		free(bu_rt);
 	}
 	phase(&g, "register", 0, g.n, window, secs);
 	if (rounds)
@@ -404,6 +491,18 @@ static int cmd_run(int argc, char **argv)
 	for (unsigned s = 1; s < 256; s++)
 		if (g.status[s])
 			printf("status %u %lu\n", s, g.status[s]);
+	for (uint32_t i = 0; i < g.n; i++) {
+		esp_sa_destroy(g.ba_in[i]);
+		free(g.ba_rt[i]);
+	}
+	free(g.ba_in);
+	free(g.ba_rt);
+	free(g.by_spi);
+	free(g.frames);
+	free(nodes);
+	close(g.fd);
+	if (sock >= 0)
+		close(sock);
 	return 0;
 }
 

@@ -43,6 +43,34 @@ static void traffic_json(struct ctl_json *j, const char *key, char **f)
 	ctl_json_end_obj(j);
 }
 
+/* A node line (HOA ACCEPTED REFUSED MOVES AGE|- STATUS:COUNT,...|-) as one object. */
+static void node_json(struct ctl_json *j, char *line, bool no_times)
+{
+	char *f[MAX_FIELDS];
+
+	fields(line, f);
+	ctl_json_obj(j, NULL);
+	ctl_json_str(j, "home_address", f[1]);
+	ctl_json_u64(j, "bu_accepted", num(f[2]));
+	ctl_json_u64(j, "bu_refused", num(f[3]));
+	ctl_json_u64(j, "moves", num(f[4]));
+	if (!strcmp(f[5], "-"))
+		ctl_json_null(j, "last_bu_age");
+	else
+		ctl_json_u64(j, "last_bu_age", no_times ? 0 : num(f[5]));
+	ctl_json_obj(j, "ba_status");
+	if (strcmp(f[6], "-"))
+		for (char *s = NULL, *p = strtok_r(f[6], ",", &s); p; p = strtok_r(NULL, ",", &s)) {
+			char *c = strchr(p, ':');
+			if (c) {
+				*c++ = 0;
+				ctl_json_u64(j, p, num(c));
+			}
+		}
+	ctl_json_end_obj(j);
+	ctl_json_end_obj(j);
+}
+
 /* One section's lines, in xipsecd's order. */
 struct sect {
 	char **v;
@@ -60,7 +88,7 @@ static int keep(struct sect *s, char *line)
 	return 0;
 }
 
-enum { S_HA, S_BIND, S_COUNTER, S_REJECTED, S_REFUSED, S_DROPPED, S_N };
+enum { S_HA, S_BIND, S_NODE, S_COUNTER, S_REJECTED, S_REFUSED, S_DROPPED, S_N };
 
 /* One "home-agent" line of xipsecd's answer (one per home agent address) as a JSON object; line
  * stays as it is (the first is written twice). */
@@ -85,7 +113,7 @@ static void ha_json(struct ctl_json *j, const char *key, const char *line)
 int ctl_show_bindings(const struct ctl_opts *o)
 {
 	static const struct { const char *name, *json; int nf; } sec[S_N] = {
-		{ "home-agent", "home_agent", 6 }, { "binding", "bindings", 11 },
+		{ "home-agent", "home_agent", 6 }, { "binding", "bindings", 11 }, { "node", "mobile_nodes", 7 },
 		{ "counter", "counters", 3 }, { "rejected", "rejected", 3 }, { "refused", "refused", 3 },
 		{ "dropped", "dropped", 3 },
 	};
@@ -155,6 +183,10 @@ int ctl_show_bindings(const struct ctl_opts *o)
 			ctl_json_end_obj(&j);
 		}
 		ctl_json_end_arr(&j);
+		ctl_json_arr(&j, "mobile_nodes");
+		for (size_t i = 0; i < v[S_NODE].n; i++)
+			node_json(&j, v[S_NODE].v[i], o->no_times);
+		ctl_json_end_arr(&j);
 		for (int k = S_COUNTER; k < S_N; k++) {
 			ctl_json_obj(&j, sec[k].json);
 			for (size_t i = 0; i < v[k].n; i++) {
@@ -180,6 +212,14 @@ int ctl_show_bindings(const struct ctl_opts *o)
 				printf(" (%s s left, registered %s s ago)", f[5], f[6]);
 			printf("\n\tto the mobile node %s packets %s bytes, from it %s packets %s bytes\n",
 			       f[7], f[8], f[9], f[10]);
+		}
+		for (size_t i = 0; i < v[S_NODE].n; i++) {
+			fields(v[S_NODE].v[i], f);
+			printf("mobile node %s: %s Binding Updates accepted, %s refused, %s moves", f[1], f[2],
+			       f[3], f[4]);
+			if (!o->no_times)
+				printf(", the last %s%s", f[5], strcmp(f[5], "-") ? " s ago" : "");
+			printf("\n\tBAs by status %s\n", f[6]);
 		}
 		for (int k = S_COUNTER; k < S_N; k++)
 			for (size_t i = 0; i < v[k].n; i++) {

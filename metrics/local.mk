@@ -7,6 +7,7 @@
 noinst_LIBRARIES += metrics/libxmetrics.a
 metrics_libxmetrics_a_SOURCES = metrics/metrics.h metrics/metrics_int.h metrics/metrics.c \
 	metrics/metrics_snapshot.c metrics/metrics_ike.c metrics/metrics_tunnel.c metrics/metrics_prom.c \
+	metrics/metrics_node.c \
 	metrics/metrics_http.c \
 	metrics/vici_dl.h metrics/vici_dl.c
 metrics_libxmetrics_a_CPPFLAGS = $(AM_CPPFLAGS) $(VICI_CPPFLAGS)

@@ -35,9 +35,12 @@ static const char *const sa_state_names[] = { "larval", "mature", "dying", "dead
 #define N_SA_STATES (sizeof(sa_state_names) / sizeof(sa_state_names[0]))
 /* a tunnel's direction: 0 in, 1 out (metrics_tunnel.c) */
 static const char *const tunnel_dir_names[] = { "in", "out" };
+/* a mobile node's Binding Updates: 0 accepted, 1 refused (metrics_node.c) */
+static const char *const bu_result_names[] = { "accepted", "refused" };
 
 enum sub_kind { SUB_NONE, SUB_REASON, SUB_LIMIT, SUB_IKE_STATE, SUB_CHILD_STATE, SUB_IKE_EVENT,
-		SUB_SA_STATE, SUB_DIR, SUB_HA_KIND, SUB_BA_STATUS, SUB_CL_EVENT, SUB_CL_REASON, SUB_SEGMENT };
+		SUB_SA_STATE, SUB_DIR, SUB_HA_KIND, SUB_BA_STATUS, SUB_CL_EVENT, SUB_CL_REASON, SUB_SEGMENT,
+		SUB_BU_RESULT };
 
 /* the home agent's event kinds (sadb_stats_ha_kind_name) and BA statuses ("0".."255"), filled once */
 static const char *ha_kind_names[SADB_HA_KINDS];
@@ -63,6 +66,7 @@ struct fam_def {
 #define RW XM_ROWS_WORKER
 #define RT XM_ROWS_TUNNEL
 #define RB XM_ROWS_BUILD
+#define RN XM_ROWS_NODE
 static const struct fam_def defs[XM_FAMILIES] = {
 	[XM_SADB_UP] = { "xipsec_sadb_up", "1 when the SADB, or the counters view of it, could be opened "
 		"and read, else 0", G, RG, 0 },
@@ -201,6 +205,20 @@ static const struct fam_def defs[XM_FAMILIES] = {
 		"address the XDP program dropped as the other node's, by segment", C, RG, SUB_SEGMENT },
 	[XM_CL_FOREIGN] = { "xipsec_cluster_foreign_total", "Outbound packets the workers left to the "
 		"node that owns their peer's segment", C, RG, 0 },
+	[XM_HA_NODE_BU] = { "xipsec_home_agent_node_binding_updates_total", "Binding Updates of the "
+		"mobile node (home address) that arrived on its own SA, by what they got: accepted "
+		"(status below 128) or refused", C, RN, SUB_BU_RESULT },
+	[XM_HA_NODE_MOVES] = { "xipsec_home_agent_node_moves_total", "Times the mobile node's binding "
+		"moved to a new care-of address", C, RN, 0 },
+	[XM_HA_NODE_BA_STATUS] = { "xipsec_home_agent_node_binding_acks_total", "Binding "
+		"Acknowledgements the home agent sent the mobile node, by status", C, RN, SUB_BA_STATUS },
+	[XM_HA_NODE_LAST_BU_AGE] = { "xipsec_home_agent_node_last_binding_update_age_seconds",
+		"Seconds since the mobile node's last Binding Update was decided (nodes that sent one "
+		"since they were configured)", G, RN, 0 },
+	[XM_HA_NODE_BOUND] = { "xipsec_home_agent_node_bound", "1 while the mobile node has a binding, "
+		"else 0", G, RN, 0 },
+	[XM_HA_NODES_LEFT_OUT] = { "xipsec_home_agent_nodes_left_out", "Mobile nodes past the "
+		"exporter's cap of per-node series (XM_HA_NODES_MAX), in no per-node family", G, RG, 0 },
 };
 #undef C
 #undef G
@@ -209,6 +227,7 @@ static const struct fam_def defs[XM_FAMILIES] = {
 #undef RW
 #undef RT
 #undef RB
+#undef RN
 
 /* The extra label of each sub_kind: its name, values (index = sub) and how many. */
 static const struct {
@@ -229,6 +248,7 @@ static const struct {
 	[SUB_CL_EVENT] = { "event", cl_event_names, SADB_CL_COUNTERS },
 	[SUB_CL_REASON] = { "reason", cl_reason_names, SADB_CL_DROPS },
 	[SUB_SEGMENT] = { "segment", segment_names, SADB_STATS_SEGMENTS },
+	[SUB_BU_RESULT] = { "result", bu_result_names, 2 },
 };
 
 static pthread_once_t sub_names_once = PTHREAD_ONCE_INIT;
@@ -333,6 +353,9 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 	s->build.label_names[0] = "version";
 	s->build.label_names[1] = "sadb_layout";
 	s->build.label_names[2] = "vici";
+	s->node.kind = XM_ROWS_NODE;
+	s->node.n_labels = 1;
+	s->node.label_names[0] = "home_address";
 	pthread_once(&sub_names_once, sub_names_init);
 	for (unsigned i = 0; i < XM_FAMILIES; i++) {
 		struct xm_family *f = &s->fam[i];
@@ -344,7 +367,7 @@ static void snapshot_init(struct xm_snapshot *s, uint64_t now)
 		f->type = d->type;
 		f->rows = d->rows == XM_ROWS_SA ? &s->sa : d->rows == XM_ROWS_WORKER ? &s->worker :
 			  d->rows == XM_ROWS_TUNNEL ? &s->tunnel : d->rows == XM_ROWS_BUILD ? &s->build :
-			  &s->global;
+			  d->rows == XM_ROWS_NODE ? &s->node : &s->global;
 		f->sub_label = sub_defs[d->sub].label;
 		f->sub_values = sub_defs[d->sub].values;
 		f->n_sub = sub_defs[d->sub].n;
@@ -516,6 +539,8 @@ static int collect_reading(struct xm_snapshot *s, const struct sadb_stats_readin
 		rc |= collect_ha(s, &r->ha);
 	if (!rc)
 		rc |= collect_cluster(s, &r->cluster);
+	if (!rc && r->ha.present)
+		rc |= xm_collect_nodes(s, r);
 	return rc ? -ENOMEM : 0;
 }
 

@@ -18,7 +18,8 @@
  *    answering), the tunnel row set (one row per (connection, child, reqid) that has SAs or had
  *    them within XM_TUNNEL_KEEP_SECONDS of an exporter's memory; labels connection, child, reqid),
  *    the worker row set (label worker; row = worker number), the build row set (one row 0; labels
- *    version, sadb_layout, vici) or the global row set (one row 0, no labels);
+ *    version, sadb_layout, vici), the home agent's node row set (one row per mobile node, label
+ *    home_address; XM_HA_NODES_MAX) or the global row set (one row 0, no labels);
  *  - sub: the value of the family's one extra label (sub_label, e.g. "reason"), an index into
  *    sub_values; 0 and meaningless when sub_label is NULL. For drop families sub is the drop
  *    reason's number (sadb/sadb_drops.h), which is stable within a SADB layout version;
@@ -138,6 +139,14 @@ enum xm_id {
 	XM_CL_SEG_KEPT,             /* xipsec_cluster_segment_kept_total{segment} */
 	XM_CL_SEG_DROPPED,          /* xipsec_cluster_segment_dropped_total{segment} */
 	XM_CL_FOREIGN,              /* xipsec_cluster_foreign_total */
+	/* each mobile node of the home agent (metrics_node.c; row set node, label home_address) */
+	XM_HA_NODE_BU,              /* xipsec_home_agent_node_binding_updates_total{result} */
+	XM_HA_NODE_MOVES,           /* xipsec_home_agent_node_moves_total */
+	XM_HA_NODE_BA_STATUS,       /* xipsec_home_agent_node_binding_acks_total{status} */
+	XM_HA_NODE_LAST_BU_AGE,     /* xipsec_home_agent_node_last_binding_update_age_seconds (nodes
+	                             * that sent one) */
+	XM_HA_NODE_BOUND,           /* xipsec_home_agent_node_bound: 1 while it has a binding */
+	XM_HA_NODES_LEFT_OUT,       /* xipsec_home_agent_nodes_left_out: nodes past XM_HA_NODES_MAX */
 	XM_FAMILIES                 /* how many there are */
 };
 
@@ -154,7 +163,16 @@ struct xm_sa_key {
 	struct sadb_addr src, dst;
 };
 
-enum xm_rows_kind { XM_ROWS_GLOBAL, XM_ROWS_SA, XM_ROWS_WORKER, XM_ROWS_TUNNEL, XM_ROWS_BUILD };
+enum xm_rows_kind { XM_ROWS_GLOBAL, XM_ROWS_SA, XM_ROWS_WORKER, XM_ROWS_TUNNEL, XM_ROWS_BUILD,
+		   XM_ROWS_NODE };
+
+/* The home agent's mobile nodes have a row each (label home_address, in the counters view's order,
+ * stable while they stay configured) up to this many: each costs a Prometheus server at most 19
+ * series (2 Binding Update results, moves, age, bound and up to 14 BA statuses; 5 or 6 for a node
+ * that was only ever accepted), so the cap keeps a home agent of many nodes from flooding it. The
+ * nodes past it are left out of every per-node family and counted in
+ * xipsec_home_agent_nodes_left_out; the home agent's totals still count them. */
+#define XM_HA_NODES_MAX 1024u
 
 struct xm_rowset {
 	enum xm_rows_kind kind;
@@ -189,7 +207,7 @@ struct xm_family {
 
 struct xm_snapshot {
 	struct xm_family fam[XM_FAMILIES];
-	struct xm_rowset global, sa, worker, tunnel, build;
+	struct xm_rowset global, sa, worker, tunnel, build, node;
 	uint64_t now;               /* CLOCK_REALTIME seconds the lifetimes were computed at */
 	char sadb_err[256];         /* why xipsec_sadb_up is 0 ("" when up) */
 	char ike_err[256];          /* why xipsec_ike_up is 0 ("" when up or not asked) */

@@ -32,6 +32,9 @@ enum { XM_SA_L_SPI, XM_SA_L_PROTO, XM_SA_L_DIR, XM_SA_L_LOCAL, XM_SA_L_PEER, XM_
  * records), or neither (NULL). 0 or -ENOMEM. */
 int xm_collect_tunnels(struct xm_snapshot *s, struct xm_tunnel_memory *mem, struct sadb *db,
 		       const struct sadb_stats_reading *view);
+/* The home agent's per-node families from a view's reading r (metrics_node.c); the snapshot's
+ * time s->now. 0 or -ENOMEM. */
+int xm_collect_nodes(struct xm_snapshot *s, const struct sadb_stats_reading *r);
 /* The xipsec-iked families; 0 or -ENOMEM (a daemon that does not answer is not an error). */
 int xm_collect_ike(struct xm_snapshot *s, const struct xm_opts *o);
 

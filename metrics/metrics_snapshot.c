@@ -111,7 +111,7 @@ const char *xm_label_value(const struct xm_family *f, const struct xm_sample *s,
 
 void xm_snapshot_free(struct xm_snapshot *s)
 {
-	struct xm_rowset *r[] = { &s->global, &s->sa, &s->worker, &s->tunnel, &s->build };
+	struct xm_rowset *r[] = { &s->global, &s->sa, &s->worker, &s->tunnel, &s->build, &s->node };
 
 	for (unsigned i = 0; i < XM_FAMILIES; i++) {
 		free(s->fam[i].s);

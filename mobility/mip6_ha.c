@@ -103,6 +103,7 @@ struct ent {
 	bool used, bound;
 	bool seq_restored;     /* restored_seq binds until a Binding Update is accepted */
 	uint16_t restored_seq; /* mip6_ha_seq_restore */
+	struct mip6_mn_stats st;
 };
 
 struct mip6_ha {
@@ -465,6 +466,22 @@ static void reject(struct mip6_ha *ha, struct mip6_ha_result *res, enum mip6_rej
 	ha->st.reject_why[why]++;
 }
 
+/* The entry of an authenticated Binding Update's mobile node (res->mn, set before any rejection). */
+static struct ent *node_of(struct mip6_ha *ha, const struct mip6_ha_result *res)
+{
+	uint32_t i = res->mn ? find(ha, res->hoa) : NONE;
+	return i != NONE && &ha->ents[i].mn == res->mn ? &ha->ents[i] : NULL;
+}
+
+static void reject_node(struct mip6_ha *ha, struct mip6_ha_result *res, enum mip6_reject why)
+{
+	struct ent *e = node_of(ha, res);
+
+	reject(ha, res, why);
+	if (e)
+		e->st.bu_refused++;
+}
+
 /* Take a token from e's move bucket at now_ms, or say there is none (nothing taken). */
 static bool move_take(const struct mip6_ha *ha, struct ent *e, uint64_t now_ms)
 {
@@ -539,6 +556,7 @@ static void accept_binding(struct mip6_ha *ha, uint32_t idx, const struct mip6_b
 		memcpy(res->old_coa, b->coa, 16);
 		res->change = MIP6_CHANGE_MOVE;
 		ha->st.bindings_moved++;
+		e->st.moves++;
 	} else {
 		res->change = MIP6_CHANGE_REFRESH;
 		ha->st.bindings_refreshed++;
@@ -560,6 +578,7 @@ static void accept_binding(struct mip6_ha *ha, uint32_t idx, const struct mip6_b
 	res->ba.lifetime = units;
 	res->ba.refresh = (uint16_t)(r < units ? r : units - 1u);  /* below the lifetime (§6.2.4) */
 	ha->st.bu_accepted++;
+	e->st.bu_accepted++;
 }
 
 /* Record the accepted number (mip6_ha_config.seq_store) before the change: false when it could
@@ -568,7 +587,7 @@ static bool seq_stored(struct mip6_ha *ha, struct ent *e, const struct mip6_bu *
 		       struct mip6_ha_result *res)
 {
 	if (ha->cfg.seq_store && ha->cfg.seq_store(ha->cfg.seq_arg, e->mn.hoa, bu->seq)) {
-		reject(ha, res, MIP6_REJECT_SEQ_STORE);
+		reject_node(ha, res, MIP6_REJECT_SEQ_STORE);
 		return false;
 	}
 	e->seq_restored = false;
@@ -620,6 +639,7 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	 * (§10.3.1), sent back to the Binding Update's source with a type 2 routing header to the home
 	 * address when that source is not the home address (§9.5.4). */
 	res->mn = &e->mn;
+	e->st.last_bu_ms = now_ms;
 	memcpy(res->ba.src, p->dst, 16);
 	memcpy(res->ba.dst, p->src, 16);
 	memcpy(res->ba.hoa, hoa, 16);
@@ -635,31 +655,31 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 	uint16_t last = live ? e->b.seq : e->restored_seq;
 
 	if ((live || e->seq_restored) && !seq_newer(bu->seq, last)) {
-		reject(ha, res, MIP6_REJECT_SEQ);
+		reject_node(ha, res, MIP6_REJECT_SEQ);
 		res->ba.seq = last;  /* §9.5.1: the last accepted, so the mobile node can resync */
 		return;
 	}
 	if (!(bu->flags & MIP6_BU_H)) {
 		/* A correspondent registration: this node does route optimisation for nobody. */
-		reject(ha, res, bound ? MIP6_REJECT_REG_TYPE_CHANGE : MIP6_REJECT_NOT_HOME_REG);
+		reject_node(ha, res, bound ? MIP6_REJECT_REG_TYPE_CHANGE : MIP6_REJECT_NOT_HOME_REG);
 		return;
 	}
 	if (e->mn.disabled) {
-		reject(ha, res, MIP6_REJECT_DISABLED);
+		reject_node(ha, res, MIP6_REJECT_DISABLED);
 		return;
 	}
 	/* RFC 3963 4.2: a router's acknowledgement says routers are served */
 	res->ba.r = (bu->flags & MIP6_BU_R) && e->mn.router;
 	if ((bu->flags & MIP6_BU_R) && !e->mn.router) {
-		reject(ha, res, MIP6_REJECT_MOBILE_ROUTER);
+		reject_node(ha, res, MIP6_REJECT_MOBILE_ROUTER);
 		return;
 	}
 	if (!in_home_prefix(ha, hoa)) {
-		reject(ha, res, MIP6_REJECT_NOT_HOME_SUBNET);
+		reject_node(ha, res, MIP6_REJECT_NOT_HOME_SUBNET);
 		return;
 	}
 	if (!is_zero(e->mn.ha_addr) && memcmp(e->mn.ha_addr, p->dst, 16)) {
-		reject(ha, res, MIP6_REJECT_OTHER_HA_ADDR);  /* another of our addresses serves it */
+		reject_node(ha, res, MIP6_REJECT_OTHER_HA_ADDR);  /* another of our addresses serves it */
 		return;
 	}
 
@@ -667,7 +687,7 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		/* §10.3.2: deregistration, with or without the Alternate CoA option (§11.5.4; why that
 		 * is safe: the top of this file). */
 		if (!bound) {
-			reject(ha, res, MIP6_REJECT_DEREG_UNBOUND);
+			reject_node(ha, res, MIP6_REJECT_DEREG_UNBOUND);
 			return;
 		}
 		if (!seq_stored(ha, e, bu, res))
@@ -679,34 +699,35 @@ void mip6_ha_bu(struct mip6_ha *ha, const struct mip6_pkt *p, uint32_t sa_id, ui
 		res->ba.lifetime = 0;
 		ha->st.bu_accepted++;
 		ha->st.bindings_deleted++;
+		e->st.bu_accepted++;
 		return;
 	}
 	if (in_home_prefix(ha, coa) || is_ha_addr(ha, coa)) {
 		/* A care-of address on the home link (other than the home address) or the home agent
 		 * itself would loop the tunnel back here. */
-		reject(ha, res, MIP6_REJECT_COA_AT_HOME);
+		reject_node(ha, res, MIP6_REJECT_COA_AT_HOME);
 		return;
 	}
 	/* The care-of address is bound to the Binding Update: named inside the ICV and the very
 	 * address the packet came from (the top of this file). */
 	if (!bu->has_alt_coa) {
-		reject(ha, res, MIP6_REJECT_NO_ALT_COA);
+		reject_node(ha, res, MIP6_REJECT_NO_ALT_COA);
 		return;
 	}
 	if ((bu->flags & MIP6_BU_R) && (why = mnp_check(&e->mn, bu, &mnp)) != MIP6_REJECT_NONE) {
-		reject(ha, res, why);
+		reject_node(ha, res, why);
 		return;
 	}
 	if (memcmp(bu->alt_coa, p->src, 16)) {
-		reject(ha, res, MIP6_REJECT_ALT_COA_NOT_SRC);
+		reject_node(ha, res, MIP6_REJECT_ALT_COA_NOT_SRC);
 		return;
 	}
 	if (!bound && ha->n_bound >= ha->max_bindings) {
-		reject(ha, res, MIP6_REJECT_CACHE_FULL);
+		reject_node(ha, res, MIP6_REJECT_CACHE_FULL);
 		return;
 	}
 	if ((!bound || memcmp(e->b.coa, coa, 16)) && !move_take(ha, e, now_ms)) {
-		reject(ha, res, MIP6_REJECT_MOVE_RATE);
+		reject_node(ha, res, MIP6_REJECT_MOVE_RATE);
 		return;
 	}
 	if (!seq_stored(ha, e, bu, res))
@@ -753,8 +774,15 @@ int mip6_ha_build_ba(struct mip6_ha *ha, const struct mip6_ha_result *res, uint8
 	if (res->drop != MIP6_DROP_NONE)
 		return -EINVAL;
 	int n = mip6_build_ba(buf, cap, &res->ba);
-	if (n > 0)
+	if (n > 0) {
+		struct ent *e = node_of(ha, res);
+
 		ha->st.ba_sent++;
+		unsigned slot = mip6_ba_slot(res->ba.status);
+
+		if (e && slot < MIP6_MN_BA_SLOTS)
+			e->st.ba[slot]++;
+	}
 	return n;
 }
 
@@ -800,4 +828,38 @@ uint64_t mip6_ha_next_expiry(const struct mip6_ha *ha)
 const struct mip6_ha_stats *mip6_ha_stats(const struct mip6_ha *ha)
 {
 	return &ha->st;
+}
+
+/* ---- each mobile node's counters ---- */
+
+unsigned mip6_ba_slot(uint8_t status)
+{
+	if (status == MIP6_ST_ACCEPTED)
+		return 0;
+	if (status >= MIP6_ST_UNSPECIFIED && status <= MIP6_ST_MR_NOT_PERMITTED)
+		return 1u + status - MIP6_ST_UNSPECIFIED;
+	return status == MIP6_ST_INVALID_COA ? 14 : MIP6_MN_BA_SLOTS;
+}
+
+uint8_t mip6_ba_slot_status(unsigned slot)
+{
+	if (slot == 0)
+		return MIP6_ST_ACCEPTED;
+	return slot < 14 ? (uint8_t)(MIP6_ST_UNSPECIFIED + slot - 1) : MIP6_ST_INVALID_COA;
+}
+
+const struct mip6_mn_stats *mip6_ha_mn_stats(const struct mip6_ha *ha, const uint8_t hoa[16])
+{
+	uint32_t i = find(ha, hoa);
+	return i == NONE ? NULL : &ha->ents[i].st;
+}
+
+unsigned mip6_ha_mn_foreach(const struct mip6_ha *ha, mip6_mn_fn fn, void *arg)
+{
+	for (uint32_t i = 0; i < ha->cfg.max_mns; i++) {
+		const struct ent *e = &ha->ents[i];
+		if (e->used)
+			fn(&e->mn, &e->st, e->bound ? &e->b : NULL, arg);
+	}
+	return ha->n_mns;
 }

@@ -165,6 +165,26 @@ struct mip6_ha_stats {
 	                                * Update stays counted accepted: the rules accepted it) */
 };
 
+/* One mobile node's own counters (per home address, kept while it is configured: a node removed and
+ * added again starts from zero; an SA replacement, mip6_ha_mn_update, keeps them). Only what follows
+ * its authentication counts here (the Binding Update arrived on its own SA), so no one else can move
+ * another node's figures. The BAs by status are kept in MIP6_MN_BA_SLOTS slots (mip6_ba_slot), one
+ * per status a home agent sends. */
+#define MIP6_MN_BA_SLOTS 15
+struct mip6_mn_stats {
+	uint64_t bu_accepted;     /* answered with a status below 128 */
+	uint64_t bu_refused;      /* answered with a status of 128 or more */
+	uint64_t moves;           /* bindings moved to a new care-of address */
+	uint64_t last_bu_ms;      /* when its last Binding Update was decided (bu_accepted +
+	                           * bu_refused > 0: else none was) */
+	uint64_t ba[MIP6_MN_BA_SLOTS];  /* BAs built for it (mip6_ha_build_ba), by mip6_ba_slot */
+};
+/* The slot of status: 0 for 0, 1..13 for 128..140, 14 for 174; MIP6_MN_BA_SLOTS for a status a
+ * home agent does not send (not counted per node). */
+unsigned mip6_ba_slot(uint8_t status);
+/* The status slot counts (slot < MIP6_MN_BA_SLOTS). */
+uint8_t mip6_ba_slot_status(unsigned slot);
+
 struct mip6_ha;
 
 /* Check cfg and allocate the state for cfg->max_mns mobile nodes. -EINVAL (no address, no prefix,
@@ -233,5 +253,14 @@ unsigned mip6_ha_count(const struct mip6_ha *ha);
 uint64_t mip6_ha_next_expiry(const struct mip6_ha *ha);
 
 const struct mip6_ha_stats *mip6_ha_stats(const struct mip6_ha *ha);
+
+/* The counters of the mobile node hoa, or NULL when it is not configured. Valid until it is
+ * removed. */
+const struct mip6_mn_stats *mip6_ha_mn_stats(const struct mip6_ha *ha, const uint8_t hoa[16]);
+/* Call fn for every configured mobile node, bound or not (b NULL), in no particular order; fn must
+ * not call back into ha. Returns the number of mobile nodes. O(max_mns). */
+typedef void (*mip6_mn_fn)(const struct mip6_mn *mn, const struct mip6_mn_stats *st,
+			   const struct mip6_binding *b, void *arg);
+unsigned mip6_ha_mn_foreach(const struct mip6_ha *ha, mip6_mn_fn fn, void *arg);
 
 #endif

@@ -24,6 +24,7 @@
 #define LOAD_RETRIES 1000u
 
 _Static_assert(sizeof(struct sadb_stats_sa) % 8 == 0, "an SA record is copied word by word");
+_Static_assert(sizeof(struct sadb_stats_node) % 8 == 0, "a node record is copied word by word");
 _Static_assert(offsetof(struct sadb_stats_reading, sa) % 8 == 0 &&
 	       sizeof(struct sadb_stats_reading) % 8 == 0, "a reading is copied word by word");
 
@@ -32,7 +33,9 @@ struct stats_head {
 	uint64_t magic;
 	uint32_t version, head_size;
 	uint32_t sa_size, reading_size;    /* sizeof the records: a reader of another build refuses */
-	uint32_t cap_sa, pad;              /* SA records each buffer holds (live and gone) */
+	uint32_t cap_sa;                   /* SA records each buffer holds (live and gone) */
+	uint32_t cap_node, node_size;      /* mobile node records each buffer holds, and their size */
+	uint32_t pad;
 	uint64_t buf_off[2], buf_size;
 	uint64_t current;                  /* the buffer of the last whole reading (release store) */
 };
@@ -51,6 +54,8 @@ struct sadb_stats_writer {
 	struct gone gone[SADB_STATS_GONE_MAX]; /* a ring, oldest at gone_head */
 	uint32_t gone_head, n_gone;
 	struct sadb_stats_ha ha;           /* sadb_stats_set_ha's, copied into each reading */
+	struct sadb_stats_node *nodes;     /* sadb_stats_set_nodes's, likewise */
+	uint32_t n_node, cap_node;
 	struct sadb_stats_cluster cluster; /* sadb_stats_set_cluster's, likewise */
 };
 
@@ -90,11 +95,37 @@ void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *
 	w->ha = *ha;
 }
 
-static size_t buf_size(uint32_t cap_sa)
+int sadb_stats_set_nodes(struct sadb_stats_writer *w, const struct sadb_stats_node *nodes, uint32_t n)
 {
-	size_t b = sizeof(struct sadb_stats_reading) + (size_t)cap_sa * sizeof(struct sadb_stats_sa);
+	if (n > w->cap_node)
+		return -ENOSPC;
+	if (n > w->n_node) {
+		struct sadb_stats_node *nn = realloc(w->nodes, (size_t)n * sizeof(*nn));
+		if (!nn)
+			return -ENOMEM;
+		w->nodes = nn;
+	}
+	if (n)
+		memcpy(w->nodes, nodes, (size_t)n * sizeof(*nodes));
+	w->n_node = n;
+	return 0;
+}
 
-	return (b + 4095) & ~(size_t)4095;
+/* The bytes of a reading with n_sa SA records and n_node node records. */
+static size_t reading_len(uint32_t n_sa, uint32_t n_node)
+{
+	return offsetof(struct sadb_stats_reading, sa) + (size_t)n_sa * sizeof(struct sadb_stats_sa) +
+	       (size_t)n_node * sizeof(struct sadb_stats_node);
+}
+
+const struct sadb_stats_node *sadb_stats_nodes(const struct sadb_stats_reading *r)
+{
+	return (const struct sadb_stats_node *)(const void *)&r->sa[r->n_rec + r->n_gone];
+}
+
+static size_t buf_size(uint32_t cap_sa, uint32_t cap_node)
+{
+	return (reading_len(cap_sa, cap_node) + 4095) & ~(size_t)4095;
 }
 
 const char *sadb_stats_default_path(void)
@@ -216,7 +247,7 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 		FERR("cannot create %s: %s", tmp, strerror(errno));
 		return r;
 	}
-	bs = buf_size(max_sa + SADB_STATS_GONE_MAX);
+	bs = buf_size(max_sa + SADB_STATS_GONE_MAX, SADB_STATS_NODE_CAP(max_sa));
 	w = calloc(1, sizeof(*w));
 	if (w)
 		w->scratch = malloc(bs);
@@ -226,6 +257,7 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 		goto fail;
 	}
 	w->max_sa = max_sa;
+	w->cap_node = SADB_STATS_NODE_CAP(max_sa);
 	w->size = 4096 + 2 * bs;
 	/* the group before the mode: the file is never readable by a group it is not meant for */
 	if (fstat(fd, &st) < 0 || (st.st_gid != gid && fchown(fd, (uid_t)-1, gid) < 0) ||
@@ -244,7 +276,8 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 	h = (struct stats_head *)w->map;
 	*h = (struct stats_head){ SADB_STATS_MAGIC, SADB_STATS_VERSION, sizeof(*h),
 				  sizeof(struct sadb_stats_sa), sizeof(struct sadb_stats_reading),
-				  max_sa + SADB_STATS_GONE_MAX, 0, { 4096, 4096 + bs }, bs, 0 };
+				  max_sa + SADB_STATS_GONE_MAX, w->cap_node, sizeof(struct sadb_stats_node), 0,
+				  { 4096, 4096 + bs }, bs, 0 };
 	if (rename(tmp, path) < 0) {
 		r = -errno;
 		FERR("cannot rename %s to %s: %s", tmp, path, strerror(errno));
@@ -267,6 +300,7 @@ void sadb_stats_close(struct sadb_stats_writer *w)
 	if (w->map)
 		munmap(w->map, w->size);
 	free(w->scratch);
+	free(w->nodes);
 	free(w);
 }
 
@@ -341,11 +375,6 @@ static int read_sadb(struct sadb_stats_reading *r, uint32_t cap, const struct sa
 	return 0;
 }
 
-static size_t reading_len(uint32_t n_sa)
-{
-	return offsetof(struct sadb_stats_reading, sa) + (size_t)n_sa * sizeof(struct sadb_stats_sa);
-}
-
 int sadb_stats_read(const struct sadb *db, bool with_sa, struct sadb_stats_reading **out)
 {
 	struct sadb_info info;
@@ -360,7 +389,7 @@ int sadb_stats_read(const struct sadb *db, bool with_sa, struct sadb_stats_readi
 		cap = info.max_sa;
 	}
 	/* pages of records never written are never touched: the capacity costs address space only */
-	if (!(r = calloc(1, reading_len(cap))))
+	if (!(r = calloc(1, reading_len(cap, 0))))
 		return -ENOMEM;
 	if ((rc = read_sadb(r, cap, db)) < 0) {
 		free(r);
@@ -428,10 +457,13 @@ int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db)
 		return rc;
 	add_gone(w, r);
 	r->ha = w->ha;
+	r->n_node = w->n_node;
+	if (w->n_node)
+		memcpy(&r->sa[r->n_rec + r->n_gone], w->nodes, (size_t)w->n_node * sizeof(*w->nodes));
 	r->cluster = w->cluster;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r->published = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	words = reading_len(r->n_rec + r->n_gone) / 8;
+	words = reading_len(r->n_rec + r->n_gone, r->n_node) / 8;
 	/* seq odd before any other word of the buffer changes (the fence orders the stores after it) */
 	seq = __atomic_load_n(&dst[0], __ATOMIC_RELAXED) | 1;
 	__atomic_store_n(&dst[0], seq, __ATOMIC_RELAXED);
@@ -462,11 +494,11 @@ static int copy_current(const uint8_t *map, const struct stats_head *h, struct s
 			continue;
 		for (size_t k = 1; k < words; k++)
 			dst[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
-		/* n_rec and n_gone as copied bound the rest; a torn value is caught by seq below */
-		bool fits = (uint64_t)r->n_rec + r->n_gone <= h->cap_sa;
+		/* n_rec, n_gone and n_node as copied bound the rest; a torn value is caught by seq below */
+		bool fits = (uint64_t)r->n_rec + r->n_gone <= h->cap_sa && r->n_node <= h->cap_node;
 
 		if (fits)
-			for (size_t k = words; k < reading_len(r->n_rec + r->n_gone) / 8; k++)
+			for (size_t k = words; k < reading_len(r->n_rec + r->n_gone, r->n_node) / 8; k++)
 				dst[k] = __atomic_load_n(&src[k], __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&src[0], __ATOMIC_RELAXED) == seq && fits) {
@@ -504,7 +536,8 @@ int sadb_stats_load(const char *path, struct sadb_stats_reading **out, char *err
 	}
 	if (h.magic != SADB_STATS_MAGIC || h.version != SADB_STATS_VERSION || h.head_size != sizeof(h) ||
 	    h.sa_size != sizeof(struct sadb_stats_sa) || h.reading_size != sizeof(struct sadb_stats_reading) ||
-	    h.buf_size < reading_len(h.cap_sa) || h.buf_off[0] < sizeof(h) || h.buf_off[1] < h.buf_off[0] + h.buf_size ||
+	    h.node_size != sizeof(struct sadb_stats_node) || h.buf_size < reading_len(h.cap_sa, h.cap_node) ||
+	    h.buf_off[0] < sizeof(h) || h.buf_off[1] < h.buf_off[0] + h.buf_size ||
 	    h.buf_off[1] + h.buf_size > (uint64_t)st.st_size) {
 		FERR("%s: not a counters view of version %u written by this build (found magic %#llx version "
 		     "%u)", path, SADB_STATS_VERSION, (unsigned long long)h.magic, h.version);

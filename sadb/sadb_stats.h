@@ -6,11 +6,12 @@
  * workers) and every worker's counter record, and per SA its identity (SPI, protocol, direction,
  * mode, state, reqid, IKE SA id, slot, instance, outer addresses), its lifetimes, creation time,
  * counters, first and last use, expiry bits and drops by reason; the home agent's and the
- * cluster's counters; and for a while the final
- * counters of the SAs deleted lately (gone records, below). Never a key, a salt, the replay
- * window, a sequence number or a selector. What an unprivileged reader learns from it is which
- * tunnels exist between which addresses and how much they carry: the same as anyone who sees the
- * outside interface's traffic, and nothing that lets it read, forge or replay a packet.
+ * cluster's counters, with a record per mobile node of the home agent named by its home address
+ * (never its care-of address); and for a while the final counters of the SAs deleted lately (gone
+ * records, below). Never a key, a salt, the replay window, a sequence number or a selector. What
+ * an unprivileged reader learns from it is which tunnels exist between which addresses and how
+ * much they carry: the same as anyone who sees the outside interface's traffic, and nothing that
+ * lets it read, forge or replay a packet.
  *
  * Who writes it: one producer, xipsecd's control thread (dp_stats.c), which maps the SADB anyway;
  * it publishes a new reading at most every SADB_STATS_INTERVAL_MS and soon after each SADB change.
@@ -51,8 +52,8 @@
 #define SADB_STATS_ENV_PATH      "XIPSEC_STATS"
 #define SADB_STATS_DEFAULT_GROUP "xipsec-mon"
 #define SADB_STATS_MAGIC         0x5853544154533031ULL /* "XSTATS01" */
-#define SADB_STATS_VERSION       4u    /* 2: gone records after the live ones; 3: the home agent's;
-                                        * 4: the cluster's */
+#define SADB_STATS_VERSION       5u    /* 2: gone records after the live ones; 3: the home agent's;
+                                        * 4: the cluster's; 5: the mobile nodes' records */
 #define SADB_STATS_INTERVAL_MS   500u  /* the longest a reading waits for its successor */
 #define SADB_STATS_CHANGE_MS     50u   /* the shortest: after a SADB change */
 
@@ -109,6 +110,23 @@ struct sadb_stats_ha {
 	uint64_t ba_status[256];           /* Binding Acknowledgements sent, by status */
 };
 
+/* One mobile node of the home agent (mobility/mip6_ha.h's struct mip6_mn_stats): its home address,
+ * the name it is configured under, and its counters; never its care-of address, so the view still
+ * shows no one's whereabouts. A mobile node is configured from at least two SAs of its own (its
+ * Binding Updates' and its acknowledgements'), so a view holds records for half the SADB's SA
+ * capacity (SADB_STATS_NODE_CAP), each node once, while it is configured. */
+#define SADB_STATS_NODE_BA 16u    /* BA statuses kept apart per node (mip6_ha.h's MIP6_MN_BA_SLOTS) */
+#define SADB_STATS_NODE_CAP(max_sa) ((max_sa) / 2u)
+struct sadb_stats_node {
+	uint8_t hoa[16];
+	uint64_t bound;                    /* 1: it has a binding now */
+	uint64_t bu_accepted, bu_refused, moves;
+	uint64_t last_bu_age_ms;           /* at the reading's `published`; UINT64_MAX: no Binding
+	                                    * Update since it was configured */
+	uint64_t n_ba;                     /* ba[0..n_ba): the statuses it was answered with */
+	struct { uint64_t status, count; } ba[SADB_STATS_NODE_BA];
+};
+
 /* The dataplane's side of a two-node cluster, as xipsecd keeps it (dataplane/xipsecd/dp_cluster.c,
  * dp_segment.c): the node's role and its peer, the sync channel's counters, the active/active
  * segments and the least lease headroom. The SA with that headroom is named by its SPI and slot,
@@ -163,7 +181,8 @@ struct sadb_stats_cluster {
 };
 
 /* One reading: the buffer's fixed part, followed by n_rec records of the SAs in the SADB, then
- * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs). */
+ * n_gone gone records (a reader that looks at the first n_rec only sees the SADB's SAs), then
+ * n_node records of the home agent's mobile nodes (sadb_stats_nodes). */
 struct sadb_stats_reading {
 	uint64_t seq;                      /* odd while the producer writes this buffer */
 	uint64_t published;                /* CLOCK_REALTIME nanoseconds the reading was completed */
@@ -173,7 +192,8 @@ struct sadb_stats_reading {
 	uint64_t dp_pid, dp_started;       /* the dataplane (sadb_dp_stats), 0 = none */
 	uint32_t n_workers;
 	uint32_t n_rec;                    /* SA records below (every SA the reading saw) */
-	uint32_t n_gone, pad;              /* gone records after them */
+	uint32_t n_gone;                   /* gone records after them */
+	uint32_t n_node;                   /* mobile node records after those */
 	uint64_t sa_drops[SADB_DROP_MAX];  /* drops of every SA, by reason */
 	struct sadb_stats_ha ha;           /* the last sadb_stats_set_ha; zero without one */
 	struct sadb_stats_cluster cluster; /* the last sadb_stats_set_cluster; zero without one */
@@ -199,6 +219,10 @@ int sadb_stats_create(const char *path, gid_t gid, uint32_t max_sa, struct sadb_
 int sadb_stats_publish(struct sadb_stats_writer *w, const struct sadb *db);
 /* The home agent's counters for the next readings (the producer's own, not the SADB's). */
 void sadb_stats_set_ha(struct sadb_stats_writer *w, const struct sadb_stats_ha *ha);
+/* Its mobile nodes' records for the next readings, copied: n of them, at most
+ * SADB_STATS_NODE_CAP(max_sa) (more: -ENOSPC, and the readings keep the previous ones). 0 or
+ * -ENOMEM. */
+int sadb_stats_set_nodes(struct sadb_stats_writer *w, const struct sadb_stats_node *nodes, uint32_t n);
 /* The cluster's state for the next readings (the producer's own). */
 void sadb_stats_set_cluster(struct sadb_stats_writer *w, const struct sadb_stats_cluster *cl);
 /* The dataplane deleted sa (its record as the dataplane held it, in slot): keep a gone record of
@@ -216,6 +240,9 @@ void sadb_stats_close(struct sadb_stats_writer *w);
  * -ENOENT (no producer has run), -EACCES, -EPROTO (not a view of this version; the message says
  * what), -EAGAIN (the producer kept changing the buffer), -ENOMEM. */
 int sadb_stats_load(const char *path, struct sadb_stats_reading **out, char *errmsg, size_t errlen);
+
+/* The mobile node records of r (r->n_node of them). */
+const struct sadb_stats_node *sadb_stats_nodes(const struct sadb_stats_reading *r);
 
 /* The reading the producer would publish, made from db directly in malloc'ed memory (*out, free()
  * it): for a process that maps the SADB anyway (ipsecctl's one-shot metrics), so that it shows

@@ -1,12 +1,14 @@
 /* snmpd/snmp_mib.c: XIPSEC-MIB's handlers inside Net-SNMP's agent library, for xipsec-snmpd. It owns
- * the OIDs: the xipsecGlobals and xipsecCluster scalar groups and the four tables (SA, worker, drop
- * reason, cluster segment) as table-data registrations whose rows point into one shared view (snmpd/snmp_view.h). The view is
- * rebuilt from a fresh reading of the metrics layer when it is older than the cache period, at most
- * once per SNMP request (so one GETBULK never sees two readings and no row it holds is freed under
- * it), and then all the tables are rebuilt from it together. Read-only: every registration is
- * HANDLER_CAN_RONLY, so the agent answers notWritable to a SET. Each new reading is also compared
- * with the one before (snmpd/snmp_notify.h) and every change sent as a notification through the
- * master agent; xs_mib_poll() takes readings between requests so that changes are seen without any. */
+ * the OIDs: the xipsecGlobals and xipsecCluster scalar groups and the tables (SA, worker, drop
+ * reason, cluster segment, the home agent's acknowledgements by status, its mobile nodes and theirs
+ * by status) as table-data registrations whose rows point into one shared view
+ * (snmpd/snmp_view.h). The view is rebuilt from a fresh reading of the metrics layer when it is
+ * older than the cache period, at most once per SNMP request (so one GETBULK never sees two readings
+ * and no row it holds is freed under it), and then all the tables are rebuilt from it together.
+ * Read-only: every registration is HANDLER_CAN_RONLY, so the agent answers notWritable to a SET.
+ * Each new reading is also compared with the one before (snmpd/snmp_notify.h) and every change sent
+ * as a notification through the master agent; xs_mib_poll() takes readings between requests so that
+ * changes are seen without any. */
 #include "snmpd/netsnmp.h"
 #include "config.h"
 
@@ -27,6 +29,9 @@ static const oid worker_table_oid[] = { XS_ROOT, 1, 3 };
 static const oid drop_table_oid[] = { XS_ROOT, 1, 4 };
 static const oid cluster_oid[] = { XS_ROOT, 1, 5 };
 static const oid segment_table_oid[] = { XS_ROOT, 1, 6 };
+static const oid ha_ba_table_oid[] = { XS_ROOT, 1, 7 };
+static const oid ha_node_table_oid[] = { XS_ROOT, 1, 8 };
+static const oid ha_node_ba_table_oid[] = { XS_ROOT, 1, 9 };
 static const oid notifications_oid[] = { XS_ROOT, 0 };
 static const oid snmp_trap_oid[] = { 1, 3, 6, 1, 6, 3, 1, 1, 4, 1, 0 }; /* snmpTrapOID.0 */
 
@@ -42,8 +47,11 @@ enum {
 enum { COL_W_FIRST = 2, COL_W_LAST = COL_W_FIRST + XS_W_MAX - 1 };
 enum { COL_DROP_PACKETS = 2, COL_DROP_SA, COL_DROP_NOSA };
 enum { COL_SEG_OWNED = 2, COL_SEG_KEPT, COL_SEG_DROPPED };
+enum { COL_HA_BA_ACKS = 2 };
+enum { COL_NODE_BU_ACCEPTED = 3, COL_NODE_BU_REFUSED, COL_NODE_MOVES, COL_NODE_LAST_BU_AGE, COL_NODE_BOUND };
+enum { COL_NODE_BA_ACKS = 2 };
 
-enum xs_table { T_SA, T_WORKER, T_DROP, T_SEGMENT, XS_TABLES };
+enum xs_table { T_SA, T_WORKER, T_DROP, T_SEGMENT, T_HA_BA, T_NODE, T_NODE_BA, XS_TABLES };
 
 #define VIEW_MARK "xipsec-snmpd-view"
 
@@ -126,6 +134,28 @@ static bool row_add(netsnmp_tdata *t, netsnmp_tdata_row *row)
 	return false;
 }
 
+/* A new row of t for data, indexed by one unsigned number; false when out of memory. */
+static bool row_add_u32(netsnmp_tdata *t, void *data, u_long id)
+{
+	netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+
+	if (!row)
+		return false;
+	row->data = data;
+	netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
+	row_add(t, row);
+	return true;
+}
+
+/* A mobile node's index (xipsecHaNodeAddressType ipv6(2), xipsecHaNodeAddress) as row's first. */
+static void node_index(netsnmp_tdata_row *row, const struct xs_node_row *n)
+{
+	long type = 2;
+
+	netsnmp_tdata_row_add_index(row, ASN_INTEGER, &type, sizeof(type));
+	netsnmp_tdata_row_add_index(row, ASN_OCTET_STR, n->hoa, 16);
+}
+
 static void build_tables(void)
 {
 	struct xs_view *v = &M.view;
@@ -151,16 +181,9 @@ static void build_tables(void)
 		row->data = &v->sa[i];
 		row_add(M.t[T_SA], row);
 	}
-	for (size_t i = 0; i < v->n_worker; i++) {
-		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
-		u_long id = v->worker[i].id;
-
-		if (!row)
+	for (size_t i = 0; i < v->n_worker; i++)
+		if (!row_add_u32(M.t[T_WORKER], &v->worker[i], v->worker[i].id))
 			break;
-		row->data = &v->worker[i];
-		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &id, sizeof(id));
-		row_add(M.t[T_WORKER], row);
-	}
 	for (size_t i = 0; i < v->n_drop; i++) {
 		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
 		const char *name = v->drop[i].name;
@@ -180,6 +203,29 @@ static void build_tables(void)
 		row->data = &v->seg[i];
 		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &seg, sizeof(seg));
 		row_add(M.t[T_SEGMENT], row);
+	}
+	for (size_t i = 0; i < v->n_ba; i++)
+		if (!row_add_u32(M.t[T_HA_BA], &v->ba[i], v->ba[i].status))
+			break;
+	for (size_t i = 0; i < v->n_node; i++) {
+		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+
+		if (!row)
+			break;
+		row->data = &v->node[i];
+		node_index(row, &v->node[i]);
+		row_add(M.t[T_NODE], row);
+	}
+	for (size_t i = 0; i < v->n_node_ba; i++) {
+		netsnmp_tdata_row *row = netsnmp_tdata_create_row();
+		u_long st = v->node_ba[i].status;
+
+		if (!row)
+			break;
+		row->data = &v->node_ba[i];
+		node_index(row, v->node_ba[i].node);
+		netsnmp_tdata_row_add_index(row, ASN_UNSIGNED, &st, sizeof(st));
+		row_add(M.t[T_NODE_BA], row);
 	}
 	/* said when it changes, not at every reading */
 	if (M.dups != M.dups_before && M.dups)
@@ -474,6 +520,44 @@ static int drop_column(netsnmp_variable_list *vb, const void *row, unsigned col)
 	return SNMP_NOSUCHOBJECT;
 }
 
+static int ha_ba_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_ba_row *e = row;
+
+	if (col != COL_HA_BA_ACKS)
+		return SNMP_NOSUCHOBJECT;
+	set_c64(vb, e->acks);
+	return 0;
+}
+
+static int node_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_node_row *e = row;
+
+	switch (col) {
+	case COL_NODE_BU_ACCEPTED: set_c64(vb, e->bu_accepted); return 0;
+	case COL_NODE_BU_REFUSED: set_c64(vb, e->bu_refused); return 0;
+	case COL_NODE_MOVES: set_c64(vb, e->moves); return 0;
+	case COL_NODE_LAST_BU_AGE:
+		if (!e->has_age)
+			return SNMP_NOSUCHINSTANCE;   /* no Binding Update yet: the column is sparse */
+		set_u32(vb, ASN_UNSIGNED, e->last_bu_age);
+		return 0;
+	case COL_NODE_BOUND: set_truth(vb, e->bound); return 0;
+	}
+	return SNMP_NOSUCHOBJECT;
+}
+
+static int node_ba_column(netsnmp_variable_list *vb, const void *row, unsigned col)
+{
+	const struct xs_node_ba_row *e = row;
+
+	if (col != COL_NODE_BA_ACKS)
+		return SNMP_NOSUCHOBJECT;
+	set_c64(vb, e->acks);
+	return 0;
+}
+
 /* The SA table's readable columns: the index (1..4, 22, 23) has no instance, and GETNEXT must step
  * over it rather than stop at it. */
 static unsigned sa_valid_list[] = { COL_SA_SRC_TYPE, COL_SA_SRC_ADDR };
@@ -503,6 +587,13 @@ static const struct table {
 		     COL_DROP_PACKETS, COL_DROP_NOSA, { ASN_OCTET_STR }, drop_column },
 	[T_SEGMENT] = { "xipsecClusterSegmentTable", segment_table_oid, OID_LENGTH(segment_table_oid),
 			COL_SEG_OWNED, COL_SEG_DROPPED, { ASN_UNSIGNED }, segment_column },
+	[T_HA_BA] = { "xipsecHaBaStatusTable", ha_ba_table_oid, OID_LENGTH(ha_ba_table_oid),
+		      COL_HA_BA_ACKS, COL_HA_BA_ACKS, { ASN_UNSIGNED }, ha_ba_column },
+	[T_NODE] = { "xipsecHaNodeTable", ha_node_table_oid, OID_LENGTH(ha_node_table_oid),
+		     COL_NODE_BU_ACCEPTED, COL_NODE_BOUND, { ASN_INTEGER, ASN_OCTET_STR }, node_column },
+	[T_NODE_BA] = { "xipsecHaNodeBaTable", ha_node_ba_table_oid, OID_LENGTH(ha_node_ba_table_oid),
+			COL_NODE_BA_ACKS, COL_NODE_BA_ACKS, { ASN_INTEGER, ASN_OCTET_STR, ASN_UNSIGNED },
+			node_ba_column },
 };
 
 /* Every table's GET: the row the table-data helper found for each request, read by the table's

@@ -4,6 +4,7 @@
  * and the Prometheus export cannot disagree. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,68 @@ static int build_drops(struct xs_view *v)
 	return 0;
 }
 
+/* The home agent's acknowledgements by status (the statuses it sent), in status order. */
+static int build_ba(struct xs_view *v)
+{
+	const struct xm_family *f = fam(&v->snap, XM_HA_BA_STATUS);
+
+	if (!f->n)
+		return 0;
+	if (!(v->ba = calloc(f->n, sizeof(*v->ba))))
+		return -ENOMEM;
+	for (size_t i = 0; i < f->n; i++)
+		v->ba[v->n_ba++] = (struct xs_ba_row){ f->s[i].sub, f->s[i].value };
+	return 0;
+}
+
+/* A node family's sample into its row's field (one sample per row, or one per row and sub). */
+static void node_join(const struct xm_snapshot *s, enum xm_id id, uint32_t sub, struct xs_node_row *rows,
+		      size_t n, size_t off)
+{
+	const struct xm_family *f = fam(s, id);
+
+	for (size_t i = 0; i < f->n; i++)
+		if (f->s[i].row < n && f->s[i].sub == sub)
+			*(uint64_t *)((char *)&rows[f->s[i].row] + off) = f->s[i].value;
+}
+
+/* The mobile nodes: their rows are the node row set's (label home_address), each node's
+ * acknowledgements by status its samples of XM_HA_NODE_BA_STATUS (in row, then status order). */
+static int build_nodes(struct xs_view *v)
+{
+	const struct xm_snapshot *s = &v->snap;
+	const struct xm_family *ba = fam(s, XM_HA_NODE_BA_STATUS), *age = fam(s, XM_HA_NODE_LAST_BU_AGE);
+	const struct xm_family *bound = fam(s, XM_HA_NODE_BOUND);
+	size_t n = s->node.n_rows;
+
+	if (!n)
+		return 0;
+	v->node = calloc(n, sizeof(*v->node));
+	v->node_ba = ba->n ? calloc(ba->n, sizeof(*v->node_ba)) : NULL;
+	if (!v->node || (ba->n && !v->node_ba))
+		return -ENOMEM;
+	v->n_node = n;
+	for (size_t r = 0; r < n; r++)
+		if (inet_pton(AF_INET6, s->node.text + s->node.off[r], v->node[r].hoa) != 1)
+			memset(v->node[r].hoa, 0, 16);
+	node_join(s, XM_HA_NODE_BU, 0, v->node, n, offsetof(struct xs_node_row, bu_accepted));
+	node_join(s, XM_HA_NODE_BU, 1, v->node, n, offsetof(struct xs_node_row, bu_refused));
+	node_join(s, XM_HA_NODE_MOVES, 0, v->node, n, offsetof(struct xs_node_row, moves));
+	for (size_t i = 0; i < age->n; i++)
+		if (age->s[i].row < n) {
+			v->node[age->s[i].row].last_bu_age = age->s[i].value;
+			v->node[age->s[i].row].has_age = true;
+		}
+	for (size_t i = 0; i < bound->n; i++)
+		if (bound->s[i].row < n)
+			v->node[bound->s[i].row].bound = bound->s[i].value != 0;
+	for (size_t i = 0; i < ba->n; i++)
+		if (ba->s[i].row < n)
+			v->node_ba[v->n_node_ba++] = (struct xs_node_ba_row){ &v->node[ba->s[i].row],
+									      ba->s[i].sub, ba->s[i].value };
+	return 0;
+}
+
 static void build_globals(struct xs_view *v)
 {
 	const struct xm_snapshot *s = &v->snap;
@@ -270,6 +333,9 @@ void xs_view_free(struct xs_view *v)
 	free(v->sa);
 	free(v->worker);
 	free(v->drop);
+	free(v->ba);
+	free(v->node);
+	free(v->node_ba);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -287,12 +353,20 @@ int xs_view_build(struct xs_view *v, struct xm_snapshot *snap)
 		rc = build_workers(v);
 	if (!rc)
 		rc = build_drops(v);
+	if (!rc)
+		rc = build_ba(v);
+	if (!rc)
+		rc = build_nodes(v);
 	if (rc) {
 		free(v->sa);
 		free(v->worker);
 		free(v->drop);
+		free(v->ba);
+		free(v->node);
+		free(v->node_ba);
 		v->sa = NULL, v->worker = NULL, v->drop = NULL;
-		v->n_sa = v->n_worker = v->n_drop = 0;
+		v->ba = NULL, v->node = NULL, v->node_ba = NULL;
+		v->n_sa = v->n_worker = v->n_drop = v->n_ba = v->n_node = v->n_node_ba = 0;
 	}
 	return rc;
 }

@@ -1,8 +1,9 @@
 /* snmpd/snmp_view.h: what xipsec-snmpd serves, in the shape of XIPSEC-MIB (snmpd/mib/XIPSEC-MIB.txt): one
  * reading of the metrics collection layer (metrics/metrics.h), joined into the MIB's scalars and the
- * rows of its SA, worker, drop-reason and cluster segment tables. The view is rebuilt at most once per cache period,
- * so every object of one SNMP walk comes from the same few readings, and the SNMP values always equal
- * the Prometheus export's. No Net-SNMP here: snmpd/snmp_mib.c maps the view onto OIDs. */
+ * rows of its SA, worker, drop-reason and cluster segment tables and the home agent's tables
+ * (acknowledgements by status, mobile nodes, their acknowledgements by status). The view is rebuilt
+ * at most once per cache period, so every object of one SNMP walk comes from the same few readings,
+ * and the SNMP values always equal the Prometheus export's. No Net-SNMP here: snmpd/snmp_mib.c maps the view onto OIDs. */
 #ifndef XIPSEC_SNMP_VIEW_H
 #define XIPSEC_SNMP_VIEW_H
 
@@ -75,6 +76,26 @@ struct xs_drop_row {
 	uint64_t total, sa, nosa;
 };
 
+/* xipsecHaBaStatusEntry: the home agent's acknowledgements of one status (those it sent). */
+struct xs_ba_row {
+	uint32_t status;
+	uint64_t acks;
+};
+
+/* xipsecHaNodeEntry: one mobile node (a row of the metrics layer's node row set, so at most
+ * XM_HA_NODES_MAX of them), and xipsecHaNodeBaEntry: its acknowledgements of one status. */
+struct xs_node_row {
+	uint8_t hoa[16];
+	uint64_t bu_accepted, bu_refused, moves, last_bu_age;
+	bool has_age, bound;            /* has_age false: no Binding Update yet, no instance */
+};
+
+struct xs_node_ba_row {
+	const struct xs_node_row *node;
+	uint32_t status;
+	uint64_t acks;
+};
+
 struct xs_view {
 	struct xm_snapshot snap;
 	bool have_snap;
@@ -88,6 +109,12 @@ struct xs_view {
 	size_t n_worker;
 	struct xs_drop_row *drop;
 	size_t n_drop;
+	struct xs_ba_row *ba;
+	size_t n_ba;
+	struct xs_node_row *node;
+	size_t n_node;
+	struct xs_node_ba_row *node_ba;
+	size_t n_node_ba;
 };
 
 /* Rebuild v from one xm_collect() with o. v must be zeroed before its first use. 0 or -ENOMEM (the

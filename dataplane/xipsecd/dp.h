@@ -248,6 +248,9 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len);
 size_t dp_mip6_ctl_cap(struct dp_ctx *ctx);
 /* The home agent's counters for the counters view (dp_stats.c); ha zeroed when it has none. */
 void dp_mip6_stats(struct dp_ctx *ctx, struct sadb_stats_ha *ha);
+/* Its mobile nodes' records for the counters view (sadb_stats_set_nodes into w); none without a
+ * home agent. */
+void dp_mip6_stats_nodes(struct dp_ctx *ctx, struct sadb_stats_writer *w);
 
 /* ---- dp_handoff.c: inbound crypto handed to other workers (after ctx->w exists; fini after the
  * workers stopped). The rest are the workers' own calls. ---- */

@@ -278,10 +278,62 @@ void dp_mip6_stats(struct dp_ctx *ctx, struct sadb_stats_ha *ha)
 	memcpy(ha->ba_status, m->ba_status, sizeof(ha->ba_status));
 }
 
+_Static_assert(MIP6_MN_BA_SLOTS <= SADB_STATS_NODE_BA, "a node record holds every status slot");
+
+struct node_walk {
+	struct sadb_stats_node *v;
+	uint32_t n, cap;
+	uint64_t now;
+};
+
+static void view_node_cb(const struct mip6_mn *mn, const struct mip6_mn_stats *st,
+			 const struct mip6_binding *bd, void *arg)
+{
+	struct node_walk *k = arg;
+
+	if (k->n == k->cap)
+		return;
+	struct sadb_stats_node *o = &k->v[k->n++];
+	memset(o, 0, sizeof(*o));
+	memcpy(o->hoa, mn->hoa, 16);
+	o->bound = bd != NULL;
+	o->bu_accepted = st->bu_accepted;
+	o->bu_refused = st->bu_refused;
+	o->moves = st->moves;
+	o->last_bu_age_ms = st->bu_accepted + st->bu_refused ? k->now - st->last_bu_ms : UINT64_MAX;
+	for (unsigned s = 0; s < MIP6_MN_BA_SLOTS; s++)
+		if (st->ba[s]) {
+			o->ba[o->n_ba].status = mip6_ba_slot_status(s);
+			o->ba[o->n_ba++].count = st->ba[s];
+		}
+}
+
+void dp_mip6_stats_nodes(struct dp_ctx *ctx, struct sadb_stats_writer *w)
+{
+	struct dp_mip6 *m = M(ctx);
+	struct node_walk k = { NULL, 0, 0, now_ms() };
+
+	if (m && m->ha && m->n_mns) {
+		k.cap = (uint32_t)m->n_mns;
+		if (!(k.v = malloc((size_t)k.cap * sizeof(*k.v)))) {
+			dp_log(LOG_WARNING, "counters view: no memory for %u mobile nodes' records", k.cap);
+			return;  /* the view keeps the previous records */
+		}
+		mip6_ha_mn_foreach(m->ha, view_node_cb, &k);
+	}
+	if (sadb_stats_set_nodes(w, k.v, k.n) == -ENOSPC)
+		dp_log(LOG_WARNING, "counters view: %u mobile nodes, more than it holds; their records are "
+		       "not updated", k.n);
+	free(k.v);
+}
+
 /* ---- the control socket's "bindings" ---- */
 /* Tab-separated lines, for ipsecctl show bindings to render as text or JSON:
  *   home-agent ADDR LINK MAX_LIFETIME MOBILE_NODES PREFIX[,PREFIX...]     (absent: no home agent)
  *   binding HOA COA SEQ LIFETIME LEFT AGE TO_MN_PACKETS TO_MN_BYTES FROM_MN_PACKETS FROM_MN_BYTES
+ *   node HOA BU_ACCEPTED BU_REFUSED MOVES LAST_BU_AGE BA_STATUS   (every configured mobile node:
+ *        LAST_BU_AGE in seconds or "-" before its first, BA_STATUS "STATUS:COUNT,..." of the
+ *        statuses it was answered with, or "-")
  *   counter NAME VALUE        rejected STATUS COUNT        refused REASON COUNT
  *   dropped REASON COUNT      (refused: the rejections by reason, mip6_reject_name)
  *   end */
@@ -340,13 +392,36 @@ static void bind_cb(const struct mip6_binding *bd, void *arg)
 	put(k->b, "\n");
 }
 
+static void node_cb(const struct mip6_mn *mn, const struct mip6_mn_stats *st, const struct mip6_binding *bd,
+		    void *arg)
+{
+	struct bind_walk *k = arg;
+	char h[INET6_ADDRSTRLEN];
+	const char *sep = "\t";
+
+	(void)bd;
+	put(k->b, "node\t%s\t%llu\t%llu\t%llu", a6(mn->hoa, h), (unsigned long long)st->bu_accepted,
+	    (unsigned long long)st->bu_refused, (unsigned long long)st->moves);
+	if (st->bu_accepted + st->bu_refused)
+		put(k->b, "\t%llu", (unsigned long long)((k->now - st->last_bu_ms) / 1000));
+	else
+		put(k->b, "\t-");
+	for (unsigned s = 0; s < MIP6_MN_BA_SLOTS; s++)
+		if (st->ba[s]) {
+			put(k->b, "%s%u:%llu", sep, mip6_ba_slot_status(s), (unsigned long long)st->ba[s]);
+			sep = ",";
+		}
+	put(k->b, "%s\n", *sep == '\t' ? "\t-" : "");
+}
+
 size_t dp_mip6_ctl_cap(struct dp_ctx *ctx)
 {
 	struct dp_mip6 *m = M(ctx);
 
-	/* a binding line is at most two addresses and eight numbers (under 220 bytes); the home
-	 * agent, counter and drop lines fit in the rest */
-	return 16384 + (m && m->ha ? (size_t)mip6_ha_count(m->ha) * 256 : 0);
+	/* a binding line is at most two addresses and eight numbers (under 220 bytes), a node line
+	 * an address, four numbers and fifteen status:count pairs (under 600); the home agent,
+	 * counter and drop lines fit in the rest */
+	return 16384 + (m && m->ha ? (size_t)mip6_ha_count(m->ha) * 256 + (size_t)m->n_mns * 640 : 0);
 }
 
 size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
@@ -371,6 +446,7 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 	}
 	struct bind_walk k = { ctx, &b, now_ms() };
 	mip6_ha_foreach(m->ha, bind_cb, &k);
+	mip6_ha_mn_foreach(m->ha, node_cb, &k);
 	const struct { const char *name; uint64_t v; } c[] = {
 		{ "bu_received", st->bu_received }, { "bu_accepted", st->bu_accepted },
 		{ "bu_rejected", st->bu_rejected }, { "bu_dropped", st->dropped }, { "ba_sent", st->ba_sent },

@@ -70,6 +70,7 @@ void dp_stats_tick(struct dp_ctx *ctx, uint64_t now, struct dp_sa *const *cv, ui
 
 	dp_mip6_stats(ctx, &ha);
 	sadb_stats_set_ha(ctx->stats, &ha);
+	dp_mip6_stats_nodes(ctx, ctx->stats);
 	dp_cluster_stats(ctx, cv, ncv, &cl);
 	sadb_stats_set_cluster(ctx->stats, &cl);
 	err = sadb_stats_publish(ctx->stats, ctx->db);

@@ -10,3 +10,7 @@ UNIT_TESTS += tests/bench/test_mem_bench.sh
 EXTRA_DIST += tests/bench/test_mem_bench.sh
 NETNS_TESTS += tests/bench/test_sizing.sh tests/bench/test_peers.sh tests/bench/test_ha_bench.sh
 EXTRA_DIST += tests/bench/test_sizing.sh tests/bench/test_peers.sh tests/bench/test_ha_bench.sh
+# test_mip6_ike_bench.sh: bench/mip6-bench's IKEv2 registration part (d) for one mobile node, one
+# point and one move with K, through its summary table.
+NETNS_TESTS += tests/bench/test_mip6_ike_bench.sh
+EXTRA_DIST += tests/bench/test_mip6_ike_bench.sh

@@ -11,7 +11,10 @@
 #  3. a burst of 12 unknown types gets at most the bucket's worth (--mip6-error-burst 4, one a
 #     second refilled), the rest counted as held back; every answer counted by kind in `ipsecctl
 #     show bindings`, in `ipsecctl metrics` (the counters view) and in an snmpwalk of XIPSEC-MIB
-#     (snmpd with xipsec-snmpd), and the binding still there.
+#     (snmpd with xipsec-snmpd), and the binding still there;
+#  4. the mobile node's own counters (one Binding Update accepted, its replay refused with 135) in
+#     `ipsecctl show bindings`, in `ipsecctl metrics` (home_address label) and in XIPSEC-MIB's node
+#     tables and BA status table.
 set -u
 XT_BG_TIMEOUT=90
 MIP6_HA_OPTS="--mip6-error-burst 4 --mip6-error-rate 1"
@@ -33,6 +36,9 @@ wait_ev() { # EV N WHAT
 mn bu eth1 1 120
 wait_ba 1
 ba_is 1 "b['status'] == 0"
+mn bu eth1 1 120   # the same sequence number again: refused, 135, counted for this node
+wait_ba 2
+ba_is 2 "b['status'] == 135"
 
 # ---- 1. unknown MH type: Binding Error 2
 mn mh-bad eth1 type
@@ -74,6 +80,8 @@ share=$(cnt queue_drop_share)
 	xt_fail "Parameter Problems not counted: $(cat "$XT_DIR/b.json")"
 [ "$(b_json "[(x['home_address'], x['care_of_address']) for x in j['bindings']]")" = "[('$HOA', '$COA1')]" ] ||
 	xt_fail "the binding did not survive the errors: $(cat "$XT_DIR/b.json")"
+[ "$(b_json "[(x['home_address'], x['bu_accepted'], x['bu_refused'], x['moves'], x['ba_status'], x['last_bu_age'] is not None) for x in j['mobile_nodes']]")" = "[('$HOA', 1, 1, 0, {'0': 1, '135': 1}, True)]" ] ||
+	xt_fail "the mobile node's own counters: $(cat "$XT_DIR/b.json")"
 
 # the same counters in `ipsecctl metrics`, read from the counters view as the exporter reads it
 sleep 0.7 # a reading is at most 500 ms old
@@ -82,7 +90,12 @@ for want in "xipsec_home_agent_up 1" "xipsec_home_agent_bindings 1" \
 	"xipsec_home_agent_events_total{kind=\"be_sent\"} $sent" \
 	"xipsec_home_agent_events_total{kind=\"pp_sent\"} 2" \
 	"xipsec_home_agent_events_total{kind=\"errors_limited\"} $limited" \
-	"xipsec_home_agent_binding_acks_total{status=\"0\"} 1"; do
+	"xipsec_home_agent_binding_acks_total{status=\"0\"} 1" \
+	"xipsec_home_agent_node_binding_updates_total{home_address=\"$HOA\",result=\"accepted\"} 1" \
+	"xipsec_home_agent_node_binding_updates_total{home_address=\"$HOA\",result=\"refused\"} 1" \
+	"xipsec_home_agent_node_binding_acks_total{home_address=\"$HOA\",status=\"135\"} 1" \
+	"xipsec_home_agent_node_moves_total{home_address=\"$HOA\"} 0" \
+	"xipsec_home_agent_node_bound{home_address=\"$HOA\"} 1" "xipsec_home_agent_nodes_left_out 0"; do
 	grep -qxF "$want" "$XT_DIR/metrics.txt" || xt_fail "ipsecctl metrics lacks '$want': $(grep home_agent "$XT_DIR/metrics.txt")"
 done
 grep -q '^# HELP xipsec_home_agent_events_total ' "$XT_DIR/metrics.txt" || xt_fail "no HELP line for the home agent's events"
@@ -105,6 +118,19 @@ for want in "xipsecHomeAgentUp.0 true" "xipsecHomeAgentBindings.0 1" "xipsecHaBe
 	"xipsecHaPpSent.0 2" "xipsecHaErrorsLimited.0 $limited" "xipsecHaBuAccepted.0 1"; do
 	grep -qxF "$want" "$SD/walk.txt" || xt_fail "snmpwalk lacks '$want': $(grep -i 'ha\|home' "$SD/walk.txt")"
 done
+# the node tables, indexed by ipv6(2), 16, the home address's octets (-On: numeric, no MIB parsing)
+hoa_oid=$("$PYTHON" -c "import ipaddress; print('.'.join(str(b) for b in ipaddress.ip_address('$HOA').packed))")
+for t in 7 8 9; do
+	xt_exec ha env SNMP_PERSISTENT_DIR="$SD/client" snmpwalk -v2c -c xsmip6 -On -Oqe -t 3 -r 1 \
+		127.0.0.1:1161 .1.3.6.1.4.1.32473.1.$t >> "$SD/walk-ha.txt" || xt_fail "snmpwalk of xipsecObjects.$t"
+done
+for want in ".1.3.6.1.4.1.32473.1.7.1.2.0 1" ".1.3.6.1.4.1.32473.1.7.1.2.135 1" \
+	".1.3.6.1.4.1.32473.1.8.1.3.2.16.$hoa_oid 1" ".1.3.6.1.4.1.32473.1.8.1.4.2.16.$hoa_oid 1" \
+	".1.3.6.1.4.1.32473.1.8.1.5.2.16.$hoa_oid 0" ".1.3.6.1.4.1.32473.1.8.1.7.2.16.$hoa_oid 1" \
+	".1.3.6.1.4.1.32473.1.9.1.2.2.16.$hoa_oid.0 1" ".1.3.6.1.4.1.32473.1.9.1.2.2.16.$hoa_oid.135 1"; do
+	grep -qxF "$want" "$SD/walk-ha.txt" || xt_fail "snmpwalk of the home agent's tables lacks '$want': $(cat "$SD/walk-ha.txt")"
+done
+grep -q "^.1.3.6.1.4.1.32473.1.8.1.6.2.16.$hoa_oid [0-9]" "$SD/walk-ha.txt" || xt_fail "no last Binding Update age"
 
 mn counts
 sleep 0.3

@@ -25,7 +25,7 @@ tr() { snmptranslate -m XIPSEC-MIB -M "$mib/ietf:$mib" "$@"; }
 err=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>&1 >/dev/null)
 [ -z "$err" ] || { echo "FAIL: snmptranslate: $err"; exit 1; }
 n=$(tr -Tp XIPSEC-MIB::xipsecMIB 2>/dev/null | grep -c -- '-R-- ')
-[ "$n" = 98 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 98 (30 + 19 + 13 + 3 + 30 + 3)"; exit 1; }
+[ "$n" = 105 ] || { echo "FAIL: $n read-only objects in -Tp, the module has 105 (30 + 19 + 13 + 3 + 30 + 3 + 1 + 5 + 1)"; exit 1; }
 # numeric OIDs the subagent registers, by name
 while read -r name want; do
 	got=$(tr -On "XIPSEC-MIB::$name" 2>&1)
@@ -71,5 +71,11 @@ xipsecClusterSegmentDropped .1.3.6.1.4.1.32473.1.6.1.4
 xipsecClusterRoleChanged .1.3.6.1.4.1.32473.0.5
 xipsecComplianceV6 .1.3.6.1.4.1.32473.2.1.6
 xipsecClusterGroup .1.3.6.1.4.1.32473.2.2.9
+xipsecHaBaStatusAcks .1.3.6.1.4.1.32473.1.7.1.2
+xipsecHaNodeBuAccepted .1.3.6.1.4.1.32473.1.8.1.3
+xipsecHaNodeBound .1.3.6.1.4.1.32473.1.8.1.7
+xipsecHaNodeBaAcks .1.3.6.1.4.1.32473.1.9.1.2
+xipsecComplianceV7 .1.3.6.1.4.1.32473.2.1.7
+xipsecHomeAgentNodeGroup .1.3.6.1.4.1.32473.2.2.11
 LIST
 echo "PASS: XIPSEC-MIB"

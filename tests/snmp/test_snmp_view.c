@@ -3,7 +3,8 @@
  * and dataplane records the test sets: every SA row carries its key and counters, drops summed over
  * reasons, state and expiry as counted, remaining lifetimes only where a limit is set; worker rows
  * per worker; one drop row per reason with totals = per-SA + SA-less; the cluster's scalars and
- * segment rows from the counters view; and an unreadable SADB gives an empty but valid view. */
+ * segment rows from the counters view; the home agent's tables (BAs by status, mobile nodes, their
+ * BAs by status) from a counters view; and an unreadable SADB gives an empty but valid view. */
 #include "config.h"
 
 #include <errno.h>
@@ -168,6 +169,62 @@ static void test_view(void **state)
 	sadb_close(db);
 }
 
+/* The home agent's tables from a counters view: the BAs by status it sent, one node row per mobile
+ * node with its counters, an age only for a node that sent a Binding Update, and a node BA row per
+ * (node, status) pointing at its node. */
+static void test_ha_tables(void **state)
+{
+	struct sadb_params prm = { 64, 64 };
+	struct sadb_stats_ha ha = { .present = 1 };
+	struct sadb_stats_node n[2] = { { .last_bu_age_ms = UINT64_MAX } };
+	struct sadb_stats_writer *w;
+	struct sadb *db;
+	struct xs_view v;
+	char dir[] = "/tmp/xipsec-test-snmpview.XXXXXX", view[64], msg[512];
+	struct xm_opts o = { .no_ike = true, .stats = true };
+
+	(void)state;
+	memset(&v, 0, sizeof(v));
+	assert_non_null(mkdtemp(dir));
+	snprintf(view, sizeof(view), "%s/view", dir);
+	o.stats_path = view;
+	assert_int_equal(sadb_open(t_path("snmpview-ha"), SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(view, getegid(), prm.max_sa, &w, msg, sizeof(msg)), 0);
+	ha.ba_status[0] = 4;
+	ha.ba_status[135] = 1;
+	n[0].hoa[0] = 0x20, n[0].hoa[15] = 1;
+	n[1].hoa[0] = 0x20, n[1].hoa[15] = 2;
+	n[1].bound = 1, n[1].bu_accepted = 4, n[1].bu_refused = 1, n[1].moves = 2, n[1].last_bu_age_ms = 3000;
+	n[1].n_ba = 2;
+	n[1].ba[0].status = 0, n[1].ba[0].count = 4;
+	n[1].ba[1].status = 135, n[1].ba[1].count = 1;
+	sadb_stats_set_ha(w, &ha);
+	assert_int_equal(sadb_stats_set_nodes(w, n, 2), 0);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(xs_view_refresh(&v, &o), 0);
+	assert_int_equal(v.n_ba, 2);
+	assert_int_equal(v.ba[1].status, 135);
+	assert_int_equal(v.ba[1].acks, 1);
+	assert_int_equal(v.n_node, 2);
+	assert_memory_equal(v.node[1].hoa, n[1].hoa, 16);
+	assert_false(v.node[0].has_age);
+	assert_false(v.node[0].bound);
+	assert_true(v.node[1].has_age && v.node[1].last_bu_age >= 3 && v.node[1].last_bu_age <= 5);
+	assert_true(v.node[1].bound);
+	assert_int_equal(v.node[1].bu_accepted, 4);
+	assert_int_equal(v.node[1].bu_refused, 1);
+	assert_int_equal(v.node[1].moves, 2);
+	assert_int_equal(v.n_node_ba, 2);
+	assert_ptr_equal(v.node_ba[1].node, &v.node[1]);
+	assert_int_equal(v.node_ba[1].status, 135);
+	assert_int_equal(v.node_ba[1].acks, 1);
+	xs_view_free(&v);
+	sadb_stats_close(w);
+	unlink(view);
+	rmdir(dir);
+	sadb_close(db);
+}
+
 /* The cluster's scalars and segment rows, from the counters view's section through the metrics
  * layer: values as set, none where there is none, zeros and no rows without a cluster. */
 static void test_cluster(void **state)
@@ -256,6 +313,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_view),
+		cmocka_unit_test(test_ha_tables),
 		cmocka_unit_test(test_cluster),
 		cmocka_unit_test(test_no_sadb),
 	};

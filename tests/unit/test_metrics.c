@@ -4,9 +4,9 @@
  * must come out exactly, lifetimes remaining included; every total the sum of its parts), a
  * tunnel's counters across a rekey with and without the exporter's memory (never down with it, the
  * final counters of a deleted SA read from its runtime area, or from its gone record when the
- * snapshot comes from the counters view), the cluster's section of the view as the
- * xipsec_cluster_* families, the family table's naming rules (counters
- * end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
+ * snapshot comes from the counters view), the home agent's per-node families and their cap, the
+ * cluster's section of the view as the xipsec_cluster_* families, the family table's naming rules
+ * (counters end in _total, gauges do not, names unique), and the HTTP request parser and router on valid,
  * incomplete and malformed requests, plus random mutations (never a crash, never a read past the
  * buffer — ASan watches), and a VICI socket that never answers (the collection's time-out). */
 #include "config.h"
@@ -455,6 +455,80 @@ static void test_tunnel_rekey_view(void **state)
 	sadb_close(db);
 }
 
+/* The home agent's per-node families from the counters view: one row per node labelled with its
+ * home address, the values as recorded, the age grown by the time since publication, no age for a
+ * node that never sent a Binding Update, and at most XM_HA_NODES_MAX rows (the rest counted). */
+static uint64_t node_sample(const struct xm_snapshot *s, enum xm_id id, uint32_t row, uint32_t sub,
+			    bool *found)
+{
+	const struct xm_family *f = &s->fam[id];
+
+	*found = false;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->s[i].row == row && f->s[i].sub == sub) {
+			*found = true;
+			return f->s[i].value;
+		}
+	return 0;
+}
+
+static void test_ha_nodes_view(void **state)
+{
+	struct sadb_params prm = { 4096, 64 };
+	struct sadb_stats_writer *w;
+	struct sadb *db;
+	struct sadb_stats_ha ha = { .present = 1 };
+	static struct sadb_stats_node n[XM_HA_NODES_MAX + 3];
+	char dir[] = "/tmp/xipsec-test-metrics.XXXXXX", view[64], msg[512];
+	struct xm_opts o = { .no_ike = true, .stats = true };
+	struct xm_snapshot snap;
+	bool found;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(view, sizeof(view), "%s/view", dir);
+	o.stats_path = view;
+	assert_int_equal(sadb_open(t_path("metrics-nodes"), SADB_RDWR | SADB_CREATE, &prm, &db, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_stats_create(view, getegid(), prm.max_sa, &w, msg, sizeof(msg)), 0);
+	for (uint32_t i = 0; i < XM_HA_NODES_MAX + 3; i++) {
+		n[i].hoa[0] = 0x20, n[i].hoa[1] = 0x01, n[i].hoa[2] = 0x0d, n[i].hoa[3] = 0xb8;
+		n[i].hoa[14] = (uint8_t)(i >> 8), n[i].hoa[15] = (uint8_t)i;
+		n[i].last_bu_age_ms = UINT64_MAX;
+	}
+	n[1].bound = 1;
+	n[1].bu_accepted = 5;
+	n[1].bu_refused = 2;
+	n[1].moves = 3;
+	n[1].last_bu_age_ms = 7000;
+	n[1].n_ba = 2;
+	n[1].ba[0].status = 0, n[1].ba[0].count = 5;
+	n[1].ba[1].status = 135, n[1].ba[1].count = 2;
+	sadb_stats_set_ha(w, &ha);
+	assert_int_equal(sadb_stats_set_nodes(w, n, XM_HA_NODES_MAX + 3), 0);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(xm_collect(&snap, &o), 0);
+	assert_int_equal(snap.node.n_rows, XM_HA_NODES_MAX);
+	assert_string_equal(xm_label_value(&snap.fam[XM_HA_NODE_MOVES], &snap.fam[XM_HA_NODE_MOVES].s[1], 0),
+			    "2001:db8::1");
+	assert_int_equal(node_sample(&snap, XM_HA_NODE_BU, 1, 0, &found), 5);
+	assert_int_equal(node_sample(&snap, XM_HA_NODE_BU, 1, 1, &found), 2);
+	assert_int_equal(node_sample(&snap, XM_HA_NODE_MOVES, 1, 0, &found), 3);
+	assert_int_equal(node_sample(&snap, XM_HA_NODE_BA_STATUS, 1, 135, &found), 2);
+	assert_int_equal(node_sample(&snap, XM_HA_NODE_BOUND, 1, 0, &found), 1);
+	uint64_t age = node_sample(&snap, XM_HA_NODE_LAST_BU_AGE, 1, 0, &found);
+	assert_true(found && age >= 7 && age <= 9);
+	(void)node_sample(&snap, XM_HA_NODE_LAST_BU_AGE, 0, 0, &found);
+	assert_false(found);
+	assert_int_equal(node_sample(&snap, XM_HA_NODE_BOUND, 0, 0, &found), 0);
+	assert_true(found);
+	assert_int_equal(node_sample(&snap, XM_HA_NODES_LEFT_OUT, 0, 0, &found), 3);
+	xm_snapshot_free(&snap);
+	sadb_stats_close(w);
+	unlink(view);
+	rmdir(dir);
+	sadb_close(db);
+}
+
 /* The Prometheus text of a snapshot of the counters view at path. */
 static char *view_text(const char *path)
 {
@@ -758,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_collect_sadb),
 		cmocka_unit_test(test_tunnel_rekey),
 		cmocka_unit_test(test_tunnel_rekey_view),
+		cmocka_unit_test(test_ha_nodes_view),
 		cmocka_unit_test(test_cluster_view),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_mutations),

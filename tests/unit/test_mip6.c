@@ -1332,6 +1332,88 @@ static void test_ha_drops(void **state)
 	mip6_ha_destroy(ha);
 }
 
+/* Each mobile node's own counters: what its authenticated Binding Updates did to it, never what
+ * another node's or a Binding Update on the wrong SA did; the BAs by status slot; the last age. */
+struct mn_walk {
+	unsigned n, bound;
+	uint64_t accepted;
+};
+
+static void mn_cb(const struct mip6_mn *mn, const struct mip6_mn_stats *st, const struct mip6_binding *b,
+		  void *arg)
+{
+	struct mn_walk *w = arg;
+
+	(void)mn;
+	w->n++;
+	w->bound += b != NULL;
+	w->accepted += st->bu_accepted;
+}
+
+static void build_ba_for(struct mip6_ha *ha, const struct mip6_ha_result *r)
+{
+	uint8_t ba[256];
+
+	assert_true(mip6_ha_build_ba(ha, r, ba, sizeof(ba)) > 0);
+}
+
+static void test_ha_mn_counters(void **state)
+{
+	(void)state;
+	struct mip6_ha *ha = mk_ha(0, false, 0);
+	struct mip6_ha_result r;
+	const struct mip6_mn_stats *a = mip6_ha_mn_stats(ha, ad(MN_A)), *b = mip6_ha_mn_stats(ha, ad(MN_B));
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_null(mip6_ha_mn_stats(ha, ad(VICTIM)));
+	send_bu(ha, (struct bu_args){ .seq = 1, .lifetime = 10, .now = 1000 }, &r);       /* new */
+	build_ba_for(ha, &r);
+	send_bu(ha, (struct bu_args){ .src = COA2, .seq = 2, .lifetime = 10, .now = 2000 }, &r); /* move */
+	build_ba_for(ha, &r);
+	send_bu(ha, (struct bu_args){ .src = COA2, .seq = 2, .lifetime = 10, .now = 3000 }, &r); /* 135 */
+	assert_int_equal(r.ba.status, 135);
+	build_ba_for(ha, &r);
+	send_bu(ha, (struct bu_args){ .src = COA2, .alt = "", .seq = 3, .lifetime = 10, .now = 4000 }, &r);
+	assert_int_equal(r.ba.status, 174);
+	build_ba_for(ha, &r);
+	/* MN_B's Binding Update on MN_A's SA is dropped and counts for neither */
+	send_bu(ha, (struct bu_args){ .hoa = MN_B, .seq = 9, .lifetime = 10, .sa = 11, .now = 5000 }, &r);
+	assert_int_not_equal(r.drop, MIP6_DROP_NONE);
+
+	assert_int_equal(a->bu_accepted, 2);
+	assert_int_equal(a->bu_refused, 2);
+	assert_int_equal(a->moves, 1);
+	assert_int_equal(a->last_bu_ms, 4000);
+	assert_int_equal(a->ba[mip6_ba_slot(0)], 2);
+	assert_int_equal(a->ba[mip6_ba_slot(135)], 1);
+	assert_int_equal(a->ba[mip6_ba_slot(174)], 1);
+	assert_int_equal(b->bu_accepted + b->bu_refused + b->moves + b->last_bu_ms, 0);
+	for (unsigned s = 0; s < MIP6_MN_BA_SLOTS; s++)
+		assert_int_equal(b->ba[s], 0);
+	for (unsigned st = 0; st < 256; st++) {
+		unsigned slot = mip6_ba_slot((uint8_t)st);
+		bool sent = st == 0 || (st >= 128 && st <= 140) || st == 174;  /* RFC 6275 6.1.8, RFC 3963 */
+		assert_int_equal(slot < MIP6_MN_BA_SLOTS, sent);
+		if (sent)
+			assert_int_equal(mip6_ba_slot_status(slot), st);
+	}
+
+	struct mn_walk w = { 0 };
+	assert_int_equal(mip6_ha_mn_foreach(ha, mn_cb, &w), 5);
+	assert_int_equal(w.n, 5);
+	assert_int_equal(w.bound, 1);
+	assert_int_equal(w.accepted, 2);
+
+	/* a node removed and configured again starts from zero */
+	struct mip6_mn m = *mip6_ha_mn_find(ha, ad(MN_A));
+	assert_int_equal(mip6_ha_mn_remove(ha, ad(MN_A), NULL), 1);
+	assert_int_equal(mip6_ha_mn_add(ha, &m), 0);
+	a = mip6_ha_mn_stats(ha, ad(MN_A));
+	assert_int_equal(a->bu_accepted + a->bu_refused + a->moves + a->ba[0], 0);
+	mip6_ha_destroy(ha);
+}
+
 static void test_ha_k_and_refresh(void **state)
 {
 	(void)state;
@@ -1768,6 +1850,7 @@ int main(void)
 		cmocka_unit_test(test_ha_move_rate),
 		cmocka_unit_test(test_ha_drops),
 		cmocka_unit_test(test_ha_k_and_refresh),
+		cmocka_unit_test(test_ha_mn_counters),
 		cmocka_unit_test(test_ha_ike_node),
 		cmocka_unit_test(test_ha_config),
 		cmocka_unit_test(test_ha_dad_failed),

@@ -6,7 +6,7 @@
  * producer publishes as fast as it can never gets a torn reading (every SA record of one reading
  * carries the same counter value); a deleted SA's gone record follows the live ones with the
  * counters its runtime area held when it was kept, state dead, and at most SADB_STATS_GONE_MAX of
- * them are shown, the oldest leaving first. */
+ * them are shown, the oldest leaving first; the home agent's node records follow them, bounded. */
 #include "config.h"
 
 #include <errno.h>
@@ -294,6 +294,69 @@ static void test_gone(void **state)
 	sadb_close(db);
 }
 
+/* The home agent's node records follow the gone records, as set (a copy: the caller's array may
+ * change), at most SADB_STATS_NODE_CAP of the SA capacity, and a smaller set replaces a larger; the
+ * cluster's section of the same reading is kept beside them. */
+static void test_nodes(void **state)
+{
+	uint32_t slots[N_SA];
+	struct sadb *db = make_db(slots);
+	struct sadb_stats_writer *w;
+	struct sadb_stats_reading *r;
+	struct sadb_sa sa;
+	char msg[512];
+	static struct sadb_stats_node n[SADB_STATS_NODE_CAP(256) + 1];
+	struct sadb_stats_cluster cl = { .present = 1, .covered_sas = 5, .sync_lag_ms = SADB_STATS_NONE };
+
+	(void)state;
+	assert_int_equal(sadb_stats_create(view_path("e"), getegid(), 256, &w, msg, sizeof(msg)), 0);
+	assert_int_equal(sadb_sa_get(db, slots[0], &sa), 0);
+	assert_int_equal(sadb_sa_delete(db, sa.spi, sa.proto, &sa.dst), 0);
+	assert_int_equal(sadb_stats_gone(w, db, &sa, slots[0]), 0);
+	for (uint32_t i = 0; i < SADB_STATS_NODE_CAP(256) + 1; i++) {
+		n[i].hoa[0] = 0x20;
+		n[i].hoa[15] = (uint8_t)i;
+		n[i].bu_accepted = i;
+		n[i].last_bu_age_ms = i ? 1000 * i : UINT64_MAX;
+		n[i].n_ba = 1;
+		n[i].ba[0].status = 135;
+		n[i].ba[0].count = i + 1;
+	}
+	assert_int_equal(sadb_stats_set_nodes(w, n, SADB_STATS_NODE_CAP(256) + 1), -ENOSPC);
+	assert_int_equal(sadb_stats_set_nodes(w, n, SADB_STATS_NODE_CAP(256)), 0);
+	memset(n, 0, sizeof(n));
+	sadb_stats_set_cluster(w, &cl);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(sadb_stats_load(view_path("e"), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(r->cluster.present, 1);
+	assert_int_equal(r->cluster.covered_sas, 5);
+	assert_true(r->cluster.sync_lag_ms == SADB_STATS_NONE);
+	assert_int_equal(r->n_gone, 1);
+	assert_int_equal(r->n_node, SADB_STATS_NODE_CAP(256));
+	const struct sadb_stats_node *v = sadb_stats_nodes(r);
+	assert_ptr_equal(v, (const void *)&r->sa[r->n_rec + 1]);
+	for (uint32_t i = 0; i < r->n_node; i++) {
+		assert_int_equal(v[i].hoa[15], i);
+		assert_int_equal(v[i].bu_accepted, i);
+		assert_int_equal(v[i].ba[0].count, i + 1);
+	}
+	assert_true(v[0].last_bu_age_ms == UINT64_MAX);
+	free(r);
+	n[0].hoa[15] = 77;
+	assert_int_equal(sadb_stats_set_nodes(w, n, 1), 0);
+	assert_int_equal(sadb_stats_publish(w, db), 0);
+	assert_int_equal(sadb_stats_load(view_path("e"), &r, msg, sizeof(msg)), 0);
+	assert_int_equal(r->n_node, 1);
+	assert_int_equal(sadb_stats_nodes(r)[0].hoa[15], 77);
+	free(r);
+	/* the SADB's own reading has no home agent, so no node */
+	assert_int_equal(sadb_stats_read(db, true, &r), 0);
+	assert_int_equal(r->n_node, 0);
+	free(r);
+	sadb_stats_close(w);
+	sadb_close(db);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_refused_names),
 		cmocka_unit_test(test_never_torn),
 		cmocka_unit_test(test_gone),
+		cmocka_unit_test(test_nodes),
 	};
 	char cmd[128];
 	int failed;
