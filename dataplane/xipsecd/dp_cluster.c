@@ -55,6 +55,8 @@ struct cent {
 	struct dpc_sa_key key;
 	bool used;
 	unsigned expiry;          /* solo expiry bits raised */
+	bool frozen;              /* outbound, taken over without having caught up: no number until
+	                           * the peer acknowledges a lease, or the SA is replaced by a rekey */
 	struct dpc_lease l;       /* outbound */
 	uint64_t grant_base;      /* outbound: the reservation is raised to this before l.granted */
 	uint64_t ask_ns;          /* outbound: when l.asked was last sent */
@@ -260,6 +262,7 @@ static void on_entry(struct dp_cluster *cl, const struct dpc_msg *m, const struc
 		if (e->end && c->l.asked && e->end >= c->l.asked) {
 			c->grant_base = c->l.asked_base;
 			dpc_lease_ack(&c->l, e->end);
+			c->frozen = false; /* the peer recorded everything it used below the base */
 			cl->c.leases_acked++;
 		} else if (!e->end) {
 			dpc_lease_record(&c->l, e->base);
@@ -393,7 +396,10 @@ static void raise_expiry(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa
 }
 
 /* A node made active: every outbound SA above its block (dp_cluster_lease.c), every window at the
- * top recorded. */
+ * top recorded. A node that never caught up does not know how far the peer went on the SAs it holds
+ * (the peer may be alive behind a cut link): it sends on none of them (SEQ_LEASE drops) and raises
+ * their soft expiry, so xipsec-iked rekeys them; the new keys carry the traffic. Until then only a
+ * lease the peer acknowledges (it acknowledges none below what it used) frees such an SA. */
 static void take_over(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s, struct cent *c)
 {
 	if (s->sa.dir == SADB_DIR_OUT) {
@@ -402,11 +408,19 @@ static void take_over(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s
 		dpc_lease_record(&c->l, rd(&s->rt->seq_lease));
 		start = dpc_lease_takeover(&c->l, rd(&s->rt->seq_reserved), cl->cfg.budget, cl->rank);
 		cas_max(&s->rt->seq_reserved, start);
-		c->l.acked = c->l.granted = c->grant_base = start;
 		c->l.asked = 0;
 		c->l.solo = false;
-		if (cl->takeover_blind)
-			raise_expiry(ctx, cl, s, c, 1, "taken over without having caught up with the peer");
+		if (cl->takeover_blind) {
+			c->frozen = true;
+			c->l.acked = c->l.granted = 0;
+			c->grant_base = start;
+			set_lease(s, 0);
+			raise_expiry(ctx, cl, s, c, 1, "taken over without having caught up with the peer: "
+				     "it sends nothing until rekeyed");
+			return;
+		}
+		c->frozen = false; /* caught up: it knows every number the peer used */
+		c->l.acked = c->l.granted = c->grant_base = start;
 	} else if (c->win_top > rd(&s->rt->replay_top)) {
 		esp_replay_seed(s->rt, c->win_top);
 	}
@@ -417,8 +431,9 @@ static void tick_out(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s,
 	uint64_t reserved = rd(&s->rt->seq_reserved);
 	unsigned bits;
 
-	/* a peer that acknowledges nothing (gone, or active too) leaves the SA its solo budget */
-	if (!reachable(cl, now) || cl->peer_active) {
+	/* a peer that acknowledges nothing (gone, or active too) leaves the SA its solo budget; a
+	 * frozen SA has none (take_over) */
+	if ((!reachable(cl, now) || cl->peer_active) && !c->frozen) {
 		uint64_t cap;
 
 		/* An SA that never had a lease here (installed while no peer acknowledges) has no

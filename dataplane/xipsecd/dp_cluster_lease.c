@@ -47,9 +47,11 @@
  * started, or rejoined, and did not finish a resync) and is promoted while its peer is unreachable
  * knows only its own numbers: if the peer was active beyond them and is alive behind a cut link, the
  * parity of the blocks still separates the two nodes' solo ranges, but not the peer's earlier
- * leases from this node's block. Such a node raises the soft expiry of each SA at once, so the SAs
- * are rekeyed within an IKE exchange; the reuse is then bounded by the packets sent before the new
- * SA is installed. dp_cluster.c logs it.
+ * leases from this node's block. So such a node sends nothing on the SAs it holds: it raises their
+ * soft expiry at once and they carry no traffic until xipsec-iked has rekeyed them (new keys, so no
+ * nonce of the old ones), or until the peer, reachable again, acknowledges a lease (it acknowledges
+ * none below what it used). The cost is the traffic of one rekey exchange; never a nonce twice.
+ * dp_cluster.c (take_over) does it and logs it.
  *
  * Sizes (defaults): L = 2^20 numbers, asked again when half is left: at 1 Mpps the ask has 0.5 s
  * for its round trip. b = 2^24: a 3 s failover at 1 Mpps uses 3 * 2^20 (about 2^21.6) numbers, and

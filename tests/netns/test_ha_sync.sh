@@ -319,6 +319,25 @@ start A
 wait_field A "j['peer_reachable'] and j['peer_role'] == 'active' and not j['eligible']"
 cl A cluster active 2>"$XT_DIR/refused.err" && xt_fail "cluster active on A accepted before it caught up"
 grep -q "not caught up" "$XT_DIR/refused.err" || { cat "$XT_DIR/refused.err" >&2; xt_fail "no refusal message"; }
+# 3b. The peer unreachable too: A, still not caught up, is made active (a lone node must serve). It
+# does not know how far B went on the SAs it holds, so it sends nothing on them (their soft expiry
+# raised for a rekey; no lease) rather than guess: not one ESP packet from A in this phase.
+xt_exec A ip link set syncA down
+wait_field A "not j['peer_reachable']"
+dp_capture_start blind sink eth0
+cl A cluster active 2>"$XT_DIR/blind.err" || xt_fail "cluster active on A, alone: $(cat "$XT_DIR/blind.err")"
+send hA 200
+wait_field A "j['counters']['solo_soft_expired'] >= 1 and [s for s in j['sas'] if s['dir'] == 'out'][0]['lease'] == 0"
+sleep 0.5
+dp_capture_stop blind
+timeout 60 tshark -r "$XT_DIR/blind.pcap" -Y "esp && eth.src == $MAC_A" > "$XT_DIR/blind.txt" \
+	2> "$XT_DIR/tshark.err" || xt_fail "tshark: $(cat "$XT_DIR/tshark.err")"
+n_blind=$(wc -l < "$XT_DIR/blind.txt")
+[ "$n_blind" = 0 ] || xt_fail "A, made active without having caught up, sent $n_blind ESP packets on SAs it could not lease"
+xt_log "A active without having caught up: no ESP sent, soft expiry raised, no lease"
+cl A cluster standby || xt_fail "cluster standby on A after the blind phase"
+xt_exec A ip link set syncA up
+wait_field A "j['peer_reachable']"
 xt_exec A ip route del blackhole 172.16.0.2/32
 wait_field A "j['eligible'] and j['peer_role'] == 'active' and j['counters']['resyncs_asked'] >= 1"
 # the split brain
