@@ -238,10 +238,10 @@ def forwarding(ctx, rig, ipsecctl, cap, tmp, raw, pred, trials):
     # gw2 known to gw1 before the first packet: a flood's first trial starts without neighbour drops
     t.run("gw1", ["ip", "neigh", "replace", "192.0.2.2", "lladdr", rig.mac("gw2", "out2"), "dev", "out1", "nud",
                   "permanent"])
-    trials = [("flood", n, None) for n in (p["fwd_n"] if w == 1 else [])]
-    trials += [("predict", n, (size, pw)) for n, pw, size in p["predict"] if pw == w]
+    queue = [("flood", n, None) for n in (p["fwd_n"] if w == 1 else [])]
+    queue += [("predict", n, (size, pw)) for n, pw, size in p["predict"] if pw == w]
     loaded = None
-    for kind, n, arg in trials:
+    for kind, n, arg in queue:
         if n != loaded:
             load_tunnels(ctx, rig, ipsecctl, cap, tmp, n)
             loaded = n
