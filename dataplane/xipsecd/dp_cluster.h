@@ -165,6 +165,11 @@ void dp_cluster_close(struct dp_ctx *ctx);
 bool dp_cluster_enabled(const struct dp_ctx *ctx);
 /* Whether the cluster holds this SA's sequence numbers (outbound) or window (inbound). */
 bool dp_cluster_covers(const struct dp_ctx *ctx, const struct sadb_sa *sa);
+/* Whether a clustered node refuses this SA: a manual key whose numbers (outbound counter mode) or
+ * replay window (inbound) only this node's disk holds (dp_seqmark.c). The other node carries the
+ * same key with its own marks, so whichever of the two sends or accepts after the other would
+ * repeat a nonce or take a replay: no lease the pair shares covers it. NULL: the reason, else. */
+const char *dp_cluster_refuses(const struct dp_ctx *ctx, const struct sadb_sa *sa);
 /* The sync socket's descriptor for poll, -1 without a cluster. */
 int dp_cluster_fd(const struct dp_ctx *ctx);
 /* A datagram is waiting. */

@@ -230,6 +230,7 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 {
 	struct dp_sa *s = calloc(1, sizeof(*s) + ctx->n_workers * sizeof(struct esp_sa *));
 	struct esp_sa_opts o = { .backend = ESP_BACKEND_AUTO };
+	const char *why;
 	int err = 0;
 
 	if (!s)
@@ -241,6 +242,17 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 	if (!s->rt) {
 		free(s);
 		return NULL;
+	}
+	if ((why = dp_cluster_refuses(ctx, rec))) {
+		char a[64];
+
+		/* known but unusable, as an SA the engine refuses: its packets are counted UNSUPPORTED */
+		dp_log(LOG_ERR, "SA spi 0x%08x dst %s (%s): refused on a cluster node: %s; key this tunnel "
+		       "with IKE%s", rec->spi, sadb_addr_str(&rec->dst, a, sizeof(a)),
+		       rec->dir == SADB_DIR_OUT ? "out" : "in", why,
+		       rec->dir == SADB_DIR_IN ? " or load it with replay off" : "");
+		s->unusable = true;
+		return s;
 	}
 	o.mtu = atomic_load(&ctx->ifc[DP_OUT].mtu);
 	o.seq_share = (uint16_t)ctx->n_workers; /* per-burst reservation with several (esp.h) */

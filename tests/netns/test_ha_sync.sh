@@ -63,6 +63,7 @@ for n in A B; do
 	xt_exec "$n" ip addr add 10.1.0.1/24 dev "in$n"
 	xt_exec "$n" ip addr add 192.0.2.1/24 dev "out$n"
 	xt_exec "$n" ip route add 10.2.0.0/24 via 192.0.2.2
+	xt_exec "$n" ip route add 10.3.0.0/24 via 192.0.2.2
 	xt_exec "$n" sysctl -qw net.ipv4.ip_forward=0
 done
 xt_exec A ip addr add 172.16.0.1/24 dev syncA
@@ -84,9 +85,14 @@ esp tunnel from 10.1.0.0/24 to 10.2.0.0/24 local 192.0.2.1 peer 192.0.2.2 \\
     key 0x000102030405060708090a0b0c0d0e0f:0x101112131415161718191a1b1c1d1e1f \\
     authkey 0x202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f:0x404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f \\
     ikeid 1
+esp tunnel from 10.1.0.0/24 to 10.3.0.0/24 local 192.0.2.1 peer 192.0.2.2 \\
+    spi 0x2000:0x2001 enc aes128gcm16 \\
+    key 0x606162636465666768696a6b6c6d6e6f70717273:0x808182838485868788898a8b8c8d8e8f90919293
 CONF
 # (ikeid: the SAs are flagged negotiated, as the ha plugin's are; a manual inbound SA would keep its
-# window ceiling on disk instead of the cluster's window tops)
+# window ceiling on disk instead of the cluster's window tops). The second tunnel is manually keyed
+# AES-GCM: a clustered node refuses both its SAs (their numbers and window only its own disk holds,
+# so the other node would repeat them), and nothing may leave on SPI 0x2000.
 for n in A B; do
 	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$n")" -f "$XT_DIR/gw.conf" || xt_fail "ipsecctl load on $n"
 done
@@ -181,6 +187,14 @@ wait_field B "j['eligible'] and j['peer_role'] == 'active' and j['peer_reachable
 
 # 1. traffic through A
 send hA 3000
+xt_exec hA "$PYTHON" -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(50): s.sendto(b'x' * 64, ('10.3.0.2', 9))" || xt_fail "sending to the manual tunnel"
+for spi in 0x00002000 0x00002001; do
+	grep -q "SA spi $spi dst .* refused on a cluster node: a manual" "$XT_DIR/xipsecd-A.log" ||
+		{ cat "$XT_DIR/xipsecd-A.log" >&2; xt_fail "A did not refuse the manual SA $spi"; }
+done
 wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] > 0"
 
 # inbound ESP into A: 600 numbers, synced to B (the top B recorded reaches A's); then a burst of 200
@@ -369,6 +383,9 @@ wait_field B "j['role'] == 'active' and j['peer_role'] == 'standby'"
 wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] >= $a_top"
 dp_capture_stop esp
 
+# not one packet on the refused manual SA, from either node
+timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp.spi == 0x2000" > "$XT_DIR/manual.txt" || xt_fail "tshark (manual SA)"
+[ ! -s "$XT_DIR/manual.txt" ] || xt_fail "ESP on the refused manual SA: $(head -3 "$XT_DIR/manual.txt")"
 # the capture: (node, SPI, sequence)
 timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp && !icmp && ip.src == 192.0.2.1" -T fields -e eth.src -e esp.spi -e esp.sequence \
 	> "$XT_DIR/esp.txt" || xt_fail "tshark"
