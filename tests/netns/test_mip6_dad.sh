@@ -14,7 +14,9 @@
 #  3. a refresh of the bound home address skips the detection (answered at once, dad_started
 #     unchanged);
 #  4. deregistration removes both proxy entries; a new binding followed by xipsecd's stop leaves no
-#     proxy entry and the home link's proxy_ndp and forwarding sysctls as they were.
+#     proxy entry and the home link's proxy_ndp and forwarding sysctls as they were;
+#  5. xipsecd started again, a new binding, then the home agent record removed from the SADB
+#     (ipsecctl flush all) while xipsecd runs: the same undone, no binding left, xipsecd still up.
 set -u
 XT_BG_TIMEOUT=90
 DAD_MS=1500
@@ -99,6 +101,20 @@ xt_stop xipsecd-ha TERM
 ! has_proxy $HOA && ! has_proxy $LL || xt_fail "proxy entries left after xipsecd stopped: $(proxies)"
 [ "$(xt_exec ha sysctl -n net.ipv6.conf.in0.proxy_ndp)" = 0 ] && [ "$(xt_exec ha sysctl -n net.ipv6.conf.in0.forwarding)" = 0 ] ||
 	xt_fail "the home link's sysctls not given back: proxy_ndp $(xt_exec ha sysctl -n net.ipv6.conf.in0.proxy_ndp), forwarding $(xt_exec ha sysctl -n net.ipv6.conf.in0.forwarding)"
+
+# ---- 5. the home agent record removed while xipsecd runs: the same undone, xipsecd serving on
+mip6_start_ha $MIP6_HA_OPTS
+mn bu eth1 6 120 AHL
+wait_ba 6
+ba_is 6 "b['status'] == 0 and b['seq'] == 6"
+has_proxy $HOA && has_proxy $LL || xt_fail "no proxy entries for the binding after the restart: $(proxies)"
+[ "$(xt_exec ha sysctl -n net.ipv6.conf.in0.proxy_ndp)" = 1 ] || xt_fail "proxy_ndp not set on the home link after the restart"
+ctl flush all || xt_fail "ipsecctl flush all"
+undone() { ! has_proxy $HOA && ! has_proxy $LL && [ "$(xt_exec ha sysctl -n net.ipv6.conf.in0.proxy_ndp)" = 0 ] &&
+	[ "$(xt_exec ha sysctl -n net.ipv6.conf.in0.forwarding)" = 0 ]; }
+xt_wait 5 undone || xt_fail "the home agent record removed, the home link not given back: proxies $(proxies), proxy_ndp $(xt_exec ha sysctl -n net.ipv6.conf.in0.proxy_ndp), forwarding $(xt_exec ha sysctl -n net.ipv6.conf.in0.forwarding)"
+"$XIPSECD" --status --ctl "$XT_DIR/ha.sock" >/dev/null || xt_fail "xipsecd stopped with its home agent record"
+[ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "bindings left without a home agent: $(cat "$XT_DIR/b.json")"
 
 mn counts
 sleep 0.3
