@@ -14,7 +14,7 @@ DP_NETNS_TESTS = tests/netns/test_dp_bypass.sh tests/netns/test_dp_esp.sh \
 	tests/netns/test_mip6_ha.sh tests/netns/test_dp_replay_reboot.sh \
 	tests/netns/test_mip6_flood.sh tests/netns/test_mip6_err.sh tests/netns/test_mip6_dad.sh \
 	tests/netns/test_mip6_refresh.sh tests/netns/test_mip6_dhaad.sh tests/netns/test_mip6_mpd.sh \
-	tests/netns/test_mip6_ike.sh \
+	tests/netns/test_mip6_ike.sh tests/netns/test_mip6_cp.sh \
 	tests/netns/test_dp_xsk_opts.sh \
 	tests/netns/test_dp_handoff.sh \
 	tests/netns/test_dp_local.sh \
