@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/netns/test_mip6_cp.sh: home addresses assigned through the IKEv2 configuration payload (RFC
 # 4877 4.3) by the home agent's xipsec-iked from a swanctl.conf pool, on test_mip6_ike.sh's bed
-# (test_mip6_common.sh's network, libcharon in xipsec-iked on both sides, scapy's mobile node). The
+# (mip6_ike_common.sh: test_mip6_common.sh's network, libcharon in xipsec-iked on both sides,
+# scapy's mobile node). The
 # pool is 2001:db8:1::1000-1003 and its connection takes any identity *.pool.example; cn holds
 # ::1000 on the home link and a manually keyed mobile node has ::1001. Checked:
 #  1. two mobile nodes (mn-a, mn-b) asking at once with a CFG_REQUEST for INTERNAL_IP6_ADDRESS get
@@ -17,15 +18,7 @@
 #  5. mn-a's IKE SA goes: its address is offline in the pool (back to it), its SAs are gone.
 set -u
 XT_BG_TIMEOUT=60
-. "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/tests/netns/test_dp_common.sh"
-. "$top_srcdir/tests/netns/test_mip6_common.sh"
-. "$top_srcdir/tests/netns/ike_common.sh"
-ike_require
-xt_require ip tcpdump tshark
-CTL="$top_builddir/ipsecctl/ipsecctl"
-[ -x "$CTL" ] || xt_skip "ipsecctl not built"
-"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
+. "$top_srcdir/tests/netns/mip6_ike_common.sh"
 
 ON_LINK=2001:db8:1::1000 MANUAL=2001:db8:1::1001
 PSK_A=$(head -c 16 /dev/urandom | xxd -p) PSK_B=$(head -c 16 /dev/urandom | xxd -p)
@@ -217,10 +210,9 @@ read -r BU_SPI BU_KEY <<< "$(sa_of bu)"
 read -r BA_SPI BA_KEY <<< "$(sa_of ba)"
 read -r TO_SPI TO_KEY <<< "$(sa_of tun_out)"
 read -r TI_SPI TI_KEY <<< "$(sa_of tun_in)"
-link() { echo "\"$1\": {\"coa\": \"$2\", \"gw_mac\": \"$(xt_exec rt ip -br link show $1 | awk '{print $3}')\"}"; }
 cat > "$XT_DIR/mn.json" <<EOF
 {"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
- "links": {$(link eth1 $COA1)},
+ "links": {$(mip6_link eth1 $COA1)},
  "sa": {"bu": {"spi": $BU_SPI, "key": "$BU_KEY"}, "ba": {"spi": $BA_SPI, "key": "$BA_KEY"},
         "tun_out": {"spi": $TO_SPI, "key": "$TO_KEY"}, "tun_in": {"spi": $TI_SPI, "key": "$TI_KEY"}}}
 EOF

@@ -22,15 +22,7 @@
 #     names the connection, the child and the rule.
 set -u
 XT_BG_TIMEOUT=120
-. "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/tests/netns/test_dp_common.sh"
-. "$top_srcdir/tests/netns/test_mip6_common.sh"
-. "$top_srcdir/tests/netns/ike_common.sh"
-ike_require
-xt_require ip tcpdump tshark
-CTL="$top_builddir/ipsecctl/ipsecctl"
-[ -x "$CTL" ] || xt_skip "ipsecctl not built"
-"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
+. "$top_srcdir/tests/netns/mip6_ike_common.sh"
 
 HOA=2001:db8:1::100 HOB=2001:db8:1::200 HOC=2001:db8:1::300
 PSK_A=$(head -c 16 /dev/urandom | xxd -p) PSK_B=$(head -c 16 /dev/urandom | xxd -p)
@@ -190,12 +182,11 @@ EOF
 
 # scapy's mobile node with the current keys, its tunnel from the care-of address on IFACE (the first
 # link it is given); its tun0 holds the home address
-link() { echo "\"$1\": {\"coa\": \"$2\", \"gw_mac\": \"$(xt_exec rt ip -br link show $1 | awk '{print $3}')\"}"; }
 start_mn() { # IFACE
 	local links
 	case $1 in
-	eth1) links="$(link eth1 $COA1), $(link eth2 $COA2)" ;;
-	*) links="$(link eth2 $COA2), $(link eth1 $COA1)" ;;
+	eth1) links="$(mip6_link eth1 $COA1), $(mip6_link eth2 $COA2)" ;;
+	*) links="$(mip6_link eth2 $COA2), $(mip6_link eth1 $COA1)" ;;
 	esac
 	cat > "$XT_DIR/mn.json" <<EOF
 {"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
