@@ -82,35 +82,10 @@ ike_start ha
 # IKE keys go to its log (ike = 4) for tshark.
 ike_dirs mn
 ike_sconf mn "install_routes = no" "filelog { stderr { ike = 4 } }"
-mnpeer() { # NAME ID COA CHILD-PREFIX
-	cat <<EOF
-  $1 {
-    version = 2
-    local_addrs = $3
-    remote_addrs = $HA
-    vips = ::
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-      id = $2 }
-    remote { auth = psk
-      id = ha.example }
-    children {
-      $4-sig { mode = transport_proxy
-        local_ts = dynamic[135]
-        remote_ts = $HA/128[135]
-        esp_proposals = aes128gcm16 }
-      $4-tun { mode = tunnel
-        local_ts = dynamic
-        remote_ts = ::/0
-        esp_proposals = aes128gcm16 }
-    }
-  }
-EOF
-}
 cat > "$XT_DIR/mn/conf/swanctl.conf" <<EOF
 connections {
-$(mnpeer na mn-a.pool.example $COA1 a)
-$(mnpeer nb mn-b.pool.example $COA2 b)
+$(mip6_mn_conn na mn-a.pool.example $COA1 "$(mip6_mn_child a dynamic)" "vips = ::")
+$(mip6_mn_conn nb mn-b.pool.example $COA2 "$(mip6_mn_child b dynamic)" "vips = ::")
 }
 secrets { ike-a { id-1 = ha.example
     id-2 = mn-a.pool.example

@@ -89,39 +89,10 @@ ike_start ha
 # with the keys read from mn's SADB.
 ike_dirs mn
 ike_sconf mn "install_routes = no"
-mnchild() { # NAME HOA
-	cat <<EOF
-      $1-sig { mode = transport_proxy
-        local_ts = $2/128[135]
-        remote_ts = $HA/128[135]
-        esp_proposals = aes128gcm16 }
-      $1-tun { mode = tunnel
-        local_ts = $2/128
-        remote_ts = ::/0
-        esp_proposals = aes128gcm16 }
-EOF
-}
-mnpeer() { # NAME ID CHILDREN: mn's connection to the home agent as identity ID
-	cat <<EOF
-  $1 {
-    version = 2
-    local_addrs = $COA1
-    remote_addrs = $HA
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-      id = $2 }
-    remote { auth = psk
-      id = ha.example }
-    children {
-$3
-    }
-  }
-EOF
-}
 cat > "$XT_DIR/mn/conf/swanctl.conf" <<EOF
 connections {
-$(mnpeer ha mn-a.example "$(mnchild mn $HOA; mnchild evil $HOB)")
-$(mnpeer hc mn-c.example "$(mnchild c $HOC)")
+$(mip6_mn_conn ha mn-a.example $COA1 "$(mip6_mn_child mn $HOA; mip6_mn_child evil $HOB)")
+$(mip6_mn_conn hc mn-c.example $COA1 "$(mip6_mn_child c $HOC)")
 }
 secrets { ike-a { id-1 = ha.example
     id-2 = mn-a.example
