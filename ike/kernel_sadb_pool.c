@@ -14,11 +14,13 @@
  *    listening for a Neighbor Advertisement of it, or for another node's Duplicate Address Detection
  *    of it (RFC 4862 5.4.3). One probe at a time: the answers come on one socket.
  * A refused address is held while the next one is asked for (the pool would hand out the same lease
- * again), then released. The addresses that pass are recorded with the identity they were leased to,
- * until charon releases them: the narrow hook (kernel_sadb_mip6.c) gives a mobile child whose
- * remote_ts is dynamic only such a virtual IP of its IKE SA. That record is also the veto: when no
- * address of the pools passes, this provider answers nothing and the vici plugin's own provider,
- * next in line, may still hand one out, but no CHILD_SA will cover it.
+ * again), then released. The addresses that pass are recorded with the identity they were leased to
+ * and the number of its leases charon holds (kept at 0 after the last release: the identity that
+ * held it last may have it again while its old SAs are still being deleted). The narrow hook
+ * (kernel_sadb_mip6.c) gives a mobile child whose remote_ts is dynamic only a virtual IP of its IKE
+ * SA leased to its identity in this record. That record is also the veto: when no address of the
+ * pools passes, this provider answers nothing and the vici plugin's own provider, next in line, may
+ * still hand one out, but no CHILD_SA will cover it.
  *
  * The record is process-wide (the provider exists before the backend, which charon creates while it
  * loads its plugins, and both read it). */
@@ -50,7 +52,8 @@ typedef struct {
 	mutex_t *probe_lock;    /* one probe at a time on fd */
 } private_kernel_sadb_pool_t;
 
-/* An address that passed, the identity it went to, how many leases of it charon holds. */
+/* An address that passed, the identity it went to, how many leases of it charon holds (0: none
+ * now, the identity is the last one that held it). */
 struct cleared {
 	uint8_t a[16];
 	identification_t *id;
@@ -85,9 +88,26 @@ bool ks_pool_cleared(const uint8_t a[16], identification_t *id)
 		return false;
 	cleared_lock->lock(cleared_lock);
 	c = cleared_find(a);
-	ok = c && c->id->equals(c->id, id);
+	ok = c && c->n && c->id->equals(c->id, id);
 	cleared_lock->unlock(cleared_lock);
 	return ok;
+}
+
+/* What the record says of a for id: 1 leased to id now, 0 last held by id, -1 leased to another
+ * identity now, -2 anything else. */
+static int cleared_state(const uint8_t a[16], identification_t *id)
+{
+	struct cleared *c;
+	int st = -2;
+
+	cleared_lock->lock(cleared_lock);
+	c = cleared_find(a);
+	if (c && c->id->equals(c->id, id))
+		st = c->n ? 1 : 0;
+	else if (c && c->n)
+		st = -1;
+	cleared_lock->unlock(cleared_lock);
+	return st;
 }
 
 static void cleared_take(const uint8_t a[16], identification_t *id)
@@ -100,6 +120,10 @@ static void cleared_take(const uint8_t a[16], identification_t *id)
 		INIT(c, .id = id->clone(id));
 		memcpy(c->a, a, 16);
 		cleared->insert_last(cleared, c);
+	} else if (!c->id->equals(c->id, id)) { /* refused() let it through only with n == 0 */
+		c->id->destroy(c->id);
+		c->id = id->clone(id);
+		c->n = 0;
 	}
 	c->n++;
 	cleared_lock->unlock(cleared_lock);
@@ -111,11 +135,8 @@ static void cleared_give_back(const uint8_t a[16], identification_t *id)
 
 	cleared_lock->lock(cleared_lock);
 	c = cleared_find(a);
-	if (c && c->id->equals(c->id, id) && --c->n == 0) {
-		cleared->remove(cleared, c, NULL);
-		c->id->destroy(c->id);
-		free(c);
-	}
+	if (c && c->n && c->id->equals(c->id, id))
+		c->n--;
 	cleared_lock->unlock(cleared_lock);
 }
 
@@ -145,8 +166,11 @@ static bool anycast(const uint8_t a[16], unsigned plen)
 }
 
 /* Why a may not be a home address for anyone new (NULL if it may), from the SADB; *ha gets the home
- * agent record that serves it. */
-static const char *sadb_taken(struct sadb *db, const uint8_t a[16], struct sadb_home_agent *ha)
+ * agent record that serves it. With own (a was the same identity's lease), IKE-keyed SAs of a do not
+ * count: they are that identity's, from an IKE SA that went (charon keeps a deleted inbound SA a
+ * moment: inbound_delete_delay_ms), and a node that comes back at once gets its address again. */
+static const char *sadb_taken(struct sadb *db, const uint8_t a[16], struct sadb_home_agent *ha,
+			      bool own)
 {
 	struct sadb_sa sa;
 	uint32_t cur = 0, slot;
@@ -170,7 +194,7 @@ static const char *sadb_taken(struct sadb *db, const uint8_t a[16], struct sadb_
 	if (anycast(a, plen))
 		return "a subnet anycast address (RFC 4291 2.6.1, RFC 2526)";
 	while (!why && sadb_sa_next(db, &cur, &sa, &slot) == 0)
-		if ((sa.flags & SADB_SAF_MOBILE) &&
+		if ((sa.flags & SADB_SAF_MOBILE) && !(own && sa.ike_id) &&
 		    !memcmp(sa.dir == SADB_DIR_IN ? sa.sel.src.a.b : sa.sel.dst.a.b, a, 16))
 			why = "the home address of a mobile node's SAs in the SADB";
 	memwipe(&sa, sizeof(sa));
@@ -297,14 +321,18 @@ static const char *refused(private_kernel_sadb_pool_t *this, host_t *h, identifi
 	chunk_t a = h->get_address(h);
 	struct sadb_home_agent ha;
 	const char *why;
+	int st;
 
 	if (a.len != 16)
 		return "not IPv6";
 	/* charon's pools give an identity its own lease again (a node back from the same address):
 	 * its SAs are in the SADB, and it is this identity's */
-	if (ks_pool_cleared(a.ptr, id))
+	st = cleared_state(a.ptr, id);
+	if (st == 1)
 		return NULL;
-	why = sadb_taken(this->db, a.ptr, &ha);
+	if (st == -1)
+		return "leased to another identity";
+	why = sadb_taken(this->db, a.ptr, &ha, st == 0);
 	if (!why && this->dad_ms)
 		why = link_taken(this, &ha, a.ptr);
 	return why;

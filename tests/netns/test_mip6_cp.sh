@@ -15,7 +15,8 @@
 #     BA status 0, field by field, and the binding is listed;
 #  4. a Binding Update in mn-a's signalling SA for mn-b's address is not answered, is dropped by
 #     the dataplane on that SA (its selectors carry mn-a's address only) and changes no binding;
-#  5. mn-a's IKE SA goes: its address is offline in the pool (back to it), its SAs are gone.
+#  5. mn-a's IKE SA goes: its address is offline in the pool (back to it); mn-a back at once (its
+#     old SAs still being deleted) gets the same address; gone again, its SAs are gone.
 set -u
 XT_BG_TIMEOUT=60
 . "$top_srcdir/tests/netns/mip6_ike_common.sh"
@@ -231,16 +232,20 @@ d1=$(mismatch)
 [ "$d1" = $((d0 + 1)) ] || xt_fail "the BU for $HOB not counted as a policy mismatch on SA $BU_SPI: $d0 -> $d1"
 xt_log "a BU for $HOB in mn-a's SA: unanswered, no binding, SA $BU_SPI's policy_mismatch drops $d0 -> $d1"
 
-# ---- 5. mn-a's IKE SA goes: its address back to the pool, its SAs gone
-ike_ctl mn --terminate --ike na --timeout 10 > "$XT_DIR/term.log" 2>&1 || fail_ike "terminating mn-a's IKE SA"
+# ---- 5. mn-a's IKE SA goes: its address back to the pool. mn-a back at once (its deleted inbound SAs
+# still lingering, inbound_delete_delay_ms): the same address again. Gone again: no SA left for it.
 offline() { ike_ctl ha --list-pools --leases | grep -q "$HOA *offline *'mn-a.pool.example'"; }
+ike_ctl mn --terminate --ike na --timeout 10 > "$XT_DIR/term.log" 2>&1 || fail_ike "terminating mn-a's IKE SA"
+xt_wait 5 offline || fail_ike "$HOA not back in the pool: $(ike_ctl ha --list-pools --leases)"
+ike_ctl mn --initiate --timeout 10 --child a-sig > "$XT_DIR/init-a2.log" 2>&1 || fail_ike "mn-a back: no CHILD_SA"
+[ "$(lease mn-a.pool.example)" = "$HOA" ] || fail_ike "mn-a back: not $HOA: $(ike_ctl ha --list-pools --leases)"
+ike_ctl mn --terminate --ike na --timeout 10 > "$XT_DIR/term2.log" 2>&1 || fail_ike "terminating mn-a's IKE SA"
 xt_wait 5 offline || fail_ike "$HOA not back in the pool: $(ike_ctl ha --list-pools --leases)"
 no_sa() { ctl --json show > "$XT_DIR/sa.json" &&
 	"$PYTHON" -c "import json,sys; s=json.load(open(sys.argv[1]))['sas']; assert not any('$HOA/' in json.dumps(x) for x in s)" \
 		"$XT_DIR/sa.json" 2>/dev/null; }
-# (a deleted inbound SA lingers inbound_delete_delay_ms, 1 s)
 xt_wait 5 no_sa || fail_ike "SAs of $HOA after its IKE SA went: $(ctl show)"
-xt_log "mn-a's IKE SA gone: $HOA offline in the pool, no SA left for it"
+xt_log "mn-a's IKE SA gone: $HOA offline in the pool; back at once, $HOA again; gone, no SA left for it"
 
 ike_check_logs
 xt_log "PASS: home addresses from the IKEv2 configuration payload: pool, checks, BU/BA, refusal, release"
