@@ -325,8 +325,8 @@ static const char *refused(private_kernel_sadb_pool_t *this, host_t *h, identifi
 
 	if (a.len != 16)
 		return "not IPv6";
-	/* charon's pools give an identity its own lease again (a node back from the same address):
-	 * its SAs are in the SADB, and it is this identity's */
+	/* charon's pools give an identity an address it holds again (a second IKE SA from the same
+	 * peer): it passed, and its SAs in the SADB are this identity's */
 	st = cleared_state(a.ptr, id);
 	if (st == 1)
 		return NULL;
@@ -343,18 +343,17 @@ METHOD(attribute_provider_t, acquire_address, host_t *, private_kernel_sadb_pool
 {
 	peer_cfg_t *peer = ike_sa->get_peer_cfg(ike_sa);
 	identification_t *id = ike_sa->get_other_eap_id(ike_sa);
-	/* After a refusal: a specific address no pool holds, so that the pool does not hand the same
-	 * peer its online lease again (what it does for "::") but a new one. */
-	host_t *again = host_create_from_string("::1", 0), *ask = requested, *h, *found = NULL;
-	linked_list_t *held = linked_list_create();
+	host_t *again, *ask = requested, *h, *found = NULL;
+	linked_list_t *held;
 	const char *why;
 	unsigned tries = 0;
 
-	if (inner || requested->get_family(requested) != AF_INET6 || !peer || !mobile_peer(peer)) {
-		held->destroy(held);
-		DESTROY_IF(again);
+	if (inner || requested->get_family(requested) != AF_INET6 || !peer || !mobile_peer(peer))
 		return NULL;
-	}
+	/* After a refusal: a specific address no pool holds, so that the pool does not hand the same
+	 * peer its online lease again (what it does for "::") but a new one. */
+	again = host_create_from_string("::1", 0);
+	held = linked_list_create();
 	while (!found && again && tries++ < POOL_TRIES) {
 		inner = true;
 		h = charon->attributes->acquire_address(charon->attributes, pools, ike_sa, ask);
