@@ -15,7 +15,9 @@
 #     BA status 0, field by field, and the binding is listed;
 #  4. a Binding Update in mn-a's signalling SA for mn-b's address is not answered, is dropped by
 #     the dataplane on that SA (its selectors carry mn-a's address only) and changes no binding;
-#  5. mn-a's IKE SA goes: its address is offline in the pool (back to it); mn-a back at once (its
+#  5. the home agent rekeys mn-a's CHILD_SAs: the binding stays, the new signalling SA carries the
+#     same address;
+#  6. mn-a's IKE SA goes: its address is offline in the pool (back to it); mn-a back at once (its
 #     old SAs still being deleted) gets the same address; gone again, its SAs are gone.
 set -u
 XT_BG_TIMEOUT=60
@@ -232,7 +234,22 @@ d1=$(mismatch)
 [ "$d1" = $((d0 + 1)) ] || xt_fail "the BU for $HOB not counted as a policy mismatch on SA $BU_SPI: $d0 -> $d1"
 xt_log "a BU for $HOB in mn-a's SA: unanswered, no binding, SA $BU_SPI's policy_mismatch drops $d0 -> $d1"
 
-# ---- 5. mn-a's IKE SA goes: its address back to the pool. mn-a back at once (its deleted inbound SAs
+# ---- 5. the home agent rekeys mn-a's CHILD_SAs (it initiates: the selectors it proposes are the
+# assigned address, which its own narrow hook checks): the binding stays, the new signalling SA
+# carries the same address
+ike_a=$(ike_ctl ha --list-sas | awk '/^mn-pool: #/ { n = substr($2, 2, length($2) - 2) } /remote .mn-a.pool.example/ { print n }')
+[ -n "$ike_a" ] || fail_ike "mn-a's IKE SA on the home agent: $(ike_ctl ha --list-sas)"
+for c in mip6-signalling mip6-tunnel; do
+	ike_ctl ha --rekey --ike-id "$ike_a" --child $c > "$XT_DIR/rekey-$c.log" 2>&1 || fail_ike "rekeying $c of mn-a"
+done
+xt_wait 10 grep -q "home agent: $HOA rekeyed, binding kept" "$XT_DIR/xipsecd-ha.log" || fail_ike "no rekey under $HOA's binding"
+[ "$(bindings)" = "[('$HOA', '$COA1', 1)]" ] || xt_fail "binding after the rekey: $(cat "$XT_DIR/b.json")"
+new_bu() { ctl --json show > "$XT_DIR/ha-sadb2.json" &&
+	[ "$(dp_json "$XT_DIR/ha-sadb2.json" "sorted(set((s['selector']['src'], s['selector']['proto']) for s in j['sas'] if s['dst'] == '$HA' and s['mode'] == 'transport' and s['spi'] != $BU_SPI and '$HOA/' in s['selector']['src']))")" = "[('$HOA/128', 135)]" ]; }
+xt_wait 5 new_bu || fail_ike "no new signalling SA for $HOA: $(ctl show)"
+xt_log "the home agent rekeyed mn-a's CHILD_SAs: binding kept, the new signalling SA for $HOA"
+
+# ---- 6. mn-a's IKE SA goes: its address back to the pool. mn-a back at once (its deleted inbound SAs
 # still lingering, inbound_delete_delay_ms): the same address again. Gone again: no SA left for it.
 offline() { ike_ctl ha --list-pools --leases | grep -q "$HOA *offline *'mn-a.pool.example'"; }
 ike_ctl mn --terminate --ike na --timeout 10 > "$XT_DIR/term.log" 2>&1 || fail_ike "terminating mn-a's IKE SA"
