@@ -337,6 +337,7 @@ int main(int argc, char *argv[])
 	struct sadb *db = NULL;
 	maxqm_t *maxqm;
 	cluster_seg_t *segs = NULL;
+	kernel_sadb_pool_t *pool;
 	sigset_t set;
 	uint64_t seq_soft = 0;
 	const char *knob;
@@ -403,17 +404,21 @@ int main(int argc, char *argv[])
 		return SS_RC_INITIALIZATION_FAILED;
 	}
 	charon_defaults(vici);
+	/* before the plugins: in front of the vici plugin's pools, whose addresses it checks */
+	pool = kernel_sadb_pool_create(db);
 
 	lib->plugins->add_static_features(lib->plugins, "xipsec-sadb", features, countof(features), TRUE,
 					  NULL, NULL);
 	if (!charon->initialize(charon, lib->settings->get_str(lib->settings, "%s.load", IKED_PLUGINS,
 							       lib->ns))) {
 		fprintf(stderr, "%sxipsec-iked: charon failed to initialize (see the log above)\n", iked_err());
+		pool->destroy(pool);
 		libcharon_deinit();
 		library_deinit();
 		return SS_RC_INITIALIZATION_FAILED;
 	}
 	if (!lib->caps->drop(lib->caps)) {
+		pool->destroy(pool);
 		libcharon_deinit();
 		library_deinit();
 		return SS_RC_INITIALIZATION_FAILED;
@@ -446,6 +451,7 @@ int main(int argc, char *argv[])
 
 	if (segs)
 		segs->destroy(segs);
+	pool->destroy(pool);
 	charon->bus->remove_listener(charon->bus, &maxqm->listener);
 	maxqm->destroy(maxqm);
 	libcharon_deinit();

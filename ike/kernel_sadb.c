@@ -5,7 +5,8 @@
  * that need no SADB state) and the removal of what an earlier daemon left behind. The SAs and their
  * expiry are in kernel_sadb_sa.c, the policies in kernel_sadb_policy.c, the dataplane's acquires in
  * kernel_sadb_acquire.c, the mobile nodes' rule in kernel_sadb_mip6.c (below kernel_sadb_sa.c, which
- * calls it); they call down into kernel_sadb_xlate.c (the translations, the settings and counters),
+ * calls it) and below it kernel_sadb_pool.c (home addresses from swanctl.conf's pools, an attribute
+ * provider the daemon creates before the backend); they call down into kernel_sadb_xlate.c (the translations, the settings and counters),
  * never up or sideways, nor into this file's functions; kernel_sadb_int.h is what they share. */
 #include "ike/swan.h"
 

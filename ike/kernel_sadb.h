@@ -4,6 +4,7 @@
 #ifndef XIPSEC_IKE_KERNEL_SADB_H
 #define XIPSEC_IKE_KERNEL_SADB_H
 
+#include <attributes/attribute_provider.h>
 #include <kernel/kernel_ipsec.h>
 
 #include "sadb/sadb.h"
@@ -36,6 +37,20 @@ void kernel_sadb_remove_orphans(struct sadb *db, unsigned *n_sa, unsigned *n_pol
 
 /* kernel_ipsec_constructor_t for PLUGIN_CALLBACK(kernel_ipsec_register, ...). */
 kernel_ipsec_t *kernel_sadb_create(void);
+
+/* The home agent's check on the home addresses swanctl.conf's pools hand out to mobile nodes through
+ * the IKEv2 configuration payload (RFC 4877 4.3; kernel_sadb_pool.c): an attribute provider that
+ * create adds to charon->attributes and destroy removes. Create it after libcharon_init() and before
+ * charon->initialize(), so that it comes before the vici plugin's provider, and destroy it before
+ * libcharon_deinit(). db is borrowed, read only, and must outlive it. The home link's probe socket is
+ * opened here, while the daemon still holds CAP_NET_RAW; without it (logged) no pool address passes
+ * the probe. One at a time per process. */
+typedef struct kernel_sadb_pool_t kernel_sadb_pool_t;
+struct kernel_sadb_pool_t {
+	attribute_provider_t provider;  /* first: the attribute manager hands us this pointer */
+	void (*destroy)(kernel_sadb_pool_t *this);
+};
+kernel_sadb_pool_t *kernel_sadb_pool_create(struct sadb *db);
 
 /* Translation helpers, exposed for the unit tests. Return 0 or -EINVAL (unsupported transform). */
 int kernel_sadb_map_enc(uint16_t swan_alg, chunk_t key, struct sadb_sa *sa);

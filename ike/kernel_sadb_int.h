@@ -2,8 +2,8 @@
  * object, the record of each SA it installed, the process-wide counters and the calls one file makes
  * into another. kernel_sadb.c owns the object, kernel_sadb_sa.c the SAs and their expiry,
  * kernel_sadb_policy.c the policies, kernel_sadb_acquire.c the dataplane's acquires,
- * kernel_sadb_mip6.c the mobile nodes' rule, kernel_sadb_xlate.c (below them) the translations,
- * settings and counters. Nothing outside those files includes it. */
+ * kernel_sadb_mip6.c the mobile nodes' rule, kernel_sadb_pool.c (below it) the home addresses pools
+ * hand out, kernel_sadb_xlate.c (below them) the translations, settings and counters. Nothing outside those files includes it. */
 #ifndef XIPSEC_IKE_KERNEL_SADB_INT_H
 #define XIPSEC_IKE_KERNEL_SADB_INT_H
 
@@ -114,6 +114,16 @@ void ks_jobs_gate_unlock(void);
 bool ks_sa_runtime(private_kernel_sadb_t *this, struct ks_sa *t, struct sadb_runtime_view *out);
 /* Realtime seconds (SADB) to charon's monotonic clock. */
 time_t ks_real2mono(uint64_t real);
+/* kernel_sadb_xlate.c: the first plen bits of the IPv6 address a are those of prefix p. */
+bool ks_in_prefix(const uint8_t a[16], const struct sadb_addr *p, unsigned plen);
+
+/* A CHILD_SA config whose name starts with this is a mobile node's (kernel_sadb_mip6.c), and a
+ * connection with one is a mobile node's (kernel_sadb_pool.c). */
+#define KS_MIP6_CHILD_PREFIX "mip6-"
+
+/* kernel_sadb_pool.c: whether the pool address a was cleared by the home agent's checks for the
+ * identity id (the IKE SA's peer's, as charon's pools lease it) and is still leased to it. */
+bool ks_pool_cleared(const uint8_t a[16], identification_t *id);
 
 /* kernel_sadb_acquire.c: listen for the dataplane's acquires when kernel_sadb_set_acquire named an
  * SADB (a failure is logged: traps then never fire), and stop before the backend goes. */

@@ -18,6 +18,14 @@
  * are not one home address, before any SA or policy is installed (an empty selector list makes
  * charon fail the CHILD_SA with TS_UNACCEPTABLE).
  *
+ * A home address may also be assigned (RFC 4877 4.3): the connection names swanctl.conf pools and
+ * the child's remote_ts is dynamic (dynamic[135] for the signalling pair). The mobile node asks with
+ * a CFG_REQUEST for INTERNAL_IP6_ADDRESS, charon's pools lease it an address that the home agent's
+ * checks cleared (kernel_sadb_pool.c), and charon puts that virtual IP in the child's selectors. The
+ * rule is then that the negotiated selector is that virtual IP of this IKE SA, cleared for the
+ * identity it authenticated; remote.id may be a wildcard, since the lease, not the configuration,
+ * ties the address to the identity.
+ *
  * The K bit (RFC 4877 7): xipsecd's home agent grants it to a node whose SAs are all IKE-keyed and
  * marks the node's outbound tunnel SA SADB_SAF_KEY_MOBILE when it moves it to a new care-of address;
  * ks_mip6_follow, on the expiry job, follows the SADB's change journal and moves that IKE SA's
@@ -30,7 +38,6 @@
 
 #include "ike/kernel_sadb_int.h"
 
-#define MIP6_CHILD_PREFIX "mip6-"
 #define MH_PROTO 135 /* the Mobility Header (RFC 6275 6.1) */
 
 /* The CHILD_SA whose SAs the current charon thread installs next is a mobile node's: charon calls
@@ -41,17 +48,6 @@ static __thread bool mip6_child;
 bool ks_mip6_child(void)
 {
 	return mip6_child;
-}
-
-static bool in_prefix(const uint8_t *a, const struct sadb_addr *p, unsigned plen)
-{
-	for (unsigned bit = 0; bit < plen; bit++) {
-		uint8_t m = (uint8_t)(0x80 >> (bit % 8));
-
-		if ((a[bit / 8] & m) != (p->a.b[bit / 8] & m))
-			return false;
-	}
-	return true;
 }
 
 /* ts is one IPv6 address in a home prefix of ha, not the home agent's own, of protocol proto (0:
@@ -65,7 +61,7 @@ static bool is_hoa(traffic_selector_t *ts, const struct sadb_home_agent *ha, uin
 	bool in = false;
 
 	for (unsigned i = 0; ok && !in && i < ha->n_prefix; i++)
-		in = in_prefix(a.ptr, &ha->prefix[i], ha->plen[i]);
+		in = ks_in_prefix(a.ptr, &ha->prefix[i], ha->plen[i]);
 	return ok && in;
 }
 
@@ -117,6 +113,39 @@ static bool ts_is_any6(traffic_selector_t *ts, const struct sadb_home_agent *ha,
 	return is_any6(ts);
 }
 
+/* A configured selector "dynamic" of protocol proto: the peer's virtual IP once assigned (of no
+ * family until then). */
+static bool ts_is_dynamic(traffic_selector_t *ts, const struct sadb_home_agent *ha, uint8_t proto)
+{
+	return ts->is_dynamic(ts) && ts->get_protocol(ts) == proto;
+}
+
+/* The connection hands out addresses from pools. */
+static bool has_pools(peer_cfg_t *peer)
+{
+	enumerator_t *e = peer->create_pool_enumerator(peer);
+	char *name;
+	bool any = e->enumerate(e, &name);
+
+	e->destroy(e);
+	return any;
+}
+
+/* The negotiated selector ts is a virtual IP charon assigned this IKE SA's peer from a pool, and the
+ * home agent's checks cleared it for the peer's identity (kernel_sadb_pool.c). */
+static bool is_assigned(ike_sa_t *ike_sa, traffic_selector_t *ts)
+{
+	enumerator_t *e = ike_sa->create_virtual_ip_enumerator(ike_sa, FALSE);
+	chunk_t a = ts->get_from_address(ts);
+	host_t *vip;
+	bool found = false;
+
+	while (!found && e->enumerate(e, &vip))
+		found = chunk_equals(a, vip->get_address(vip));
+	e->destroy(e);
+	return found && ks_pool_cleared(a.ptr, ike_sa->get_other_eap_id(ike_sa));
+}
+
 /* The peer config's remote identity names one peer: no wildcard, not %any. */
 static bool one_identity(peer_cfg_t *peer)
 {
@@ -146,31 +175,37 @@ static int ha_serving(struct sadb *db, linked_list_t *remote, uint8_t proto,
 	return -ENOENT;
 }
 
-/* The configuration of a mobile child, NULL if sound, else what is wrong with it. */
+/* The configuration of a mobile child, NULL if sound, else what is wrong with it; *pooled: its home
+ * address is assigned from the connection's pools (remote_ts dynamic). */
 static const char *cfg_check(peer_cfg_t *peer, child_cfg_t *cfg, const struct sadb_home_agent *ha,
-			     bool sig)
+			     bool sig, bool *pooled)
 {
 	linked_list_t *local, *remote;
 	const char *why = NULL;
+	uint8_t proto = sig ? MH_PROTO : 0;
 
-	if (!one_identity(peer))
-		return "its connection's remote.id must name one mobile node (no %any, no wildcard): "
-		       "the identity is what may use the home address";
-	if (peer->use_mobike(peer))
-		return "its connection needs mobike = no: the home agent moves a mobile node's SAs with "
-		       "its binding, and its IKE SA with the K bit (RFC 4877 7); MOBIKE would move them "
-		       "to any address of either side";
-	if (sig && !(cfg->get_mode(cfg) == MODE_TRANSPORT && cfg->has_option(cfg, OPT_PROXY_MODE)))
-		return "a signalling child needs mode = transport_proxy";
-	if (!sig && cfg->get_mode(cfg) != MODE_TUNNEL)
-		return "needs mode = transport_proxy (signalling) or tunnel (traffic)";
 	local = cfg->get_traffic_selectors(cfg, TRUE, NULL, NULL, FALSE);
 	remote = cfg->get_traffic_selectors(cfg, FALSE, NULL, NULL, FALSE);
-	if (!all_ts(remote, is_hoa, ha, sig ? MH_PROTO : 0))
+	*pooled = all_ts(remote, ts_is_dynamic, ha, proto);
+	if (*pooled && !has_pools(peer))
+		why = "remote_ts = dynamic needs the connection's pools: the home address is the one a "
+		      "pool assigns (RFC 4877 4.3)";
+	else if (!*pooled && !one_identity(peer))
+		why = "its connection's remote.id must name one mobile node (no %any, no wildcard): "
+		      "the identity is what may use the home address";
+	else if (peer->use_mobike(peer))
+		why = "its connection needs mobike = no: the home agent moves a mobile node's SAs with "
+		      "its binding, and its IKE SA with the K bit (RFC 4877 7); MOBIKE would move them "
+		      "to any address of either side";
+	else if (sig && !(cfg->get_mode(cfg) == MODE_TRANSPORT && cfg->has_option(cfg, OPT_PROXY_MODE)))
+		why = "a signalling child needs mode = transport_proxy";
+	else if (!sig && cfg->get_mode(cfg) != MODE_TUNNEL)
+		why = "needs mode = transport_proxy (signalling) or tunnel (traffic)";
+	else if (!*pooled && !all_ts(remote, is_hoa, ha, proto))
 		why = sig ? "remote_ts must be home addresses (ADDR/128, in a home prefix, not the home "
-			    "agent's) of protocol 135 (ADDR/128[135])" :
+			    "agent's) of protocol 135 (ADDR/128[135]), or dynamic[135] with pools" :
 			    "remote_ts must be home addresses (ADDR/128, in a home prefix, not the home "
-			    "agent's), any protocol";
+			    "agent's), any protocol, or dynamic with pools";
 	else if (sig && !all_ts(local, ts_is_ha, ha, MH_PROTO))
 		why = "local_ts must be the home agent's address, protocol 135 (ADDR/128[135])";
 	else if (!sig && !all_ts(local, ts_is_any6, ha, 0))
@@ -197,11 +232,12 @@ static bool narrow(listener_t *listener, ike_sa_t *ike_sa, child_sa_t *child_sa,
 	child_cfg_t *cfg = child_sa->get_config(child_sa);
 	peer_cfg_t *peer = ike_sa->get_peer_cfg(ike_sa);
 	struct sadb_home_agent ha;
+	traffic_selector_t *ts;
 	const char *why = NULL;
-	bool sig;
+	bool sig, pooled = false;
 
 	mip6_child = false;
-	if (strncmp(cfg->get_name(cfg), MIP6_CHILD_PREFIX, strlen(MIP6_CHILD_PREFIX)))
+	if (strncmp(cfg->get_name(cfg), KS_MIP6_CHILD_PREFIX, strlen(KS_MIP6_CHILD_PREFIX)))
 		return TRUE;
 	if (type == NARROW_INITIATOR_PRE_NOAUTH || type == NARROW_INITIATOR_PRE_AUTH)
 		return TRUE; /* our own proposal: checked when the answer comes */
@@ -212,9 +248,12 @@ static bool narrow(listener_t *listener, ike_sa_t *ike_sa, child_sa_t *child_sa,
 		why = "no home agent record in the SADB (ipsecctl's home-agent statements) has a home "
 		      "prefix that holds the mobile node's traffic selectors";
 	else
-		why = cfg_check(peer, cfg, &ha, sig);
+		why = cfg_check(peer, cfg, &ha, sig, &pooled);
 	if (!why && !(remote->get_count(remote) == 1 && all_ts(remote, is_hoa, &ha, sig ? MH_PROTO : 0)))
 		why = "the mobile node's traffic selectors are not one of its home addresses";
+	if (!why && pooled && remote->get_first(remote, (void **)&ts) == SUCCESS && !is_assigned(ike_sa, ts))
+		why = "its traffic selector is not the home address the pool assigned its IKE_SA and the "
+		      "home agent cleared (a CFG_REQUEST for INTERNAL_IP6_ADDRESS gets one)";
 	if (why) {
 		DBG1(DBG_KNL, "xipsec: connection '%s' child '%s' (mobile node %Y) refused: %s",
 		     peer ? peer->get_name(peer) : "?", cfg->get_name(cfg), ike_sa->get_other_id(ike_sa), why);

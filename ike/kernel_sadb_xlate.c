@@ -1,8 +1,8 @@
 /* ike/kernel_sadb_xlate.c: the lowest layer of xipsec-iked's kernel-ipsec backend: the translations
  * between charon's view of IPsec state and the SADB's (strongSwan algorithm identifiers and key
  * layouts, hosts, traffic selectors, charon's times, the sequence-number soft limit) and the
- * process-wide settings and counters the daemon sets and reads. kernel_sadb_sa.c and
- * kernel_sadb_policy.c call it; it calls neither. */
+ * process-wide settings and counters the daemon sets and reads, whether an address is in a prefix.
+ * The backend's other files call it; it calls none of them. */
 #include "ike/swan.h"
 
 #include <errno.h>
@@ -60,6 +60,17 @@ void kernel_sadb_get_stats(struct kernel_sadb_stats *out)
 	*out = ks_stats;
 	if (ks_stats_mutex)
 		ks_stats_mutex->unlock(ks_stats_mutex);
+}
+
+bool ks_in_prefix(const uint8_t a[16], const struct sadb_addr *p, unsigned plen)
+{
+	for (unsigned bit = 0; bit < plen && bit < 128; bit++) {
+		uint8_t m = (uint8_t)(0x80 >> (bit % 8));
+
+		if ((a[bit / 8] & m) != (p->a.b[bit / 8] & m))
+			return false;
+	}
+	return true;
 }
 
 int kernel_sadb_host2addr(host_t *host, struct sadb_addr *out)

@@ -14,7 +14,7 @@ EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/kernel_sadb_int.h ike/maxqm.h ike
 
 # The kernel-ipsec backend, also linked whole into its unit test (tests/unit/ike.mk).
 IKE_KERNEL_SADB_SOURCES = ike/kernel_sadb.c ike/kernel_sadb_sa.c ike/kernel_sadb_policy.c \
-	ike/kernel_sadb_xlate.c ike/kernel_sadb_acquire.c ike/kernel_sadb_mip6.c \
+	ike/kernel_sadb_xlate.c ike/kernel_sadb_acquire.c ike/kernel_sadb_mip6.c ike/kernel_sadb_pool.c \
 	ike/kernel_sadb.h ike/kernel_sadb_int.h
 
 if HAVE_STRONGSWAN

@@ -22,15 +22,7 @@
 #     names the connection, the child and the rule.
 set -u
 XT_BG_TIMEOUT=120
-. "$top_srcdir/tests/netns/lib.sh"
-. "$top_srcdir/tests/netns/test_dp_common.sh"
-. "$top_srcdir/tests/netns/test_mip6_common.sh"
-. "$top_srcdir/tests/netns/ike_common.sh"
-ike_require
-xt_require ip tcpdump tshark
-CTL="$top_builddir/ipsecctl/ipsecctl"
-[ -x "$CTL" ] || xt_skip "ipsecctl not built"
-"$PYTHON" -c 'import scapy.layers.inet6, scapy.layers.ipsec' 2>/dev/null || xt_skip "needs python3-scapy"
+. "$top_srcdir/tests/netns/mip6_ike_common.sh"
 
 HOA=2001:db8:1::100 HOB=2001:db8:1::200 HOC=2001:db8:1::300
 PSK_A=$(head -c 16 /dev/urandom | xxd -p) PSK_B=$(head -c 16 /dev/urandom | xxd -p)
@@ -97,39 +89,10 @@ ike_start ha
 # with the keys read from mn's SADB.
 ike_dirs mn
 ike_sconf mn "install_routes = no"
-mnchild() { # NAME HOA
-	cat <<EOF
-      $1-sig { mode = transport_proxy
-        local_ts = $2/128[135]
-        remote_ts = $HA/128[135]
-        esp_proposals = aes128gcm16 }
-      $1-tun { mode = tunnel
-        local_ts = $2/128
-        remote_ts = ::/0
-        esp_proposals = aes128gcm16 }
-EOF
-}
-mnpeer() { # NAME ID CHILDREN: mn's connection to the home agent as identity ID
-	cat <<EOF
-  $1 {
-    version = 2
-    local_addrs = $COA1
-    remote_addrs = $HA
-    proposals = aes128gcm16-prfsha256-ecp256
-    local { auth = psk
-      id = $2 }
-    remote { auth = psk
-      id = ha.example }
-    children {
-$3
-    }
-  }
-EOF
-}
 cat > "$XT_DIR/mn/conf/swanctl.conf" <<EOF
 connections {
-$(mnpeer ha mn-a.example "$(mnchild mn $HOA; mnchild evil $HOB)")
-$(mnpeer hc mn-c.example "$(mnchild c $HOC)")
+$(mip6_mn_conn ha mn-a.example $COA1 "$(mip6_mn_child mn $HOA; mip6_mn_child evil $HOB)")
+$(mip6_mn_conn hc mn-c.example $COA1 "$(mip6_mn_child c $HOC)")
 }
 secrets { ike-a { id-1 = ha.example
     id-2 = mn-a.example
@@ -190,12 +153,11 @@ EOF
 
 # scapy's mobile node with the current keys, its tunnel from the care-of address on IFACE (the first
 # link it is given); its tun0 holds the home address
-link() { echo "\"$1\": {\"coa\": \"$2\", \"gw_mac\": \"$(xt_exec rt ip -br link show $1 | awk '{print $3}')\"}"; }
 start_mn() { # IFACE
 	local links
 	case $1 in
-	eth1) links="$(link eth1 $COA1), $(link eth2 $COA2)" ;;
-	*) links="$(link eth2 $COA2), $(link eth1 $COA1)" ;;
+	eth1) links="$(mip6_link eth1 $COA1), $(mip6_link eth2 $COA2)" ;;
+	*) links="$(mip6_link eth2 $COA2), $(mip6_link eth1 $COA1)" ;;
 	esac
 	cat > "$XT_DIR/mn.json" <<EOF
 {"hoa": "$HOA", "ha": "$HA", "tun": "tun0", "crypt_algo": "AES-GCM",
