@@ -20,7 +20,7 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["dataplane", "wire", "lossfree", "scale", "ike", "model", "mip6"]
+SECTIONS = ["dataplane", "wire", "lossfree", "scale", "ike", "ikescale", "model", "mip6"]
 
 
 def _round(v):
