@@ -98,7 +98,8 @@ table=("ikesa_table_size = 1024" "ikesa_table_segments = 16")
 # in all or 3 from one address (cookie_threshold, cookie_threshold_ip) A asks every peer for a cookie, a round trip more per IKE SA whose retried
 # request was lost now and then (a 4 s retransmission): the figures are the setup's own cost, the
 # DoS defences off
-ike_sconf A "${table[@]}" "block_threshold = 1000000" "cookie_threshold = 1000000" "cookie_threshold_ip = 1000000"
+# maxqm = 0: the rate rounds put 1,000 CHILD SAs on one IKE SA (xipsec-iked's default renews it after 100)
+ike_sconf A "${table[@]}" "maxqm = 0" "block_threshold = 1000000" "cookie_threshold = 1000000" "cookie_threshold_ip = 1000000"
 ike_start A --no-load
 # the connections loaded here, with a wait that grows with them (ike_start's is for small files)
 STRONGSWAN_CONF="$XT_DIR/A/conf/strongswan.conf" timeout $((60 + P * K / 500)) "$IKE_SWANCTL" --load-all \

@@ -4,7 +4,8 @@
 # re-verifies the run directory: every table in results.json has its CSV, every plot is a valid PNG
 # and an SVG carrying its series labels, service demand recomputed from dataplane_stream_raw equals
 # dataplane_stream's, the bytes on the wire match the ESP/AH formats. The contract's tables and the
-# report's figures must be there, with forwarding over 1 and 1,000 tunnels and the prediction at 1,000
+# report's figures must be there, with forwarding over 1 and 1,000 tunnels (and over 1,000 with 2 workers),
+# the IKE-at-scale tables against stock charon, and the prediction at 1,000
 # tunnels next to its measurement. The run gets a state directory that does not exist (every section
 # owns its own), and a copy of the run with one section broken on purpose (emptied, then marked as a
 # failed sub-run) must fail the check. The run directory, and any namespace, SADB file or process the run
@@ -79,7 +80,7 @@ pid=
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
 	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted scale scale_memory \
-	scale_mip6 scale_fwd_raw scale_fwd scale_predicted scale_predict_trials ikescale_up ikescale_up_curve \
+	scale_mip6 scale_fwd_raw scale_fwd scale_workers scale_predicted scale_predict_trials ikescale_up ikescale_up_curve \
 	ikescale_child ikescale_ops; do
 	[ -s "$run/$t.csv" ] || fail "table $t missing"
 	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
@@ -127,10 +128,14 @@ EOF
 "$PY" - "$run/results.json" <<'EOF' || fail "forwarding over many tunnels: $(cat "$run/scale_fwd.csv" "$run/scale_predicted.csv")"
 import json, sys
 t = json.load(open(sys.argv[1]))["tables"]
-fwd = {r[0]: dict(zip(t["scale_fwd"]["columns"], r)) for r in t["scale_fwd"]["rows"]}
-assert sorted(fwd) == [1, 1000], fwd
+fwd = {(r[0], r[1]): dict(zip(t["scale_fwd"]["columns"], r)) for r in t["scale_fwd"]["rows"]}
+assert sorted(fwd) == [(1, 1), (1000, 1), (1000, 2)], fwd
 for r in fwd.values():
     assert r["pps"] > 0 and r["ns_per_pkt_gw1"] > 0 and r["ns_per_pkt_gw2"] > 0, r
+# two workers over the same 1,000 tunnels: their efficiency against one worker's rate
+wk = [dict(zip(t["scale_workers"]["columns"], r)) for r in t["scale_workers"]["rows"]]
+assert len(wk) == 1 and wk[0]["n"] == 1000 and wk[0]["pps_2"] == fwd[(1000, 2)]["pps"], wk
+assert abs(wk[0]["efficiency"] - fwd[(1000, 2)]["pps"] / (2 * fwd[(1000, 1)]["pps"])) < 1e-3, wk
 pr = [dict(zip(t["scale_predicted"]["columns"], r)) for r in t["scale_predicted"]["rows"]]
 assert len(pr) == 1 and pr[0]["tunnels"] == 1000 and pr[0]["predicted_pps"] > 0 and pr[0]["measured_pps"] > 0, pr
 assert pr[0]["verdict"] in ("within 15 %", "outside 15 %"), pr
