@@ -612,29 +612,10 @@ def report(ctx, rep):
         rep.para("Per IKE SA and per CHILD SA (IP bytes, deletions not counted):\n" + "\n".join(lines))
 
 
-def check(run_dir):
-    import csv
-    import json
+def compare_summaries(want, got):
+    """check()'s comparison, shared with the IKE-at-scale section: each summary table as its CSV holds
+    it (GOT: name -> rows of strings) against the rows recomputed from the raw tables (WANT)."""
     errs = []
-
-    def rows(name):
-        with open(os.path.join(run_dir, name + ".csv"), newline="") as f:
-            r = csv.reader(f)
-            next(r)
-            return list(r)
-    try:
-        meta = json.load(open(os.path.join(run_dir, "results.json")))["meta"]
-        mhz = float(meta["ike"]["mhz"])
-        neg_raw = [[r[0], r[1], r[2], int(r[3]), int(r[4]), float(r[5]), float(r[6]), float(r[7])]
-                   for r in rows("ike_negotiation_raw")]
-        mq_raw = [[int(r[0]), int(r[1]), int(r[2]), float(r[3]), int(r[4]), float(r[5]), float(r[6]), int(r[7])]
-                  for r in rows("ike_maxqm_raw")]
-        loss_raw = [[int(r[0]), r[1], int(r[2]), _num(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[7])]
-                    for r in rows("ike_loss_raw")]
-        got = {n: rows(n) for n in ("ike_negotiation", "ike_maxqm", "ike_loss")}
-    except (OSError, KeyError, ValueError, IndexError) as e:
-        return ["cannot read the section's tables: %s" % e]
-    want = dict(zip(("ike_negotiation", "ike_maxqm", "ike_loss"), summarize(neg_raw, mq_raw, loss_raw, mhz)))
     for name, w in want.items():
         g = got[name]
         if len(g) != len(w):
@@ -650,6 +631,38 @@ def check(run_dir):
                         errs.append("%s: %s where the raw rows give nothing" % (name, x))
                 elif abs(float(x) - y) > 1e-4 * max(abs(y), 1e-9) + 1e-9:
                     errs.append("%s %s: %s, recomputed %.6g" % (name, a[:3], x, y))
+    return errs
+
+
+def csv_rows(run_dir, name):
+    """The rows of RUN_DIR/NAME.csv as strings, its header left out (what check() reads back)."""
+    import csv
+    with open(os.path.join(run_dir, name + ".csv"), newline="") as f:
+        r = csv.reader(f)
+        next(r)
+        return list(r)
+
+
+def check(run_dir):
+    import json
+    errs = []
+
+    def rows(name):
+        return csv_rows(run_dir, name)
+    try:
+        meta = json.load(open(os.path.join(run_dir, "results.json")))["meta"]
+        mhz = float(meta["ike"]["mhz"])
+        neg_raw = [[r[0], r[1], r[2], int(r[3]), int(r[4]), float(r[5]), float(r[6]), float(r[7])]
+                   for r in rows("ike_negotiation_raw")]
+        mq_raw = [[int(r[0]), int(r[1]), int(r[2]), float(r[3]), int(r[4]), float(r[5]), float(r[6]), int(r[7])]
+                  for r in rows("ike_maxqm_raw")]
+        loss_raw = [[int(r[0]), r[1], int(r[2]), _num(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[7])]
+                    for r in rows("ike_loss_raw")]
+        got = {n: rows(n) for n in ("ike_negotiation", "ike_maxqm", "ike_loss")}
+    except (OSError, KeyError, ValueError, IndexError) as e:
+        return ["cannot read the section's tables: %s" % e]
+    want = dict(zip(("ike_negotiation", "ike_maxqm", "ike_loss"), summarize(neg_raw, mq_raw, loss_raw, mhz)))
+    errs += compare_summaries(want, got)
     for r in got["ike_maxqm"]:
         m, n, mm = int(r[0]), int(r[1]), float(r[6])
         if mm not in (math.ceil(n / m), n // m + 1):

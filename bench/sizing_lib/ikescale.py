@@ -332,15 +332,11 @@ def report(ctx, rep):
 
 
 def check(run_dir):
-    import csv
     import json
     import os
 
     def rows(name):
-        with open(os.path.join(run_dir, name + ".csv"), newline="") as f:
-            r = csv.reader(f)
-            next(r)
-            return list(r)
+        return ike.csv_rows(run_dir, name)
     try:
         meta = json.load(open(os.path.join(run_dir, "results.json")))["meta"]["ikescale"]
         ops_raw = rows("ikescale_ops_raw")
@@ -362,19 +358,4 @@ def check(run_dir):
             errs.append("ikescale_up: %d IKE SAs, ikescale_up_raw holds %d" % (n, len(ups)))
     want = dict(zip(("ikescale_ops", "ikescale_child", "ikescale_up", "ikescale_up_curve"),
                     summarize(ops_raw, child_raw, up_row, ups, int(meta["plan"]["bin"]))))
-    for name, w in want.items():
-        g = got[name]
-        if len(g) != len(w):
-            errs.append("%s: %d rows, the raw rows give %d" % (name, len(g), len(w)))
-            continue
-        for a, b in zip(g, w):
-            for x, y in zip(a, b):
-                if isinstance(y, str):
-                    if x != y:
-                        errs.append("%s: %s where the raw rows give %s" % (name, x, y))
-                elif y is None:
-                    if x != "":
-                        errs.append("%s: %s where the raw rows give nothing" % (name, x))
-                elif abs(float(x) - y) > 1e-4 * max(abs(y), 1e-9) + 1e-6:
-                    errs.append("%s %s: %s, recomputed %.6g" % (name, a[:2], x, y))
-    return errs
+    return errs + ike.compare_summaries(want, got)
