@@ -8,6 +8,8 @@
 # narrows to each /32 pair asked for, as a remote-access gateway's does):
 #   x-G    (from 10.9.0.(10+j) for group j of GROUPS) with CHILD SAs c1..c(RESUME+1)
 #   r1..rP (from 10.9.0.(100+p), the first group) with CHILD SAs c1..c(K+1): the CHILD SA rate rounds
+#          (swanctl loads one connection per VICI message and charon takes at most 512 KiB: K CHILD SAs
+#          of about 130 bytes each keep a connection under it up to K = 4,000)
 # A's selectors are /32s in 10.128.0.0/11 (CHILD SA n of the rate connections 10.(128 + n / 65536).
 # (n / 256 % 256).(n % 256), those of x-G from 10.(150 + j).0.1), B's the whole 10.160.0.0/11:
 # kernel-libipsec routes each CHILD SA from a local address inside B's selector (10.160.0.1 on B's
@@ -45,6 +47,7 @@ IPSECCTL="$top_builddir/ipsecctl/ipsecctl"
 [ -x "$IPSECCTL" ] || xt_fail "$IPSECCTL not built"
 [ -x /usr/lib/ipsec/charon ] || xt_fail "stock charon (/usr/lib/ipsec/charon, Debian's strongswan-charon) is not installed"
 [ "$P" -le 150 ] || xt_fail "at most 150 rate connections (10.9.0.101-250)"
+[ "$K" -le 4000 ] || xt_fail "at most 4,000 CHILD SAs per rate connection (charon takes a connection of at most 512 KiB)"
 ike_pair
 for s in A B; do ike_dirs $s; done
 # SA and policy room for every CHILD SA of the run (the default capacity is 65,536)
