@@ -1,8 +1,19 @@
 /* bench/ike-bench-vici.c: the timing client of bench/ike-bench. It drives one xipsec-iked over VICI
  * (libvici) and times each exchange from the request to charon's reply, which charon sends once the
  * IKE SA / CHILD SA is established and installed (in the SADB):
- *   ike-bench-vici URI ike NAME N        initiate IKE SA NAME alone (no CHILD SA) N times, terminating
- *                                        it after each; prints one line "ike <µs>" per try
+ *   ike-bench-vici URI ike NAME N [CHILD]
+ *                                        initiate IKE SA NAME alone (no CHILD SA; with CHILD, with its
+ *                                        first CHILD SA CHILD) N times, terminating it after each; prints
+ *                                        one line "ike <µs>" per try
+ *   ike-bench-vici URI up P N NAME       bring up N IKE SAs of connection NAME (alone) from scratch, none
+ *                                        terminated, over P VICI connections in parallel (the daemon
+ *                                        runs with reuse_ikesa = no, so each initiate makes a new one);
+ *                                        prints "up <µs>" per IKE SA, the time since the start at which
+ *                                        it was established, in order, then "span <N> <µs>"
+ *   ike-bench-vici URI rekey NAME N      rekey IKE SA NAME N times one after the other, each timed from
+ *                                        the request to charon's "ike-rekey" event (the new IKE SA is
+ *                                        established; charon's rekey command only queues the job);
+ *                                        prints "rekey <µs>" per rekey
  *   ike-bench-vici URI child IKE C...    initiate CHILD SAs C... of IKE (on the established IKE SA),
  *                                        prints "child <µs>" per CHILD SA
  *   ike-bench-vici URI terminate IKE     terminate IKE SA IKE
@@ -15,7 +26,8 @@
  *                                        "bringup <µs> <count>" for the whole series, waits included
  *   ike-bench-vici URI rate P K SADB...  the installation rate over P IKE SAs in parallel, the way a
  *                                        remote-access gateway sees CHILD SAs arrive: P threads, one
- *                                        VICI connection each; thread p brings up IKE SA r<p> with its
+ *                                        VICI connection each (P written FIRST-LAST: IKE SAs r<FIRST>..
+ *                                        r<LAST>, for rounds on top of earlier ones); thread p brings up IKE SA r<p> with its
  *                                        CHILD SA c1 (untimed), then, once all P are up, initiates
  *                                        c2..c<K+1> of r<p> back to back. The span ends when every SADB
  *                                        named holds the 2*P*K new mature SAs of the IKE daemons (SAs
@@ -141,7 +153,7 @@ static long sadb_count(struct sadb *db)
 
 struct rate_arg {
 	const char *uri;
-	int p, k;
+	int p, k;                   /* IKE SA r<p>, K CHILD SAs */
 	bool queue;                 /* initiate without waiting: all K queue on the IKE SA at once */
 	pthread_barrier_t *bar;
 	double *us;                 /* k latencies */
@@ -178,7 +190,7 @@ static void *rate_thread(void *v)
 	return NULL;
 }
 
-static int rate(const char *uri, int p, int k, bool queue, char **paths, int npaths)
+static int rate(const char *uri, int first, int p, int k, bool queue, char **paths, int npaths)
 {
 	struct rate_arg *args = calloc(p, sizeof(*args));
 	double *us = calloc((size_t)p * k, sizeof(*us));
@@ -200,7 +212,7 @@ static int rate(const char *uri, int p, int k, bool queue, char **paths, int npa
 	}
 	pthread_barrier_init(&bar, NULL, p + 1);
 	for (i = 0; i < p; i++) {
-		args[i] = (struct rate_arg){ .uri = uri, .p = i + 1, .k = k, .queue = queue, .bar = &bar,
+		args[i] = (struct rate_arg){ .uri = uri, .p = first + i, .k = k, .queue = queue, .bar = &bar,
 					     .us = us + (size_t)i * k };
 		pthread_create(&th[i], NULL, rate_thread, &args[i]);
 	}
@@ -249,13 +261,140 @@ static int rate(const char *uri, int p, int k, bool queue, char **paths, int npa
 	return rc;
 }
 
+struct up_arg {
+	const char *uri, *name;
+	int n;
+	int *next;                  /* the next IKE SA to bring up, shared */
+	int *done;
+	double t0, *at;             /* the time each IKE SA was up, since t0 */
+	pthread_mutex_t *mu;
+	int rc;
+};
+
+static void *up_thread(void *v)
+{
+	struct up_arg *a = v;
+	vici_conn_t *c = vici_connect((char *)a->uri);
+	int rc = c ? 0 : -1;
+
+	if (!c)
+		fprintf(stderr, "ike-bench-vici: cannot connect to %s: %s\n", a->uri, strerror(errno));
+	while (rc == 0) {
+		double t;
+
+		pthread_mutex_lock(a->mu);
+		if (*a->next >= a->n) {
+			pthread_mutex_unlock(a->mu);
+			break;
+		}
+		(*a->next)++;
+		pthread_mutex_unlock(a->mu);
+		rc = call(c, "initiate", a->name, NULL);
+		t = now_us() - a->t0;
+		pthread_mutex_lock(a->mu);
+		if (rc == 0)
+			a->at[(*a->done)++] = t;
+		pthread_mutex_unlock(a->mu);
+	}
+	if (c)
+		vici_disconnect(c);
+	a->rc = rc;
+	return NULL;
+}
+
+/* N IKE SAs of NAME from scratch over P connections; the completion times are recorded under the
+ * lock in the order they came, so they are sorted already. */
+static int up(const char *uri, int p, int n, const char *name)
+{
+	struct up_arg *args = calloc(p, sizeof(*args));
+	pthread_t *th = calloc(p, sizeof(*th));
+	double *at = calloc(n, sizeof(*at)), t0;
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	int i, next = 0, done = 0, rc = 0;
+
+	if (!args || !th || !at) {
+		free(args);
+		free(th);
+		free(at);
+		return -1;
+	}
+	t0 = now_us();
+	for (i = 0; i < p; i++) {
+		args[i] = (struct up_arg){ .uri = uri, .name = name, .n = n, .next = &next, .done = &done,
+					   .t0 = t0, .at = at, .mu = &mu };
+		pthread_create(&th[i], NULL, up_thread, &args[i]);
+	}
+	for (i = 0; i < p; i++) {
+		pthread_join(th[i], NULL);
+		if (args[i].rc)
+			rc = -1;
+	}
+	for (i = 0; i < done; i++)
+		printf("up %.0f\n", at[i]);
+	if (rc == 0)
+		printf("span %d %.0f\n", done, now_us() - t0);
+	free(args);
+	free(th);
+	free(at);
+	return rc;
+}
+
+struct rekey_wait {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int seen;
+};
+
+static void rekey_event(void *user, char *name, vici_res_t *ev)
+{
+	struct rekey_wait *w = user;
+
+	(void)name;
+	(void)ev;
+	pthread_mutex_lock(&w->mu);
+	w->seen++;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* N rekeys of IKE SA NAME, one after the other, each until its "ike-rekey" event (20 s at most). */
+static int rekey(vici_conn_t *c, const char *name, int n)
+{
+	struct rekey_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	int i, rc = 0;
+
+	if (vici_register(c, "ike-rekey", rekey_event, &w) != 0) {
+		fprintf(stderr, "ike-bench-vici: cannot register for ike-rekey events: %s\n", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		double t0 = now_us();
+		struct timespec end;
+
+		rc = call(c, "rekey", name, NULL);
+		clock_gettime(CLOCK_REALTIME, &end);
+		end.tv_sec += 20;
+		pthread_mutex_lock(&w.mu);
+		while (rc == 0 && w.seen <= i)
+			if (pthread_cond_timedwait(&w.cv, &w.mu, &end) == ETIMEDOUT) {
+				fprintf(stderr, "ike-bench-vici: rekey %d of %s: no ike-rekey event within 20 s\n", i + 1, name);
+				rc = -1;
+			}
+		pthread_mutex_unlock(&w.mu);
+		if (rc == 0)
+			printf("rekey %.0f\n", now_us() - t0);
+	}
+	vici_register(c, "ike-rekey", NULL, NULL);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	vici_conn_t *c;
 	int rc = 0, i;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s URI ike NAME N | child IKE CHILD... | bringup STATUS IKE CHILD... | rate[-queue] P K SADB... | terminate IKE\n", argv[0]);
+		fprintf(stderr, "usage: %s URI ike NAME N [CHILD] | child IKE CHILD... | bringup STATUS IKE CHILD... | rate[-queue] P|FIRST-LAST K SADB... | up P N NAME | rekey NAME N | terminate IKE\n", argv[0]);
 		return 2;
 	}
 	vici_init();
@@ -265,13 +404,13 @@ int main(int argc, char **argv)
 		vici_deinit();
 		return 1;
 	}
-	if (strcmp(argv[2], "ike") == 0 && argc == 5) {
+	if (strcmp(argv[2], "ike") == 0 && (argc == 5 || argc == 6)) {
 		int n = atoi(argv[4]);
 
 		for (i = 0; i < n && rc == 0; i++) {
 			double t0 = now_us();
 
-			rc = call(c, "initiate", argv[3], NULL);
+			rc = call(c, "initiate", argv[3], argc == 6 ? argv[5] : NULL);
 			if (rc == 0)
 				printf("ike %.0f\n", now_us() - t0);
 			if (rc == 0)
@@ -309,14 +448,29 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			printf("bringup %.0f %d\n", now_us() - t0, argc - 5);
 	} else if ((strcmp(argv[2], "rate") == 0 || strcmp(argv[2], "rate-queue") == 0) && argc >= 6) {
-		int p = atoi(argv[3]), k = atoi(argv[4]);
+		int first = 1, last = 0, k = atoi(argv[4]);
 
-		if (p < 1 || p > 1024 || k < 1 || k > 100000) {
-			fprintf(stderr, "ike-bench-vici: rate: P must be 1-1024 and K 1-100000\n");
+		if (sscanf(argv[3], "%d-%d", &first, &last) != 2) {
+			first = 1;
+			last = atoi(argv[3]);
+		}
+		if (first < 1 || last - first < 0 || last - first >= 1024 || k < 1 || k > 100000) {
+			fprintf(stderr, "ike-bench-vici: rate: P (or FIRST-LAST) must span 1-1024 IKE SAs and K be 1-100000\n");
 			rc = -2;
 		} else {
-			rc = rate(argv[1], p, k, strcmp(argv[2], "rate-queue") == 0, argv + 5, argc - 5);
+			rc = rate(argv[1], first, last - first + 1, k, strcmp(argv[2], "rate-queue") == 0, argv + 5, argc - 5);
 		}
+	} else if (strcmp(argv[2], "up") == 0 && argc == 6) {
+		int p = atoi(argv[3]), n = atoi(argv[4]);
+
+		if (p < 1 || p > 1024 || n < 1 || n > 1000000) {
+			fprintf(stderr, "ike-bench-vici: up: P must be 1-1024 and N 1-1000000\n");
+			rc = -2;
+		} else {
+			rc = up(argv[1], p, n, argv[5]);
+		}
+	} else if (strcmp(argv[2], "rekey") == 0 && argc == 5) {
+		rc = rekey(c, argv[3], atoi(argv[4]));
 	} else if (strcmp(argv[2], "terminate") == 0) {
 		rc = call(c, "terminate", argv[3], NULL);
 	} else {

@@ -6,4 +6,4 @@ bench_sizing_rr_SOURCES = bench/sizing-rr.c
 EXTRA_DIST += bench/sizing bench/sizing_lib/__init__.py bench/sizing_lib/framework.py \
 	bench/sizing_lib/netns.py bench/sizing_lib/dataplane.py bench/sizing_lib/wire.py \
 	bench/sizing_lib/report.py bench/sizing_lib/mip6.py bench/sizing_lib/plotting.py bench/sizing_lib/lossfree.py \
-	bench/sizing_lib/scale.py
+	bench/sizing_lib/scale.py bench/sizing_lib/ikescale.py bench/sizing_lib/ikescale_peers.sh

@@ -20,7 +20,7 @@ import time
 import traceback
 import xml.etree.ElementTree as ET
 
-SECTIONS = ["dataplane", "wire", "lossfree", "scale", "ike", "model", "mip6"]
+SECTIONS = ["dataplane", "wire", "lossfree", "scale", "ike", "ikescale", "model", "mip6"]
 
 
 def _round(v):
@@ -400,8 +400,10 @@ transform, TCP and UDP streams, 1 and 2 workers; request/response rate and laten
 two-way; burst size), wire (bytes on the wire per message; request/response latency with 0 %% and 1 %%
 random loss), lossfree (RFC 2544: the highest rate with < 0.1 %% loss per transform, packet size and
 worker count, and CPU per packet there), scale (SADB load, memory and xipsecd start time for 1 to
-100,000 tunnels, memory per Mobile IPv6 binding, forwarding spread over 1 to 100,000 tunnels, and the
-calculator's predictions checked), ike (SA negotiation), model (a cost model fitted to the
+100,000 tunnels, memory per Mobile IPv6 binding, forwarding spread over 1 to 100,000 tunnels with 1
+worker and over 10,000 with 2, and the calculator's predictions checked), ike (SA negotiation),
+ikescale (against stock charon: 10,000 IKE SAs from scratch, CHILD SAs per second with up to 10,000
+installed, a new IKE SA vs a CHILD SA vs an IKE rekey per DH group), model (a cost model fitted to the
 measurements), mip6 (the home agent).
 A run directory holds report.md, report.html, results.json, one CSV per table and plots/ (PNG+SVG).
 --quick is a reduced matrix, one repetition a point (about 3 minutes, the test suite's run); --full

@@ -102,24 +102,24 @@ def _num(x):
     return float(x) if x not in ("", None) else float("nan")
 
 
-class Peers:
-    """One session of ike_peers.sh: the two daemons and the capture, driven line by line."""
+class Session:
+    """One run of a gateways script of this package (ike_peers.sh, ikescale_peers.sh): started with
+    ARGS, its "ready ..." line's words in self.ready, then driven line by line (cmd); its standard
+    error goes to RUN/LOGNAME."""
 
-    def __init__(self, ctx, auth, groups, nchild, maxqm_children, cap):
-        script = ctx.srcdir / "bench" / "sizing_lib" / "ike_peers.sh"
-        self.logpath = ctx.run_dir / ("ike-peers-%s.log" % auth)
+    def __init__(self, ctx, script, args, logname, start_timeout=180):
+        self.logpath = ctx.run_dir / logname
         self.log = open(self.logpath, "w")
-        self.p = subprocess.Popen([str(script), str(ctx.builddir), auth, ",".join(groups), str(nchild),
-                                   str(maxqm_children), str(cap)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
+        self.p = subprocess.Popen([str(ctx.srcdir / "bench" / "sizing_lib" / script), str(ctx.builddir)] +
+                                  [str(a) for a in args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.log, text=True, bufsize=1)
         self.q = queue.Queue()
         threading.Thread(target=self._reader, daemon=True).start()
-        line = self._line(180)
+        line = self._line(start_timeout)
         if not line or not line.startswith("ready "):
             self.close()
             raise RuntimeError("the IKE gateways did not start (%s): %s" % (self.logpath, self._tail()))
-        _, self.uri, self.status, pida, pidb, mhz = line.split()
-        self.mhz = float(mhz)
+        self.ready = line.split()[1:]
 
     def _reader(self):
         for line in self.p.stdout:
@@ -158,13 +158,13 @@ class Peers:
         _, a, b = out[0].split()
         return int(a), int(b)
 
-    def vici(self, args, timeout=600):
+    def vici(self, args, timeout=600, verb="vici"):
         """(rc, [(kind, µs)], output) of one bench/ike-bench-vici run."""
-        rc, out = self.cmd("vici " + args, timeout)
+        rc, out = self.cmd(verb + " " + args, timeout)
         vals = []
         for ln in out:
             w = ln.split()
-            if len(w) >= 2 and w[0] in ("ike", "child", "bringup") and w[1].isdigit():
+            if len(w) >= 2 and w[0] in ("ike", "child", "bringup", "up", "rekey") and w[1].isdigit():
                 vals.append((w[0], int(w[1])))
         return rc, vals, out
 
@@ -178,6 +178,16 @@ class Peers:
             self.p.terminate()   # the script's traps still clean up namespaces and daemons
             self.p.wait(timeout=30)
         self.log.close()
+
+
+class Peers(Session):
+    """One session of ike_peers.sh: the two daemons and the capture."""
+
+    def __init__(self, ctx, auth, groups, nchild, maxqm_children, cap):
+        super().__init__(ctx, "ike_peers.sh", [auth, ",".join(groups), nchild, maxqm_children, cap],
+                         "ike-peers-%s.log" % auth)
+        self.uri, self.status, _pida, _pidb, mhz = self.ready
+        self.mhz = float(mhz)
 
 
 def read_capture(cap):
@@ -602,29 +612,10 @@ def report(ctx, rep):
         rep.para("Per IKE SA and per CHILD SA (IP bytes, deletions not counted):\n" + "\n".join(lines))
 
 
-def check(run_dir):
-    import csv
-    import json
+def compare_summaries(want, got):
+    """check()'s comparison, shared with the IKE-at-scale section: each summary table as its CSV holds
+    it (GOT: name -> rows of strings) against the rows recomputed from the raw tables (WANT)."""
     errs = []
-
-    def rows(name):
-        with open(os.path.join(run_dir, name + ".csv"), newline="") as f:
-            r = csv.reader(f)
-            next(r)
-            return list(r)
-    try:
-        meta = json.load(open(os.path.join(run_dir, "results.json")))["meta"]
-        mhz = float(meta["ike"]["mhz"])
-        neg_raw = [[r[0], r[1], r[2], int(r[3]), int(r[4]), float(r[5]), float(r[6]), float(r[7])]
-                   for r in rows("ike_negotiation_raw")]
-        mq_raw = [[int(r[0]), int(r[1]), int(r[2]), float(r[3]), int(r[4]), float(r[5]), float(r[6]), int(r[7])]
-                  for r in rows("ike_maxqm_raw")]
-        loss_raw = [[int(r[0]), r[1], int(r[2]), _num(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[7])]
-                    for r in rows("ike_loss_raw")]
-        got = {n: rows(n) for n in ("ike_negotiation", "ike_maxqm", "ike_loss")}
-    except (OSError, KeyError, ValueError, IndexError) as e:
-        return ["cannot read the section's tables: %s" % e]
-    want = dict(zip(("ike_negotiation", "ike_maxqm", "ike_loss"), summarize(neg_raw, mq_raw, loss_raw, mhz)))
     for name, w in want.items():
         g = got[name]
         if len(g) != len(w):
@@ -640,6 +631,38 @@ def check(run_dir):
                         errs.append("%s: %s where the raw rows give nothing" % (name, x))
                 elif abs(float(x) - y) > 1e-4 * max(abs(y), 1e-9) + 1e-9:
                     errs.append("%s %s: %s, recomputed %.6g" % (name, a[:3], x, y))
+    return errs
+
+
+def csv_rows(run_dir, name):
+    """The rows of RUN_DIR/NAME.csv as strings, its header left out (what check() reads back)."""
+    import csv
+    with open(os.path.join(run_dir, name + ".csv"), newline="") as f:
+        r = csv.reader(f)
+        next(r)
+        return list(r)
+
+
+def check(run_dir):
+    import json
+    errs = []
+
+    def rows(name):
+        return csv_rows(run_dir, name)
+    try:
+        meta = json.load(open(os.path.join(run_dir, "results.json")))["meta"]
+        mhz = float(meta["ike"]["mhz"])
+        neg_raw = [[r[0], r[1], r[2], int(r[3]), int(r[4]), float(r[5]), float(r[6]), float(r[7])]
+                   for r in rows("ike_negotiation_raw")]
+        mq_raw = [[int(r[0]), int(r[1]), int(r[2]), float(r[3]), int(r[4]), float(r[5]), float(r[6]), int(r[7])]
+                  for r in rows("ike_maxqm_raw")]
+        loss_raw = [[int(r[0]), r[1], int(r[2]), _num(r[3]), int(r[4]), int(r[5]), int(r[6]), int(r[7])]
+                    for r in rows("ike_loss_raw")]
+        got = {n: rows(n) for n in ("ike_negotiation", "ike_maxqm", "ike_loss")}
+    except (OSError, KeyError, ValueError, IndexError) as e:
+        return ["cannot read the section's tables: %s" % e]
+    want = dict(zip(("ike_negotiation", "ike_maxqm", "ike_loss"), summarize(neg_raw, mq_raw, loss_raw, mhz)))
+    errs += compare_summaries(want, got)
     for r in got["ike_maxqm"]:
         m, n, mm = int(r[0]), int(r[1]), float(r[6])
         if mm not in (math.ceil(n / m), n // m + 1):

@@ -7,7 +7,9 @@
 # headroom turns into cores, and the ESP overhead per packet turns into the NIC bandwidth needed. Every
 # CPU figure carries the spread of the repetitions it comes from (the fastest and slowest repetition
 # give the low and high end), the packet rate is checked against the measured loss-free rates (with
-# the measured scaling from 1 to 2 workers, and what beyond that is extrapolated), Mobile IPv6 nodes
+# the measured scaling from 1 to 2 workers: one SA's from the lossfree section, or, for a tunnel count
+# nearer the scale section's many tunnels than one, the scaling it measured over them; and what beyond
+# 2 workers is extrapolated), Mobile IPv6 nodes
 # add their Binding Update refreshes, and IPv6 outer headers and NAT-T add their bytes. It prints its
 # arithmetic step by step, so that an operator can check (and redo) every figure; errors name what is
 # wrong with the input.
@@ -215,6 +217,19 @@ def worker_capacity(lossfree_rows, transform, cls, workers):
     return by_w[1] * workers, "one worker's x %d (scaling not measured: linear)" % workers
 
 
+def many_sa_efficiency(tables, tunnels):
+    """(N, efficiency) of the scale section's 2-worker forwarding over N tunnels for a plan of TUNNELS
+    tunnels, or None: the measured N nearest TUNNELS on a log scale, used when TUNNELS is nearer it
+    than one tunnel (at least its square root), since a handful of tunnels scales as one SA does."""
+    wk = [r for r in rows(tables, "scale_workers") if r.get("efficiency") not in (None, "")]
+    if not wk or tunnels < 1:
+        return None
+    r = min(wk, key=lambda r: abs(math.log(tunnels) - math.log(float(r["n"]))))
+    if math.log(tunnels) < math.log(float(r["n"])) / 2:
+        return None
+    return int(r["n"]), float(r["efficiency"])
+
+
 def packet_step(p, tables, args, pps, avg):
     """Step 7: the packet rate against the measured loss-free rates; the worker count it needs (a
     sentence for the result line, or None without loss-free measurements)."""
@@ -241,6 +256,15 @@ def packet_step(p, tables, args, pps, avg):
     if 2 in by_w:
         eff = float(by_w[2]["lossfree_pps"]) / (2 * one)
         p("  2 workers: %.0f pps measured, %.2f of twice one worker's" % (float(by_w[2]["lossfree_pps"]), eff))
+    many = many_sa_efficiency(tables, args.tunnels)
+    if many:
+        p("  2 workers over %s tunnels (the scale section's 64-byte flood): %.2f of twice one worker's; used for "
+          "the %s tunnels planned instead of %s" % ("{:,}".format(many[0]), many[1], "{:,}".format(args.tunnels),
+                                                  "one SA's %.2f" % eff if eff is not None else "linear scaling"))
+        eff = many[1]
+    elif rows(tables, "scale_workers") and eff is not None and args.tunnels > 0:
+        p("  (%s tunnels planned: nearer one SA than the scale section's 2-worker tunnels, one SA's efficiency "
+          "is used)" % "{:,}".format(args.tunnels))
     need = pps / (one * args.headroom)
     if need <= 1:
         p("  %.0f / (%.0f x %.2f headroom) = %.2f of one worker: 1 worker" % (pps, one, args.headroom, need))
@@ -251,9 +275,11 @@ def packet_step(p, tables, args, pps, avg):
           "assumes linear scaling (extrapolated)" % (need, w))
         return "%d workers, extrapolated linearly (scaling not measured)" % w
     w = math.ceil(need / eff - 1e-9)
-    p("  %.2f workers at one worker's rate / %.2f measured efficiency = %d workers%s" % (
-        need, eff, w, "" if w <= 2 else " (beyond the 2 measured: extrapolated at the 2-worker efficiency)"))
-    return "%d worker(s)%s" % (w, " (measured)" if w <= 2 else ", extrapolated beyond the 2 measured")
+    p("  %.2f workers at one worker's rate / %.2f measured efficiency%s = %d workers%s" % (
+        need, eff, " (many SAs)" if many else "", w,
+        "" if w <= 2 else " (beyond the 2 measured: extrapolated at the 2-worker efficiency)"))
+    return "%d worker(s)%s%s" % (w, " (measured)" if w <= 2 else ", extrapolated beyond the 2 measured",
+                                 ", at the many-SA efficiency" if many else "")
 
 
 def memory_step(p, tables, args):

@@ -11,7 +11,10 @@
 # to h2, and bench/fwd-gen's 64-byte packets spread round-robin over the N tunnels' destinations (one
 # packet each in turn, so every SA and policy carries an even share): the rate one worker forwards
 # under an unpaced flood and each gateway's xipsecd CPU per packet it encrypted or decrypted, for every
-# N. These tunnels are AES-GCM, the transform the loss-free rates measure in every run; manual keys
+# N, and with two workers over many tunnels (the plan's mw_n, the traffic spread over both workers'
+# queues by its many destinations) next to one worker's over the same N: the 2-worker efficiency with
+# many SAs, which `bench/sizing plan` uses for a large tunnel count (the lossfree section's is one SA's).
+# These tunnels are AES-GCM, the transform the loss-free rates measure in every run; manual keys
 # need their sequence and replay marks, so they are loaded with --new-keys (their keys are random)
 # and xipsecd leases the marks in one batch as it starts, in the topology's own state directory. And the
 # study's predictions checked: configurations that were not the calculator's inputs (so many tunnels,
@@ -36,30 +39,37 @@ FWD_RAW = ["n", "workers", "size", "rep", "secs", "sent", "received", "protected
            "cpu_us_gw2"]
 FWD = ["n", "workers", "size", "reps", "pps", "pps_min", "pps_max", "loss_pct", "ns_per_pkt_gw1", "ns_per_pkt_gw2"]
 PREDICTED = ["tunnels", "workers", "size", "predicted_pps", "basis", "measured_pps", "bound", "error_pct", "verdict"]
+WORKERS = ["n", "pps_1", "pps_2", "pps_2_min", "pps_2_max", "efficiency", "efficiency_min", "efficiency_max"]
 FWD_XF = "esp-aes-gcm-128"   # the forwarding tunnels' transform (write_conf's with a peer)
 
 
 def plan(quick):
     if quick:
         # the prediction at 1,000 tunnels stands for the full run's two, in the time the test allows
-        return {"n": [1, 1000], "fwd_n": [1, 1000], "fwd_reps": 1, "fwd_secs": 0.3, "steps": 3,
+        return {"n": [1, 1000], "fwd_n": [1, 1000], "mw_n": [1000], "fwd_reps": 1, "fwd_secs": 0.3, "steps": 3,
                 "predict": [(1000, 1, "1400")]}
-    return {"n": [1, 100, 10000, 100000], "fwd_n": [1, 100, 10000, 100000], "fwd_reps": 3, "fwd_secs": 2.0,
-            "steps": 7, "predict": [(1000, 2, "imix"), (10000, 1, "1400")]}
+    return {"n": [1, 100, 10000, 100000], "fwd_n": [1, 100, 10000, 100000], "mw_n": [10000], "fwd_reps": 3,
+            "fwd_secs": 2.0, "steps": 7, "predict": [(1000, 2, "imix"), (10000, 1, "1400")]}
+
+
+def worker_counts(p):
+    """The rigs beyond one worker's: those of the predictions and the 2-worker floods."""
+    return sorted(({w for _, w, _ in p["predict"]} | ({2} if p["mw_n"] else set())) - {1})
 
 
 def points(ctx):
     p = plan(ctx.quick)
-    return 2 * len(p["n"]) + 1 + len(p["fwd_n"]) * p["fwd_reps"] + len(p["predict"])
+    return 2 * len(p["n"]) + 1 + (len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"] + len(p["predict"])
 
 
 def seconds(ctx):
     p = plan(ctx.quick)
     # the memory rows start xipsecd twice per N; forwarding loads both gateways (and their replay marks)
-    loads = sum(4 + n / 2000.0 for n in p["n"]) * 2 + sum(3 + n / 1000.0 for n in p["fwd_n"] +
+    loads = sum(4 + n / 2000.0 for n in p["n"]) * 2 + sum(3 + n / 1000.0 for n in p["fwd_n"] + p["mw_n"] +
                                                           [n for n, _, _ in p["predict"]])
-    trials = (len(p["fwd_n"]) * p["fwd_reps"] + len(p["predict"]) * (p["steps"] + 1)) * (p["fwd_secs"] + 1.2)
-    return loads + trials + 8 * (1 + len({w for _, w, _ in p["predict"]}))
+    trials = ((len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"] + len(p["predict"]) * (p["steps"] + 1)) * \
+        (p["fwd_secs"] + 1.2)
+    return loads + trials + 8 * (1 + len(worker_counts(p)))
 
 
 def _dst(i):
@@ -133,7 +143,7 @@ def run(ctx):
     tmp = tempfile.mkdtemp(prefix="sizing-scale-", dir="/tmp")
     rows, fwd_raw, pred, trials, mip6 = [], [], [], [], []
     rig = None
-    cap = max(65536, 2 * max(p["n"] + p["fwd_n"] + [n for n, _, _ in p["predict"]]))
+    cap = max(65536, 2 * max(p["n"] + p["fwd_n"] + p["mw_n"] + [n for n, _, _ in p["predict"]]))
     try:
         # one worker's rig: the memory rows use its gw1 alone, then forwarding both gateways
         rig = lossfree.Rig(ctx, tmp, 1, tag="sc")
@@ -168,7 +178,7 @@ def run(ctx):
         # a forwarding failure is the section's, but the memory rows above stay measured
         try:
             forwarding(ctx, rig, ipsecctl, cap, tmp, fwd_raw, pred, trials)
-            for w in sorted({w for _, w, _ in p["predict"]} - {1}):
+            for w in worker_counts(p):
                 rig.close()
                 rig = None
                 rig = lossfree.Rig(ctx, tmp, w, tag="sc%d" % w)
@@ -194,11 +204,15 @@ def run(ctx):
     ctx.table("scale_fwd_raw", FWD_RAW, fwd_raw, "each unpaced 64-byte flood spread round-robin over N tunnels: "
               "packets sent and received, the packets gw1's xipsecd encrypted and gw2's decrypted, and their CPU "
               "microseconds",
-              expect=len(p["fwd_n"]) * p["fwd_reps"])
+              expect=(len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"])
     ctx.table("scale_fwd", FWD, derive_fwd(dataplane._dicts(ctx.tables["scale_fwd_raw"])), "forwarding with the "
-              "traffic spread evenly over N tunnels (N SA pairs and 2N policies, %s): packets per second one worker "
-              "forwards under an unpaced flood (median, min-max), the loss, and each gateway's xipsecd CPU ns per "
-              "packet it encrypted or decrypted" % FWD_XF, expect=len(p["fwd_n"]))
+              "traffic spread evenly over N tunnels (N SA pairs and 2N policies, %s): packets per second the workers "
+              "forward under an unpaced flood (median, min-max), the loss, and each gateway's xipsecd CPU ns per "
+              "packet it encrypted or decrypted" % FWD_XF, expect=len(p["fwd_n"]) + len(p["mw_n"]))
+    ctx.table("scale_workers", WORKERS, derive_workers(dataplane._dicts(ctx.tables["scale_fwd_raw"])),
+              "1 and 2 workers over the same N tunnels in this run: the 2-worker rate and its efficiency, the "
+              "2-worker rate over twice one worker's (median; min-max over the 2-worker repetitions against the "
+              "1-worker median)", expect=len(p["mw_n"]))
     ctx.table("scale_predict_trials", ["tunnels"] + lossfree.TRIALS, trials, "every trial of the binary searches "
               "over the loaded tunnels (the lossfree section's columns)", expect=2 * len(p["predict"]))
     ctx.table("scale_predicted", PREDICTED, pred, "configurations that were not the calculator's inputs: the packet "
@@ -238,7 +252,7 @@ def forwarding(ctx, rig, ipsecctl, cap, tmp, raw, pred, trials):
     # gw2 known to gw1 before the first packet: a flood's first trial starts without neighbour drops
     t.run("gw1", ["ip", "neigh", "replace", "192.0.2.2", "lladdr", rig.mac("gw2", "out2"), "dev", "out1", "nud",
                   "permanent"])
-    queue = [("flood", n, None) for n in (p["fwd_n"] if w == 1 else [])]
+    queue = [("flood", n, None) for n in (p["fwd_n"] if w == 1 else p["mw_n"] if w == 2 else [])]
     queue += [("predict", n, (size, pw)) for n, pw, size in p["predict"] if pw == w]
     loaded = None
     for kind, n, arg in queue:
@@ -254,8 +268,8 @@ def forwarding(ctx, rig, ipsecctl, cap, tmp, raw, pred, trials):
                 c1 = [worked(t, gw) for gw in ("gw1", "gw2")]
                 raw.append([n, w, 64, rep, p["fwd_secs"], r["sent"], r["received"], c1[0][0] - c0[0][0],
                             c1[1][1] - c0[1][1], r["cpu_us_gw1"], r["cpu_us_gw2"]])
-                ctx.tick("scale: 64 B over %d tunnel(s), rep %d: %.0f pps forwarded, %.1f %% lost" % (
-                    n, rep, r["delivered"], r["loss"] * 100))
+                ctx.tick("scale: 64 B over %d tunnel(s), %d worker(s), rep %d: %.0f pps forwarded, %.1f %% lost" % (
+                    n, w, rep, r["delivered"], r["loss"] * 100))
             continue
         size, pw = arg
         pred.append(predict_one(ctx, rig, n, size, pw, p, trials))
@@ -294,15 +308,29 @@ def predicted_row(n, workers, size, model, measured, bound):
 
 def derive_fwd(raw):
     out = []
-    for n in sorted({r["n"] for r in raw}):
-        rs = [r for r in raw if r["n"] == n]
+    for n, w in sorted({(r["n"], r["workers"]) for r in raw}):
+        rs = [r for r in raw if (r["n"], r["workers"]) == (n, w)]
         pps = [r["received"] / r["secs"] for r in rs]
         ns = [[r["cpu_us_gw%d" % g] * 1e3 / r[k] for r in rs if r[k]]
               for g, k in ((1, "protected_gw1"), (2, "unprotected_gw2"))]
-        out.append([n, rs[0]["workers"], rs[0]["size"], len(rs), dataplane._med(pps), min(pps), max(pps),
+        out.append([n, w, rs[0]["size"], len(rs), dataplane._med(pps), min(pps), max(pps),
                     dataplane._med([max(0.0, 1 - r["received"] / r["sent"]) * 100 if r["sent"] else 100.0
                                     for r in rs]),
                     dataplane._med(ns[0]) if ns[0] else None, dataplane._med(ns[1]) if ns[1] else None])
+    return out
+
+
+def derive_workers(raw):
+    """WORKERS rows: every N forwarded with both 1 and 2 workers."""
+    out = []
+    for n in sorted({r["n"] for r in raw if r["workers"] == 2}):
+        one = [r["received"] / r["secs"] for r in raw if (r["n"], r["workers"]) == (n, 1)]
+        two = [r["received"] / r["secs"] for r in raw if (r["n"], r["workers"]) == (n, 2)]
+        if not one or not two or not dataplane._med(one):
+            continue
+        p1 = dataplane._med(one)
+        out.append([n, p1, dataplane._med(two), min(two), max(two), dataplane._med(two) / (2 * p1),
+                    min(two) / (2 * p1), max(two) / (2 * p1)])
     return out
 
 
@@ -388,28 +416,46 @@ def report_fwd(ctx, rep):
     fwd = dataplane._dicts(ctx.tables.get("scale_fwd", {"columns": [], "rows": []}))
     rep.para("Forwarding over many SAs: the same tunnels (%s) loaded into both gateways, and bench/fwd-gen's 64-byte "
              "packets sent to the N tunnels' destinations in turn, one packet each, as fast as it goes for %s s (%s "
-             "repetition(s)); gw2 routes them to h2's sink. The rate is what one worker forwards under that flood, the "
+             "repetition(s)); gw2 routes them to h2's sink. The rate is what the workers forward under that flood, the "
              "CPU per packet each gateway's xipsecd time over the packets it encrypted or decrypted (its own "
              "counters)." % (
                  FWD_XF, p.get("fwd_secs"), p.get("fwd_reps")))
     if fwd:
-        rep.para("In this run:\n" + "\n".join("- %s tunnel(s): %s packets/s (%.1f %% lost), %s ns of gw1 and %s ns of "
-                                               "gw2 CPU per packet" % (
-                                                   "{:,}".format(r["n"]), "{:,.0f}".format(r["pps"]), r["loss_pct"],
+        rep.para("In this run:\n" + "\n".join("- %s tunnel(s), %d worker(s): %s packets/s (%.1f %% lost), %s ns of gw1 "
+                                               "and %s ns of gw2 CPU per packet" % (
+                                                   "{:,}".format(r["n"]), r["workers"], "{:,.0f}".format(r["pps"]),
+                                                   r["loss_pct"],
                                                    _ns(r["ns_per_pkt_gw1"]), _ns(r["ns_per_pkt_gw2"])) for r in fwd))
         plt = plotting.pyplot()
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-        xs = [r["n"] for r in fwd]
-        plotting.line(axes[0], xs, [r["pps"] for r in fwd], label="packets/s forwarded (1 worker, 64 B)")
-        plotting.line(axes[1], xs, [r["ns_per_pkt_gw1"] for r in fwd], label="gw1 (encrypts) ns/packet")
-        plotting.line(axes[1], xs, [r["ns_per_pkt_gw2"] for r in fwd], label="gw2 (decrypts) ns/packet",
-                      linestyle="--")
+        for w in sorted({r["workers"] for r in fwd}):
+            fw = [r for r in fwd if r["workers"] == w]
+            xs = [r["n"] for r in fw]
+            style = "-" if w == 1 else ":"
+            plotting.line(axes[0], xs, [r["pps"] for r in fw], [(r["pps_min"], r["pps_max"]) for r in fw],
+                          label="packets/s forwarded (%d worker%s, 64 B)" % (w, "s" if w > 1 else ""), linestyle=style)
+            for r in fw:
+                axes[0].annotate("{:,.0f}".format(r["pps"]), (r["n"], r["pps"]), fontsize=7, textcoords="offset points",
+                                 xytext=(0, 5), ha="center")
+            plotting.line(axes[1], xs, [r["ns_per_pkt_gw1"] for r in fw], label="gw1 (encrypts) ns/packet, %d w" % w,
+                          linestyle=style)
+            plotting.line(axes[1], xs, [r["ns_per_pkt_gw2"] for r in fw], label="gw2 (decrypts) ns/packet, %d w" % w,
+                          linestyle="--" if w == 1 else "-.")
         _log_axes(axes, ("packets per second", "xipsecd CPU ns per packet"), "tunnels the traffic is spread over")
         fig.suptitle("64-byte packets spread round-robin over N tunnels: rate and CPU per packet", fontsize=10)
         fig.tight_layout()
         ctx.savefig(fig, "scale_fwd")
-        rep.plot("scale_fwd", "forwarding rate and CPU per packet against the number of tunnels the traffic is spread "
-                 "over")
+        rep.plot("scale_fwd", "forwarding rate (median, bars min-max) and CPU per packet against the number of tunnels "
+                 "the traffic is spread over, with one worker and with two")
+    wk = dataplane._dicts(ctx.tables.get("scale_workers", {"columns": [], "rows": []}))
+    if wk:
+        rep.para("Two workers over many tunnels, next to one worker over the same tunnels in this run (the lossfree "
+                 "section's 2-worker efficiency is one SA's; `bench/sizing plan` takes this one for a large tunnel "
+                 "count):\n" + "\n".join(
+                     "- %s tunnels: 1 worker %s packets/s, 2 workers %s packets/s: efficiency %.2f (%.2f-%.2f)" % (
+                         "{:,}".format(r["n"]), "{:,.0f}".format(r["pps_1"]), "{:,.0f}".format(r["pps_2"]),
+                         r["efficiency"], r["efficiency_min"], r["efficiency_max"]) for r in wk))
+        rep.table("scale_workers")
     pr = dataplane._dicts(ctx.tables.get("scale_predicted", {"columns": [], "rows": []}))
     if pr:
         rep.para("The predictions checked: configurations that were not the calculator's inputs, its packet-rate "
@@ -457,7 +503,10 @@ def check(run_dir):
     if any(n not in tables for n in need):
         return errs
     want = [[framework._round(v) for v in r] for r in derive_fwd(dataplane._dicts(tables["scale_fwd_raw"]))]
-    errs += dataplane._compare("scale_fwd", tables["scale_fwd"]["rows"], want, 1)
+    errs += dataplane._compare("scale_fwd", tables["scale_fwd"]["rows"], want, 2)
+    if "scale_workers" in tables:
+        want = [[framework._round(v) for v in r] for r in derive_workers(dataplane._dicts(tables["scale_fwd_raw"]))]
+        errs += dataplane._compare("scale_workers", tables["scale_workers"]["rows"], want, 1)
     # a tunnel count nothing crossed is a dead tunnel, not a figure
     errs += ["scale_fwd: nothing forwarded over %s tunnel(s)" % r["n"] for r in dataplane._dicts(tables["scale_fwd"])
              if not r["pps"]]

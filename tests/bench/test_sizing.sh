@@ -4,7 +4,8 @@
 # re-verifies the run directory: every table in results.json has its CSV, every plot is a valid PNG
 # and an SVG carrying its series labels, service demand recomputed from dataplane_stream_raw equals
 # dataplane_stream's, the bytes on the wire match the ESP/AH formats. The contract's tables and the
-# report's figures must be there, with forwarding over 1 and 1,000 tunnels and the prediction at 1,000
+# report's figures must be there, with forwarding over 1 and 1,000 tunnels (and over 1,000 with 2 workers),
+# the IKE-at-scale tables against stock charon, and the prediction at 1,000
 # tunnels next to its measurement. The run gets a state directory that does not exist (every section
 # owns its own), and a copy of the run with one section broken on purpose (emptied, then marked as a
 # failed sub-run) must fail the check. The run directory, and any namespace, SADB file or process the run
@@ -32,7 +33,7 @@ run_pids() {
 	local p
 	for p in /proc/[0-9]*; do
 		case $(cat "$p/comm" 2>/dev/null) in
-		timeout|iperf3|sizing-rr|xipsecd|fwd-xipsecd|tcpdump|python3|nsenter) ;;
+		timeout|iperf3|sizing-rr|xipsecd|fwd-xipsecd|tcpdump|python3|nsenter|xipsec-iked|charon) ;;
 		*) continue;;
 		esac
 		{ tr '\0' '\n' < "$p/environ"; } 2>/dev/null | grep -qx "SIZING_RUN_ID=$SIZING_RUN_ID" && echo "${p#/proc/}"
@@ -79,12 +80,14 @@ pid=
 "$PY" "$top_srcdir/bench/sizing" check "$run" || fail "bench/sizing check found problems"
 for t in dataplane_stream_raw dataplane_stream dataplane_rr dataplane_twoway dataplane_batch wire_overhead \
 	wire_rr_loss mip6_bu_mem mip6_fwd_raw mip6_fwd lossfree lossfree_trials lossfree_predicted scale scale_memory \
-	scale_mip6 scale_fwd_raw scale_fwd scale_predicted scale_predict_trials; do
+	scale_mip6 scale_fwd_raw scale_fwd scale_workers scale_predicted scale_predict_trials ikescale_up ikescale_up_curve \
+	ikescale_child ikescale_ops; do
 	[ -s "$run/$t.csv" ] || fail "table $t missing"
 	grep -q "\"$t\"" "$run/results.json" || fail "table $t not in results.json"
 done
 for p in dataplane_family_aead dataplane_family_esp-cbc-hmac dataplane_family_ah dataplane_compare_32k \
-	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree scale scale_fwd; do
+	dataplane_twoway dataplane_rr dataplane_batch wire_overhead wire_rr_loss mip6_fwd lossfree scale scale_fwd \
+	ikescale_scale ikescale_ops; do
 	[ -s "$run/plots/$p.png" ] && [ -s "$run/plots/$p.svg" ] || fail "plot $p missing"
 	grep -q "plots/$p.svg" "$run/report.html" || fail "report.html does not show $p"
 done
@@ -125,13 +128,31 @@ EOF
 "$PY" - "$run/results.json" <<'EOF' || fail "forwarding over many tunnels: $(cat "$run/scale_fwd.csv" "$run/scale_predicted.csv")"
 import json, sys
 t = json.load(open(sys.argv[1]))["tables"]
-fwd = {r[0]: dict(zip(t["scale_fwd"]["columns"], r)) for r in t["scale_fwd"]["rows"]}
-assert sorted(fwd) == [1, 1000], fwd
+fwd = {(r[0], r[1]): dict(zip(t["scale_fwd"]["columns"], r)) for r in t["scale_fwd"]["rows"]}
+assert sorted(fwd) == [(1, 1), (1000, 1), (1000, 2)], fwd
 for r in fwd.values():
     assert r["pps"] > 0 and r["ns_per_pkt_gw1"] > 0 and r["ns_per_pkt_gw2"] > 0, r
+# two workers over the same 1,000 tunnels: their efficiency against one worker's rate
+wk = [dict(zip(t["scale_workers"]["columns"], r)) for r in t["scale_workers"]["rows"]]
+assert len(wk) == 1 and wk[0]["n"] == 1000 and wk[0]["pps_2"] == fwd[(1000, 2)]["pps"], wk
+assert abs(wk[0]["efficiency"] - fwd[(1000, 2)]["pps"] / (2 * fwd[(1000, 1)]["pps"])) < 1e-3, wk
 pr = [dict(zip(t["scale_predicted"]["columns"], r)) for r in t["scale_predicted"]["rows"]]
 assert len(pr) == 1 and pr[0]["tunnels"] == 1000 and pr[0]["predicted_pps"] > 0 and pr[0]["measured_pps"] > 0, pr
 assert pr[0]["verdict"] in ("within 15 %", "outside 15 %"), pr
+EOF
+# IKE at scale against stock charon: every IKE SA of the bring-up came up, the CHILD SA rounds and the three
+# operations per group were measured, with CPU on both daemons
+"$PY" - "$run/results.json" <<'EOF' || fail "IKE at scale: $(cat "$run/ikescale_up.csv" "$run/ikescale_ops.csv")"
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"]
+rows = lambda n: [dict(zip(t[n]["columns"], r)) for r in t[n]["rows"]]
+up = rows("ikescale_up")
+assert len(up) == 1 and up[0]["ike_sas"] == 200 and up[0]["per_s"] > 0 and up[0]["cpu_ms_a_per_ike"] > 0, up
+assert len(rows("ikescale_up_curve")) == 4 and len(rows("ikescale_child")) == 2, t["ikescale_child"]
+ops = rows("ikescale_ops")
+assert sorted((o["group"], o["op"]) for o in ops) == sorted((g, o) for g in ("curve25519", "ecp256")
+                                                            for o in ("new_ike", "child", "ike_rekey")), ops
+assert all(o["per_s"] > 0 and o["cpu_ms_a"] > 0 and o["cpu_ms_b"] > 0 for o in ops), ops
 EOF
 grep -q "1,000 tunnels, 1 worker(s), 1400 B: predicted .* pps, measured .* pps" "$run/report.md" ||
 	fail "the report does not print the 1,000-tunnel prediction next to its measurement"

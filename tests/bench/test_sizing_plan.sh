@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/bench/test_sizing_plan.sh: golden test of `bench/sizing plan`, the sizing calculator, on a stored
 # run directory (tests/bench/sizing-plan/run/: results.json and CSVs of a quick bench/sizing run,
-# trimmed, with the loss-free rates of a quick lossfree run at 1 and 2 workers and the home agent's
-# in-memory Binding Update rates of another quick run added). Each case tests/bench/sizing-plan/cases/NAME.args holds the calculator's arguments after
+# trimmed, with the loss-free rates of a quick lossfree run at 1 and 2 workers, the home agent's
+# in-memory Binding Update rates of another quick run, and a quick scale run's 1- and 2-worker forwarding
+# over 1,000 tunnels (scale_workers, the many-SA efficiency) added). Each case tests/bench/sizing-plan/cases/NAME.args holds the calculator's arguments after
 # the run directory (run/, or the directory NAME.dir names: no-dataplane/ is a run without the
 # dataplane's tables); NAME.out is the expected output (stdout, then stderr) and NAME.rc the expected exit
 # status. The error cases check that bad input is refused with a message naming the problem. No root.

@@ -340,11 +340,14 @@ print('received', len(got), 'corrupt', bad, flush=True)
 # ike_start_stock NODE: the interoperability peer. Strongswan's stock charon with kernel-libipsec (its own
 # user-space ESP over TUN, always UDP-encapsulated) in namespace NODE, in a private mount namespace with its
 # own /run, configured from $XT_DIR/NODE/conf/swanctl.conf; fails the test if it does not come up.
+# LINES (optional): settings of its charon section (reuse_ikesa = no, install_routes = no, ...).
 ike_start_stock() {
 	local n=$1
+	shift
 	cat > "$XT_DIR/$n/conf/strongswan.conf" <<CONF
 charon {
   load = random nonce openssl x509 revocation constraints pubkey pkcs1 pkcs8 pem hmac kdf gcm socket-default kernel-libipsec kernel-netlink vici
+$(if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi)
   plugins {
     vici {
       socket = unix://$XT_DIR/$n/run/charon.vici
