@@ -13,7 +13,8 @@
 #     only ESP, and tshark, with the keys ipsecctl exports, finds mh's packets inside the tunnel SA;
 #  4. the router sending from its other network (2001:db8:78::1, owned but not registered) through
 #     the same tunnel is dropped after decapsulation (policy mismatch, counted on the SA);
-#  5. a refresh naming 2001:db8:78::/64 alone moves the routes: 77 gone, 78 there;
+#  5. a refresh naming 2001:db8:78::/64 alone moves the routes: 77 gone, 78 there; a reload of the
+#     configuration, which removes them as manual policies the file lacks, finds them put back;
 #  6. tshark decodes the Binding Updates and Acknowledgements it decrypts: R, the Mobile Network
 #     Prefix options, status, sequence and lifetime, field by field;
 #  7. deregistration removes every route of the router's networks; mh reaches cn no more;
@@ -98,6 +99,12 @@ wait_ba 3
 ba_is 3 "b['status'] == 0 and b['seq'] == 3 and b['flags'] == 2"
 routes_are "fwd 2001:db8:78::/64 out 2001:db8:78::/64" "refreshed with 78"
 xt_exec mn ping -6 -c 2 -i 0.2 -W 2 -I 2001:db8:78::1 $CN >/dev/null || xt_fail "ping from the registered 78"
+# a reload of the configuration removes the manual policies the file does not have, the routes
+# among them: the home agent puts them back, the binding stays
+ctl reload "$XT_DIR/ha.conf" || xt_fail "ipsecctl reload"
+routes_78() { [ "$(routes)" = "fwd 2001:db8:78::/64 out 2001:db8:78::/64" ]; }
+xt_wait 5 routes_78 || xt_fail "routes after a reload: '$(routes)'"
+[ "$(b_json "len(j['bindings'])")" = 1 ] || xt_fail "the binding after a reload: $(cat "$XT_DIR/b.json")"
 
 # ---- 7. deregistration: no route is left
 mn bu eth1 4 0 AHR
