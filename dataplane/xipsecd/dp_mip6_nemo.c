@@ -102,6 +102,14 @@ int dp_mip6_nemo_read(struct dp_ctx *ctx, struct mn_cfg *mns, size_t n)
 		    pol.sel.dst.family != AF_INET6 || !pol.sel.dst_plen ||
 		    !(hit = bsearch(&key, ix, n_ix, sizeof(*ix), cmp_reqid)))
 			continue;
+		/* two nodes' tunnels of one reqid: whose network it is cannot be told (nor whose
+		 * tunnel an outbound packet of that reqid takes): neither gets it */
+		if ((hit > ix && hit[-1].reqid == pol.reqid) ||
+		    (hit + 1 < ix + n_ix && hit[1].reqid == pol.reqid)) {
+			dp_log(LOG_WARNING, "home agent: policy %u: reqid %u is the tunnel of several mobile "
+			       "nodes: the network is nobody's", pol.id, pol.reqid);
+			continue;
+		}
 		struct mn_cfg *c = &mns[hit->mn];
 		if (c->n_mnp == MIP6_MAX_MNP) {
 			dp_log(LOG_WARNING, "home agent: mobile router of reqid %u: more than %u networks, "

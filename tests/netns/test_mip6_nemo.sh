@@ -5,7 +5,7 @@
 # statement); its namespace forwards for a host mh (2001:db8:77::10) behind it, cn routes the
 # mobile networks to the home agent. Checked:
 #  1. a Binding Update with R naming 2001:db8:99::/64, which the router does not own, gets 142 and
-#     changes nothing: no binding, no policy for any of its networks;
+#     changes nothing: no binding, no policy for any of its networks; it is counted (prefix-not-owned);
 #  2. one naming 2001:db8:77::/64 is accepted (0) with R in the acknowledgement (RFC 3963 4.2), and
 #     the home agent adds exactly the protect policies of that prefix (out and fwd, the tunnel's
 #     reqid), none for 2001:db8:78::/64;
@@ -52,8 +52,9 @@ sa_drop() { ctl --json show sa > "$XT_DIR/sa.json" && dp_json "$XT_DIR/sa.json" 
 
 routes_are "" "before registration"
 # the owned networks are the discard policies ipsecctl made
-[ "$(dp_json "$XT_DIR/pol.json" "sorted(p['selector']['dst'] for p in j['policies'] if p['action'] == 'discard' and p.get('reqid') == 0x3000)")" = \
-  "['2001:db8:77::/64', '2001:db8:78::/64']" ] || xt_fail "the router's networks: $(cat "$XT_DIR/pol.json")"
+nets=$(dp_json "$XT_DIR/pol.json" "sorted(p['selector']['dst'] for p in j['policies'] \
+	if p['action'] == 'discard' and p.get('reqid') == 0x3000)")
+[ "$nets" = "['2001:db8:77::/64', '2001:db8:78::/64']" ] || xt_fail "the router's networks: $nets"
 xt_exec cn ping -6 -c 1 -W 1 $MH >/dev/null 2>&1 && xt_fail "mh reachable before the router registers"
 
 dp_capture_start sig rt eth0
@@ -62,6 +63,8 @@ mn bu eth1 1 120 AHR 2001:db8:99::/64
 wait_ba 1
 ba_is 1 "b['status'] == 142 and b['seq'] == 1 and b['cksum_ok'] and b['esp_spi'] == 0x2000"
 [ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "a binding after 142: $(cat "$XT_DIR/b.json")"
+[ "$(b_json "(j['refused'].get('prefix-not-owned'), j['rejected'].get('142'))")" = "(1, 1)" ] ||
+	xt_fail "the refusal is not counted by reason and status: $(cat "$XT_DIR/b.json")"
 routes_are "" "after 142"
 
 # ---- 2. its own: accepted with R, the routes of that prefix alone
