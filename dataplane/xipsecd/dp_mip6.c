@@ -93,7 +93,7 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 		dp_mip6_binding_down(ctx, res.hoa);
 		break;
 	case MIP6_CHANGE_REFRESH:  /* a router may register other networks (RFC 3963 6.2) */
-		dp_mip6_nemo_refresh(ctx, res.hoa);
+		dp_mip6_nemo_refresh(ctx, dp_mip6_mn_find(m->mns, m->n_mns, res.hoa));
 		break;
 	default:
 		if (res.ba.status >= 128)

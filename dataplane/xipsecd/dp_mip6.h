@@ -245,9 +245,9 @@ bool dp_mip6_nemo_pol_change(const struct dp_mip6 *m, const struct sadb *db, con
 /* In the caller's transaction on m->wdb: c's routes become those of its binding's registered
  * networks (none when home or unbound). The number of policies written, or -errno. */
 int dp_mip6_nemo_routes(struct dp_ctx *ctx, const struct mn_cfg *c, bool home);
-/* A refreshed binding of hoa: its routes follow the networks registered now (own transaction;
- * nothing written when they are unchanged). */
-void dp_mip6_nemo_refresh(struct dp_ctx *ctx, const uint8_t hoa[16]);
+/* A refreshed binding of the mobile node c (NULL: none): its routes follow the networks registered
+ * now (own transaction; nothing written when they are unchanged). */
+void dp_mip6_nemo_refresh(struct dp_ctx *ctx, const struct mn_cfg *c);
 /* xipsecd stopping: every router's routes go (one transaction). */
 void dp_mip6_nemo_stop(struct dp_ctx *ctx);
 

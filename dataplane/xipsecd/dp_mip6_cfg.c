@@ -473,7 +473,7 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 		if (b && (!fresh || fresh[j])) /* a rekey's new tunnel SAs join the binding */
 			dp_mip6_tunnel_move(ctx, mns[j].hoa, b->coa);
 		else if (b && mns[j].n_mnp) /* a router's routes as registered (a reload took them) */
-			dp_mip6_nemo_refresh(ctx, mns[j].hoa);
+			dp_mip6_nemo_refresh(ctx, &mns[j]);
 		else if (all || fresh[j])
 			keep_home(ctx, &mns[j]);
 	}

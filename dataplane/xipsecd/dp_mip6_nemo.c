@@ -206,10 +206,9 @@ int dp_mip6_nemo_routes(struct dp_ctx *ctx, const struct mn_cfg *c, bool home)
 	return writes;
 }
 
-void dp_mip6_nemo_refresh(struct dp_ctx *ctx, const uint8_t hoa[16])
+void dp_mip6_nemo_refresh(struct dp_ctx *ctx, const struct mn_cfg *c)
 {
 	struct dp_mip6 *m = M(ctx);
-	const struct mn_cfg *c = dp_mip6_mn_find(m->mns, m->n_mns, hoa);
 	char b[INET6_ADDRSTRLEN];
 	int r;
 
@@ -224,7 +223,7 @@ void dp_mip6_nemo_refresh(struct dp_ctx *ctx, const uint8_t hoa[16])
 	}
 	if (r < 0) {
 		m->migrate_errors++;
-		dp_log(LOG_ERR, "home agent: cannot set the routes of the networks of %s: %s", a6(hoa, b),
+		dp_log(LOG_ERR, "home agent: cannot set the routes of the networks of %s: %s", a6(c->hoa, b),
 		       sadb_errmsg(m->wdb));
 	}
 }
