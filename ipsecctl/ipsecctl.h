@@ -171,10 +171,19 @@ struct ctl_file_id {
 /* Includes nest at most this deep. */
 #define CTL_MAX_INCLUDE_DEPTH 8
 
+/* A mobile router's networks (NEMO, RFC 3963): the `router-prefix` words of its statement. */
+#define CTL_MNP_MAX 4               /* libmip6's MIP6_MAX_MNP: the prefixes one router registers */
+struct ctl_mn_router {
+	struct sadb_addr prefix[CTL_MNP_MAX];
+	uint8_t plen[CTL_MNP_MAX];
+	unsigned n;                 /* 0: a mobile host */
+};
+
 struct ctl_mobile_node {
 	struct sadb_addr hoa;
 	struct ctl_pos pos;         /* of the home address */
 	struct ctl_pos stmt;        /* of the statement: its items' pos */
+	struct ctl_mn_router router;
 };
 
 /* The home-agent statement of ha, normalised (no newline). */

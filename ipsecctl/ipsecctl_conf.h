@@ -184,9 +184,14 @@ int conf_pair_items(struct ps *p, const struct pair *pr);
 
 /* home-agent ADDR prefix P/LEN [prefix P/LEN ...] [lifetime SECONDS] [link IFNAME] */
 int conf_parse_home_agent(struct ps *p);
-/* mobile-node HOA signalling spi OUT:IN [SA options] tunnel spi OUT:IN [SA options] [priority N]:
- * the two transport SAs and policies of the Mobility Header, the two tunnel SAs and policies of
- * the mobile node's traffic. */
+/* mobile-node HOA signalling spi OUT:IN [SA options] tunnel spi OUT:IN [SA options] [priority N]
+ * [router-prefix P/LEN ...]: the two transport SAs and policies of the Mobility Header, the two
+ * tunnel SAs and policies of the mobile node's traffic, and a mobile router's networks. */
 int conf_parse_mobile_node(struct ps *p);
+/* `router-prefix P/LEN` of a mobile-node statement (ipsecctl_parse_nemo.c): one more network of
+ * the router mr, refused when it overlaps a home prefix, another of its own or another router's. */
+int conf_mn_router_prefix(struct ps *p, struct ctl_mn_router *mr, struct ctl_pos kpos);
+/* The policies that record mr's networks, below the router's outbound tunnel policy tun_out. */
+int conf_mn_router_policies(struct ps *p, const struct ctl_mn_router *mr, const struct sadb_policy *tun_out);
 
 #endif

@@ -22,7 +22,7 @@
 #include "ipsecctl/ipsecctl_conf.h"
 
 /* policy in|out|fwd [selector] bypass|discard|protect [esp|ah] [transport|tunnel local A peer B]
- * reqid N [priority N] */
+ * reqid N [priority N]; discard may name a reqid too (a mobile router's network) */
 static int parse_policy(struct ps *p)
 {
 	struct polopt po;
@@ -55,9 +55,13 @@ static int parse_policy(struct ps *p)
 		return ps_err(p, ps_here(p), "incomplete policy: missing the action 'protect', 'bypass' "
 			      "or 'discard'");
 	if (pol->action != SADB_ACT_PROTECT) {
-		if (po.reqid_set || po.proto_set || po.mode_set || po.local_set || po.peer_set)
-			return ps_err(p, po.action_pos, "'%s' takes no reqid, protocol, mode or tunnel "
-				      "endpoints", ctl_action_name(pol->action));
+		/* a discard policy with a reqid records a mobile router's network (NEMO: the
+		 * mobile-node statement's router-prefix, ipsecctl_parse_nemo.c) */
+		if ((po.reqid_set && pol->action != SADB_ACT_DISCARD) || po.proto_set || po.mode_set ||
+		    po.local_set || po.peer_set)
+			return ps_err(p, po.action_pos, "'%s' takes no %sprotocol, mode or tunnel "
+				      "endpoints", ctl_action_name(pol->action),
+				      pol->action == SADB_ACT_DISCARD ? "" : "reqid, ");
 	} else {
 		if (!po.proto_set)
 			pol->proto = SADB_PROTO_ESP;

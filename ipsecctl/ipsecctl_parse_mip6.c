@@ -203,7 +203,8 @@ int conf_parse_home_agent(struct ps *p)
 /* The SA options of one part of a mobile-node statement: signalling or tunnel. */
 enum { MN_SIG, MN_TUN };
 
-static int mn_words(struct ps *p, struct pair *pr, struct ctl_pos *part_pos, uint32_t *prio)
+static int mn_words(struct ps *p, struct pair *pr, struct ctl_pos *part_pos, uint32_t *prio,
+		    struct ctl_mn_router *mr)
 {
 	struct pair *cur = NULL;
 	bool seen[2] = { false, false }, prio_set = false;
@@ -224,6 +225,11 @@ static int mn_words(struct ps *p, struct pair *pr, struct ctl_pos *part_pos, uin
 			seen[part] = true;
 			part_pos[part] = kpos;
 			cur = &pr[part];
+			continue;
+		}
+		if (ps_acc(p, "router-prefix")) {
+			if (conf_mn_router_prefix(p, mr, kpos))
+				return -1;
 			continue;
 		}
 		if (ps_acc(p, "priority")) {
@@ -249,7 +255,8 @@ static int mn_words(struct ps *p, struct pair *pr, struct ctl_pos *part_pos, uin
 		if ((r = conf_sa_option(p, &cur->o, false)) < 0)
 			return -1;
 		if (r == 0)
-			return ps_unknown(p, "mobile-node", "signalling, tunnel, spi, priority, " SA_OPTS);
+			return ps_unknown(p, "mobile-node", "signalling, tunnel, spi, priority, router-prefix, "
+					  SA_OPTS);
 	}
 	for (int part = MN_SIG; part <= MN_TUN; part++) {
 		if (!seen[part])
@@ -326,6 +333,7 @@ int conf_parse_mobile_node(struct ps *p)
 	struct pair pr[2];
 	struct ctl_pos hpos, part_pos[2];
 	struct sadb_addr hoa, any6;
+	struct ctl_mn_router mr = { .n = 0 };
 	uint32_t prio = 0;
 	unsigned h = 0;
 	int rc = -1;
@@ -336,7 +344,7 @@ int conf_parse_mobile_node(struct ps *p)
 	any6.family = AF_INET6;
 	p->i = 1;
 	if (ps_addr(p, "the mobile node's home address", &hoa, &hpos) ||
-	    mn_words(p, pr, part_pos, &prio) || mn_hoa(p, &hoa, hpos, &h))
+	    mn_words(p, pr, part_pos, &prio, &mr) || mn_hoa(p, &hoa, hpos, &h))
 		goto out;
 	/* signalling: ESP transport between the home agent and the home address; its policies win
 	 * over the tunnel's, so a Binding Acknowledgement is never tunnelled. The SAs' selector names
@@ -371,9 +379,10 @@ int conf_parse_mobile_node(struct ps *p)
 		c->mn = v;
 		c->capmn = cap;
 	}
-	c->mn[c->nmn++] = (struct ctl_mobile_node){ hoa, hpos, p->t[0].pos };
-	rc = conf_pair_items(p, &pr[MN_SIG]) || mn_sig_policies(p) || conf_pair_items(p, &pr[MN_TUN]) ?
-	     -1 : 0;
+	c->mn[c->nmn++] = (struct ctl_mobile_node){ hoa, hpos, p->t[0].pos, mr };
+	/* the tunnel's outbound policy is the one before last conf_pair_items made */
+	rc = conf_pair_items(p, &pr[MN_SIG]) || mn_sig_policies(p) || conf_pair_items(p, &pr[MN_TUN]) ||
+	     conf_mn_router_policies(p, &mr, &c->items[c->n - 2].pol) ? -1 : 0;
 out:
 	conf_pair_free(&pr[MN_SIG]);
 	conf_pair_free(&pr[MN_TUN]);

@@ -215,6 +215,8 @@ void ctl_policy_print(const struct sadb_policy *p, FILE *f)
 				ctl_addr_str(out ? &p->tun_dst : &p->tun_src, b2, sizeof(b2)));
 		}
 		fprintf(f, " reqid %u", p->reqid);
+	} else if (p->reqid) {
+		fprintf(f, " reqid %u", p->reqid);  /* a mobile router's network (discard) */
 	}
 	fprintf(f, " priority %u\n", p->priority);
 }

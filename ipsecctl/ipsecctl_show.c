@@ -350,6 +350,8 @@ void ctl_policy_json(struct ctl_json *j, const struct sadb_policy *p)
 		} else {
 			ctl_json_null(j, "tunnel");
 		}
+	} else if (p->reqid) {
+		ctl_json_u64(j, "reqid", p->reqid);  /* a mobile router's network (discard) */
 	}
 	ctl_json_u64(j, "ike_id", p->ike_id);
 	ctl_json_end_obj(j);

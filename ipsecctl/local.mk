@@ -17,6 +17,7 @@ ipsecctl_libipsecctl_a_SOURCES = \
 	ipsecctl/ipsecctl_parse.c \
 	ipsecctl/ipsecctl_parse_sa.c \
 	ipsecctl/ipsecctl_parse_mip6.c \
+	ipsecctl/ipsecctl_parse_nemo.c \
 	ipsecctl/ipsecctl_parse_key.c \
 	ipsecctl/ipsecctl_check.c \
 	ipsecctl/ipsecctl_print.c \

@@ -92,6 +92,9 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 		dp_log(LOG_NOTICE, "home agent: %s deregistered", a6(res.hoa, h));
 		dp_mip6_binding_down(ctx, res.hoa);
 		break;
+	case MIP6_CHANGE_REFRESH:  /* a router may register other networks (RFC 3963 6.2) */
+		dp_mip6_nemo_refresh(ctx, dp_mip6_mn_find(m->mns, m->n_mns, res.hoa));
+		break;
 	default:
 		if (res.ba.status >= 128)
 			dp_log(LOG_INFO, "home agent: Binding Update of %s refused: %s (%s)", a6(res.hoa, h),
@@ -242,6 +245,7 @@ void dp_mip6_fini(struct dp_ctx *ctx)
 
 	if (m && m->ha) {
 		mip6_ha_foreach(m->ha, unproxy_cb, m);
+		dp_mip6_nemo_stop(ctx);  /* no route into a tunnel nobody moves any more */
 		dp_mip6_nd_unlink(ctx);
 	}
 	mip6_free(ctx->mip6);

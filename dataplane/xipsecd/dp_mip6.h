@@ -9,6 +9,7 @@
  *   dp_mip6_cfg.c    control thread: the configuration from the SADB (home agent record, mobile nodes)
  *   dp_mip6_move.c   control thread: what a binding does to forwarding (tunnel SA migration)
  *   dp_mip6_ike.c    control thread: IKE-keyed mobile nodes (RFC 4877): rekeys, the K bit
+ *   dp_mip6_nemo.c   control thread: mobile routers (RFC 3963): their networks and routes
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
  *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD),
  *                    Mobile Prefix Discovery
@@ -64,6 +65,13 @@ struct mn_cfg {
 	uint8_t hoa[16];
 	uint32_t id[ROLES];
 	bool ike;                    /* all four negotiated by IKE (RFC 4877): K may be granted */
+	/* a mobile router's networks (dp_mip6_nemo.c), n_mnp 0 for a host: the prefixes, and the
+	 * reqid, protocol, local endpoint and priority of the routes made for them */
+	unsigned n_mnp;
+	struct mip6_prefix mnp[MIP6_MAX_MNP];
+	uint32_t mnp_reqid, mnp_prio;
+	uint8_t mnp_proto;
+	struct sadb_addr mnp_tun_src;
 };
 
 /* A new binding waiting for Duplicate Address Detection (dp_mip6_dad.c). */
@@ -146,6 +154,7 @@ struct dp_mip6 {
 	unsigned n_anycast;
 	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
 	uint64_t mps_received, mpa_sent, mps_dropped;
+	size_t n_mnp_pol;            /* the policies that give mobile routers their networks */
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -223,6 +232,24 @@ bool dp_mip6_ike_rekeyed(struct dp_ctx *ctx, const struct mn_cfg *o, const struc
  * wrote the SADB (one generation), 0 when nothing was to change, -errno (logged). */
 int dp_mip6_ike_key_flag(struct dp_ctx *ctx, const struct sadb_sa *out, const uint8_t hoa[16],
 			 const uint8_t coa[16]);
+
+/* ---- dp_mip6_nemo.c ---- */
+/* The networks of the mobile routers among mns[0..n) (their SAs read): mnp and its route's
+ * parameters filled, m->n_mnp_pol how many policies say so. 0 or -ENOMEM. */
+int dp_mip6_nemo_read(struct dp_ctx *ctx, struct mn_cfg *mns, size_t n);
+/* Whether a and b own the same networks with the same route parameters. */
+bool dp_mip6_nemo_same(const struct mn_cfg *a, const struct mn_cfg *b);
+/* Whether the policy change ch (POL_ADD, POL_DEL, FLUSH_POL) may change a router's networks or
+ * routes: a network added, anything removed while routers are configured. */
+bool dp_mip6_nemo_pol_change(const struct dp_mip6 *m, const struct sadb *db, const struct sadb_change *ch);
+/* In the caller's transaction on m->wdb: c's routes become those of its binding's registered
+ * networks (none when home or unbound). The number of policies written, or -errno. */
+int dp_mip6_nemo_routes(struct dp_ctx *ctx, const struct mn_cfg *c, bool home);
+/* A refreshed binding of the mobile node c (NULL: none): its routes follow the networks registered
+ * now (own transaction; nothing written when they are unchanged). */
+void dp_mip6_nemo_refresh(struct dp_ctx *ctx, const struct mn_cfg *c);
+/* xipsecd stopping: every router's routes go (one transaction). */
+void dp_mip6_nemo_stop(struct dp_ctx *ctx);
 
 /* ---- dp_mip6_nd.c ---- */
 /* Open the ND and netlink sockets of the home link (a socket that cannot be had leaves its fd -1:

@@ -103,6 +103,8 @@ static bool mns_follow(struct dp_ctx *ctx, struct dp_mip6 *m)
 			case SADB_CHG_SA_ADD: case SADB_CHG_SA_UPDATE: case SADB_CHG_SA_DEL:
 				break;
 			case SADB_CHG_POL_ADD: case SADB_CHG_POL_DEL: case SADB_CHG_FLUSH_POL:
+				if (dp_mip6_nemo_pol_change(m, ctx->db, &ch[i]))
+					return false;  /* a mobile router's networks */
 				continue;
 			default:
 				return false;
@@ -188,6 +190,10 @@ static int read_mns(struct dp_ctx *ctx, struct mn_cfg **out, size_t *n_out)
 		i = j;
 	}
 	free(v);
+	if (dp_mip6_nemo_read(ctx, mns, k)) {
+		free(mns);
+		return -ENOMEM;
+	}
 	*out = mns;
 	*n_out = k;
 	return 0;
@@ -405,7 +411,7 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 	 * 10^8 comparisons) */
 	for (size_t i = 0; i < m->n_mns; i++) {
 		const struct mn_cfg *o = &m->mns[i], *nw = dp_mip6_mn_find(mns, n, o->hoa);
-		if (nw && !memcmp(nw->id, o->id, sizeof(o->id)))
+		if (nw && !memcmp(nw->id, o->id, sizeof(o->id)) && dp_mip6_nemo_same(o, nw))
 			continue;
 		if (nw && dp_mip6_ike_rekeyed(ctx, o, nw))
 			continue;
@@ -433,6 +439,9 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 		mn.tun_out_sa = mns[j].id[ROLE_TUN_OUT];
 		mn.tun_in_sa = mns[j].id[ROLE_TUN_IN];
 		mn.key_mobility = mns[j].ike;
+		mn.router = mns[j].n_mnp > 0;
+		mn.n_mnp = mns[j].n_mnp;
+		memcpy(mn.mnp, mns[j].mnp, sizeof(mn.mnp));
 		r = mip6_ha_mn_add(m->ha, &mn);
 		if (r) {
 			m->refused_mns++;
@@ -463,6 +472,8 @@ void dp_mip6_sync_config(struct dp_ctx *ctx)
 
 		if (b && (!fresh || fresh[j])) /* a rekey's new tunnel SAs join the binding */
 			dp_mip6_tunnel_move(ctx, mns[j].hoa, b->coa);
+		else if (b && mns[j].n_mnp) /* a router's routes as registered (a reload took them) */
+			dp_mip6_nemo_refresh(ctx, &mns[j]);
 		else if (all || fresh[j])
 			keep_home(ctx, &mns[j]);
 	}

@@ -54,6 +54,9 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 		r = sadb_sa_migrate(m->wdb, out.spi, out.proto, &out.dst, NULL, &to, 0, 0);
 	if (r == 0 && !sadb_addr_eq(&in.src, &to))
 		r = sadb_sa_migrate(m->wdb, in.spi, in.proto, &in.dst, &to, NULL, 0, 0);
+	/* a mobile router's networks follow in the same transaction (dp_mip6_nemo.c) */
+	if (r == 0 && (r = dp_mip6_nemo_routes(ctx, c, !memcmp(coa, hoa, 16))) > 0)
+		r = 0;
 	if (r) {
 		sadb_txn_abort(m->wdb);
 		goto fail;

@@ -77,9 +77,15 @@ unsigned dp_spd_in_check(const struct sadb *db, const struct sadb_sa *sa, const 
 
 	if (pkt_sel(l3, len, mobile, &sel) != SADB_DROP_NONE)
 		return SADB_DROP_TRUNCATED;
-	if (!sadb_selector_match(&sa->sel, &sel) || lookup_in(db, &sel, &pol) ||
-	    pol.action != SADB_ACT_PROTECT || pol.proto != sa->proto ||
+	if (lookup_in(db, &sel, &pol) || pol.action != SADB_ACT_PROTECT || pol.proto != sa->proto ||
 	    (pol.reqid && sa->reqid && pol.reqid != sa->reqid))
+		return SADB_DROP_POLICY_MISMATCH;
+	/* Beyond its selector (its home address), a mobile router's tunnel carries what a host of a
+	 * network it registered sends: the policy for that source is the home agent's route, which
+	 * names this SA's own reqid (dp_mip6_nemo.c); a network of another node names another. */
+	if (!sadb_selector_match(&sa->sel, &sel) &&
+	    !((sa->flags & SADB_SAF_MOBILE) && sa->mode == SADB_MODE_TUNNEL && sa->reqid &&
+	      pol.reqid == sa->reqid))
 		return SADB_DROP_POLICY_MISMATCH;
 	return SADB_DROP_NONE;
 }

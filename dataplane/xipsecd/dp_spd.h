@@ -35,7 +35,9 @@ unsigned dp_spd_in(const struct sadb *db, const uint8_t *l3, uint32_t len);
 /* The packet sa decapsulated: SADB_DROP_NONE when it is what the SA's selector and the policy for it
  * allow (that policy protects with the SA's protocol and reqid); TRUNCATED or POLICY_MISMATCH. A
  * mobile node's transport-mode packet is selected by its Home Address option, which the SA that
- * authenticated it names (RFC 3776 section 4.1). */
+ * authenticated it names (RFC 3776 section 4.1). A mobile node's tunnel SA may carry a source
+ * outside its selector where the policy for the packet names the SA's own reqid: a mobile router's
+ * registered network (RFC 3963; dataplane/xipsecd/dp_mip6_nemo.c). */
 unsigned dp_spd_in_check(const struct sadb *db, const struct sadb_sa *sa, const uint8_t *l3,
 			 uint32_t len);
 

@@ -13,6 +13,7 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_icmp.h dataplane/xipsecd/dp_expire.c dataplane/xipsecd/dp_util.c \
 	dataplane/xipsecd/dp_mip6.h dataplane/xipsecd/dp_mip6.c dataplane/xipsecd/dp_mip6_queue.c \
 	dataplane/xipsecd/dp_mip6_cfg.c dataplane/xipsecd/dp_mip6_move.c dataplane/xipsecd/dp_mip6_ike.c \
+	dataplane/xipsecd/dp_mip6_nemo.c \
 	dataplane/xipsecd/dp_mip6_nd.c \
 	dataplane/xipsecd/dp_mip6_err.c dataplane/xipsecd/dp_mip6_dad.c \
 	dataplane/xipsecd/dp_mip6_brr.c \

@@ -7,7 +7,8 @@
 # and the home agent's bindings and counters (bindings, b_json, cnt). $MIP6_HA_PREFIXES replaces the
 # home agent's one home prefix (prefix 2001:db8:1::/64); $MIP6_HA_MORE adds home-agent statements
 # after it, $MIP6_HOA and $MIP6_MN_HA replace the mobile node's home address and the home agent
-# address it signals to, and a function mip6_topo_more, when defined, adds to the network before
+# address it signals to, $MIP6_MN_MORE adds words to its mobile-node statement (router-prefix P/LEN
+# makes it a mobile router), and a function mip6_topo_more, when defined, adds to the network before
 # the configuration is loaded.
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
@@ -31,7 +32,7 @@ home-agent $HA ${MIP6_HA_PREFIXES:-prefix 2001:db8:1::/64} lifetime 600
 ${MIP6_HA_MORE:-}
 mobile-node $HOA \\
 	signalling spi 0x2000:0x2001 enc aes128gcm16 key 0x$K_BA:0x$K_BU \\
-	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI
+	tunnel spi 0x3000:0x3001 enc aes128gcm16 key 0x$K_TO:0x$K_TI ${MIP6_MN_MORE:-}
 EOF
 ctl --new-keys load "$XT_DIR/ha.conf" || xt_fail "ipsecctl load of the home agent configuration"
 mip6_start_ha ${MIP6_HA_OPTS:-}

@@ -11,8 +11,10 @@
 # CONFIG: {"hoa", "ha", "tun", "links": {IFACE: {"coa", "gw_mac"}}, "sa": {"bu": {spi, key},
 #          "ba": {...}, "tun_out": {...}, "tun_in": {...}}, "crypt_algo"}   (keys hex, AES-GCM: key+salt)
 # Commands:
-#   bu IFACE SEQ LIFETIME [FLAGS]   a Binding Update from IFACE's care-of address (FLAGS: scapy's, "AH")
-#                                   ESP-protected; the tunnel follows to IFACE
+#   bu IFACE SEQ LIFETIME [FLAGS [P/LEN...]]  a Binding Update from IFACE's care-of address (FLAGS:
+#                                   scapy's, "AH"; "AHR" a mobile router's), ESP-protected, with a
+#                                   Mobile Network Prefix option (RFC 3963 4.3) per P/LEN; the tunnel
+#                                   follows to IFACE
 #   bu-plain IFACE SEQ LIFETIME     the same without ESP (an unprotected one: must go unanswered)
 #   bu-hoa IFACE SEQ LIFETIME HOA   protected, but its Home Address option names another address
 #   bu-trunc IFACE SEQ              protected, with a Mobility Header whose length field lies
@@ -42,7 +44,8 @@ logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
 from scapy.all import Ether, IPv6, ESP, Raw
 from scapy.layers.inet6 import (HAO, ICMPv6MPAdv, ICMPv6MPSol, ICMPv6NDOptPrefixInfo, ICMPv6ParamProblem,
                                 IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BE, MIP6MH_BRR,
-                                MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA, MIP6OptBRAdvice, in6_chksum)
+                                MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA, MIP6OptBRAdvice, MIP6OptMobNetPrefix,
+                                in6_chksum)
 from scapy.layers.ipsec import SecurityAssociation
 
 TUNSETIFF, IFF_TUN, IFF_NO_PI = 0x400454ca, 0x0001, 0x1000
@@ -88,9 +91,10 @@ def main():
             if i == ifc:
                 s.send(bytes(frame))
 
-    def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False, alt=None, spoof=None):
+    def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False, alt=None, spoof=None, mnp=()):
         coa = links[ifc]['coa']
-        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4, options=[MIP6OptAltCoA(acoa=alt or coa)])
+        mnp_opts = [MIP6OptMobNetPrefix(prefix=q.split('/')[0], plen=int(q.split('/')[1])) for q in mnp]
+        mh = MIP6MH_BU(seq=seq, flags=flags, mhtime=lifetime // 4, options=[MIP6OptAltCoA(acoa=alt or coa)] + mnp_opts)
         p = IPv6(src=coa, dst=ha) / IPv6ExtHdrDestOpt(options=[HAO(hoa=hoa_opt or hoa)]) / mh
         p = IPv6(bytes(p))  # scapy computes the checksum (with the home address, RFC 6275 6.1.1)
         if trunc:
@@ -146,7 +150,7 @@ def main():
                 ifc, seq = a[1], int(a[2])
                 life = int(a[3]) if len(a) > 3 else 60
                 if a[0] == 'bu':
-                    coa = bu(ifc, seq, life, flags=a[4] if len(a) > 4 else 'AH')
+                    coa = bu(ifc, seq, life, flags=a[4] if len(a) > 4 else 'AH', mnp=a[5:])
                     tun_ifc = ifc
                     tun_out.tunnel_header = IPv6(src=coa, dst=ha)
                 elif a[0] == 'bu-plain':

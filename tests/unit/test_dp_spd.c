@@ -3,7 +3,8 @@
  * and an unparsable packet (RFC 4301 section 5.1), the home agent's own signalling selected by its
  * type 2 routing header (RFC 3776 section 4), plaintext from the outside against the forward and
  * inbound policies, and a decapsulated packet against its SA's selector and policy (RFC 4301
- * section 5.2), a mobile node's by its Home Address option. */
+ * section 5.2), a mobile node's by its Home Address option, a mobile router's network (RFC 3963) by
+ * the home agent's route for it. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -236,6 +237,58 @@ static void test_in_fwd_priority(void **state)
 	}
 }
 
+/* A mobile router's tunnel SA carries what a host of a network it registered sends: the home
+ * agent's forward policy for the network (dataplane/xipsecd/dp_mip6_nemo.c) names the router's
+ * reqid (30). The same packet through another mobile node's tunnel (31), the router sending from a
+ * network with no route, or an SA that is no mobile node's is dropped. */
+static void test_in_mobile_network(void **state)
+{
+	(void)state;
+	struct sadb_policy route = t_pol(SADB_DIR_FWD, "2001:db8:77::", 64, NULL, 0, 10);
+	uint32_t id;
+	static const struct {
+		const char *name;
+		uint32_t reqid;
+		uint32_t flags;
+		const char *src;
+		unsigned drop;
+	} rows[] = {
+		{ "a registered network through its router's tunnel", 30, SADB_SAF_MOBILE, "2001:db8:77::10",
+		  SADB_DROP_NONE },
+		{ "the same through another mobile node's tunnel", 31, SADB_SAF_MOBILE, "2001:db8:77::10",
+		  SADB_DROP_POLICY_MISMATCH },
+		{ "a network with no route through the router's tunnel", 30, SADB_SAF_MOBILE, "2001:db8:78::1",
+		  SADB_DROP_POLICY_MISMATCH },
+		{ "the route's reqid on an SA of no mobile node", 30, 0, "2001:db8:77::10",
+		  SADB_DROP_POLICY_MISMATCH },
+		{ "the router's home address (its selector)", 30, SADB_SAF_MOBILE, "2001:db8:1::200",
+		  SADB_DROP_NONE },
+	};
+
+	route.reqid = 30;
+	assert_int_equal(sadb_policy_add(db, &route, &id), 0);
+	struct sadb_policy own = t_pol(SADB_DIR_IN, "2001:db8:1::200", 128, NULL, 0, 10);
+	uint32_t own_id;
+	own.reqid = 30;
+	assert_int_equal(sadb_policy_add(db, &own, &own_id), 0);
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct sadb_sa sa = t_sa(0x300, "2001:db8:a::100", "2001:db8:1::1");
+		uint8_t p[128];
+		uint32_t len = mk_udp(p, rows[r].src, "2001:db8:1::10", 53);
+
+		sa.dir = SADB_DIR_IN;
+		sa.flags = rows[r].flags;
+		sa.reqid = rows[r].reqid;
+		sa.sel.src = t_addr("2001:db8:1::200");
+		sa.sel.src_plen = 128;
+		unsigned d = dp_spd_in_check(db, &sa, p, len);
+		if (d != rows[r].drop)
+			fail_msg("%s: verdict %u, want %u", rows[r].name, d, rows[r].drop);
+	}
+	assert_int_equal(sadb_policy_delete(db, id), 0);
+	assert_int_equal(sadb_policy_delete(db, own_id), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_in),
 		cmocka_unit_test(test_in_check),
 		cmocka_unit_test(test_in_fwd_priority),
+		cmocka_unit_test(test_in_mobile_network),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
