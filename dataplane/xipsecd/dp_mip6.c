@@ -70,7 +70,13 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 	struct mip6_ha_result res;
 	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
 
-	mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
+	if (q->v4.set) {
+		dp_mip6_v4_input(ctx, q, &res);  /* RFC 5555: from an IPv4 care-of address */
+		if (res.drop != MIP6_DROP_NONE)
+			return;                  /* no error goes back into IPv4: logged there */
+	} else {
+		mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
+	}
 	if (res.drop != MIP6_DROP_NONE) {
 		dp_log(LOG_INFO, "home agent: Binding Update dropped: %s", mip6_drop_name(res.drop));
 		dp_mip6_error(ctx, q, res.drop);
@@ -119,7 +125,7 @@ static void flush_moves(struct dp_ctx *ctx)
 			       strerror(-r));
 	}
 	for (unsigned i = 0; i < m->ba.n; i++)
-		dp_mip6_out_push(ctx, m->ba.m[i].pkt, m->ba.m[i].len);
+		dp_mip6_out_push_v4(ctx, m->ba.m[i].pkt, m->ba.m[i].len, &m->ba.m[i].v4);
 	m->ba.n = 0;
 }
 
@@ -178,6 +184,7 @@ static void mip6_free(struct dp_mip6 *m)
 	dp_mip6_brr_clear(m);
 	if (m->disc_fd >= 0)
 		close(m->disc_fd);
+	dp_mip6_v4_clear(m);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);

@@ -12,6 +12,8 @@
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
  *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD),
  *                    Mobile Prefix Discovery
+ *   dp_mip6_v4.c     control thread: mobile nodes on IPv4 networks (DSMIPv6, RFC 5555): their
+ *                    Binding Updates, acknowledgements and tunnel endpoints in IPv4
  * Each calls only those listed after it, and none calls into the packet path: what the home agent
  * originates goes through its queue, which worker 0 drains (dp_local.c). */
 #ifndef XIPSEC_DP_MIP6_H
@@ -24,6 +26,7 @@
 #include "mobility/mip6_err.h"
 #include "mobility/mip6_disc.h"
 #include "mobility/mip6_ha.h"
+#include "mobility/mip6_v4.h"
 
 #define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
 #define MQ_LEN   64u         /* queued messages each way */
@@ -35,6 +38,7 @@
 struct mq_msg {
 	uint32_t len;
 	uint32_t sa_id;          /* the SA's slot + 1 (0: none) */
+	struct dp_v4_outer v4;   /* the IPv4 header it came or goes in (RFC 5555), set false: none */
 	uint8_t pkt[MQ_PKT];
 };
 
@@ -146,6 +150,17 @@ struct dp_mip6 {
 	unsigned n_anycast;
 	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
 	uint64_t mps_received, mpa_sent, mps_dropped;
+	struct v4_node *v4;          /* mobile nodes whose last Binding Update came in IPv4 (dp_mip6_v4.c) */
+	size_t n_v4, cap_v4;
+	uint64_t v4_bu, v4_dropped;
+};
+
+/* A mobile node's last Binding Update that came in IPv4: what was decided on it and the header it
+ * came in, for its acknowledgement and its tunnel (dp_mip6_v4.c). */
+struct v4_node {
+	uint8_t hoa[16];
+	struct mip6_v4_reg reg;
+	struct dp_v4_outer o;
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -167,6 +182,8 @@ static inline const char *a6(const uint8_t a[16], char *b)
 /* Control thread: queue a packet the home agent originated for worker 0 (full: counted in
  * out_full, dropped). */
 void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len);
+/* The same, to leave in the IPv4 header v4 once protected (NULL or not set: none). */
+void dp_mip6_out_push_v4(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len, const struct dp_v4_outer *v4);
 /* Control thread: the oldest Binding Update the workers queued, copied to *q; false when none. */
 bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q);
 /* Control thread: queue res's acknowledgement (built here): at once when nothing moved, else in
@@ -249,5 +266,23 @@ void dp_mip6_disc_run(struct dp_ctx *ctx, uint64_t now);
 /* A message the workers queued: when it is a Mobile Prefix Solicitation, it is answered (or dropped
  * and counted) and true returned; false for anything else (a Binding Update's for dp_mip6.c). */
 bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q);
+
+/* ---- dp_mip6_v4.c ---- */
+/* The Binding Update q that came in IPv4 (q->v4 set) decided on into *res, as mip6_ha_input does
+ * for one in IPv6. A message dropped is counted and logged here, and answered with nothing (no
+ * error goes back: res->drop set, the caller only returns). */
+void dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, struct mip6_ha_result *res);
+/* The acknowledgement of res into buf[0..cap) with the IPv4 header it leaves in (*v4) when the
+ * Binding Update it answers came in IPv4: its length (<= 0: none built); v4->set false otherwise
+ * (nothing built: the caller builds the IPv6 one). */
+int dp_mip6_v4_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res, uint8_t *buf, size_t cap,
+		  struct dp_v4_outer *v4);
+/* The endpoints hoa's tunnel SAs take for care-of address coa: the home agent's own (*here: its
+ * record's IPv4 address when coa is IPv4-mapped, its IPv6 address otherwise) and the peer's
+ * (*peer: coa, or its IPv4 address). 0, or -ENOENT when hoa is in no record served or the record
+ * has no IPv4 address for an IPv4 care-of address. */
+int dp_mip6_v4_ends(const struct dp_mip6 *m, const uint8_t hoa[16], const uint8_t coa[16],
+		    struct sadb_addr *here, struct sadb_addr *peer);
+void dp_mip6_v4_clear(struct dp_mip6 *m);
 
 #endif

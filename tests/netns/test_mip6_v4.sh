@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tests/netns/test_mip6_v4.sh: Dual Stack Mobile IPv6 (RFC 5555) in xipsecd: a mobile node on an
+# IPv4 network registers its IPv4 care-of address with the home agent's IPv4 address and its
+# traffic goes through an ESP tunnel in IPv4, on mip6_common.sh's bed with scapy's mobile node
+# (test_mip6_mn.py, its bu4 command):
+#
+#   cn (2001:db8:1::10) -- [in0 | out0] ha -- rt -- eth1 mn (IPv4 care-of 198.51.100.100)
+#   home agent 2001:db8:1::1, IPv4 192.0.2.1 (out0)      198.51.100.1 / 192.0.2.2
+#
+# Checked:
+#  1. ipsecctl loads the home-agent statement's `ipv4` and shows it;
+#  2. the Binding Update, ESP-protected and in IPv4 (protocol 41) to 192.0.2.1, is acknowledged
+#     in IPv4 from 192.0.2.1 to the care-of address, scapy decoding it field by field: status 0,
+#     sequence, lifetime, source the home agent, destination the home address with no routing
+#     header, ESP of the signalling SA, a good checksum, no NAT Detection option (no NAT, no UDP)
+#     and the IPv4 Address Acknowledgement 132 its IPv4 Home Address option 0.0.0.0 asked for;
+#     the binding is the care-of address IPv4-mapped;
+#  3. cn pings the home address and sends it a TCP stream through the tunnel: between the home
+#     agent and the router only ESP in IPv4 (no IPv6 at all), and tshark decrypts cn's packets in
+#     the tunnel SA with the keys ipsecctl exports.
+set -u
+XT_BG_TIMEOUT=60
+HA4=192.0.2.1 COA4=198.51.100.100
+MIP6_HA_PREFIXES="prefix 2001:db8:1::/64 ipv4 $HA4"
+MIP6_MN_MORE=", \"v4\": {\"ha4\": \"$HA4\", \"links\": {\"eth1\": {\"coa4\": \"$COA4\"}}}"
+mip6_topo_more() {
+	xt_exec ha ip addr add $HA4/24 dev out0
+	xt_exec ha ip route add default via 192.0.2.2
+	xt_exec ha sysctl -qw net.ipv4.conf.all.forwarding=0
+	xt_exec rt ip addr add 192.0.2.2/24 dev eth0
+	xt_exec rt ip addr add 198.51.100.1/24 dev eth1
+	xt_exec rt sysctl -qw net.ipv4.conf.all.forwarding=1
+	xt_exec mn ip addr add $COA4/24 dev eth1
+	xt_exec mn ip route add default via 198.51.100.1
+}
+. "$top_srcdir/tests/netns/mip6_common.sh"
+xt_exec mn ip link set tun0 mtu 1400
+
+# ---- 1. the home agent's IPv4 address in the SADB
+ctl --json show home-agent > "$XT_DIR/ha.json" || xt_fail "ipsecctl show home-agent"
+[ "$(dp_json "$XT_DIR/ha.json" "j['home_agents'][0].get('ipv4')")" = $HA4 ] ||
+	xt_fail "ipsecctl show home-agent: no ipv4 $HA4: $(cat "$XT_DIR/ha.json")"
+ctl show home-agent | grep -q "ipv4 $HA4" || xt_fail "ipsecctl show home-agent (text): no ipv4 $HA4"
+
+# ---- 2. registration in IPv4
+nba4() { grep -c '"ev": "ba4"' "$XT_DIR/mn.log"; }
+ba4_have() { [ "$(nba4)" -ge 1 ]; }
+mn bu4 eth1 1 400 0.0.0.0
+xt_wait 5 ba4_have || {
+	tail -5 "$XT_DIR/mn.log" >&2; tail -20 "$XT_DIR/xipsecd-ha.log" >&2; bindings >&2; ctl show sa >&2
+	xt_fail "no Binding Acknowledgement in IPv4"; }
+grep '"ev": "ba4"' "$XT_DIR/mn.log" | head -1 > "$XT_DIR/ba.json"
+ba4_is() {
+	[ "$("$PYTHON" -c "import json,sys; b=json.load(open(sys.argv[1])); print($1)" "$XT_DIR/ba.json")" = True ] ||
+		xt_fail "BA in IPv4: not $1: $(cat "$XT_DIR/ba.json")"
+}
+ba4_is "b['v4_src'] == '$HA4' and b['v4_dst'] == '$COA4' and b['v4_proto'] == 41"
+ba4_is "b['src'] == '$HA' and b['dst'] == '$HOA' and b['nh'] == 50 and b['esp_spi'] == 0x2000"
+ba4_is "b['status'] == 0 and b['seq'] == 1 and b['lifetime'] == 400 and b['cksum_ok']"
+# RFC 5555 3.2.1: IPv4 Address Acknowledgement (30), status 132 (no dynamic IPv4 home address), no
+# NAT Detection (31)
+ba4_is "b['opts'] == [[30, '840000000000']]"
+[ "$(b_json "[(x['home_address'], x['care_of_address']) for x in j['bindings']]")" = \
+  "[('$HOA', '::ffff:$COA4')]" ] || xt_fail "binding after registration: $(cat "$XT_DIR/b.json")"
+
+# ---- 3. traffic through the tunnel in IPv4
+dp_capture_start ha-rt rt eth0
+xt_exec cn ping -6 -c 5 -i 0.2 -W 2 $HOA >/dev/null ||
+	{ tail -3 "$XT_DIR/mn.log" >&2; ctl show sa >&2; xt_fail "ping cn -> mn through the IPv4 tunnel"; }
+head -c 200000 /dev/urandom > "$XT_DIR/tcp.in"
+xt_bg mn tcp-sink socat -u TCP6-LISTEN:5001,bind=[$HOA],reuseaddr OPEN:"$XT_DIR/tcp.out",creat,trunc
+sleep 0.5
+xt_exec cn timeout 20 socat -u OPEN:"$XT_DIR/tcp.in" TCP6:[$HOA]:5001 || xt_fail "TCP cn -> mn"
+xt_wait 10 cmp -s "$XT_DIR/tcp.in" "$XT_DIR/tcp.out" || xt_fail "TCP stream cn -> mn: not received whole"
+dp_capture_stop ha-rt
+n=$(dp_only_ipsec "$XT_DIR/ha-rt.pcap") || xt_fail "plaintext between the home agent and the router"
+v6=$(timeout 60 tshark -r "$XT_DIR/ha-rt.pcap" -Y 'ipv6 && !ip && !icmpv6' 2>/dev/null | wc -l)
+[ "$v6" -eq 0 ] || xt_fail "$v6 IPv6 packets between the home agent and the router (the tunnel is IPv4)"
+esp4=$(timeout 60 tshark -r "$XT_DIR/ha-rt.pcap" -Y 'ip.proto == 50' 2>/dev/null | wc -l)
+[ "$esp4" -ge 50 ] || xt_fail "only $esp4 ESP packets in IPv4 between the home agent and the router ($n ESP)"
+dp_inner "$XT_DIR/ha-rt.pcap" "$(dp_tshark_args ha | tr '\n' ' ')" > "$XT_DIR/inner.txt"
+awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } END { exit !(n >= 5) }' "$XT_DIR/inner.txt" ||
+	xt_fail "tshark does not decrypt cn's packets in the tunnel SA 0x3000: $(head -5 "$XT_DIR/inner.txt")"
+
+xt_log "DSMIPv6: Binding Update and Acknowledgement in IPv4, the home address's traffic in an IPv4 ESP tunnel"
+exit 0
