@@ -71,9 +71,13 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
 
 	if (q->v4.set) {
-		dp_mip6_v4_input(ctx, q, &res);  /* RFC 5555: from an IPv4 care-of address */
+		/* RFC 5555: from an IPv4 care-of address; the IPv6 source is the home address */
+		bool rebound = dp_mip6_v4_input(ctx, q, dp_mip6_rec_of(m, q->pkt + 8), &res);
+
 		if (res.drop != MIP6_DROP_NONE)
 			return;                  /* no error goes back into IPv4: logged there */
+		if (rebound)
+			dp_mip6_tunnel_move(ctx, res.hoa, res.coa);
 	} else {
 		mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
 	}

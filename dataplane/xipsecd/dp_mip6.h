@@ -161,6 +161,7 @@ struct v4_node {
 	uint8_t hoa[16];
 	struct mip6_v4_reg reg;
 	struct dp_v4_outer o;
+	uint8_t ha6[16];             /* its record's IPv6 address, the tunnel's end when it leaves IPv4 */
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -269,20 +270,25 @@ bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q);
 
 /* ---- dp_mip6_v4.c ---- */
 /* The Binding Update q that came in IPv4 (q->v4 set) decided on into *res, as mip6_ha_input does
- * for one in IPv6. A message dropped is counted and logged here, and answered with nothing (no
- * error goes back: res->drop set, the caller only returns). */
-void dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, struct mip6_ha_result *res);
+ * for one in IPv6; rec: the home agent record serving the IPv6 source (the home address), NULL for
+ * none. A message dropped is counted and logged here, and answered with nothing (no error goes
+ * back: res->drop set, the caller only returns). True when it refreshed a binding from another UDP
+ * port (a NAT's new mapping): the caller moves the tunnel (dp_mip6_tunnel_move). */
+bool dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, const struct sadb_home_agent *rec,
+		      struct mip6_ha_result *res);
 /* The acknowledgement of res into buf[0..cap) with the IPv4 header it leaves in (*v4) when the
  * Binding Update it answers came in IPv4: its length (<= 0: none built); v4->set false otherwise
  * (nothing built: the caller builds the IPv6 one). */
 int dp_mip6_v4_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res, uint8_t *buf, size_t cap,
 		  struct dp_v4_outer *v4);
-/* The endpoints hoa's tunnel SAs take for care-of address coa: the home agent's own (*here: its
- * record's IPv4 address when coa is IPv4-mapped, its IPv6 address otherwise) and the peer's
- * (*peer: coa, or its IPv4 address). 0, or -ENOENT when hoa is in no record served or the record
- * has no IPv4 address for an IPv4 care-of address. */
+/* The endpoints hoa's tunnel SAs take for care-of address coa: the peer's (*peer: coa, or its IPv4
+ * address when coa is IPv4-mapped), the home agent's own (*here: the IPv4 address its Binding Update
+ * in IPv4 was sent to, its record's; for an IPv6 coa its record's IPv6 address when its last one
+ * came in IPv4, else family 0: the SAs' own end stays) and, when that Binding Update came in UDP,
+ * the UDP ports of ESP in UDP (RFC 3948: *here_port 4500, *peer_port the one it came from; both 0
+ * otherwise). 0, or -ENOENT for an IPv4 coa no Binding Update in IPv4 registered. */
 int dp_mip6_v4_ends(const struct dp_mip6 *m, const uint8_t hoa[16], const uint8_t coa[16],
-		    struct sadb_addr *here, struct sadb_addr *peer);
+		    struct sadb_addr *here, struct sadb_addr *peer, uint16_t *here_port, uint16_t *peer_port);
 void dp_mip6_v4_clear(struct dp_mip6 *m);
 
 #endif

@@ -27,7 +27,7 @@
 
 #include "dataplane/xipsecd/dp_mip6.h"
 
-static struct v4_node *node_find(struct dp_mip6 *m, const uint8_t hoa[16])
+static struct v4_node *node_find(const struct dp_mip6 *m, const uint8_t hoa[16])
 {
 	for (size_t i = 0; i < m->n_v4; i++)
 		if (!memcmp(m->v4[i].hoa, hoa, 16))
@@ -69,7 +69,8 @@ static void v4_drop(struct dp_mip6 *m, struct mip6_ha_result *res, enum mip6_dro
 	dp_log(LOG_INFO, "home agent: Binding Update in IPv4 dropped: %s", why);
 }
 
-void dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, struct mip6_ha_result *res)
+bool dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, const struct sadb_home_agent *rec,
+		      struct mip6_ha_result *res)
 {
 	struct dp_mip6 *m = M(ctx);
 	struct mip6_v4_outer o = { .udp = q->v4.sport != 0, .sport = q->v4.sport };
@@ -81,32 +82,36 @@ void dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, struct mip6_ha
 	m->v4_bu++;
 	if (d != MIP6_DROP_NONE) {
 		v4_drop(m, res, d, mip6_drop_name(d));
-		return;
+		return false;
 	}
-	/* the IPv6 source is the home address (RFC 5555 section 4.1) */
-	const struct sadb_home_agent *rec = dp_mip6_rec_of(m, p.src);
 	if (!rec || !v4_set(rec->addr4) || memcmp(rec->addr4, q->v4.dst, 4)) {
 		v4_drop(m, res, MIP6_DROP_NOT_FOR_US, "not to the IPv4 address of its home agent record");
-		return;
+		return false;
 	}
 	memcpy(o.src, q->v4.src, 4);
 	enum mip6_v4_refusal f = mip6_v4_ha_bu(m->ha, &p, q->pkt, &o, q->sa_id, now_ms(), res, &reg);
 	if (f != MIP6_V4_OK) {
 		v4_drop(m, res, res->drop, mip6_v4_refusal_name(f));
-		return;
+		return false;
 	}
 	if (res->drop != MIP6_DROP_NONE) {
 		/* mip6_ha_bu's: counted in its statistics */
 		dp_log(LOG_INFO, "home agent: Binding Update in IPv4 dropped: %s", mip6_drop_name(res->drop));
-		return;
+		return false;
 	}
 	struct v4_node *v = node_get(m, p.src);
 	if (!v) {
 		v4_drop(m, res, MIP6_DROP_NOT_FOR_US, "no memory for the mobile node's IPv4 state");
-		return;
+		return false;
 	}
+	/* the same care-of address from another UDP port (a NAT's new mapping), or now in UDP or no
+	 * longer: a refresh to libmip6, but the tunnel's ESP in UDP follows it */
+	bool rebound = !memcmp(v->reg.coa, reg.coa, 16) && (v->reg.udp != reg.udp || v->reg.port != reg.port);
 	v->reg = reg;
 	v->o = q->v4;
+	memcpy(v->ha6, rec->addr.a.b, 16);
+	return rebound && res->ba.status < 128 && res->change != MIP6_CHANGE_NEW &&
+	       res->change != MIP6_CHANGE_MOVE && res->change != MIP6_CHANGE_DELETE;
 }
 
 int dp_mip6_v4_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res, uint8_t *buf, size_t cap,
@@ -127,26 +132,37 @@ int dp_mip6_v4_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res, uint8_t 
 }
 
 int dp_mip6_v4_ends(const struct dp_mip6 *m, const uint8_t hoa[16], const uint8_t coa[16],
-		    struct sadb_addr *here, struct sadb_addr *peer)
+		    struct sadb_addr *here, struct sadb_addr *peer, uint16_t *here_port, uint16_t *peer_port)
 {
-	const struct sadb_home_agent *rec = dp_mip6_rec_of(m, hoa);
+	const struct v4_node *v = node_find(m, hoa);
 	uint8_t c4[4];
 
-	if (!rec)
-		return -ENOENT;
+	*here_port = *peer_port = 0;
 	memset(here, 0, sizeof(*here));
 	memset(peer, 0, sizeof(*peer));
 	if (!mip6_v4_is_mapped(coa, c4)) {
-		*here = rec->addr;
 		peer->family = AF_INET6;
 		memcpy(peer->a.b, coa, 16);
+		if (v) {  /* it was in IPv4: the home agent's IPv6 address again */
+			here->family = AF_INET6;
+			memcpy(here->a.b, v->ha6, 16);
+		}
 		return 0;
 	}
-	if (!v4_set(rec->addr4))
+	/* the address its Binding Update was sent to, which is its record's IPv4 address */
+	if (!v || memcmp(v->reg.coa, coa, 16))
 		return -ENOENT;
 	here->family = peer->family = AF_INET;
-	memcpy(here->a.b, rec->addr4, 4);
+	memcpy(here->a.b, v->o.dst, 4);
 	memcpy(peer->a.b, c4, 4);
+	/* The Binding Update came in UDP (through a NAT, or the node could not tell): the tunnel goes
+	 * in UDP too, ESP in UDP to the port the Binding Update came from, which is the NAT's for the
+	 * node's one UDP port (a NAT that maps an inside port to one outside port whatever the
+	 * destination, as RFC 4787 REQ-1 asks, gives its ESP in UDP the same one). */
+	if (v->reg.udp) {
+		*here_port = DP_NATT_PORT;
+		*peer_port = v->reg.port;
+	}
 	return 0;
 }
 

@@ -206,13 +206,14 @@ uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf, struct dp_v4_outer *v4);
 bool dp_mip6_pending(struct dp_ctx *ctx);
 
 /* ---- dp_mip6_v4_path.c: DSMIPv6 signalling in IPv4 (RFC 5555) on the packet path ---- */
-/* An IPv4 packet from the outside at l3 that carries IPv6 (protocol 41) to one of the gateway's
- * addresses: *v4 says its outer header, *off where the IPv6 packet starts and *inner_len its
- * length; false for anything else (nothing written). */
+/* An IPv4 packet from the outside at l3 that carries IPv6 (protocol 41, or UDP to port 4191) to one
+ * of the gateway's addresses: *v4 says its outer header, *off where the IPv6 packet starts and
+ * *inner_len its length; false for anything else (nothing written). */
 bool dp_v4_outer_strip(struct dp_worker *w, const uint8_t *l3, uint32_t len, struct dp_v4_outer *v4,
 		       uint32_t *off, uint32_t *inner_len);
-/* The protected IPv6 packet at base + *off (*len bytes) put into the IPv4 header v4 in the frame's
- * headroom: *off and *len then describe the IPv4 packet; false when there is no room. */
+/* The protected IPv6 packet at base + *off (*len bytes) put into the IPv4 header v4 (and UDP header,
+ * when v4->dport) in the frame's headroom: *off and *len then describe the IPv4 packet; false when
+ * there is no room. */
 bool dp_v4_outer_wrap(struct dp_worker *w, uint64_t base, uint32_t *off, uint32_t *len,
 		      const struct dp_v4_outer *v4);
 

@@ -413,11 +413,20 @@ static __always_inline int classify4(struct xdp_md *ctx, const struct dp_xdp_if 
 			return to_dataplane(ctx, ifc);
 		}
 		/* DSMIPv6 (RFC 5555 section 4.1): a mobile node on an IPv4 network sends its
-		 * ESP-protected Binding Update in IPv6 in IPv4 to the home agent's IPv4 address */
-		if (ip->protocol == IPPROTO_IPV6 && whole && is_local4(ip->daddr)) {
-			const __u8 *nh = (const __u8 *)l4 + 6;
+		 * ESP-protected Binding Update in IPv6 in IPv4 to the home agent's IPv4 address, or
+		 * in UDP to port 4191 when a NAT may be in the way */
+		if ((ip->protocol == IPPROTO_IPV6 || ip->protocol == IPPROTO_UDP) && whole &&
+		    is_local4(ip->daddr)) {
+			const __u8 *v6 = (const __u8 *)l4;
 
-			if ((void *)(nh + 1) <= end && (*(const __u8 *)l4 >> 4) == 6 && *nh == IPPROTO_ESP)
+			if (ip->protocol == IPPROTO_UDP) {
+				const struct udphdr *uh = l4;
+
+				v6 += sizeof(*uh);
+				if ((void *)(uh + 1) > end || uh->dest != bpf_htons(DP_DSMIP_PORT))
+					v6 = NULL;
+			}
+			if (v6 && (void *)(v6 + 7) <= end && v6[0] >> 4 == 6 && v6[6] == IPPROTO_ESP)
 				return to_dataplane(ctx, ifc);
 		}
 		if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {

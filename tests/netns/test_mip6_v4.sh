@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # tests/netns/test_mip6_v4.sh: Dual Stack Mobile IPv6 (RFC 5555) in xipsecd: a mobile node on an
 # IPv4 network registers its IPv4 care-of address with the home agent's IPv4 address and its
-# traffic goes through an ESP tunnel in IPv4, on mip6_common.sh's bed with scapy's mobile node
-# (test_mip6_mn.py, its bu4 command):
+# traffic goes through an ESP tunnel in IPv4, then does the same from behind a NAT (nftables
+# masquerade), in UDP; on mip6_common.sh's bed with scapy's mobile node (test_mip6_mn.py, its bu4
+# command):
 #
 #   cn (2001:db8:1::10) -- [in0 | out0] ha -- rt -- eth1 mn (IPv4 care-of 198.51.100.100)
-#   home agent 2001:db8:1::1, IPv4 192.0.2.1 (out0)      198.51.100.1 / 192.0.2.2
+#   home agent 2001:db8:1::1, IPv4 192.0.2.1 (out0)      \- eth3 nat (203.0.113.2) -- eth3 mn (10.0.0.100)
 #
 # Checked:
 #  1. ipsecctl loads the home-agent statement's `ipv4` and shows it;
@@ -17,13 +18,32 @@
 #     the binding is the care-of address IPv4-mapped;
 #  3. cn pings the home address and sends it a TCP stream through the tunnel: between the home
 #     agent and the router only ESP in IPv4 (no IPv6 at all), and tshark decrypts cn's packets in
-#     the tunnel SA with the keys ipsecctl exports.
+#     the tunnel SA with the keys ipsecctl exports;
+#  4. from behind the NAT, the Binding Update in UDP to port 4191: the acknowledgement comes back
+#     in UDP from 4191 through the NAT with NAT Detection (F set, refresh 110 s) and the binding is
+#     the NAT's address; the same traffic then goes in ESP in UDP (RFC 3948, port 4500: tshark
+#     decodes it and decrypts cn's packets), the tunnel SA's sequence numbers going on from where
+#     they were (the SA moved, not renewed).
 set -u
 XT_BG_TIMEOUT=60
 HA4=192.0.2.1 COA4=198.51.100.100
 MIP6_HA_PREFIXES="prefix 2001:db8:1::/64 ipv4 $HA4"
-MIP6_MN_MORE=", \"v4\": {\"ha4\": \"$HA4\", \"links\": {\"eth1\": {\"coa4\": \"$COA4\"}}}"
+COA4N=10.0.0.100 NAT4=203.0.113.2
 mip6_topo_more() {
+	xt_ns_add nat
+	xt_veth rt eth3 nat eth0
+	xt_veth nat eth1 mn eth3
+	xt_exec rt ip addr add 203.0.113.1/24 dev eth3
+	xt_exec nat ip addr add $NAT4/24 dev eth0
+	xt_exec nat ip addr add 10.0.0.1/24 dev eth1
+	xt_exec nat ip route add default via 203.0.113.1
+	xt_exec nat sysctl -qw net.ipv4.conf.all.forwarding=1
+	{ xt_exec nat nft add table ip nat &&
+	  xt_exec nat nft add chain ip nat post '{ type nat hook postrouting priority srcnat; }' &&
+	  xt_exec nat nft add rule ip nat post oifname eth0 masquerade; } || xt_fail "nftables masquerade in nat"
+	xt_exec mn ip addr add $COA4N/24 dev eth3
+	MIP6_MN_MORE=", \"v4\": {\"ha4\": \"$HA4\", \"links\": {\"eth1\": {\"coa4\": \"$COA4\"},
+		\"eth3\": {\"coa4\": \"$COA4N\", \"gw_mac\": \"$(xt_exec nat ip -br link show eth1 | awk '{print $3}')\"}}}"
 	xt_exec ha ip addr add $HA4/24 dev out0
 	xt_exec ha ip route add default via 192.0.2.2
 	xt_exec ha sysctl -qw net.ipv4.conf.all.forwarding=0
@@ -82,5 +102,50 @@ dp_inner "$XT_DIR/ha-rt.pcap" "$(dp_tshark_args ha | tr '\n' ' ')" > "$XT_DIR/in
 awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } END { exit !(n >= 5) }' "$XT_DIR/inner.txt" ||
 	xt_fail "tshark does not decrypt cn's packets in the tunnel SA 0x3000: $(head -5 "$XT_DIR/inner.txt")"
 
-xt_log "DSMIPv6: Binding Update and Acknowledgement in IPv4, the home address's traffic in an IPv4 ESP tunnel"
+# the tunnel SA's sequence numbers cn's packets had (tshark's esp.sequence of SPI 0x3000)
+seqs() { awk -F'\t' '($1 == "0x00003000" || $1 == 12288) && $2 != "" { print $2 }' "$1" | sort -n; }
+last1=$(seqs "$XT_DIR/inner.txt" | tail -1)
+
+# ---- 4. behind a NAT: UDP
+nba4_have() { [ "$(nba4)" -ge 2 ]; }
+mn bu4 eth3 2 400 - udp
+xt_wait 5 nba4_have || {
+	tail -5 "$XT_DIR/mn.log" >&2; tail -20 "$XT_DIR/xipsecd-ha.log" >&2; bindings >&2; ctl show sa >&2
+	xt_fail "no Binding Acknowledgement in UDP through the NAT"; }
+grep '"ev": "ba4"' "$XT_DIR/mn.log" | sed -n 2p > "$XT_DIR/ba.json"
+ba4_is "b['v4_src'] == '$HA4' and b['v4_dst'] == '$COA4N' and b['v4_proto'] == 17"
+ba4_is "b['udp_sport'] == 4191 and b['udp_dport'] == 4500"
+ba4_is "b['src'] == '$HA' and b['dst'] == '$HOA' and b['esp_spi'] == 0x2000"
+ba4_is "b['status'] == 0 and b['seq'] == 2 and b['lifetime'] == 400 and b['cksum_ok']"
+# RFC 5555 3.2.2: NAT Detection (31), F set, refresh time 110 s (0x6e)
+ba4_is "b['opts'] == [[31, '80000000006e']]"
+[ "$(b_json "[(x['home_address'], x['care_of_address']) for x in j['bindings']]")" = \
+  "[('$HOA', '::ffff:$NAT4')]" ] || xt_fail "binding behind the NAT: $(cat "$XT_DIR/b.json")"
+dp_capture_start ha-rt2 rt eth0
+xt_exec cn ping -6 -c 5 -i 0.2 -W 2 $HOA >/dev/null ||
+	{ tail -3 "$XT_DIR/mn.log" >&2; ctl show sa >&2; xt_fail "ping cn -> mn through the NAT"; }
+xt_bg mn tcp-sink2 socat -u TCP6-LISTEN:5002,bind=[$HOA],reuseaddr OPEN:"$XT_DIR/tcp2.out",creat,trunc
+sleep 0.5
+xt_exec cn timeout 20 socat -u OPEN:"$XT_DIR/tcp.in" TCP6:[$HOA]:5002 || xt_fail "TCP cn -> mn through the NAT"
+xt_wait 10 cmp -s "$XT_DIR/tcp.in" "$XT_DIR/tcp2.out" || xt_fail "TCP stream through the NAT: not received whole"
+dp_capture_stop ha-rt2
+dp_only_ipsec "$XT_DIR/ha-rt2.pcap" >/dev/null || xt_fail "plaintext between the home agent and the router (NAT)"
+esp4=$(timeout 60 tshark -r "$XT_DIR/ha-rt2.pcap" -Y 'ip.proto == 50' 2>/dev/null | wc -l)
+[ "$esp4" -eq 0 ] || xt_fail "$esp4 ESP packets not in UDP behind the NAT"
+# every UDP datagram is ESP in UDP that tshark decodes, both ways, and there are enough of them
+notesp=$(timeout 60 tshark -r "$XT_DIR/ha-rt2.pcap" -d udp.port==4500,udpencap -Y 'udp && !esp' 2>/dev/null | wc -l)
+[ "$notesp" -eq 0 ] || xt_fail "$notesp UDP datagrams that are not ESP in UDP between the home agent and the router"
+for d in src dst; do
+	udp=$(timeout 60 tshark -r "$XT_DIR/ha-rt2.pcap" -d udp.port==4500,udpencap \
+		-Y "udp.port == 4500 && esp && ip.$d == $NAT4" 2>/dev/null | wc -l)
+	[ "$udp" -ge 20 ] || xt_fail "only $udp ESP in UDP packets (port 4500) with the NAT as $d"
+done
+dp_inner "$XT_DIR/ha-rt2.pcap" "$(dp_tshark_args ha | tr '\n' ' ')" > "$XT_DIR/inner2.txt"
+awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } END { exit !(n >= 5) }' "$XT_DIR/inner2.txt" ||
+	xt_fail "tshark does not decrypt cn's packets in ESP in UDP: $(head -5 "$XT_DIR/inner2.txt")"
+first2=$(seqs "$XT_DIR/inner2.txt" | head -1)
+[ -n "$last1" ] && [ -n "$first2" ] && [ "$first2" -gt "$last1" ] ||
+	xt_fail "the tunnel SA's sequence numbers did not go on after the move: ${last1:-none} then ${first2:-none}"
+
+xt_log "DSMIPv6: Binding Update and Acknowledgement in IPv4 and, behind a NAT, in UDP; the home address's traffic in an IPv4 ESP tunnel, then ESP in UDP"
 exit 0
