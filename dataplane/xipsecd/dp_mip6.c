@@ -480,6 +480,7 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "dhaad_replies", m->dhaad_replies }, { "dhaad_dropped", m->dhaad_dropped },
 		{ "mps_received", m->mps_received }, { "mpa_sent", m->mpa_sent },
 		{ "mps_dropped", m->mps_dropped },
+		{ "bu_ipv4_received", m->v4_bu }, { "bu_ipv4_dropped", m->v4_dropped },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);

@@ -152,7 +152,7 @@ struct dp_mip6 {
 	uint64_t mps_received, mpa_sent, mps_dropped;
 	struct v4_node *v4;          /* mobile nodes whose last Binding Update came in IPv4 (dp_mip6_v4.c) */
 	size_t n_v4, cap_v4;
-	uint64_t v4_bu, v4_dropped;
+	uint64_t v4_bu, v4_dropped;  /* Binding Updates in IPv4 taken; dropped before libmip6 decided */
 };
 
 /* A mobile node's last Binding Update that came in IPv4: what was decided on it and the header it

@@ -63,36 +63,40 @@ ctl --json show home-agent > "$XT_DIR/ha.json" || xt_fail "ipsecctl show home-ag
 ctl show home-agent | grep -q "ipv4 $HA4" || xt_fail "ipsecctl show home-agent (text): no ipv4 $HA4"
 
 # ---- 2. registration in IPv4
-nba4() { grep -c '"ev": "ba4"' "$XT_DIR/mn.log"; }
-ba4_have() { [ "$(nba4)" -ge 1 ]; }
+ba4_have() { [ "$(grep -c '"ev": "ba4"' "$XT_DIR/mn.log")" -ge "$1" ]; }
+wait_ba4() { # N: the N-th acknowledgement in IPv4 arrives within 5 s, into $XT_DIR/ba.json
+	xt_wait 5 ba4_have "$1" || {
+		tail -5 "$XT_DIR/mn.log" >&2; tail -20 "$XT_DIR/xipsecd-ha.log" >&2; bindings >&2; ctl show sa >&2
+		xt_fail "no Binding Acknowledgement #$1 in IPv4"; }
+	grep '"ev": "ba4"' "$XT_DIR/mn.log" | sed -n "${1}p" > "$XT_DIR/ba.json"
+}
 mn bu4 eth1 1 400 0.0.0.0
-xt_wait 5 ba4_have || {
-	tail -5 "$XT_DIR/mn.log" >&2; tail -20 "$XT_DIR/xipsecd-ha.log" >&2; bindings >&2; ctl show sa >&2
-	xt_fail "no Binding Acknowledgement in IPv4"; }
-grep '"ev": "ba4"' "$XT_DIR/mn.log" | head -1 > "$XT_DIR/ba.json"
+wait_ba4 1
 ba4_is() {
 	[ "$("$PYTHON" -c "import json,sys; b=json.load(open(sys.argv[1])); print($1)" "$XT_DIR/ba.json")" = True ] ||
 		xt_fail "BA in IPv4: not $1: $(cat "$XT_DIR/ba.json")"
 }
-ba4_is "b['v4_src'] == '$HA4' and b['v4_dst'] == '$COA4' and b['v4_proto'] == 41"
-ba4_is "b['src'] == '$HA' and b['dst'] == '$HOA' and b['nh'] == 50 and b['esp_spi'] == 0x2000"
-ba4_is "b['status'] == 0 and b['seq'] == 1 and b['lifetime'] == 400 and b['cksum_ok']"
 # RFC 5555 3.2.1: IPv4 Address Acknowledgement (30), status 132 (no dynamic IPv4 home address), no
 # NAT Detection (31)
-ba4_is "b['opts'] == [[30, '840000000000']]"
+ba4_is "(b['v4_src'], b['v4_dst'], b['v4_proto'], b['src'], b['dst'], b['nh'], b['esp_spi'], b['opts']) == \
+('$HA4', '$COA4', 41, '$HA', '$HOA', 50, 0x2000, [[30, '840000000000']])"
+ba4_is "(b['status'], b['seq'], b['lifetime'], b['cksum_ok']) == (0, 1, 400, True)"
 [ "$(b_json "[(x['home_address'], x['care_of_address']) for x in j['bindings']]")" = \
   "[('$HOA', '::ffff:$COA4')]" ] || xt_fail "binding after registration: $(cat "$XT_DIR/b.json")"
 
 # ---- 3. traffic through the tunnel in IPv4
-dp_capture_start ha-rt rt eth0
-xt_exec cn ping -6 -c 5 -i 0.2 -W 2 $HOA >/dev/null ||
-	{ tail -3 "$XT_DIR/mn.log" >&2; ctl show sa >&2; xt_fail "ping cn -> mn through the IPv4 tunnel"; }
 head -c 200000 /dev/urandom > "$XT_DIR/tcp.in"
-xt_bg mn tcp-sink socat -u TCP6-LISTEN:5001,bind=[$HOA],reuseaddr OPEN:"$XT_DIR/tcp.out",creat,trunc
-sleep 0.5
-xt_exec cn timeout 20 socat -u OPEN:"$XT_DIR/tcp.in" TCP6:[$HOA]:5001 || xt_fail "TCP cn -> mn"
-xt_wait 10 cmp -s "$XT_DIR/tcp.in" "$XT_DIR/tcp.out" || xt_fail "TCP stream cn -> mn: not received whole"
-dp_capture_stop ha-rt
+traffic() { # NAME PORT: cn pings the home address and sends it tcp.in, captured in NAME.pcap
+	dp_capture_start "$1" rt eth0
+	xt_exec cn ping -6 -c 5 -i 0.2 -W 2 $HOA >/dev/null ||
+		{ tail -3 "$XT_DIR/mn.log" >&2; ctl show sa >&2; xt_fail "$1: ping cn -> mn"; }
+	xt_bg mn "sink-$1" socat -u TCP6-LISTEN:$2,bind=[$HOA],reuseaddr OPEN:"$XT_DIR/$1.out",creat,trunc
+	sleep 0.5
+	xt_exec cn timeout 20 socat -u OPEN:"$XT_DIR/tcp.in" TCP6:[$HOA]:$2 || xt_fail "$1: TCP cn -> mn"
+	xt_wait 10 cmp -s "$XT_DIR/tcp.in" "$XT_DIR/$1.out" || xt_fail "$1: TCP stream cn -> mn not received whole"
+	dp_capture_stop "$1"
+}
+traffic ha-rt 5001
 n=$(dp_only_ipsec "$XT_DIR/ha-rt.pcap") || xt_fail "plaintext between the home agent and the router"
 v6=$(timeout 60 tshark -r "$XT_DIR/ha-rt.pcap" -Y 'ipv6 && !ip && !icmpv6' 2>/dev/null | wc -l)
 [ "$v6" -eq 0 ] || xt_fail "$v6 IPv6 packets between the home agent and the router (the tunnel is IPv4)"
@@ -107,28 +111,15 @@ seqs() { awk -F'\t' '($1 == "0x00003000" || $1 == 12288) && $2 != "" { print $2 
 last1=$(seqs "$XT_DIR/inner.txt" | tail -1)
 
 # ---- 4. behind a NAT: UDP
-nba4_have() { [ "$(nba4)" -ge 2 ]; }
 mn bu4 eth3 2 400 - udp
-xt_wait 5 nba4_have || {
-	tail -5 "$XT_DIR/mn.log" >&2; tail -20 "$XT_DIR/xipsecd-ha.log" >&2; bindings >&2; ctl show sa >&2
-	xt_fail "no Binding Acknowledgement in UDP through the NAT"; }
-grep '"ev": "ba4"' "$XT_DIR/mn.log" | sed -n 2p > "$XT_DIR/ba.json"
-ba4_is "b['v4_src'] == '$HA4' and b['v4_dst'] == '$COA4N' and b['v4_proto'] == 17"
-ba4_is "b['udp_sport'] == 4191 and b['udp_dport'] == 4500"
-ba4_is "b['src'] == '$HA' and b['dst'] == '$HOA' and b['esp_spi'] == 0x2000"
-ba4_is "b['status'] == 0 and b['seq'] == 2 and b['lifetime'] == 400 and b['cksum_ok']"
-# RFC 5555 3.2.2: NAT Detection (31), F set, refresh time 110 s (0x6e)
-ba4_is "b['opts'] == [[31, '80000000006e']]"
+wait_ba4 2
+# in UDP from 4191 through the NAT; RFC 5555 3.2.2: NAT Detection (31), F set, refresh 110 s (0x6e)
+ba4_is "(b['v4_src'], b['v4_dst'], b['v4_proto'], b['udp_sport'], b['udp_dport'], b['src'], b['dst'], \
+b['esp_spi'], b['opts']) == ('$HA4', '$COA4N', 17, 4191, 4500, '$HA', '$HOA', 0x2000, [[31, '80000000006e']])"
+ba4_is "(b['status'], b['seq'], b['lifetime'], b['cksum_ok']) == (0, 2, 400, True)"
 [ "$(b_json "[(x['home_address'], x['care_of_address']) for x in j['bindings']]")" = \
   "[('$HOA', '::ffff:$NAT4')]" ] || xt_fail "binding behind the NAT: $(cat "$XT_DIR/b.json")"
-dp_capture_start ha-rt2 rt eth0
-xt_exec cn ping -6 -c 5 -i 0.2 -W 2 $HOA >/dev/null ||
-	{ tail -3 "$XT_DIR/mn.log" >&2; ctl show sa >&2; xt_fail "ping cn -> mn through the NAT"; }
-xt_bg mn tcp-sink2 socat -u TCP6-LISTEN:5002,bind=[$HOA],reuseaddr OPEN:"$XT_DIR/tcp2.out",creat,trunc
-sleep 0.5
-xt_exec cn timeout 20 socat -u OPEN:"$XT_DIR/tcp.in" TCP6:[$HOA]:5002 || xt_fail "TCP cn -> mn through the NAT"
-xt_wait 10 cmp -s "$XT_DIR/tcp.in" "$XT_DIR/tcp2.out" || xt_fail "TCP stream through the NAT: not received whole"
-dp_capture_stop ha-rt2
+traffic ha-rt2 5002
 dp_only_ipsec "$XT_DIR/ha-rt2.pcap" >/dev/null || xt_fail "plaintext between the home agent and the router (NAT)"
 esp4=$(timeout 60 tshark -r "$XT_DIR/ha-rt2.pcap" -Y 'ip.proto == 50' 2>/dev/null | wc -l)
 [ "$esp4" -eq 0 ] || xt_fail "$esp4 ESP packets not in UDP behind the NAT"
@@ -143,6 +134,8 @@ done
 dp_inner "$XT_DIR/ha-rt2.pcap" "$(dp_tshark_args ha | tr '\n' ' ')" > "$XT_DIR/inner2.txt"
 awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } END { exit !(n >= 5) }' "$XT_DIR/inner2.txt" ||
 	xt_fail "tshark does not decrypt cn's packets in ESP in UDP: $(head -5 "$XT_DIR/inner2.txt")"
+[ "$(cnt bu_ipv4_received)" = 2 ] && [ "$(cnt bu_ipv4_dropped)" = 0 ] && [ "$(cnt bu_accepted)" = 2 ] ||
+	xt_fail "the home agent's counters: $(cat "$XT_DIR/b.json")"
 first2=$(seqs "$XT_DIR/inner2.txt" | head -1)
 [ -n "$last1" ] && [ -n "$first2" ] && [ "$first2" -gt "$last1" ] ||
 	xt_fail "the tunnel SA's sequence numbers did not go on after the move: ${last1:-none} then ${first2:-none}"
