@@ -23,7 +23,9 @@
 #     in UDP from 4191 through the NAT with NAT Detection (F set, refresh 110 s) and the binding is
 #     the NAT's address; the same traffic then goes in ESP in UDP (RFC 3948, port 4500: tshark
 #     decodes it and decrypts cn's packets), the tunnel SA's sequence numbers going on from where
-#     they were (the SA moved, not renewed).
+#     they were (the SA moved, not renewed);
+#  5. a deregistration from behind the NAT is acknowledged there and the tunnel SAs go home to their
+#     IPv6 endpoints, without UDP.
 set -u
 XT_BG_TIMEOUT=60
 HA4=192.0.2.1 COA4=198.51.100.100
@@ -139,6 +141,15 @@ awk -F'\t' -v cn=$CN '($1 == "0x00003000" || $1 == 12288) && $8 == cn { n++ } EN
 first2=$(seqs "$XT_DIR/inner2.txt" | head -1)
 [ -n "$last1" ] && [ -n "$first2" ] && [ "$first2" -gt "$last1" ] ||
 	xt_fail "the tunnel SA's sequence numbers did not go on after the move: ${last1:-none} then ${first2:-none}"
+
+# ---- 5. deregistration from behind the NAT: answered there, and the tunnel goes home, IPv6 again
+mn bu4 eth3 3 0 - udp
+wait_ba4 3
+ba4_is "(b['status'], b['seq'], b['lifetime'], b['v4_dst'], b['udp_sport']) == (0, 3, 0, '$COA4N', 4191)"
+[ "$(b_json "len(j['bindings'])")" = 0 ] || xt_fail "a binding after deregistration: $(cat "$XT_DIR/b.json")"
+ctl --no-times sa get 0x3000 | grep -q "from $HA to $HOA spi" || xt_fail "tunnel out not home: $(ctl sa get 0x3000)"
+ctl --no-times sa get 0x3001 | grep -q "from $HOA to $HA spi" || xt_fail "tunnel in not home: $(ctl sa get 0x3001)"
+ctl --no-times sa get 0x3001 | grep -q encap && xt_fail "tunnel in still in UDP at home"
 
 xt_log "DSMIPv6: Binding Update and Acknowledgement in IPv4 and, behind a NAT, in UDP; the home address's traffic in an IPv4 ESP tunnel, then ESP in UDP"
 exit 0
