@@ -254,7 +254,10 @@ static bool rl_mobile_tunnel(const struct sadb_sa *sa)
 /* The item that is the SADB's SA sa: the one of the same identity; else, for an outbound mobile
  * tunnel SA that the home agent moved (its destination is the care-of address, not the file's
  * home address), the one with its SPI, protocol, home agent address and selector (which names
- * the home address) whose own identity the SADB does not hold. c->n when there is none. */
+ * the home address) whose own identity the SADB does not hold; and for a mobile tunnel SA moved
+ * to an IPv4 care-of address (DSMIPv6: both ends in IPv4, the home agent's its record's IPv4
+ * address), in either direction, the one with its SPI, protocol and selector. c->n when there is
+ * none. */
 static size_t rl_find(const struct ctl_conf *c, const struct sadb *db, const struct sadb_sa *sa)
 {
 	size_t i, moved = c->n;
@@ -266,9 +269,10 @@ static size_t rl_find(const struct ctl_conf *c, const struct sadb *db, const str
 			continue;
 		if (sadb_addr_eq(&f->dst, &sa->dst))
 			return i;
-		if (moved == c->n && sa->dir == SADB_DIR_OUT && f->dir == SADB_DIR_OUT &&
-		    rl_mobile_tunnel(sa) && rl_mobile_tunnel(f) && sadb_addr_eq(&f->src, &sa->src) &&
-		    !memcmp(&f->sel, &sa->sel, sizeof(f->sel)))
+		if (moved == c->n && sa->dir == f->dir && rl_mobile_tunnel(sa) && rl_mobile_tunnel(f) &&
+		    !memcmp(&f->sel, &sa->sel, sizeof(f->sel)) &&
+		    ((sa->dir == SADB_DIR_OUT && sadb_addr_eq(&f->src, &sa->src)) ||
+		     (sa->dst.family == AF_INET && f->dst.family == AF_INET6)))
 			moved = i;
 	}
 	if (moved < c->n) {
@@ -326,10 +330,14 @@ static int rl_plan(struct ctl_conf *c, struct sadb *db, struct rl_plan *pl)
 		    c->items[i].sa.dir == sa.dir) {
 			struct sadb_sa *f = &c->items[i].sa;
 
-			if (sa.dir == SADB_DIR_OUT)
+			if (sa.dst.family == AF_INET && f->dst.family == AF_INET6) {
+				f->src = sa.src;  /* an IPv4 care-of address: both ends moved */
 				f->dst = sa.dst;
-			else
+			} else if (sa.dir == SADB_DIR_OUT) {
+				f->dst = sa.dst;
+			} else {
 				f->src = sa.src;
+			}
 			f->encap_sport = sa.encap_sport;
 			f->encap_dport = sa.encap_dport;
 		}

@@ -97,6 +97,23 @@ static int ha_lifetime(struct ps *p, struct sadb_home_agent *ha)
 	return 0;
 }
 
+/* ipv4 ADDRESS: the home agent's IPv4 address, for mobile nodes on IPv4 networks (DSMIPv6, RFC
+ * 5555); sadb_home_agent_validate says which addresses a tunnel can use. */
+static int ha_ipv4(struct ps *p, struct sadb_home_agent *ha)
+{
+	struct sadb_addr a;
+	struct ctl_pos pos;
+	char b[INET6_ADDRSTRLEN];
+
+	if (ps_addr(p, "the home agent's IPv4 address", &a, &pos))
+		return -1;
+	if (a.family != AF_INET)
+		return ps_err(p, pos, "home agent IPv4 address '%s': not an IPv4 address",
+			      ctl_addr_str(&a, b, sizeof(b)));
+	memcpy(ha->addr4, a.a.b, 4);
+	return 0;
+}
+
 /* link IFNAME: the home link's interface. */
 static int ha_link(struct ps *p, struct sadb_home_agent *ha)
 {
@@ -129,6 +146,10 @@ static int ha_overlap(struct ps *p, const struct sadb_home_agent *ha, struct ctl
 		if (sadb_addr_eq(&o->addr, &ha->addr))
 			return ps_err(p, apos, "home agent address %s is already defined at line %u",
 				      ctl_addr_str(&ha->addr, b, sizeof(b)), c->ha_pos[h].line);
+		/* the IPv4 address tells which record a DSMIPv6 Binding Update is for */
+		if ((ha->addr4[0] | ha->addr4[1] | ha->addr4[2] | ha->addr4[3]) && !memcmp(o->addr4, ha->addr4, 4))
+			return ps_err(p, apos, "home agent IPv4 address %u.%u.%u.%u is already defined at line %u",
+				      ha->addr4[0], ha->addr4[1], ha->addr4[2], ha->addr4[3], c->ha_pos[h].line);
 		for (unsigned i = 0; i < ha->n_prefix; i++)
 			for (unsigned k = 0; k < o->n_prefix; k++) {
 				unsigned len = ha->plen[i] < o->plen[k] ? ha->plen[i] : o->plen[k];
@@ -149,7 +170,7 @@ int conf_parse_home_agent(struct ps *p)
 	struct ctl_conf *c = p->c;
 	struct sadb_home_agent ha;
 	struct ctl_pos pos = p->t[0].pos, apos;
-	bool have_life = false, have_link = false;
+	bool have_life = false, have_link = false, have_v4 = false;
 	char msg[200], b[INET6_ADDRSTRLEN];
 
 	p->i = 1;
@@ -180,8 +201,14 @@ int conf_parse_home_agent(struct ps *p)
 			have_link = true;
 			if (ha_link(p, &ha))
 				return -1;
+		} else if (ps_acc(p, "ipv4")) {
+			if (have_v4)
+				return ps_err(p, kpos, "'ipv4' given twice");
+			have_v4 = true;
+			if (ha_ipv4(p, &ha))
+				return -1;
 		} else {
-			return ps_unknown(p, "home-agent", "prefix, lifetime or link");
+			return ps_unknown(p, "home-agent", "prefix, lifetime, link or ipv4");
 		}
 	}
 	if (!ha.n_prefix)

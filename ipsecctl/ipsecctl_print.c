@@ -234,13 +234,16 @@ void ctl_home_agent_print(const struct sadb_home_agent *ha, FILE *f)
 		fputs(" link ", f);
 		ctl_json_escape(f, ha->link);
 	}
+	if (ha->addr4[0] | ha->addr4[1] | ha->addr4[2] | ha->addr4[3])
+		fprintf(f, " ipv4 %u.%u.%u.%u", ha->addr4[0], ha->addr4[1], ha->addr4[2], ha->addr4[3]);
 }
 
 bool ctl_home_agent_same(const struct sadb_home_agent *a, const struct sadb_home_agent *b)
 {
 	if (!sadb_addr_eq(&a->addr, &b->addr) || a->n_prefix != b->n_prefix ||
 	    a->max_lifetime != b->max_lifetime || a->flags != b->flags ||
-	    memcmp(a->link, b->link, sizeof(a->link)) || a->n_prefix > SADB_HA_MAX_PREFIX)
+	    memcmp(a->link, b->link, sizeof(a->link)) || memcmp(a->addr4, b->addr4, sizeof(a->addr4)) ||
+	    a->n_prefix > SADB_HA_MAX_PREFIX)
 		return false;
 	for (unsigned i = 0; i < a->n_prefix; i++)
 		if (a->plen[i] != b->plen[i] || !sadb_addr_eq(&a->prefix[i], &b->prefix[i]))

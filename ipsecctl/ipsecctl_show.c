@@ -393,6 +393,10 @@ static void home_agent_json(struct ctl_json *j, const char *key, const struct sa
 	ctl_json_end_arr(j);
 	ctl_json_u64(j, "lifetime", ha->max_lifetime);
 	ctl_json_str(j, "link", memchr(ha->link, 0, sizeof(ha->link)) ? ha->link : "");
+	if (ha->addr4[0] | ha->addr4[1] | ha->addr4[2] | ha->addr4[3]) {  /* only when given: DSMIPv6 */
+		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", ha->addr4[0], ha->addr4[1], ha->addr4[2], ha->addr4[3]);
+		ctl_json_str(j, "ipv4", buf);
+	}
 	if (times)
 		ctl_json_u64(j, "set_time", ha->set_time);
 	ctl_json_end_obj(j);

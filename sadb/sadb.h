@@ -322,7 +322,9 @@ struct sadb_home_agent {
 	uint32_t flags;             /* none defined yet: 0 */
 	char     link[16];          /* the home link's interface name, "" = xipsecd's inside interface */
 	uint64_t set_time;          /* CLOCK_REALTIME seconds, set by sadb_home_agent_set */
-	uint32_t pad;
+	uint8_t  addr4[4];          /* its IPv4 address, where mobile nodes on IPv4 networks send their
+	                             * Binding Updates (DSMIPv6, RFC 5555); 0.0.0.0: none. Once this
+	                             * record's padding, so a SADB written before it reads as none. */
 	uint32_t checksum;          /* set by libsadb; readers verify it */
 };
 

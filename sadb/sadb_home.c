@@ -88,6 +88,11 @@ int sadb_home_agent_validate(const struct sadb_home_agent *ha, char *msg, size_t
 		    ha->max_lifetime, 65535u * 4u);
 	if (ha->flags)
 		BAD("home agent flags 0x%x: none is defined", ha->flags);
+	/* an address a tunnel can come from and go to: not 0/8, loopback, multicast or class E */
+	if ((ha->addr4[0] | ha->addr4[1] | ha->addr4[2] | ha->addr4[3]) &&
+	    (ha->addr4[0] == 0 || ha->addr4[0] == 127 || ha->addr4[0] >= 224))
+		BAD("home agent IPv4 address %u.%u.%u.%u: not a unicast address", ha->addr4[0], ha->addr4[1],
+		    ha->addr4[2], ha->addr4[3]);
 	if (memchr(ha->link, 0, sizeof(ha->link)) == NULL)
 		BAD("home link: interface name longer than %u characters", IFNAMSIZ - 1);
 	for (const char *c = ha->link; *c; c++)
@@ -131,6 +136,11 @@ static int ha_conflict(struct sadb *db, unsigned idx, const struct sadb_home_age
 				 sadb_addr_str(&ha->addr, b, sizeof(b)), o);
 			return -EEXIST;
 		}
+		if (memcmp(r->addr4, ha->addr4, 4) == 0 && (ha->addr4[0] | ha->addr4[1] | ha->addr4[2] | ha->addr4[3])) {
+			snprintf(msg, len, "home agent IPv4 address %u.%u.%u.%u: already record %u's", ha->addr4[0],
+				 ha->addr4[1], ha->addr4[2], ha->addr4[3], o);
+			return -EEXIST;
+		}
 		for (unsigned i = 0; i < ha->n_prefix; i++)
 			for (unsigned k = 0; k < r->n_prefix && k < SADB_HA_MAX_PREFIX; k++)
 				if (prefixes_overlap(&ha->prefix[i], ha->plen[i], &r->prefix[k], r->plen[k])) {
@@ -170,6 +180,7 @@ int sadb_home_agent_set(struct sadb *db, unsigned idx, const struct sadb_home_ag
 		rec.n_prefix = ha->n_prefix;
 		rec.max_lifetime = ha->max_lifetime;
 		memcpy(rec.link, ha->link, sizeof(rec.link));
+		memcpy(rec.addr4, ha->addr4, sizeof(rec.addr4));
 		rec.set_time = sadb__now();
 		rec.checksum = ha_checksum(&rec);
 	}

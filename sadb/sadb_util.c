@@ -601,9 +601,13 @@ int sadb_sa_validate(const struct sadb_sa *sa, char *msg, size_t len)
 		/* the home address is the selector's single address on the mobile node's side */
 		const struct sadb_addr *hoa = sa->dir == SADB_DIR_IN ? &sa->sel.src : &sa->sel.dst;
 		uint8_t plen = sa->dir == SADB_DIR_IN ? sa->sel.src_plen : sa->sel.dst_plen;
-		if (sa->dst.family != AF_INET6 || hoa->family != AF_INET6 || plen != 128)
-			FAIL("flags: a mobile node's SA (SADB_SAF_MOBILE) is IPv6 with the home address as the "
-			     "selector's %s (a /128)", sa->dir == SADB_DIR_IN ? "source" : "destination");
+		/* its tunnel's outer header is IPv4 while the node has an IPv4 care-of address (DSMIPv6,
+		 * RFC 5555); its signalling is always IPv6 */
+		bool outer_ok = sa->dst.family == AF_INET6 || (sa->mode == SADB_MODE_TUNNEL && sa->dst.family == AF_INET);
+		if (!outer_ok || hoa->family != AF_INET6 || plen != 128)
+			FAIL("flags: a mobile node's SA (SADB_SAF_MOBILE) is IPv6 (a tunnel's endpoints may be "
+			     "IPv4) with the home address as the selector's %s (a /128)",
+			     sa->dir == SADB_DIR_IN ? "source" : "destination");
 	}
 	if (sa->state == SADB_STATE_LARVAL && sa->enc_alg == SADB_ENC_NONE && sa->auth_alg == SADB_AUTH_NONE)
 		goto skip_alg; /* a reserved SPI has no keys yet */

@@ -175,6 +175,9 @@ struct dp_worker {
 	 * arrive in an SA): an ICMP error about it goes back only through that SA's pair (dp_pkt.c).
 	 * Set by the engine stage around the packet's forwarding, inside the RCU read-side section. */
 	const struct dp_sa *decap_sa;
+	/* The IPv4 header the packet the stages handle now came in or leaves in (RFC 5555 signalling:
+	 * dp_path.h), NULL for any other: set around the call that hands it to dp_group_add. */
+	const struct dp_v4_outer *v4_next;
 	struct sadb_worker_stats *sst; /* this worker's counters: its record in the SADB stats area */
 	uint8_t *rbuf;               /* a reassembled datagram (DP_REASM_OUT_MAX bytes) */
 	struct dp_group *regroup;    /* dp_path.h: outbound burst of packets that came in from the

@@ -45,6 +45,12 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 		unsigned flags = g->flags[p - g->pk];
 
 		if (g->out) {
+			const struct dp_v4_outer *v4 = &g->v4[p - g->pk];
+
+			if (v4->set && !dp_v4_outer_wrap(w, base, &p->off, &p->len, v4)) {
+				dp_drop_sa(w, sa, base, SADB_DROP_TRUNCATED);
+				continue;
+			}
 			dp_fwd(w, base + p->off, p->len, (flags & FWD_FROM_TUN) | FWD_OUTSIDE);
 		} else {
 			unsigned r = dp_spd_in_check(w->ctx->db, &sa->sa, p->buf + p->off, p->len);
@@ -53,7 +59,8 @@ void dp_group_flush(struct dp_worker *w, struct dp_group *g)
 				dp_drop_sa(w, sa, base, r);
 				continue;
 			}
-			if ((sa->sa.flags & SADB_SAF_MOBILE) && dp_mip6_take(w, sa, p->buf + p->off, p->len)) {
+			if ((sa->sa.flags & SADB_SAF_MOBILE) && dp_mip6_take(w, sa, p->buf + p->off, p->len,
+								       &g->v4[p - g->pk])) {
 				dp_frame_free(w, base);
 				continue;
 			}
@@ -74,7 +81,9 @@ void dp_group_add(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, boo
 {
 	struct esp_pkt *p;
 	uint64_t base = addr & ~(uint64_t)(DP_FRAME_SIZE - 1);
+	const struct dp_v4_outer *v4 = w->v4_next;
 
+	w->v4_next = NULL;  /* this packet's only, not what a flush below hands on */
 	if (g->n && (g->sa != sa || g->out != out))
 		dp_group_flush(w, g);
 	g->sa = sa;
@@ -87,6 +96,9 @@ void dp_group_add(struct dp_worker *w, struct dp_group *g, struct dp_sa *sa, boo
 	p->drop = 0;
 	p->user = base;
 	g->flags[g->n] = flags;
+	g->v4[g->n].set = false;
+	if (v4)
+		g->v4[g->n] = *v4;
 	g->pp[g->n] = p;
 	if (++g->n >= w->ctx->batch)
 		dp_group_flush(w, g);

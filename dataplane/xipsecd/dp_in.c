@@ -122,6 +122,15 @@ void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len,
 		reassemble(w, g, addr, len);
 		return;
 	}
+	/* DSMIPv6 signalling (RFC 5555): the IPv6 packet inside goes on, its outer header with it */
+	struct dp_v4_outer v4;
+	uint32_t v4_off;
+	bool in_v4 = dp_v4_outer_strip(w, l3, len, &v4, &v4_off, &len);
+
+	if (in_v4) {
+		addr += v4_off;
+		l3 += v4_off;
+	}
 	r = esp_parse_outer(l3, len, DP_NATT_PORT, &o);
 	if (r == SADB_DROP_NONE) {
 		sa = dp_sa_find_in(w->ctx, o.spi, o.proto, &o.dst);
@@ -130,11 +139,19 @@ void dp_in(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len,
 			return;
 		}
 		r = sa_takes(sa, &o);
+		if (r == SADB_DROP_NONE && in_v4 && !(sa->sa.flags & SADB_SAF_MOBILE))
+			r = SADB_DROP_BAD_ENCAP;  /* only a mobile node's signalling comes in IPv4 */
 		if (r != SADB_DROP_NONE) {
 			dp_drop_sa(w, sa, addr, r);
 			return;
 		}
+		w->v4_next = in_v4 ? &v4 : NULL;
 		dp_group_add(w, g, sa, false, addr, len, 0);
+		w->v4_next = NULL;
+		return;
+	}
+	if (in_v4) {
+		dp_drop(w, addr, r == SADB_DROP_TRUNCATED ? r : SADB_DROP_BAD_ENCAP);
 		return;
 	}
 	if (r == SADB_DROP_TRUNCATED) {

@@ -61,14 +61,17 @@ unsigned dp_local_ha_burst(struct dp_worker *w, struct dp_group *g)
 		return 0;
 	while (n < w->ctx->batch && w->n_free > DP_BATCH) {
 		uint64_t base = dp_frame_take(w), addr = base + FRESH_L3;
-		uint32_t len = dp_mip6_pop(w->ctx, dp_mem(w, addr));
+		struct dp_v4_outer v4;
+		uint32_t len = dp_mip6_pop(w->ctx, dp_mem(w, addr), &v4);
 
 		if (!len) {
 			dp_frame_free(w, base);
 			break;
 		}
 		n++;
+		w->v4_next = v4.set ? &v4 : NULL;  /* RFC 5555: it leaves in IPv4 once protected */
 		local_out(w, g, addr, len, FWD_FROM_TUN | FWD_MOBILE);
+		w->v4_next = NULL;
 	}
 	if (n)
 		local_flush(w, g);

@@ -70,7 +70,17 @@ static void handle_bu(struct dp_ctx *ctx, const struct mq_msg *q)
 	struct mip6_ha_result res;
 	char h[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN];
 
-	mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
+	if (q->v4.set) {
+		/* RFC 5555: from an IPv4 care-of address; the IPv6 source is the home address */
+		bool rebound = dp_mip6_v4_input(ctx, q, dp_mip6_rec_of(m, q->pkt + 8), &res);
+
+		if (res.drop != MIP6_DROP_NONE)
+			return;                  /* no error goes back into IPv4: logged there */
+		if (rebound)
+			dp_mip6_tunnel_move(ctx, res.hoa, res.coa);
+	} else {
+		mip6_ha_input(m->ha, q->pkt, q->len, q->sa_id, now_ms(), &res);
+	}
 	if (res.drop != MIP6_DROP_NONE) {
 		dp_log(LOG_INFO, "home agent: Binding Update dropped: %s", mip6_drop_name(res.drop));
 		dp_mip6_error(ctx, q, res.drop);
@@ -122,7 +132,7 @@ static void flush_moves(struct dp_ctx *ctx)
 			       strerror(-r));
 	}
 	for (unsigned i = 0; i < m->ba.n; i++)
-		dp_mip6_out_push(ctx, m->ba.m[i].pkt, m->ba.m[i].len);
+		dp_mip6_out_push_v4(ctx, m->ba.m[i].pkt, m->ba.m[i].len, &m->ba.m[i].v4);
 	m->ba.n = 0;
 }
 
@@ -181,6 +191,7 @@ static void mip6_free(struct dp_mip6 *m)
 	dp_mip6_brr_clear(m);
 	if (m->disc_fd >= 0)
 		close(m->disc_fd);
+	dp_mip6_v4_clear(m);
 	free(m->mns);
 	free(m->mn_slot);
 	free(m->na);
@@ -473,6 +484,7 @@ size_t dp_mip6_ctl(struct dp_ctx *ctx, char *buf, size_t len)
 		{ "dhaad_replies", m->dhaad_replies }, { "dhaad_dropped", m->dhaad_dropped },
 		{ "mps_received", m->mps_received }, { "mpa_sent", m->mpa_sent },
 		{ "mps_dropped", m->mps_dropped },
+		{ "bu_ipv4_received", m->v4_bu }, { "bu_ipv4_dropped", m->v4_dropped },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		put(&b, "counter\t%s\t%llu\n", c[i].name, (unsigned long long)c[i].v);

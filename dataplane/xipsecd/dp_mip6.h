@@ -13,6 +13,8 @@
  *   dp_mip6_nd.c     control thread: proxy Neighbor Discovery on the home link
  *   dp_mip6_disc.c   control thread: home agent address discovery (the home agents list, DHAAD),
  *                    Mobile Prefix Discovery
+ *   dp_mip6_v4.c     control thread: mobile nodes on IPv4 networks (DSMIPv6, RFC 5555): their
+ *                    Binding Updates, acknowledgements and tunnel endpoints in IPv4
  * Each calls only those listed after it, and none calls into the packet path: what the home agent
  * originates goes through its queue, which worker 0 drains (dp_local.c). */
 #ifndef XIPSEC_DP_MIP6_H
@@ -25,6 +27,7 @@
 #include "mobility/mip6_err.h"
 #include "mobility/mip6_disc.h"
 #include "mobility/mip6_ha.h"
+#include "mobility/mip6_v4.h"
 
 #define MQ_PKT   DP_MIP6_PKT /* the largest Binding Update taken (IPv6 minimum MTU) */
 #define MQ_LEN   64u         /* queued messages each way */
@@ -36,6 +39,7 @@
 struct mq_msg {
 	uint32_t len;
 	uint32_t sa_id;          /* the SA's slot + 1 (0: none) */
+	struct dp_v4_outer v4;   /* the IPv4 header it came or goes in (RFC 5555), set false: none */
 	uint8_t pkt[MQ_PKT];
 };
 
@@ -155,6 +159,18 @@ struct dp_mip6 {
 	uint64_t dhaad_requests, dhaad_replies, dhaad_dropped;
 	uint64_t mps_received, mpa_sent, mps_dropped;
 	size_t n_mnp_pol;            /* the policies that give mobile routers their networks */
+	struct v4_node *v4;          /* mobile nodes whose last Binding Update came in IPv4 (dp_mip6_v4.c) */
+	size_t n_v4, cap_v4;
+	uint64_t v4_bu, v4_dropped;  /* Binding Updates in IPv4 taken; dropped before libmip6 decided */
+};
+
+/* A mobile node's last Binding Update that came in IPv4: what was decided on it and the header it
+ * came in, for its acknowledgement and its tunnel (dp_mip6_v4.c). */
+struct v4_node {
+	uint8_t hoa[16];
+	struct mip6_v4_reg reg;
+	struct dp_v4_outer o;
+	uint8_t ha6[16];             /* its record's IPv6 address, the tunnel's end when it leaves IPv4 */
 };
 
 static inline struct dp_mip6 *M(struct dp_ctx *ctx)
@@ -176,6 +192,8 @@ static inline const char *a6(const uint8_t a[16], char *b)
 /* Control thread: queue a packet the home agent originated for worker 0 (full: counted in
  * out_full, dropped). */
 void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len);
+/* The same, to leave in the IPv4 header v4 once protected (NULL or not set: none). */
+void dp_mip6_out_push_v4(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len, const struct dp_v4_outer *v4);
 /* Control thread: the oldest Binding Update the workers queued, copied to *q; false when none. */
 bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q);
 /* Control thread: queue res's acknowledgement (built here): at once when nothing moved, else in
@@ -276,5 +294,28 @@ void dp_mip6_disc_run(struct dp_ctx *ctx, uint64_t now);
 /* A message the workers queued: when it is a Mobile Prefix Solicitation, it is answered (or dropped
  * and counted) and true returned; false for anything else (a Binding Update's for dp_mip6.c). */
 bool dp_mip6_mps(struct dp_ctx *ctx, const struct mq_msg *q);
+
+/* ---- dp_mip6_v4.c ---- */
+/* The Binding Update q that came in IPv4 (q->v4 set) decided on into *res, as mip6_ha_input does
+ * for one in IPv6; rec: the home agent record serving the IPv6 source (the home address), NULL for
+ * none. A message dropped is counted and logged here, and answered with nothing (no error goes
+ * back: res->drop set, the caller only returns). True when it refreshed a binding from another UDP
+ * port (a NAT's new mapping): the caller moves the tunnel (dp_mip6_tunnel_move). */
+bool dp_mip6_v4_input(struct dp_ctx *ctx, const struct mq_msg *q, const struct sadb_home_agent *rec,
+		      struct mip6_ha_result *res);
+/* The acknowledgement of res into buf[0..cap) with the IPv4 header it leaves in (*v4) when the
+ * Binding Update it answers came in IPv4: its length (<= 0: none built); v4->set false otherwise
+ * (nothing built: the caller builds the IPv6 one). */
+int dp_mip6_v4_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res, uint8_t *buf, size_t cap,
+		  struct dp_v4_outer *v4);
+/* The endpoints hoa's tunnel SAs take for care-of address coa: the peer's (*peer: coa, or its IPv4
+ * address when coa is IPv4-mapped), the home agent's own (*here: the IPv4 address its Binding Update
+ * in IPv4 was sent to, its record's; for an IPv6 coa its record's IPv6 address when its last one
+ * came in IPv4, else family 0: the SAs' own end stays) and, when that Binding Update came in UDP,
+ * the UDP ports of ESP in UDP (RFC 3948: *here_port 4500, *peer_port the one it came from; both 0
+ * otherwise). 0, or -ENOENT for an IPv4 coa no Binding Update in IPv4 registered. */
+int dp_mip6_v4_ends(const struct dp_mip6 *m, const uint8_t hoa[16], const uint8_t coa[16],
+		    struct sadb_addr *here, struct sadb_addr *peer, uint16_t *here_port, uint16_t *peer_port);
+void dp_mip6_v4_clear(struct dp_mip6 *m);
 
 #endif

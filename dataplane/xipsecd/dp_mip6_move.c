@@ -34,15 +34,18 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 {
 	struct dp_mip6 *m = M(ctx);
 	const struct mn_cfg *c = mn_cfg_find(m, hoa);
-	struct sadb_addr to = { .family = AF_INET6 };
+	struct sadb_addr to, here;
+	uint16_t here_port, to_port;
 	struct sadb_sa out, in;
 	char b1[INET6_ADDRSTRLEN], b2[INET6_ADDRSTRLEN];
 	int r, k;
 
 	if (!c || !m->wdb)
 		return -ENOENT;
-	memcpy(to.a.b, coa, 16);
-	r = sadb_sa_get(m->wdb, c->id[ROLE_TUN_OUT] - 1, &out);
+	/* an IPv4 care-of address (RFC 5555) puts both ends in IPv4: dp_mip6_v4.c */
+	r = dp_mip6_v4_ends(m, hoa, coa, &here, &to, &here_port, &to_port);
+	if (r == 0)
+		r = sadb_sa_get(m->wdb, c->id[ROLE_TUN_OUT] - 1, &out);
 	if (r == 0)
 		r = sadb_sa_get(m->wdb, c->id[ROLE_TUN_IN] - 1, &in);
 	if (r)
@@ -50,10 +53,14 @@ int dp_mip6_tunnel_move(struct dp_ctx *ctx, const uint8_t hoa[16], const uint8_t
 	r = sadb_txn_begin(m->wdb);
 	if (r)
 		goto fail;
-	if (!sadb_addr_eq(&out.dst, &to))
-		r = sadb_sa_migrate(m->wdb, out.spi, out.proto, &out.dst, NULL, &to, 0, 0);
-	if (r == 0 && !sadb_addr_eq(&in.src, &to))
-		r = sadb_sa_migrate(m->wdb, in.spi, in.proto, &in.dst, &to, NULL, 0, 0);
+	/* the home agent's own end: as the SAs have it, unless IPv4 changes it */
+	const struct sadb_addr *ho = here.family ? &here : &out.src, *hi = here.family ? &here : &in.dst;
+	if (!sadb_addr_eq(&out.dst, &to) || !sadb_addr_eq(&out.src, ho) || out.encap_sport != here_port ||
+	    out.encap_dport != to_port)
+		r = sadb_sa_migrate(m->wdb, out.spi, out.proto, &out.dst, ho, &to, here_port, to_port);
+	if (r == 0 && (!sadb_addr_eq(&in.src, &to) || !sadb_addr_eq(&in.dst, hi) ||
+		       in.encap_sport != to_port || in.encap_dport != here_port))
+		r = sadb_sa_migrate(m->wdb, in.spi, in.proto, &in.dst, &to, hi, to_port, here_port);
 	/* a mobile router's networks follow in the same transaction (dp_mip6_nemo.c) */
 	if (r == 0 && (r = dp_mip6_nemo_routes(ctx, c, !memcmp(coa, hoa, 16))) > 0)
 		r = 0;

@@ -93,7 +93,8 @@ static bool make_room(struct dp_mip6 *m, unsigned own)
 	return true;
 }
 
-bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len)
+bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len,
+		  const struct dp_v4_outer *v4)
 {
 	struct dp_mip6 *m = M(w->ctx);
 	struct mq_in *q;
@@ -132,6 +133,9 @@ bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3
 		;
 	q->m[i].len = len;
 	q->m[i].sa_id = id;
+	q->m[i].v4.set = false;
+	if (v4)
+		q->m[i].v4 = *v4;
 	memcpy(q->m[i].pkt, l3, len);
 	q->stamp[i] = q->next_stamp++;
 	q->n++;
@@ -157,7 +161,7 @@ bool dp_mip6_pending(struct dp_ctx *ctx)
 	return m && atomic_load_explicit(&m->out_n, memory_order_acquire) != 0;
 }
 
-uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf)
+uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf, struct dp_v4_outer *v4)
 {
 	struct dp_mip6 *m = M(ctx);
 	uint32_t len;
@@ -172,6 +176,7 @@ uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf)
 	}
 	len = m->out.m[m->out.head].len;
 	memcpy(buf, m->out.m[m->out.head].pkt, len);
+	*v4 = m->out.m[m->out.head].v4;
 	m->out.head = (m->out.head + 1) % MQ_LEN;
 	m->out.n--;
 	atomic_store_explicit(&m->out_n, m->out.n, memory_order_release);
@@ -194,6 +199,11 @@ int dp_mip6_event_fd(struct dp_ctx *ctx)
 
 void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len)
 {
+	dp_mip6_out_push_v4(ctx, pkt, len, NULL);
+}
+
+void dp_mip6_out_push_v4(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len, const struct dp_v4_outer *v4)
+{
 	struct dp_mip6 *m = M(ctx);
 	uint64_t one = 1;
 
@@ -206,6 +216,9 @@ void dp_mip6_out_push(struct dp_ctx *ctx, const uint8_t *pkt, uint32_t len)
 	struct mq_msg *q = &m->out.m[(m->out.head + m->out.n) % MQ_LEN];
 	q->len = len;
 	q->sa_id = 0;
+	q->v4.set = false;
+	if (v4)
+		q->v4 = *v4;
 	memcpy(q->pkt, pkt, len);
 	m->out.n++;
 	atomic_store_explicit(&m->out_n, m->out.n, memory_order_release);
@@ -227,6 +240,7 @@ bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q)
 	i = slot_oldest(&m->in, 0);
 	q->len = m->in.m[i].len;
 	q->sa_id = m->in.m[i].sa_id;
+	q->v4 = m->in.m[i].v4;
 	memcpy(q->pkt, m->in.m[i].pkt, q->len);
 	slot_release(&m->in, i);
 	pthread_mutex_unlock(&m->lock);
@@ -236,17 +250,22 @@ bool dp_mip6_in_pop(struct dp_mip6 *m, struct mq_msg *q)
 void dp_mip6_queue_ba(struct dp_ctx *ctx, const struct mip6_ha_result *res)
 {
 	struct dp_mip6 *m = M(ctx);
-	uint8_t ba[MIP6_BA_MAX_LEN];
-	int n = mip6_ha_build_ba(m->ha, res, ba, sizeof(ba));
+	uint8_t ba[MIP6_BA_MAX_LEN + MIP6_V4_BA_EXTRA];
+	struct dp_v4_outer v4;
+	int n = dp_mip6_v4_ba(ctx, res, ba, sizeof(ba), &v4);
+
+	if (!v4.set)
+		n = mip6_ha_build_ba(m->ha, res, ba, sizeof(ba));
 
 	if (n > 0)
 		m->ba_status[res->ba.status]++;
 	if (n > 0 && !m->sync_due && !m->ba.n) {
-		dp_mip6_out_push(ctx, ba, (uint32_t)n); /* nothing moved: no republication to wait for */
+		dp_mip6_out_push_v4(ctx, ba, (uint32_t)n, &v4); /* nothing moved: no republication to wait for */
 	} else if (n > 0 && (uint32_t)n <= MQ_PKT && m->ba.n < MQ_LEN) {
 		struct mq_msg *d = &m->ba.m[m->ba.n++];
 		d->len = (uint32_t)n;
 		d->sa_id = 0;
+		d->v4 = v4;
 		memcpy(d->pkt, ba, (size_t)n);
 	} else if (n > 0) {
 		atomic_fetch_add_explicit(&m->out_full, 1, memory_order_relaxed);

@@ -45,12 +45,23 @@
  * (dp_spd_out, mip6_sel_addrs: the policy is the home address's, not the care-of address's). */
 #define FWD_MOBILE   16u
 
+/* The IPv4 header (and UDP header, when sport) a Mobile IPv6 signalling packet travels in for a
+ * mobile node on an IPv4 network (RFC 5555 section 4.1): the Binding Update came in it, its
+ * acknowledgement leaves in it. Addresses and ports as on the wire seen from the home agent (src
+ * the peer's, dst ours on the way in; the other way round on the way out); ports host order. */
+struct dp_v4_outer {
+	bool set;
+	uint8_t src[4], dst[4];
+	uint16_t sport, dport;
+};
+
 /* Consecutive packets of one SA and direction, handed to the engine as one burst. */
 struct dp_group {
 	struct dp_sa *sa;
 	bool out;
 	unsigned n;
 	unsigned flags[DP_BATCH];
+	struct dp_v4_outer v4[DP_BATCH]; /* w->v4_next when each was added (dp_mip6_v4_path.c) */
 	struct esp_pkt pk[DP_BATCH];
 	struct esp_pkt *pp[DP_BATCH];
 };
@@ -184,13 +195,26 @@ unsigned dp_local_ha_burst(struct dp_worker *w, struct dp_group *g);
 /* A decapsulated packet of a mobile node's transport SA: a Mobility Header packet or a Mobile Prefix
  * Solicitation is copied to the control thread's queue (true: consumed, the caller frees the frame; a full queue or an oversized
  * packet is a counted drop). Any worker. */
-bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len);
-/* Worker 0: the next packet the home agent originated, copied to buf (at least DP_MIP6_PKT bytes):
- * its length, or 0 when none waits. */
+bool dp_mip6_take(struct dp_worker *w, const struct dp_sa *sa, const uint8_t *l3, uint32_t len,
+		  const struct dp_v4_outer *v4);
+/* Worker 0: the next packet the home agent originated, copied to buf (at least DP_MIP6_PKT bytes),
+ * with the IPv4 header it leaves in (v4->set false: none): its length, or 0 when none waits. */
 #define DP_MIP6_PKT 1280u
-uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf);
+uint32_t dp_mip6_pop(struct dp_ctx *ctx, uint8_t *buf, struct dp_v4_outer *v4);
 /* Whether the home agent has queued packets for worker 0: one load, no lock (the queue's count is
  * published with release after each change). */
 bool dp_mip6_pending(struct dp_ctx *ctx);
+
+/* ---- dp_mip6_v4_path.c: DSMIPv6 signalling in IPv4 (RFC 5555) on the packet path ---- */
+/* An IPv4 packet from the outside at l3 that carries IPv6 (protocol 41, or UDP to port 4191) to one
+ * of the gateway's addresses: *v4 says its outer header, *off where the IPv6 packet starts and
+ * *inner_len its length; false for anything else (nothing written). */
+bool dp_v4_outer_strip(struct dp_worker *w, const uint8_t *l3, uint32_t len, struct dp_v4_outer *v4,
+		       uint32_t *off, uint32_t *inner_len);
+/* The protected IPv6 packet at base + *off (*len bytes) put into the IPv4 header v4 (and UDP header,
+ * when v4->dport) in the frame's headroom: *off and *len then describe the IPv4 packet; false when
+ * there is no room. */
+bool dp_v4_outer_wrap(struct dp_worker *w, uint64_t base, uint32_t *off, uint32_t *len,
+		      const struct dp_v4_outer *v4);
 
 #endif

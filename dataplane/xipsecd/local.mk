@@ -18,6 +18,7 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_mip6_err.c dataplane/xipsecd/dp_mip6_dad.c \
 	dataplane/xipsecd/dp_mip6_brr.c \
 	dataplane/xipsecd/dp_mip6_disc.c \
+	dataplane/xipsecd/dp_mip6_v4.c dataplane/xipsecd/dp_mip6_v4_path.c \
 	dataplane/xipsecd/dp_handoff.c dataplane/xipsecd/dp_cpus.h dataplane/xipsecd/dp_acquire.c \
 	dataplane/xipsecd/dp_stats.c dataplane/xipsecd/dp_cluster.h dataplane/xipsecd/dp_cluster.c \
 	dataplane/xipsecd/dp_cluster_cfg.c dataplane/xipsecd/dp_cluster_lease.c dataplane/xipsecd/dp_cluster_msg.c \

@@ -7,8 +7,8 @@
  *    RFC 4301 section 5.2): plaintext a PROTECT or DISCARD policy covers is dropped and counted,
  *    IKE (UDP 500/4500) always passes, and so does what no policy covers;
  *  - outside: ESP and AH (also behind a Destination Options header: a Mobile IPv6 Binding Update's
- *    Home Address option), and ESP-in-UDP on port 4500 with a non-zero marker, go to the dataplane
- *    even when addressed to the gateway; IKE (UDP 500, 4500 with a zero marker) and keepalives stay
+ *    Home Address option, or inside IPv4: a DSMIPv6 one, RFC 5555), and ESP-in-UDP on port 4500
+ *    with a non-zero marker, go to the dataplane even when addressed to the gateway; IKE (UDP 500, 4500 with a zero marker) and keepalives stay
  *    with the kernel;
  *  - outside, fragments: ESP and AH fragments (IPv4, and IPv6 with a Fragment header right after
  *    the fixed header) go to the dataplane, which reassembles them. A UDP first fragment addressed
@@ -411,6 +411,23 @@ static __always_inline int classify4(struct xdp_md *ctx, const struct dp_xdp_if 
 			    spi_unknown(ctx, ifc, ip->protocol, DP_AF_INET, &ip->daddr, spi))
 				return XDP_DROP;
 			return to_dataplane(ctx, ifc);
+		}
+		/* DSMIPv6 (RFC 5555 section 4.1): a mobile node on an IPv4 network sends its
+		 * ESP-protected Binding Update in IPv6 in IPv4 to the home agent's IPv4 address, or
+		 * in UDP to port 4191 when a NAT may be in the way */
+		if ((ip->protocol == IPPROTO_IPV6 || ip->protocol == IPPROTO_UDP) && whole &&
+		    is_local4(ip->daddr)) {
+			const __u8 *v6 = (const __u8 *)l4;
+
+			if (ip->protocol == IPPROTO_UDP) {
+				const struct udphdr *uh = l4;
+
+				v6 += sizeof(*uh);
+				if ((void *)(uh + 1) > end || uh->dest != bpf_htons(DP_DSMIP_PORT))
+					v6 = NULL;
+			}
+			if (v6 && (void *)(v6 + 7) <= end && v6[0] >> 4 == 6 && v6[6] == IPPROTO_ESP)
+				return to_dataplane(ctx, ifc);
 		}
 		if (ip->protocol == IPPROTO_UDP && is_local4(ip->daddr)) {
 			if (!(ip->frag_off & bpf_htons(0x3fff))) {

@@ -11,6 +11,7 @@
 #define DP_MAX_QUEUES      64
 #define DP_LOCAL_ADDR_MAX  1024
 #define DP_NATT_PORT       4500
+#define DP_DSMIP_PORT      4191  /* DSMIPv6's UDP encapsulation behind a NAT (RFC 5555 section 4.1) */
 
 #define DP_AF_INET  2
 #define DP_AF_INET6 10

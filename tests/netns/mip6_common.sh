@@ -8,7 +8,8 @@
 # home agent's one home prefix (prefix 2001:db8:1::/64); $MIP6_HA_MORE adds home-agent statements
 # after it, $MIP6_HOA and $MIP6_MN_HA replace the mobile node's home address and the home agent
 # address it signals to, $MIP6_MN_MORE adds words to its mobile-node statement (router-prefix P/LEN
-# makes it a mobile router), and a function mip6_topo_more, when defined, adds to the network before
+# makes it a mobile router), $MIP6_MN_JSON adds to the scapy mobile node's configuration
+# (",\"key\": ..."), and a function mip6_topo_more, when defined, adds to the network before
 # the configuration is loaded.
 set -u
 . "$top_srcdir/tests/netns/lib.sh"
@@ -46,7 +47,8 @@ cat > "$XT_DIR/mn.json" <<EOF
 {"hoa": "$HOA", "ha": "${MIP6_MN_HA:-$HA}", "tun": "tun0", "crypt_algo": "AES-GCM",
  "links": {"eth1": {"coa": "$COA1", "gw_mac": "$rt1"}, "eth2": {"coa": "$COA2", "gw_mac": "$rt2"}},
  "sa": {"bu": {"spi": 8193, "key": "$K_BU"}, "ba": {"spi": 8192, "key": "$K_BA"},
-        "tun_out": {"spi": 12289, "key": "$K_TI"}, "tun_in": {"spi": 12288, "key": "$K_TO"}}}
+        "tun_out": {"spi": 12289, "key": "$K_TI"}, "tun_in": {"spi": 12288, "key": "$K_TO"}}
+ ${MIP6_MN_JSON:-}}
 EOF
 mip6_start_mn
 xt_exec mn sysctl -qw net.ipv6.conf.tun0.router_solicitations=0 net.ipv6.conf.tun0.addr_gen_mode=1

@@ -33,18 +33,27 @@
 #                                   IFACE's care-of address with a Home Address option, ESP-protected
 #                                   by the signalling SA (RFC 3776 4.2)
 #   mps-plain IFACE ID              the same without ESP (must go unanswered)
+#   bu4 IFACE SEQ LIFETIME [V4HOA|-] [udp]   DSMIPv6 (RFC 5555 4.1): a Binding Update from the home
+#                                   address with an IPv4 Care-of Address option (IFACE's "coa4", and an
+#                                   IPv4 Home Address option V4HOA when given), ESP-protected, in IPv4
+#                                   from coa4 to the home agent's "ha4" (CONFIG "v4"), with udp in UDP
+#                                   from port 4500 to 4191; the tunnel follows, ESP in IPv4 (with udp
+#                                   ESP in UDP, RFC 3948, from and to port 4500)
 #   counts                          print the counters
 # Events: {"ev": "ba", ...fields} for every Binding Acknowledgement, {"ev": "be", ...} for every
 # Binding Error, {"ev": "brr", ...} for every Binding Refresh Request, {"ev": "pp", ...} for every ICMPv6
 # Parameter Problem through the tunnel, {"ev": "mpa", ...fields} for every Mobile Prefix Advertisement,
+# {"ev": "ba4", ...fields, v4_src, v4_dst, opts} for every Binding Acknowledgement in IPv4 (opts: its
+# mobility options after the fixed part, [type, hex data] each),
 # {"ev": "sent", ...} per command.
 import fcntl, json, logging, os, select, socket, struct, sys, time
 
 logging.getLogger('scapy.runtime').setLevel(logging.ERROR)
-from scapy.all import Ether, IPv6, ESP, Raw
+from scapy.all import Ether, IP, IPv6, ESP, Raw, UDP
 from scapy.layers.inet6 import (HAO, ICMPv6MPAdv, ICMPv6MPSol, ICMPv6NDOptPrefixInfo, ICMPv6ParamProblem,
                                 IPv6ExtHdrDestOpt, IPv6ExtHdrRouting, MIP6MH_BA, MIP6MH_BE, MIP6MH_BRR,
                                 MIP6MH_BU, MIP6MH_HoTI, MIP6OptAltCoA, MIP6OptBRAdvice, MIP6OptMobNetPrefix,
+                                MIP6OptUnknown,
                                 in6_chksum)
 from scapy.layers.ipsec import SecurityAssociation
 
@@ -82,14 +91,31 @@ def main():
     # The kernel has no ESP: a raw ESP socket takes what reaches it, so it answers no ESP packet
     # with an ICMPv6 error (what this process decrypts comes from the packet sockets above).
     absorb = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ESP)
+    # DSMIPv6: IPv4 links get a packet socket for IPv4 too; ESP and IPv6 in IPv4 are absorbed as above
+    v4 = cfg.get('v4', {})
+    socks4 = {}
+    for ifc in v4.get('links', {}):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+        s.bind((ifc, 0))
+        socks4[s] = ifc
+        v4['links'][ifc]['mac'] = ':'.join('%02x' % b for b in s.getsockname()[4][:6])
+    absorb4 = [socket.socket(socket.AF_INET, socket.SOCK_RAW, pr) for pr in (socket.IPPROTO_ESP, 41)] if v4 else []
+    if v4:  # and ESP in UDP to port 4500, and the acknowledgements from 4191
+        absorb4.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+        absorb4[-1].bind(('0.0.0.0', 4500))
     n = {'ba': 0, 'tun_rx': 0, 'tun_tx': 0, 'bad': 0, 'seen_esp': {}}
 
     def send(ifc, pkt):
-        links_ifc = links[ifc]
+        links_ifc = links[ifc] if ifc in links else v4['links'][ifc]  # an IPv4-only link: CONFIG "v4"
+        if IP in pkt and UDP in pkt:
+            # scapy's ESP in UDP (nat_t_header) leaves the UDP length at 8: the whole datagram's
+            pkt = IP(bytes(pkt))
+            pkt[UDP].len, pkt[UDP].chksum = len(pkt[UDP]), 0
         frame = Ether(src=links_ifc['mac'], dst=links_ifc['gw_mac']) / pkt
-        for s, i in socks.items():
+        for s, i in list(socks.items()) + list(socks4.items()):
             if i == ifc:
                 s.send(bytes(frame))
+                break
 
     def bu(ifc, seq, lifetime, flags='AH', hoa_opt=None, protect=True, trunc=False, alt=None, spoof=None, mnp=()):
         coa = links[ifc]['coa']
@@ -135,9 +161,10 @@ def main():
     pending = ''
     out(ev='ready')
     while True:
-        r, _, _ = select.select([tun, cmd, absorb] + list(socks), [], [], 1.0)
-        if absorb in r:
-            absorb.recv(65535)
+        r, _, _ = select.select([tun, cmd, absorb] + list(socks) + list(socks4) + absorb4, [], [], 1.0)
+        for a in [absorb] + absorb4:
+            if a in r:
+                a.recv(65535)
         lines = []
         if cmd in r:
             pending += cmd.read() or ''
@@ -179,6 +206,23 @@ def main():
                 p = IPv6(bytes(IPv6(src=hoa, dst=a[1]) / MIP6MH_HoTI(cookie=bytes.fromhex('1122334455667788'))))
                 send(tun_ifc, tun_out.encrypt(p))
                 out(ev='sent', cmd='hoti', iface=tun_ifc)
+            elif a[0] == 'bu4':
+                ifc, seq, life = a[1], int(a[2]), int(a[3])
+                coa4 = v4['links'][ifc]['coa4']
+                opts = [MIP6OptUnknown(otype=32, odata=b'\0\0' + socket.inet_aton(coa4))]
+                if len(a) > 4 and a[4] != '-':
+                    opts.append(MIP6OptUnknown(otype=29, odata=b'\0\0' + socket.inet_aton(a[4])))
+                udp = len(a) > 5 and a[5] == 'udp'
+                p = IPv6(bytes(IPv6(src=hoa, dst=ha) / MIP6MH_BU(seq=seq, flags='AH', mhtime=life // 4,
+                                                                 options=opts)))
+                outer = IP(src=coa4, dst=v4['ha4'])
+                send(ifc, (outer / UDP(sport=4500, dport=4191) if udp else outer) / bu_sa.encrypt(p))
+                tun_ifc = ifc
+                tun_out.tunnel_header = IP(src=coa4, dst=v4['ha4'])
+                tun_out.nat_t_header = UDP(sport=4500, dport=4500) if udp else None
+                if udp:  # a NAT-keepalive (RFC 3948 2.3) opens the NAT's way back for ESP in UDP
+                    send(ifc, IP(src=coa4, dst=v4['ha4']) / UDP(sport=4500, dport=4500) / Raw(b'\xff'))
+                out(ev='sent', cmd='bu4', iface=ifc, coa4=coa4, seq=seq, esp_seq=bu_sa.seq_num)
             elif a[0] == 'counts':
                 out(ev='counts', **n)
         if tun in r:
@@ -186,6 +230,46 @@ def main():
             if pkt[0] >> 4 == 6:
                 send(tun_ifc, tun_out.encrypt(IPv6(pkt)))
                 n['tun_tx'] += 1
+        for s in [x for x in r if x in socks4]:
+            ip = Ether(s.recv(65535))[IP]
+            if ip.dst != v4['links'][socks4[s]]['coa4'] or ip.proto not in (17, 41, 50):
+                continue
+            try:
+                # what follows the IPv4 header, and its UDP header if any (ESP in UDP from port 4500,
+                # signalling from 4191)
+                body, sport = (bytes(ip[UDP].payload), ip[UDP].sport) if ip.proto == 17 else (bytes(ip.payload), None)
+                if ip.proto == 17 and sport not in (4191, 4500):
+                    continue
+                if (ip.proto == 50 or sport == 4500) and ESP(body).spi == cfg['sa']['tun_in']['spi']:
+                    os.write(tun, bytes(tun_in.decrypt(IP(src=ip.src, dst=ip.dst) / ESP(body))))
+                    n['tun_rx'] += 1
+                    continue
+                ip6 = IPv6(body)
+                if ESP not in ip6 or ip6[ESP].spi != cfg['sa']['ba']['spi']:
+                    continue
+                spi = ip6[ESP].spi  # scapy's decryption takes ESP off ip6
+                body = bytes(ba_sa.decrypt(ip6).payload)
+                ba = IPv6(bytes(IPv6(src=ip6.src, dst=ip6.dst) / MIP6MH_BA(body)))
+                again = IPv6(bytes(ba))
+                del again[MIP6MH_BA].cksum
+                opts, off = [], 12
+                while off + 2 <= len(body):
+                    if body[off] == 0:
+                        off += 1
+                        continue
+                    if body[off] != 1:
+                        opts.append([body[off], body[off + 2:off + 2 + body[off + 1]].hex()])
+                    off += 2 + body[off + 1]
+                b = ba[MIP6MH_BA]
+                out(ev='ba4', iface=socks4[s], v4_src=ip.src, v4_dst=ip.dst, v4_proto=ip.proto,
+                    udp_sport=sport, udp_dport=ip[UDP].dport if sport else None, src=ip6.src,
+                    dst=ip6.dst, nh=50, esp_spi=spi, status=b.status, seq=b.seq,
+                    lifetime=b.mhtime * 4, opts=opts,
+                    cksum_ok=IPv6(bytes(again))[MIP6MH_BA].cksum == b.cksum)
+                n['ba'] += 1
+            except Exception as ex:  # a bad packet is counted, never fatal
+                n['bad'] += 1
+                out(ev='bad', error=repr(ex))
         for s in [x for x in r if x in socks]:
             data = s.recv(65535)
             try:

@@ -694,6 +694,52 @@ static void test_home_agents(void **state)
 	sadb_close(db);
 }
 
+/* A record's IPv4 address (DSMIPv6, RFC 5555): stored with the record and published with it in a
+ * transaction, unicast only, and another record's refused (it tells which record a Binding Update in
+ * IPv4 is for). */
+static void test_home_agent_ipv4(void **state)
+{
+	const char *path = t_path("homeagent4");
+	struct sadb *db = t_open(path, 16, 4);
+	struct sadb_home_agent a = t_ha(), b = t_ha(), out;
+	static const uint8_t v4[4] = { 192, 0, 2, 1 }, other[4] = { 192, 0, 2, 2 };
+
+	(void)state;
+	assert_int_equal(sadb_home_agent_set(db, 0, &a), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
+	assert_memory_equal(out.addr4, (uint8_t[4]){ 0 }, 4);  /* none unless given */
+	memcpy(a.addr4, v4, 4);
+	assert_int_equal(sadb_txn_begin(db), 0);
+	assert_int_equal(sadb_home_agent_set(db, 0, &a), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
+	assert_memory_equal(out.addr4, (uint8_t[4]){ 0 }, 4);  /* readers: the committed record */
+	assert_int_equal(sadb_txn_commit(db), 0);
+	assert_int_equal(sadb_home_agent_get(db, 0, &out), 0);
+	assert_memory_equal(out.addr4, v4, 4);
+
+	static const struct { uint8_t a[4]; int r; const char *msg; } rows[] = {
+		{ { 224, 0, 0, 1 }, -EINVAL, "not a unicast address" },
+		{ { 127, 0, 0, 1 }, -EINVAL, "not a unicast address" },
+		{ { 0, 1, 2, 3 }, -EINVAL, "not a unicast address" },
+		{ { 192, 0, 2, 1 }, -EEXIST, "already record 0's" },
+	};
+	b.addr = t_addr("2001:db8:2::1");
+	b.prefix[0] = t_addr("2001:db8:2::");
+	b.n_prefix = 1;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint64_t g = sadb_generation(db);
+
+		memcpy(b.addr4, rows[i].a, 4);
+		assert_int_equal(sadb_home_agent_set(db, 1, &b), rows[i].r);
+		if (!strstr(sadb_errmsg(db), rows[i].msg))
+			fail_msg("row %zu: message \"%s\" lacks \"%s\"", i, sadb_errmsg(db), rows[i].msg);
+		assert_true(sadb_generation(db) == g);
+	}
+	memcpy(b.addr4, other, 4);
+	assert_int_equal(sadb_home_agent_set(db, 1, &b), 0);
+	sadb_close(db);
+}
+
 /* ---------------- keys wiped ---------------- */
 
 static bool file_contains(const char *path, const uint8_t *needle, size_t n)
@@ -1497,6 +1543,7 @@ int main(void)
 		cmocka_unit_test(test_journal),
 		cmocka_unit_test(test_home_agent),
 		cmocka_unit_test(test_home_agents),
+		cmocka_unit_test(test_home_agent_ipv4),
 		cmocka_unit_test(test_addr_helpers),
 		cmocka_unit_test(test_transform_tables),
 		cmocka_unit_test(test_drop_names),
