@@ -133,6 +133,10 @@ int dp_segment_init(struct dp_ctx *ctx)
 	}
 	dp_log(LOG_INFO, "active/active: %u segments on %s, none owned until set", ctx->cfg.cluster_segments,
 	       inet_ntop(AF_INET, &ctx->cfg.cluster_addr, a, sizeof(a)));
+	if (!ctx->cluster)
+		dp_log(LOG_WARNING, "active/active without the cluster sync (--cluster-peer): a segment "
+		       "that moves here resumes its SAs' sequence numbers where this node left them, "
+		       "whatever the other node sent since");
 	return 0;
 }
 
