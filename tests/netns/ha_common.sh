@@ -11,7 +11,7 @@
 # time): keepalived's notify script reaches its own node's plugin only.
 #
 #   ha_require                 fail (or skip) unless keepalived, stock charon and its plugins are here
-#   ha_net                     the namespaces, bridges, links and addresses above
+#   ha_net                     the namespaces, bridges, links (ha_links) and addresses above
 #   ha_configure               cluster key, each node's strongswan.conf/swanctl.conf/keepalived.conf
 #   ha_start NODE [ARGS]       start NODE's xipsecd (extra ARGS, then $HA_DP_ARGS), xipsec-iked, keepalived
 #   ha_up                      peer, node A master, node B backup, the CHILD_SA in both SADBs
@@ -44,6 +44,16 @@ ha_require() {
 ha_id() { case $1 in gw1) echo 1 ;; gw3) echo 2 ;; esac; }
 ha_other() { case $1 in gw1) echo gw3 ;; gw3) echo gw1 ;; esac; }
 
+# ha_links: the links of the bed's picture between h1, lin, gw1, gw3, sw and gw2 (namespaces made)
+ha_links() {
+	xt_veth h1 eth0 lin l0
+	xt_veth gw1 in1 lin l1
+	xt_veth gw3 in3 lin l3
+	xt_veth gw1 out1 sw s1
+	xt_veth gw3 out3 sw s3
+	xt_veth gw2 out2 sw s2
+	xt_veth gw1 sy gw3 sy
+}
 ha_net() {
 	local ns p n i k
 	for ns in h1 lin gw1 gw3 sw gw2 h2; do xt_ns_add "$ns"; done
@@ -52,13 +62,7 @@ ha_net() {
 		xt_exec "$ns" ip link set br0 up
 		xt_exec "$ns" sysctl -qw net.bridge.bridge-nf-call-iptables=0 2>/dev/null || true
 	done
-	xt_veth h1 eth0 lin l0
-	xt_veth gw1 in1 lin l1
-	xt_veth gw3 in3 lin l3
-	xt_veth gw1 out1 sw s1
-	xt_veth gw3 out3 sw s3
-	xt_veth gw2 out2 sw s2
-	xt_veth gw1 sy gw3 sy
+	ha_links
 	xt_veth gw2 in2 h2 eth0
 	for p in l0 l1 l3; do xt_exec lin ip link set "$p" master br0; done
 	for p in s1 s2 s3; do xt_exec sw ip link set "$p" master br0; done

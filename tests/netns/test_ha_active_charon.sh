@@ -33,13 +33,7 @@ for ns in h1 lin gw1 gw3 sw gw2; do
 	xt_ns_add "$ns"
 	xt_exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 done
-xt_veth h1 eth0 lin l0
-xt_veth gw1 in1 lin l1
-xt_veth gw3 in3 lin l3
-xt_veth gw1 out1 sw s1
-xt_veth gw3 out3 sw s3
-xt_veth gw2 out2 sw s2
-xt_veth gw1 sy gw3 sy
+ha_links
 # bridges without snooping: the cluster's multicast MACs flood to both nodes (CLUSTERIP's trick)
 for b in "lin l0 l1 l3" "sw s1 s2 s3"; do
 	set -- $b
