@@ -237,9 +237,9 @@ PY
 xt_log "1. each node protected and decrypted only its segment's tunnels, every packet once"
 xt_stop sink1; xt_stop sink2
 
-# the peers whose tunnels the flows use: two of each segment
+# the peers whose tunnels the flows and the TCP transfer use: two of gw1's segment, three of gw3's
 a1=$(peers_of "$S1" | head -1) a2=$(peers_of "$S1" | sed -n 2p)
-b1=$(peers_of "$S3" | head -1) b2=$(peers_of "$S3" | sed -n 2p)
+b1=$(peers_of "$S3" | head -1) b2=$(peers_of "$S3" | sed -n 2p) b3=$(peers_of "$S3" | sed -n 3p)
 flows_check() { # WHAT NAME...: every flow's longest gap within HA_GAP_MAX_MS
 	local what=$1 f; shift
 	for f in "$@"; do
@@ -270,6 +270,7 @@ ha_check_capture "move"
 # ---- 3. kill -9 of gw3's daemons ----
 ha_flow_start killA 10 "10.2.0.$a2"
 ha_flow_start killB 10 "10.2.0.$b2"
+ha_flow_start killC 10 "10.2.0.$b3"
 sleep 1
 ha_tcp_start kill "10.2.0.$b1"
 ha_tcp_midway kill
@@ -280,7 +281,7 @@ xt_wait 5 owns gw1 "$(printf '%s\n' "$S1" "$S3" | sort -n | paste -sd,)" ||
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 xt_log "3. kill -9: gw1 owns both segments $ms ms after the kill began"
 [ "$ms" -le "$HA_GAP_MAX_MS" ] || ha_fail "kill -9: the segment moved in $ms ms"
-flows_check "kill -9" killA killB
+flows_check "kill -9" killA killB killC
 ha_tcp_result kill
 xt_log "kill -9: TCP $HA_TCP_BYTES bytes through a tunnel of the moved segment, SHA-256 right"
 [ "$(ha_peer_sas all | sort)" = "$sas0" ] ||
