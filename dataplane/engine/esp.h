@@ -151,6 +151,12 @@ void esp_sa_destroy(struct esp_sa *sa);
  * updates the window (before any is given packets, or while its ceiling refuses every number). */
 void esp_replay_seed(struct sadb_runtime *rt, uint64_t top);
 
+/* Outbound, by the one worker that uses sa: the numbers it reserved earlier and has not used yet,
+ * if they are at or below floor, are abandoned; its next number is reserved above rt->seq_reserved.
+ * For a node that takes an SA over from another (a cluster's segment moving here): the caller raises
+ * rt->seq_reserved to floor first. Nothing changes when its next number is above floor. */
+void esp_sa_seq_floor(struct esp_sa *sa, uint64_t floor);
+
 /* Which backend an SA uses, and its name ("ipsecmb", "openssl", "sodium", "native"). */
 enum esp_backend esp_sa_backend(const struct esp_sa *sa);
 const char *esp_backend_name(enum esp_backend b);

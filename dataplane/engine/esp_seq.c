@@ -1,7 +1,7 @@
 /* dataplane/engine/esp_seq.c: outbound sequence number reservation (doc/architecture.md rule 1): blocks
  * reserved in the SA's runtime area before any number of them is used, within the lease recorded on
  * disk for SAs with SADB_SAF_SEQ_PERSIST. Called by the outbound stages (esp_out.c, ah.c) through
- * esp_seq_take (esp_seq.h). */
+ * esp_seq_take (esp_seq.h); esp_sa_seq_floor abandons a block another node's numbers overtook. */
 #include "config.h"
 
 #include "dataplane/engine/esp_internal.h"
@@ -59,4 +59,11 @@ bool esp_seq_refill(struct esp_sa *sa)
 	if (sa->seq_shared)
 		sa->seq_want -= (uint32_t)(want - old) < sa->seq_want ? (uint32_t)(want - old) : sa->seq_want;
 	return true;
+}
+
+void esp_sa_seq_floor(struct esp_sa *sa, uint64_t floor)
+{
+	/* seq_next >= 1 always: an empty block, refilled at the next take */
+	if (sa->seq_next <= floor && sa->seq_limit >= sa->seq_next)
+		sa->seq_limit = sa->seq_next - 1;
 }

@@ -62,6 +62,7 @@ struct cent {
 	uint64_t ask_ns;          /* outbound: when l.asked was last sent */
 	uint64_t win_top;         /* inbound: standby, the top recorded; active, the top last sent */
 	uint64_t win_ns;          /* inbound, active: when it was sent */
+	uint64_t merge_top, merge_ns; /* outbound, both active: the reservation last sent, when */
 	uint64_t seen_ns;         /* the last tick an SA object or a message had this key */
 };
 
@@ -285,7 +286,8 @@ static void on_entry(struct dp_cluster *cl, const struct dpc_msg *m, const struc
 		cl->last_sync_rx_ns = now;
 		break;
 	case DPC_WINDOW:
-		if (!cl->active && e->end > c->win_top)
+		/* active too: both active, it seeds the window if the segment moves here */
+		if (e->end > c->win_top)
 			c->win_top = e->end;
 		cl->last_sync_rx_ns = now;
 		break;
@@ -418,6 +420,8 @@ static void take_over(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s
 		dpc_lease_record(&c->l, rd(&s->rt->seq_lease));
 		start = dpc_lease_takeover(&c->l, rd(&s->rt->seq_reserved), cl->cfg.budget, cl->rank);
 		cas_max(&s->rt->seq_reserved, start);
+		/* the workers drop blocks reserved below, in an earlier life as the owner (dp_out.c) */
+		atomic_store_explicit(&s->seq_floor, start, memory_order_release);
 		c->l.asked = 0;
 		c->l.solo = false;
 		if (cl->takeover_blind) {
@@ -467,6 +471,12 @@ static void tick_out(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s,
 	}
 	if (!reachable(cl, now))
 		return;
+	/* both active: how far this node went, for the other's takeover of the segment (as windows) */
+	if (cl->peer_active && reserved > c->merge_top && (reserved - c->merge_top >= cl->cfg.sync_packets ||
+	    now - c->merge_ns >= cl->cfg.sync_ms * MS) && emit(cl, DPC_MERGE, &c->key, 0, reserved)) {
+		c->merge_top = reserved;
+		c->merge_ns = now;
+	}
 	if (c->l.asked && now - c->ask_ns >= DPC_ASK_RETRY_NS) {
 		if (emit(cl, DPC_LEASE, &c->key, c->l.asked_base, c->l.asked))
 			c->ask_ns = now;
@@ -535,6 +545,7 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 {
 	struct dp_cluster *cl = cl_of(ctx);
 	uint64_t now = dp_now_ns();
+	bool scan;
 
 	if (!cl)
 		return;
@@ -544,7 +555,8 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 		       (unsigned long long)(DPC_DEAD_NS / MS));
 		cl->peer_active = false;
 	}
-	if (!cl->takeover_due && now - cl->scan_ns < DPC_SCAN_NS)
+	scan = cl->takeover_due || now - cl->scan_ns >= DPC_SCAN_NS;
+	if (!scan)
 		n = 0;
 	else
 		cl->scan_ns = now;
@@ -572,7 +584,8 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 		cl->takeover_due = false;
 		cl->takeover_blind = false;
 	}
-	if (cl->serving && n && reachable(cl, now))
+	/* with no SA too: a standby that joins before the first tunnel must end its resync */
+	if (cl->serving && scan && reachable(cl, now))
 		serve(cl, v, n, now);
 	if (!cl->active && !cl->eligible && reachable(cl, now) && cl->peer_active &&
 	    (!cl->resync_token || now - cl->resync_ns >= DPC_RESYNC_RETRY_NS)) {
@@ -610,6 +623,19 @@ void dp_cluster_sa_new(struct dp_ctx *ctx, struct dp_sa *s)
 		dpc_lease_record(&c->l, rd(&s->rt->seq_lease));
 		set_lease(s, 0);
 	}
+}
+
+void dp_cluster_take_sa(struct dp_ctx *ctx, struct dp_sa *s)
+{
+	struct dp_cluster *cl = cl_of(ctx);
+	uint64_t now = dp_now_ns();
+	struct cent *c;
+
+	if (!cl || !cl->active || !rt_ours(s) || !(c = cent_get(cl, &s->ckey, now)))
+		return;
+	take_over(ctx, cl, s, c);
+	if (s->sa.dir == SADB_DIR_OUT)
+		tick_out(ctx, cl, s, c, now);
 }
 
 /* ---- role ---- */
@@ -821,32 +847,18 @@ int dp_cluster_open(struct dp_ctx *ctx, const struct dp_cluster_cfg *cfg)
 	ctx->cluster = NULL;
 	if (!cfg->peer)
 		return 0;
-	if (!cfg->local) {
-		dp_log(LOG_ERR, "cluster: --cluster-peer needs --cluster-local (the sync link's own address)");
-		return -EINVAL;
-	}
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return -ENOMEM;
 	cl->cfg = *cfg;
 	cl->fd = -1;
-	if (dpc_parse_addr(cfg->local, &local, &local_len) || dpc_parse_addr(cfg->peer, &cl->peer, &cl->peer_len) ||
-	    local.ss_family != cl->peer.ss_family) {
-		dp_log(LOG_ERR, "cluster: --cluster-local %s / --cluster-peer %s: not ADDR[:PORT] of one family",
-		       cfg->local, cfg->peer);
-		err = -EINVAL;
+	err = dpc_cfg_addrs(cfg, &local, &local_len, &cl->peer, &cl->peer_len, &cl->rank, msg, sizeof(msg));
+	if (err) {
+		dp_log(LOG_ERR, "%s", msg);
 		goto fail;
 	}
 	snprintf(cl->local_str, sizeof(cl->local_str), "%s", cfg->local);
 	snprintf(cl->peer_str, sizeof(cl->peer_str), "%s", cfg->peer);
-	/* the rank: which node is which, the same answer on both (dp_cluster_lease.c, dp_cluster_msg.c) */
-	err = memcmp(&local, &cl->peer, local_len);
-	if (!err) {
-		dp_log(LOG_ERR, "cluster: --cluster-local and --cluster-peer are the same");
-		err = -EINVAL;
-		goto fail;
-	}
-	cl->rank = err > 0;
 	err = dpc_key_load(cfg->key_path, key, msg, sizeof(msg));
 	if (err) {
 		dp_log(LOG_ERR, "%s", msg);

@@ -156,6 +156,10 @@ int dp_cluster_option(struct dp_cluster_cfg *cfg, const char *name, const char *
 void dp_cluster_cfg_env(struct dp_cluster_cfg *cfg);
 /* ADDR, ADDR:PORT or [ADDR]:PORT into ss (port DP_CLUSTER_PORT when none): 0 or -EINVAL. */
 int dpc_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+/* --cluster-local and --cluster-peer parsed (one family, not the same) and this node's rank (0 for
+ * the lower address): 0, or -EINVAL with the reason in msg. */
+int dpc_cfg_addrs(const struct dp_cluster_cfg *cfg, struct sockaddr_storage *local, socklen_t *local_len,
+		  struct sockaddr_storage *peer, socklen_t *peer_len, unsigned *rank, char *msg, size_t len);
 
 /* ---- dp_cluster.c: the node ---- */
 /* Without cfg->peer: no cluster, 0. Else the socket and key, the node starts standby. 0 or -errno
@@ -180,6 +184,14 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n);
 /* A new SA object (before the table holding it is published): a standby's outbound SA gets no
  * lease, an active's starts where the cluster says. */
 void dp_cluster_sa_new(struct dp_ctx *ctx, struct dp_sa *s);
+/* An active node takes SA s over now, as when it was made active (dp_cluster_lease.c): outbound
+ * above everything the other node may have used, with the engine's new limit; inbound its window
+ * seeded at the top the other reported. For a segment gained (dp_cluster_seg.c). */
+void dp_cluster_take_sa(struct dp_ctx *ctx, struct dp_sa *s);
+/* Active/active: this node now owns the segments of mask too (bit s-1 for s). Called before the
+ * workers see the new ownership: dp_cluster_take_sa for each SA of those segments
+ * (dp_cluster_seg.c). */
+void dp_cluster_segments_gained(struct dp_ctx *ctx, uint32_t mask);
 /* `cluster active` / `cluster standby` from the control socket: 0, or a refusal written to msg. */
 int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len);
 /* The control socket's `cluster` answer (JSON, one line) or `cluster text`, with the lease headroom

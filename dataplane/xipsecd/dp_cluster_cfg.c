@@ -132,3 +132,28 @@ int dpc_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 	}
 	return 0;
 }
+
+int dpc_cfg_addrs(const struct dp_cluster_cfg *cfg, struct sockaddr_storage *local, socklen_t *local_len,
+		  struct sockaddr_storage *peer, socklen_t *peer_len, unsigned *rank, char *msg, size_t len)
+{
+	int cmp;
+
+	if (!cfg->local) {
+		snprintf(msg, len, "cluster: --cluster-peer needs --cluster-local (the sync link's own address)");
+		return -EINVAL;
+	}
+	if (dpc_parse_addr(cfg->local, local, local_len) || dpc_parse_addr(cfg->peer, peer, peer_len) ||
+	    local->ss_family != peer->ss_family) {
+		snprintf(msg, len, "cluster: --cluster-local %s / --cluster-peer %s: not ADDR[:PORT] of one family",
+			 cfg->local, cfg->peer);
+		return -EINVAL;
+	}
+	/* the rank: which node is which, the same answer on both (dp_cluster_lease.c, dp_cluster_msg.c) */
+	cmp = memcmp(local, peer, *local_len);
+	if (!cmp) {
+		snprintf(msg, len, "cluster: --cluster-local and --cluster-peer are the same");
+		return -EINVAL;
+	}
+	*rank = cmp > 0;
+	return 0;
+}

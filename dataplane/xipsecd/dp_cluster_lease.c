@@ -37,6 +37,16 @@
  *  - An SA that never had a lease on an active node whose peer acknowledges nothing (installed on
  *    both nodes while both are active) has no acknowledged end to count from: it starts as a
  *    takeover does, in a block of the node's parity, so the two nodes' blocks differ.
+ *  - Active/active (both active, in contact, each sending on the SAs of its own segments): each
+ *    SA starts on each node in a block of that node's parity, so the two never meet whoever
+ *    sends. Each reports its reservation to the other (DPC_MERGE, every sync_packets numbers or
+ *    sync_ms). A node that gains a segment takes its SAs over as above before its workers may
+ *    send on them (dp_cluster_segments_gained): the new block is at or above base + b, with base
+ *    at least the other node's last report; between that report and its last number the other
+ *    node stays in its own block, which ends at most b above where the report was, so the
+ *    takeover starts above every number it used (and above the peer's replay window), and the
+ *    workers abandon numbers reserved in an earlier life as the SA's owner (dp_sa.seq_floor).
+ *    Each move costs up to 3b of the space, as a takeover.
  *  - After the link heals, each sends the other its ends (DPC_MERGE) and each records the max; the
  *    node that stays active asks its next lease above that max, so it continues above every number
  *    either node used; the other, made standby, acknowledges it.

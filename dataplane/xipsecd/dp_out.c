@@ -116,6 +116,12 @@ bool dp_out(struct dp_worker *w, struct dp_group *g, uint64_t addr, uint32_t len
 		dp_frame_free(w, addr);
 		return false;
 	}
+	/* Taken over since this worker reserved numbers (the segment was the other node's for a
+	 * while): those below the takeover's start would be under the peer's window, or the other
+	 * node's. Only a cluster ever sets it. */
+	uint64_t floor = atomic_load_explicit(&sa->seq_floor, memory_order_acquire);
+	if (floor)
+		esp_sa_seq_floor(sa->e[w->id], floor);
 	/* A mobile node's tunnel whose peer is its home address: it has no binding (dp_mip6_move.c). */
 	if ((sa->sa.flags & SADB_SAF_MOBILE) && sa->sa.mode == SADB_MODE_TUNNEL &&
 	    sadb_addr_eq(&sa->sa.dst, &sa->sa.sel.dst)) {

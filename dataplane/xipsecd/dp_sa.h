@@ -23,6 +23,9 @@ struct dp_sa {
 	uint64_t seen_ns, use_seen_ns;
 	_Atomic uint64_t window_want; /* inbound, window ceiling: esp_sa_opts.window_want */
 	struct dpc_sa_key ckey;      /* clustered: the SA's key across the two nodes (dp_cluster.c) */
+	_Atomic uint64_t seq_floor;  /* outbound, clustered: where this node last took the SA over
+	                              * (dp_cluster.c, after raising rt->seq_reserved there); each
+	                              * worker abandons numbers it reserved at or below it (dp_out.c) */
 	struct esp_sa *e[];          /* engine objects, one per worker (either direction) */
 };
 

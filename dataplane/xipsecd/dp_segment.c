@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include <sys/utsname.h>
 
+#include "dataplane/xipsecd/dp_cluster.h"
 #include "dataplane/xipsecd/dp_segment.h"
 
 _Static_assert(DP_SEG_MAX == SADB_STATS_SEGMENTS, "the counters view holds every segment");
@@ -132,6 +133,10 @@ int dp_segment_init(struct dp_ctx *ctx)
 	}
 	dp_log(LOG_INFO, "active/active: %u segments on %s, none owned until set", ctx->cfg.cluster_segments,
 	       inet_ntop(AF_INET, &ctx->cfg.cluster_addr, a, sizeof(a)));
+	if (!ctx->cluster)
+		dp_log(LOG_WARNING, "active/active without the cluster sync (--cluster-peer): a segment "
+		       "that moves here resumes its SAs' sequence numbers where this node left them, "
+		       "whatever the other node sent since");
 	return 0;
 }
 
@@ -227,6 +232,11 @@ size_t dp_segment_ctl(struct dp_ctx *ctx, const char *req, char *buf, size_t len
 		bool changed = mask != (atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) &
 					DP_SEG_OWNED_MASK);
 
+		/* the SAs of a segment gained start above every number the other node may have used
+		 * before a worker may send for them (dp_cluster.c) */
+		dp_cluster_segments_gained(ctx, mask & ~(atomic_load_explicit(&ctx->seg_state,
+									       memory_order_relaxed) &
+							   DP_SEG_OWNED_MASK));
 		err = map_write(ctx, mask);
 		if (err)
 			return (size_t)snprintf(buf, len, "error: the XDP program's cluster map: %s\n",

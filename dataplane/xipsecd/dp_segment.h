@@ -23,19 +23,28 @@
 #define DP_SEG_COUNT_SHIFT 16
 #define DP_SEG_JHASH_SHIFT 21
 
+/* The segment (1..count) of the SA between the local address local and peer, as of the state word
+ * st: 0 without a cluster or for an SA whose local end is not the cluster address. */
+static inline uint32_t dp_seg_peer(const struct dp_ctx *ctx, uint32_t st, const struct sadb_addr *local,
+				   const struct sadb_addr *peer)
+{
+	uint32_t count = (st >> DP_SEG_COUNT_SHIFT) & 0x1f;
+
+	if (!count || local->family != AF_INET || local->a.w[0] != ctx->cfg.cluster_addr)
+		return 0;
+	/* the plugin hashes every IPv6 peer as the address 0 */
+	return dp_seg_of(st >> DP_SEG_JHASH_SHIFT & 3, count, peer->family == AF_INET ? peer->a.w[0] : 0);
+}
+
 /* Whether this node handles the outbound SA from src to peer: always without a cluster or for an
  * SA that does not leave from the cluster address, else when it owns the peer's segment. */
 static inline bool dp_seg_keeps(const struct dp_ctx *ctx, const struct sadb_addr *src,
 				const struct sadb_addr *peer)
 {
 	uint32_t st = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed);
-	uint32_t count = (st >> DP_SEG_COUNT_SHIFT) & 0x1f, seg;
+	uint32_t seg = dp_seg_peer(ctx, st, src, peer);
 
-	if (!count || src->family != AF_INET || src->a.w[0] != ctx->cfg.cluster_addr)
-		return true;
-	/* the plugin hashes every IPv6 peer as the address 0 */
-	seg = dp_seg_of(st >> DP_SEG_JHASH_SHIFT & 3, count, peer->family == AF_INET ? peer->a.w[0] : 0);
-	return st & (1u << (seg - 1));
+	return !seg || st & (1u << (seg - 1));
 }
 
 /* The jhash the running kernel's CLUSTERIP used, from a uname release such as "6.1.0-13-amd64",

@@ -11,13 +11,13 @@
 # time): keepalived's notify script reaches its own node's plugin only.
 #
 #   ha_require                 fail (or skip) unless keepalived, stock charon and its plugins are here
-#   ha_net                     the namespaces, bridges, links and addresses above
+#   ha_net                     the namespaces, bridges, links (ha_links) and addresses above
 #   ha_configure               cluster key, each node's strongswan.conf/swanctl.conf/keepalived.conf
 #   ha_start NODE [ARGS]       start NODE's xipsecd (extra ARGS, then $HA_DP_ARGS), xipsec-iked, keepalived
 #   ha_up                      peer, node A master, node B backup, the CHILD_SA in both SADBs
 #   ha_capture_start           tcpdump of IKE and ESP on the shared outside link (outside.pcap)
 #   ha_bed                     all of the above in order: the cluster up, the peer's tunnel, the capture
-#   ha_flow_start/ha_flow_result, ha_tcp_start/ha_tcp_midway/ha_tcp_result: traffic h1 -> h2
+#   ha_flow_start/ha_flow_result, ha_tcp_start/ha_tcp_midway/ha_tcp_result: traffic h1 -> h2 (HA_SITE)
 #   ha_check_peer, ha_check_capture, ha_peer_sas, ha_role, ha_kill ...: checks and faults
 
 IPSECCTL="$top_builddir/ipsecctl/ipsecctl"
@@ -28,6 +28,8 @@ HA_TCP_BYTES=${HA_TCP_BYTES:-$((50 * 1024 * 1024))}
 HA_GAP_MAX_MS=${HA_GAP_MAX_MS:-3000}
 # extra xipsecd options for both nodes (e.g. --cluster-budget N)
 HA_DP_ARGS=${HA_DP_ARGS:-}
+# the namespace where the flows and TCP transfers from h1 end (h2; the peer itself if it holds them)
+HA_SITE=${HA_SITE:-h2}
 
 ha_require() {
 	xt_require tcpdump tshark socat unshare nsenter sha256sum openssl /usr/lib/ipsec/charon
@@ -42,6 +44,16 @@ ha_require() {
 ha_id() { case $1 in gw1) echo 1 ;; gw3) echo 2 ;; esac; }
 ha_other() { case $1 in gw1) echo gw3 ;; gw3) echo gw1 ;; esac; }
 
+# ha_links: the links of the bed's picture between h1, lin, gw1, gw3, sw and gw2 (namespaces made)
+ha_links() {
+	xt_veth h1 eth0 lin l0
+	xt_veth gw1 in1 lin l1
+	xt_veth gw3 in3 lin l3
+	xt_veth gw1 out1 sw s1
+	xt_veth gw3 out3 sw s3
+	xt_veth gw2 out2 sw s2
+	xt_veth gw1 sy gw3 sy
+}
 ha_net() {
 	local ns p n i k
 	for ns in h1 lin gw1 gw3 sw gw2 h2; do xt_ns_add "$ns"; done
@@ -50,13 +62,7 @@ ha_net() {
 		xt_exec "$ns" ip link set br0 up
 		xt_exec "$ns" sysctl -qw net.bridge.bridge-nf-call-iptables=0 2>/dev/null || true
 	done
-	xt_veth h1 eth0 lin l0
-	xt_veth gw1 in1 lin l1
-	xt_veth gw3 in3 lin l3
-	xt_veth gw1 out1 sw s1
-	xt_veth gw3 out3 sw s3
-	xt_veth gw2 out2 sw s2
-	xt_veth gw1 sy gw3 sy
+	ha_links
 	xt_veth gw2 in2 h2 eth0
 	for p in l0 l1 l3; do xt_exec lin ip link set "$p" master br0; done
 	for p in s1 s2 s3; do xt_exec sw ip link set "$p" master br0; done
@@ -126,6 +132,14 @@ ha_start() { # NODE [XIPSECD ARGS]: xipsecd, xipsec-iked (private /run), keepali
 	# the dataplanes' own sync on the sync link, beside the ha plugin's UDP 4510 on the same address
 	dp_start "$n" --cluster-local "10.9.9.$(ha_id "$n"):4511" --cluster-peer "10.9.9.$(ha_id "$(ha_other "$n")"):4511" \
 		--cluster-key "$HA_KEY" "$@" $HA_DP_ARGS
+	ha_iked "$n"
+	xt_bg "$n" "keepalived-$n" nsenter --mount="/proc/$(ha_iked_pid "$n")/ns/mnt" keepalived --vrrp -n -l -D \
+		-f "$d/keepalived.conf" -p "$d/keepalived.pid" -r "$d/vrrp.pid"
+}
+# ha_iked NODE: NODE's xipsec-iked (configured in $XT_DIR/NODE/conf) in a private /run, until the
+# plugin asked the other node for a resync
+ha_iked() {
+	local n=$1 d=$XT_DIR/$1
 	# xipsec-iked restarted whenever it exits, as systemd would (the notify script restarts it to
 	# resync); a TERM to the loop stops both
 	xt_bg "$n" "iked-$n" env ASAN_OPTIONS="detect_leaks=0:check_printf=0" unshare -m --propagation private \
@@ -141,8 +155,6 @@ ha_start() { # NODE [XIPSECD ARGS]: xipsecd, xipsec-iked (private /run), keepali
 	# the copy keeps CHILD_SAs whose deletes reach the other copy: wait for the request first.
 	xt_wait 10 grep -q "requesting HA resynchronization" "$XT_DIR/iked-$n.log" ||
 		{ cat "$XT_DIR/iked-$n.log" >&2; xt_fail "xipsec-iked $n did not ask for a resync"; }
-	xt_bg "$n" "keepalived-$n" nsenter --mount="/proc/$(ha_iked_pid "$n")/ns/mnt" keepalived --vrrp -n -l -D \
-		-f "$d/keepalived.conf" -p "$d/keepalived.pid" -r "$d/vrrp.pid"
 }
 ha_is_master() { ip -n "$(xt_ns "$1")" -4 addr show dev "out${1#gw}" | grep -q " $HA_VIP/"; }
 ha_is_backup() { grep -q "Entering BACKUP STATE" "$XT_DIR/keepalived-$1.log" && ! ha_is_master "$1"; }
@@ -155,9 +167,12 @@ ha_logs() {
 }
 ha_fail() { ha_logs; xt_fail "$*"; }
 
-# The peer's IKE_SA and CHILD_SAs as swanctl lists them: "IKE spi_i spi_r" and "CHILD spi_in spi_out".
+# ha_peer_sas [CONN]: the peer's IKE_SA and CHILD_SAs of connection CONN (default ha; all: every
+# connection's) as swanctl lists them: "IKE spi_i spi_r" and "CHILD spi_in spi_out".
 ha_peer_sas() {
-	ike_ctl gw2 --list-sas --ike ha | awk '
+	local only=(--ike "${1:-ha}")
+	[ "${1:-}" = all ] && only=()
+	ike_ctl gw2 --list-sas "${only[@]}" | awk '
 		/ IKEv2, / { for (i = 1; i <= NF; i++) if ($i ~ /_i\*?$/) si = $i; else if ($i ~ /_r\*?$/) sr = $i
 			     print "IKE", si, sr }
 		$1 == "in" { si = $2; sub(",", "", si) }
@@ -199,14 +214,16 @@ ha_capture_start() {
 	xt_wait 5 test -s "$XT_DIR/outside.pcap" || ha_fail "tcpdump did not start"
 }
 
-# ha_flow_start NAME SECONDS: a fixed-rate UDP flow h1 -> h2 (numbered datagrams); ha_flow_result NAME
-# prints "sent N received M gap_ms G" (G: the longest time without a delivered datagram).
+# ha_flow_start NAME SECONDS [DST]: a fixed-rate UDP flow h1 -> HA_SITE (numbered datagrams, to DST,
+# default 10.2.0.2; the receiver binds DST, so flows to different addresses may share a port);
+# ha_flow_result NAME prints "sent N received M gap_ms G" (G: the longest time without a delivered
+# datagram).
 ha_flow_start() {
-	local name=$1 secs=$2 port=$((7000 + RANDOM % 1000))
-	xt_bg h2 "flow-rx-$name" "$PYTHON" -c "
+	local name=$1 secs=$2 dst=${3:-10.2.0.2} port=$((7000 + RANDOM % 1000))
+	xt_bg "$HA_SITE" "flow-rx-$name" "$PYTHON" -c "
 import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(('0.0.0.0', $port)); s.settimeout(8)
+s.bind(('$dst', $port)); s.settimeout(8)
 got = set(); first = last = None; gap = 0.0
 try:
     while True:
@@ -231,7 +248,7 @@ except socket.timeout:
 print('received', len(got), 'gap_ms', int(gap * 1000), flush=True)
 "
 	sleep 0.2
-	xt_bg h1 "flow-tx-$name" "$PYTHON" -c "$(ike_udp_sender 10.2.0.2 "$port" "$secs" $HA_FLOW_PPS)"
+	xt_bg h1 "flow-tx-$name" "$PYTHON" -c "$(ike_udp_sender "$dst" "$port" "$secs" $HA_FLOW_PPS)"
 }
 ha_flow_result() {
 	local name=$1
@@ -239,13 +256,14 @@ ha_flow_result() {
 	xt_wait 15 grep -q "^received" "$XT_DIR/flow-rx-$name.log" || ha_fail "UDP flow $name: the receiver did not finish"
 	echo "sent $(cat "$XT_DIR/flow-tx-$name.log") $(cat "$XT_DIR/flow-rx-$name.log")"
 }
-# ha_tcp_start NAME: HA_TCP_BYTES random bytes h1 -> h2 over TCP in the background
+# ha_tcp_start NAME [DST]: HA_TCP_BYTES random bytes h1 -> HA_SITE (DST, default 10.2.0.2) over TCP in
+# the background
 ha_tcp_start() {
-	local name=$1 port=$((5000 + RANDOM % 1000))
+	local name=$1 dst=${2:-10.2.0.2} port=$((5000 + RANDOM % 1000))
 	head -c "$HA_TCP_BYTES" /dev/urandom > "$XT_DIR/tcp-$name.in"
-	xt_bg h2 "tcp-rx-$name" socat -u "TCP-LISTEN:$port,reuseaddr" "OPEN:$XT_DIR/tcp-$name.out,creat,trunc"
-	xt_wait 10 xt_exec h2 sh -c "ss -ltn | grep -q ':$port '" || ha_fail "TCP sink did not start"
-	xt_bg h1 "tcp-tx-$name" socat -u "OPEN:$XT_DIR/tcp-$name.in" "TCP:10.2.0.2:$port,connect-timeout=10"
+	xt_bg "$HA_SITE" "tcp-rx-$name" socat -u "TCP-LISTEN:$port,reuseaddr" "OPEN:$XT_DIR/tcp-$name.out,creat,trunc"
+	xt_wait 10 xt_exec "$HA_SITE" sh -c "ss -ltn | grep -q ':$port '" || ha_fail "TCP sink did not start"
+	xt_bg h1 "tcp-tx-$name" socat -u "OPEN:$XT_DIR/tcp-$name.in" "TCP:$dst:$port,connect-timeout=10"
 }
 # ha_tcp_midway NAME: wait until a tenth of the transfer arrived; fail if it is already complete
 ha_tcp_midway() {

@@ -59,24 +59,9 @@ done
 for i in $(seq 10 $((9 + NPEER))); do xt_exec peer ip addr add "198.51.100.$i/24" dev p0; done
 xt_exec peer ip neigh replace "$CL" lladdr "$CLMAC" dev p0 nud permanent
 
-# The segment (1 or 2 of 2) of each peer: the kernel's jhash_1word (Linux >= 4.1, initval 0) and
-# reciprocal_scale, as CLUSTERIP's hashmode sourceip computes it.
-"$PYTHON" - "$NPEER" > "$XT_DIR/segs" <<'PY'
-import socket, struct, sys
-M = 0xffffffff
-def rol(x, k): return ((x << k) | (x >> (32 - k))) & M
-def final(a, b, c):
-    c ^= b; c = (c - rol(b, 14)) & M; a ^= c; a = (a - rol(c, 11)) & M
-    b ^= a; b = (b - rol(a, 25)) & M; c ^= b; c = (c - rol(b, 16)) & M
-    a ^= c; a = (a - rol(c, 4)) & M; b ^= a; b = (b - rol(a, 14)) & M
-    c ^= b; c = (c - rol(b, 24)) & M
-    return c
-for i in range(10, 10 + int(sys.argv[1])):
-    a = struct.unpack('!I', socket.inet_aton('198.51.100.%d' % i))[0]
-    iv = (0xdeadbeef + 4) & M
-    h = final((a + iv) & M, iv, iv)
-    print(i, ((h * 2) >> 32) + 1)
-PY
+# The segment (1 or 2 of 2) of each peer, computed apart from the product (tests/netns/ha_segment.py)
+"$PYTHON" "$top_srcdir/tests/netns/ha_segment.py" 2 $(seq -f "198.51.100.%g" 10 $((9 + NPEER))) |
+	sed 's/^198\.51\.100\.//' > "$XT_DIR/segs"
 n1=$(awk '$2 == 1' "$XT_DIR/segs" | wc -l)
 n2=$(awk '$2 == 2' "$XT_DIR/segs" | wc -l)
 [ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] || xt_fail "the peers do not fall in both segments ($n1, $n2)"

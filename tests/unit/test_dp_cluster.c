@@ -1,8 +1,8 @@
 /* tests/unit/test_dp_cluster.c: the cluster's replicated sequence leases (dataplane/xipsecd/
  * dp_cluster_lease.c) and its sync channel's messages (dp_cluster_msg.c). Leases: with the peer in
  * contact every number used is one the standby recorded; a lost acknowledgement, a takeover, both
- * nodes active after a cut (from an active and a standby, or from two standbys) and a heal, each
- * checked against a naive record of every number either node used, over thousands of random
+ * nodes active after a cut (from an active and a standby, or from two standbys) and a heal, a
+ * segment moving between two active nodes (active/active), each checked against a naive record of every number either node used, over thousands of random
  * histories; the solo budget's expiries. Messages: a round trip; forged (any byte of the header,
  * the ciphertext or the tag flipped, another key), replayed, reflected, truncated, stale and
  * malformed messages refused with their reason; the cluster key file's checks. */
@@ -259,6 +259,44 @@ static void test_new_sa_both_active(void **state)
 		use(&b, 300);
 	}
 	assert_true(a.reserved > 0 && b.reserved > 0);
+}
+
+/* Active/active: both nodes active, in contact, each SA used only by the owner of its peer's
+ * segment, and the segment moving between them at random (the plugin's heartbeat, autobalance or
+ * FIFO) with no step of the dataplane's own. Half the histories start the SA on both active nodes,
+ * half under one active node leasing from a standby that is then made active (it caught up). */
+static void test_segment_moves(void **state)
+{
+	(void)state;
+	srandom(7);
+	for (int it = 0; it < 200; it++) {
+		struct node n[2];
+		int owner = (int)(random() % 2);
+
+		nodes(&n[0], &n[1]);
+		if (it % 2) {
+			take_over(&n[0]);
+			for (int step = 0; step < 5; step++) {
+				ask_and_ack(&n[0], &n[1], false);
+				tick(&n[0]);
+				use(&n[0], (unsigned)(random() % 900));
+			}
+			take_over(&n[1]);
+		} else {
+			n[0].active = n[1].active = true;
+		}
+		for (int step = 0; step < 80; step++) {
+			if (random() % 4 == 0)
+				owner = !owner;   /* the segment moves */
+			for (int k = 0; k < 2; k++) {
+				n[k].alone = true; /* an active peer acknowledges nothing */
+				if (random() % 3 == 0)
+					ask_and_ack(&n[k], &n[!k], false);
+				tick(&n[k]);
+			}
+			use(&n[owner], (unsigned)(random() % 900));
+		}
+	}
 }
 
 /* Random histories against the naive record: asks, lost acks, cuts, takeovers, heals. */
@@ -523,6 +561,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failover_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_standbys_promoted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_sa_both_active, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_segment_moves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_histories, setup, teardown),
 		cmocka_unit_test(test_solo_expiry),
 		cmocka_unit_test(test_roundtrip),

@@ -5,7 +5,7 @@
  * that strongSwan's ha plugin imitates maps a source address to a node; the jhash variant is chosen
  * from the kernel release as the plugin chooses it. Then the segment lists, which outbound SAs a
  * node keeps, and the control requests against a real BPF array map (needs root; skipped
- * otherwise). */
+ * otherwise), with the segments gained handed to the cluster before the map shows them. */
 #include "config.h"
 
 #include <errno.h>
@@ -159,6 +159,16 @@ int dp_xdp_map_fd(struct dp_ctx *ctx, const char *name)
 	return -ENOENT;
 }
 
+/* The cluster's side of a gain, as dp_segment.c calls it: which segments, and what the workers
+ * saw owned at that moment (the gain must come before they see the new owner). */
+static uint32_t gained, owned_at_gain;
+
+void dp_cluster_segments_gained(struct dp_ctx *ctx, uint32_t mask)
+{
+	gained |= mask;
+	owned_at_gain = atomic_load(&ctx->seg_state) & DP_SEG_OWNED_MASK;
+}
+
 static void test_ctl(void **state)
 {
 	static struct dp_ctx ctx;
@@ -205,6 +215,9 @@ static void test_ctl(void **state)
 	assert_int_equal(bpf_map_lookup_elem(cluster_fd, &zero, &c), 0);
 	assert_int_equal(c.owned, 0x2);
 	assert_int_equal(atomic_load(&ctx.seg_state) & DP_SEG_OWNED_MASK, 0x2);
+	assert_int_equal(gained, 0x2);
+	assert_int_equal(owned_at_gain, 0);
+	gained = 0;
 
 	/* a bad list changes nothing */
 	dp_segment_ctl(&ctx, "segments set 3", buf, sizeof(buf));
@@ -212,8 +225,11 @@ static void test_ctl(void **state)
 	assert_int_equal(bpf_map_lookup_elem(cluster_fd, &zero, &c), 0);
 	assert_int_equal(c.owned, 0x2);
 
+	assert_int_equal(gained, 0);
 	dp_segment_ctl(&ctx, "segments set all", buf, sizeof(buf));
 	assert_non_null(strstr(buf, "\"owned\":[1,2]"));
+	assert_int_equal(gained, 0x1);                                     /* only what is new */
+	assert_int_equal(owned_at_gain, 0x2);
 	dp_segment_ctl(&ctx, "segments", buf, sizeof(buf));
 	assert_non_null(strstr(buf, "\"count\":2,\"address\":\"192.0.2.1\",\"jhash\":\"lookup3"));
 	dp_segment_ctl(&ctx, "segments what", buf, sizeof(buf));
