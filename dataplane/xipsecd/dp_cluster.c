@@ -107,23 +107,6 @@ bool dp_cluster_enabled(const struct dp_ctx *ctx)
 	return ctx->cluster != NULL;
 }
 
-bool dp_cluster_covers(const struct dp_ctx *ctx, const struct sadb_sa *sa)
-{
-	if (!ctx->cluster || dp_seqmark_needed(sa))
-		return false;
-	return sa->dir == SADB_DIR_OUT || (sa->dir == SADB_DIR_IN && !(sa->flags & SADB_SAF_NO_REPLAY));
-}
-
-const char *dp_cluster_refuses(const struct dp_ctx *ctx, const struct sadb_sa *sa)
-{
-	if (!ctx->cluster || !dp_seqmark_needed(sa))
-		return NULL;
-	return sa->dir == SADB_DIR_OUT ? "a manual counter-mode key's sequence numbers live on this node's disk "
-					 "only, and the other node would repeat them"
-				       : "a manual key's replay window lives on this node's disk only, and the "
-					 "other node would accept again what this one did";
-}
-
 int dp_cluster_fd(const struct dp_ctx *ctx)
 {
 	return ctx->cluster ? cl_of(ctx)->fd : -1;

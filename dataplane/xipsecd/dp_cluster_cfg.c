@@ -1,6 +1,7 @@
 /* dataplane/xipsecd/dp_cluster_cfg.c: the cluster's settings: the --cluster-* options, their
  * environment fallbacks (XIPSEC_CLUSTER_*, from /etc/xipsec/xipsec.env under the unit) and the sync
- * addresses (ADDR[:PORT]). The node itself is dp_cluster.c's. */
+ * addresses (ADDR[:PORT]); and which SAs a clustered node covers, and which it refuses. The node
+ * itself is dp_cluster.c's. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_cluster.h"
+#include "dataplane/xipsecd/dp_seqmark.h"
 
 static const char *env_str(const char *name)
 {
@@ -156,4 +158,21 @@ int dpc_cfg_addrs(const struct dp_cluster_cfg *cfg, struct sockaddr_storage *loc
 	}
 	*rank = cmp > 0;
 	return 0;
+}
+
+bool dp_cluster_covers(const struct dp_ctx *ctx, const struct sadb_sa *sa)
+{
+	if (!ctx->cluster || dp_seqmark_needed(sa))
+		return false;
+	return sa->dir == SADB_DIR_OUT || (sa->dir == SADB_DIR_IN && !(sa->flags & SADB_SAF_NO_REPLAY));
+}
+
+const char *dp_cluster_refuses(const struct dp_ctx *ctx, const struct sadb_sa *sa)
+{
+	if (!ctx->cluster || !dp_seqmark_needed(sa))
+		return NULL;
+	return sa->dir == SADB_DIR_OUT ? "a manual counter-mode key's sequence numbers live on this node's disk "
+					 "only, and the other node would repeat them"
+				       : "a manual key's replay window lives on this node's disk only, and the "
+					 "other node would accept again what this one did";
 }
