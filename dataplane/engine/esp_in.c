@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) bool check(struct esp_sa *sa, struc
 		}
 		if (l4 + 8 > len || esp_rd16(ip + l4 + 4) < 8 || esp_rd16(ip + l4 + 4) > len - l4)
 			goto truncated;
+		len = l4 + esp_rd16(ip + l4 + 4); /* the datagram's own length (esp_parse_outer) */
 		if (len - l4 - 8 < 4 || esp_rd32(ip + l4 + 8) == 0) {
 			p->drop = SADB_DROP_BAD_ENCAP; /* keepalive or IKE (non-ESP marker) */
 			return false;

@@ -205,6 +205,14 @@ enum sadb_drop esp_parse_outer(const uint8_t *pkt, uint32_t len, uint16_t encap_
 		out->dport = esp_rd16(pkt + h.l4 + 2);
 		if (out->dport != encap_port)
 			return SADB_DROP_UNSUPPORTED;
+		/* the datagram is as long as its UDP header says (RFC 768), as the kernel reads it: one
+		 * whose length field is under 8 or beyond the IP payload is malformed, bytes past it are
+		 * not ESP */
+		uint32_t ulen = esp_rd16(pkt + h.l4 + 4);
+
+		if (ulen < 8 || ulen > h.len - h.l4)
+			return SADB_DROP_TRUNCATED;
+		h.len = h.l4 + ulen;
 		/* RFC 3948 §2.2/§4: a one-byte 0xff is a NAT keepalive, a zero marker IKE. */
 		if (h.len - h.l4 - 8 < 8 || esp_rd32(pkt + h.l4 + 8) == 0)
 			return SADB_DROP_BAD_ENCAP;

@@ -37,7 +37,13 @@ def main():
                              nat_t_header=UDP(sport=4500, dport=4500) if natt else None)
     outer = sa.encrypt(inner, seq_num=seq, iv=seq.to_bytes(8, 'big'))
     if fam == '4':
-        frags = fragment(IP(bytes(outer)), fragsize=fragsize)
+        o4 = IP(bytes(outer))
+        if natt:
+            # scapy serialises nat_t_header before ESP is attached: its UDP length says 8; the
+            # datagram's own length is what a receiver reads (RFC 768), and the checksum may be 0
+            o4[UDP].len, o4[UDP].chksum, o4.len, o4.chksum = len(o4[UDP]), 0, None, None
+            o4 = IP(bytes(o4))
+        frags = fragment(o4, fragsize=fragsize)
     else:
         o6 = IPv6(bytes(outer))
         esp = bytes(o6.payload)

@@ -1423,6 +1423,41 @@ static void test_ecn_df_ttl(void **state)
 	pair_free(&p);
 }
 
+/* ESP in UDP is as long as its UDP header says: a datagram whose length field falls short of the IP
+ * payload carries only that much ESP (the ICV is not where the sender put it), one under 8 or past
+ * the payload is malformed; the window and counters do not move, and the genuine packet passes. */
+static void test_natt_udp_len(void **state)
+{
+	(void)state;
+	for (int fam = 0; fam < 2; fam++) {
+		struct pair p;
+		int ofam = fam ? AF_INET6 : AF_INET;
+		uint32_t hl = fam ? 40 : 20;
+
+		pair_make(&p, xf_by_name("esp aes-gcm-16-128"), SADB_MODE_TUNNEL, ofam, 0, true, 64, ESP_BACKEND_AUTO);
+		static struct frame f;
+		protect(&p, &f, AF_INET, 100, 1);
+		uint8_t pkt[2000], bad[2000];
+		uint32_t len = f.p.len, ulen = len - hl;
+		memcpy(pkt, frame_data(&f), len);
+		assert_int_equal(pkt[hl + 4] << 8 | pkt[hl + 5], ulen);
+		struct sadb_runtime before = *p.rti;
+		const uint32_t wrong[] = { ulen - 16, ulen - 1, ulen + 1, 7 };
+		for (unsigned i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+			uint32_t u = wrong[i];
+
+			memcpy(bad, pkt, len);
+			bad[hl + 4] = (uint8_t)(u >> 8);
+			bad[hl + 5] = (uint8_t)u;
+			unsigned d = deliver(&p, bad, len);
+			assert_true(d == SADB_DROP_TRUNCATED || d == SADB_DROP_ICV);
+			assert_state_same(p.rti, &before);
+		}
+		assert_int_equal(deliver(&p, pkt, len), SADB_DROP_NONE);
+		pair_free(&p);
+	}
+}
+
 /* The parse helpers on what the engine produces, and on what is not ESP. */
 static void test_parse(void **state)
 {
@@ -1455,6 +1490,19 @@ static void test_parse(void **state)
 	pkt[22] = 0x11; pkt[23] = 0x94;
 	memset(pkt + 28, 0, 4);
 	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_BAD_ENCAP);
+	/* ESP in UDP whose UDP length is under 8, beyond the IP payload, or short of it: only the
+	 * datagram's own bytes count (here 4 of its 40 bytes of payload: not ESP, as a keepalive) */
+	memset(pkt + 28, 0x5a, 4);
+	for (unsigned u = 0; u < 4; u++) {
+		static const uint16_t ulen[4] = { 7, 49, 12, 48 };
+		static const enum sadb_drop want[4] = { SADB_DROP_TRUNCATED, SADB_DROP_TRUNCATED,
+							SADB_DROP_BAD_ENCAP, SADB_DROP_NONE };
+
+		pkt[24] = (uint8_t)(ulen[u] >> 8);
+		pkt[25] = (uint8_t)ulen[u];
+		assert_int_equal(esp_parse_outer(pkt, len, 0, &o), want[u]);
+	}
+	memset(pkt + 28, 0, 4);
 	pkt[23] = 0xf4; /* port 500 */
 	assert_int_equal(esp_parse_outer(pkt, len, 0, &o), SADB_DROP_UNSUPPORTED);
 	pkt[9] = IPPROTO_TCP;
@@ -1613,6 +1661,7 @@ int main(void)
 		cmocka_unit_test(test_ah_fast_outer),
 		cmocka_unit_test(test_ecn_df_ttl),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_natt_udp_len),
 		cmocka_unit_test(test_natt_transport_csum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
