@@ -353,6 +353,8 @@ charon {
   filelog {
     stderr {
       default = 1
+      # 4 logs the IKE keys (Sk_ei, Sk_er) a capture is decrypted with (ha_ike_addresses)
+      ike = ${IKE_STOCK_IKE_LOG:-1}
       ike_name = yes
     }
   }

@@ -13,15 +13,23 @@
 # (SPI, sequence) pair twice and ESP from both nodes. When the link returns, VRRP leaves one master
 # (node B: equal priorities, the higher address wins); node A's notify script restarts its
 # xipsec-iked, whose ha plugin takes B's IKE state: A's SADB holds the new CHILD_SA, its IKE_SA is
-# PASSIVE, its dataplane standby and caught up.
+# PASSIVE, its dataplane standby and caught up. Before the split, the IKE_AUTH response (decrypted
+# by tshark) lists no sync-link address.
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 . "$top_srcdir/tests/netns/ha_common.sh"
 xt_require nft
 BUDGET=4096
 HA_DP_ARGS="--cluster-budget $BUDGET"
+IKE_STOCK_IKE_LOG=4
 ha_bed
 xt_wait 10 ha_peer_one_child || ha_fail "the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs, want 1"
+# The addresses node A listed to the peer (MOBIKE): its own outside one, never the sync link's
+# (interfaces_ignore in etc/cluster/strongswan-ha.conf)
+addrs=$(ha_ike_addresses | paste -sd ' ')
+grep -qw "192.0.2.11" <<<"$addrs" || ha_fail "IKE_AUTH: node A listed '$addrs', not its outside address"
+! grep -q "10\.9\.9\." <<<"$addrs" || ha_fail "IKE_AUTH: node A listed its sync-link address to the peer: $addrs"
+xt_log "IKE_AUTH: node A listed $addrs to the peer, no sync-link address"
 child0=$(ha_peer_sas | grep ^CHILD)
 mac() { xt_exec "$1" ip -o link show "$2" | sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p'; }
 MAC_A=$(mac gw1 out1)
