@@ -46,6 +46,9 @@
 #define DPC_READ_MAX 64u
 #define DPC_RESYNC_STEP (DPC_MAX_ENTRIES * 16u)
 #define DPC_GC_NS (60000 * MS)        /* cluster state of SAs gone this long is forgotten */
+#define DPC_SADB_GRACE_NS (3000 * MS) /* a standby's SAs may differ from the active's this long (a
+                                       * CHILD_SA on its way through the ha plugin, an inbound SA
+                                       * lingering on one node) before it is no longer eligible */
 #define DPC_SCAN_NS (20 * MS)         /* the SAs are looked at this often (a lease lasts 0.5 s at 1 Mpps
                                        * from its ask; a lookup per SA per 5 ms tick cost 20 % of a CPU
                                        * at 20,000 SAs) */
@@ -82,6 +85,12 @@ struct dp_cluster {
 	bool peer_active, peer_eligible, was_reachable;
 	uint64_t last_rx_ns, last_sync_rx_ns, hello_ns;
 	uint64_t resync_token, resync_ns;     /* standby: the token of the resync it waits for */
+	/* The covered SAs this node holds (how many, and the sum of their keys' hashes: the keys carry
+	 * the fingerprints of the SA keys) and the same of the active peer, from its heartbeat. The
+	 * ha plugin installs the active's CHILD_SAs here, and its resync can bring a restarted node
+	 * the IKE_SAs without their CHILD_SAs: a standby whose set has differed from the active's since
+	 * sas_differ_ns (0: the same), for DPC_SADB_GRACE_NS, is not eligible until they match. */
+	uint64_t sas_n, sas_sum, peer_sas_n, peer_sas_sum, sas_differ_ns;
 	/* A push of this node's numbers to the peer, from serve_slot on: a resync the active serves
 	 * (serve_token, the standby's, ends it with DPC_DONE), or this node's own ends after a cut or on
 	 * stepping down (token 0: merged by max, dp_cluster_lease.c) */
@@ -120,14 +129,23 @@ int dp_cluster_fd(const struct dp_ctx *ctx)
 
 /* ---- the state table: open addressing, linear probing, grown at half full ---- */
 
-static uint32_t key_hash(const struct dpc_sa_key *k)
+/* One key's hash: FNV-1a over its 48 bytes, 64 bits wide, as the term of an SA set's sum (two sets
+ * that differ sum alike with a chance of about 2^-64) and, folded, the state table's hash. */
+static uint64_t key_term(const struct dpc_sa_key *k)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = 14695981039346656037ull;
 	const uint8_t *p = (const uint8_t *)k;
 
 	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
+		h = (h ^ p[i]) * 1099511628211ull;
 	return h;
+}
+
+static uint32_t key_hash(const struct dpc_sa_key *k)
+{
+	uint64_t h = key_term(k);
+
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 static bool tab_resize(struct dp_cluster *cl, uint32_t size, uint64_t keep_after)
@@ -174,6 +192,17 @@ static struct cent *cent_get(struct dp_cluster *cl, const struct dpc_sa_key *k, 
 	return &cl->tab[h];
 }
 
+static bool sas_differ(const struct dp_cluster *cl, uint64_t now)
+{
+	return cl->sas_differ_ns && now - cl->sas_differ_ns >= DPC_SADB_GRACE_NS;
+}
+
+/* Eligible to take over: caught up with the active's numbers, and holding the SAs it holds. */
+static bool ready(const struct dp_cluster *cl, uint64_t now)
+{
+	return cl->eligible && !sas_differ(cl, now);
+}
+
 /* ---- sending ---- */
 
 static void flush(struct dp_cluster *cl, enum dpc_type t)
@@ -186,7 +215,11 @@ static void flush(struct dp_cluster *cl, enum dpc_type t)
 		return;
 	m->type = (uint8_t)t;
 	m->role = cl->active;
-	m->eligible = cl->eligible;
+	m->eligible = ready(cl, dp_now_ns());
+	if (t == DPC_HELLO) {
+		m->n = 1;
+		m->e[0] = (struct dpc_entry){ .base = cl->sas_n, .end = cl->sas_sum };
+	}
 	len = dpc_seal(&cl->chan, m, buf, dp_realtime_ns());
 	if (sendto(cl->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&cl->peer, cl->peer_len) == (ssize_t)len)
 		cl->c.sent++;
@@ -300,6 +333,12 @@ static void on_msg(struct dp_cluster *cl, const struct dpc_msg *m, uint64_t now)
 	}
 	cl->was_reachable = true;
 	switch (m->type) {
+	case DPC_HELLO:
+		if (m->n) {
+			cl->peer_sas_n = m->e[0].base;
+			cl->peer_sas_sum = m->e[0].end;
+		}
+		return;
 	case DPC_RESYNC:
 		if (cl->active && m->n)
 			push(cl, m->e[0].base);
@@ -521,6 +560,36 @@ static void serve(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uin
 	}
 }
 
+/* The standby's side of the SA sets' comparison (struct dp_cluster), on every scan. */
+static void compare_sas(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uint64_t now)
+{
+	uint64_t cnt = 0, sum = 0;
+	bool was = sas_differ(cl, now);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (rt_ours(v[i])) {
+			cnt++;
+			sum += key_term(&v[i]->ckey);
+		}
+	cl->sas_n = cnt;
+	cl->sas_sum = sum;
+	/* only an active peer's set is the reference, and only while it is heard */
+	if (cl->active || !cl->peer_active || !reachable(cl, now) ||
+	    (cnt == cl->peer_sas_n && sum == cl->peer_sas_sum)) {
+		if (was)
+			dp_log(LOG_NOTICE, "cluster: this node holds the SAs the active %s holds again (%llu)",
+			       cl->peer_str, (unsigned long long)cnt);
+		cl->sas_differ_ns = 0;
+		return;
+	}
+	if (!cl->sas_differ_ns)
+		cl->sas_differ_ns = now;
+	else if (!was && sas_differ(cl, now))
+		dp_log(LOG_WARNING, "cluster: this node's %llu covered SAs have differed from the %llu of the "
+		       "active %s for %llu ms: not eligible to take over until they match", (unsigned long long)cnt,
+		       (unsigned long long)cl->peer_sas_n, cl->peer_str, (unsigned long long)(DPC_SADB_GRACE_NS / MS));
+}
+
 void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 {
 	struct dp_cluster *cl = cl_of(ctx);
@@ -534,10 +603,12 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 		       (unsigned long long)(DPC_DEAD_NS / MS));
 		cl->peer_active = false;
 	}
-	if (!cl->takeover_due && now - cl->scan_ns < DPC_SCAN_NS)
+	if (!cl->takeover_due && now - cl->scan_ns < DPC_SCAN_NS) {
 		n = 0;
-	else
+	} else {
 		cl->scan_ns = now;
+		compare_sas(cl, v, n, now);
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct dp_sa *s = v[i];
 		struct cent *c;
@@ -623,6 +694,12 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 				 "under way; ipsecctl show cluster)", cl->peer_str);
 			return -EAGAIN;
 		}
+		if (sas_differ(cl, now) && reachable(cl, now) && cl->peer_active) {
+			snprintf(msg, len, "refused: this node holds %llu covered SAs, the active peer %s %llu "
+				 "or other ones (ipsecctl show cluster)", (unsigned long long)cl->sas_n,
+				 cl->peer_str, (unsigned long long)cl->peer_sas_n);
+			return -EAGAIN;
+		}
 		cl->active = true;
 		cl->takeover_due = true;
 		cl->takeover_blind = !cl->eligible;
@@ -695,7 +772,7 @@ void dp_cluster_stats(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, st
 		return;
 	st->present = 1;
 	st->active = cl->active;
-	st->eligible = cl->eligible;
+	st->eligible = ready(cl, now);
 	st->peer_reachable = reachable(cl, now);
 	st->peer_active = cl->peer_active;
 	st->last_message_ms = ago_ms(cl->last_rx_ns, now);
@@ -731,7 +808,7 @@ size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n,
 	struct sadb_stats_cluster st;
 	uint64_t now = dp_now_ns();
 	const char *q = json ? "\"" : "";
-	char *p = buf;
+	char *p = buf, why[160];
 	size_t left = len;
 	bool first = true;
 
@@ -739,25 +816,35 @@ size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n,
 		return (size_t)snprintf(buf, len, json ? "{\"enabled\":false}\n" : "not clustered\n");
 	/* the figures the counters view shows, under the same names (sadb_stats.h) */
 	dp_cluster_stats(ctx, v, n, &st);
+	if (st.eligible)
+		snprintf(why, sizeof(why), "eligible");
+	else if (!cl->eligible)
+		snprintf(why, sizeof(why), "not eligible (catching up)");
+	else
+		snprintf(why, sizeof(why), "not eligible (it holds %llu covered SAs, the active %llu or other "
+			 "ones: waiting for the SAs the active holds)", (unsigned long long)cl->sas_n,
+			 (unsigned long long)cl->peer_sas_n);
 	if (json)
 		dp_put(&p, &left, "{\"enabled\":true,\"role\":\"%s\",\"rank\":%u,\"local\":\"%s\","
 		       "\"peer\":\"%s\",\"peer_reachable\":%s,\"peer_role\":\"%s\",\"eligible\":%s,"
 		       "\"last_message_ms\":%lld,\"sync_lag_ms\":%lld,\"lease\":%llu,\"budget\":%llu,"
 		       "\"sync_packets\":%u,\"sync_ms\":%u,\"covered_sas\":%llu,\"min_headroom\":%lld,"
-		       "\"min_headroom_spi\":\"0x%08x\",\"counters\":{",
+		       "\"min_headroom_spi\":\"0x%08x\",\"eligibility\":\"%s\",\"sas_match\":%s,"
+		       "\"peer_covered_sas\":%llu,\"counters\":{",
 		       st.active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
 		       st.peer_reachable ? "true" : "false", st.peer_active ? "active" : "standby",
 		       st.eligible ? "true" : "false", or_minus_one(st.last_message_ms),
 		       or_minus_one(st.sync_lag_ms), (unsigned long long)cl->cfg.lease,
 		       (unsigned long long)cl->cfg.budget, cl->cfg.sync_packets, cl->cfg.sync_ms,
-		       (unsigned long long)st.covered_sas, or_minus_one(st.min_headroom), st.min_headroom_spi);
+		       (unsigned long long)st.covered_sas, or_minus_one(st.min_headroom), st.min_headroom_spi,
+		       why, sas_differ(cl, now) ? "false" : "true", (unsigned long long)cl->peer_sas_n);
 	else
 		dp_put(&p, &left, "role %s (rank %u), local %s, peer %s %s (%s), %s\n"
 		       "last message %lld ms ago, sync lag %lld ms; lease %llu, budget %llu, window sync "
 		       "every %u packets or %u ms\ncounters:",
 		       st.active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
 		       st.peer_reachable ? "reachable" : "unreachable", st.peer_active ? "active" : "standby",
-		       st.eligible ? "eligible" : "not eligible (catching up)", or_minus_one(st.last_message_ms),
+		       why, or_minus_one(st.last_message_ms),
 		       or_minus_one(st.sync_lag_ms), (unsigned long long)cl->cfg.lease,
 		       (unsigned long long)cl->cfg.budget, cl->cfg.sync_packets, cl->cfg.sync_ms);
 	for (unsigned i = 0; i < SADB_CL_COUNTERS; i++)

@@ -70,7 +70,7 @@ struct dpc_sa_key {
 };
 
 enum dpc_type {
-	DPC_HELLO = 1,  /* heartbeat: role, eligible; value of entry 0 unused */
+	DPC_HELLO = 1,  /* heartbeat: role, eligible; entry 0: the sender's covered SAs (below) */
 	DPC_LEASE,      /* active -> standby: record these lease ends */
 	DPC_ACK,        /* standby -> active: these lease ends are recorded */
 	DPC_WINDOW,     /* active -> standby: inbound window tops */
@@ -85,7 +85,8 @@ enum dpc_type {
 #define DPC_KEY_LEN 32u
 #define DPC_SKEW_NS (30ull * 1000000000ull) /* how far a message's counter may be from our clock */
 
-/* LEASE: (base, end] asked; ACK: end recorded (0: refused), base = the standby's recorded top;
+/* HELLO: base = how many SAs the sender's cluster covers, end = the sum of their keys' 64-bit hashes;
+ * LEASE: (base, end] asked; ACK: end recorded (0: refused), base = the standby's recorded top;
  * WINDOW: end = the window's top; MERGE: end = the highest number this node may have used;
  * RESYNC and DONE: base = the standby's resync token in entry 0. */
 struct dpc_entry {
