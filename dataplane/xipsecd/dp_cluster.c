@@ -91,6 +91,7 @@ struct dp_cluster {
 	 * the IKE_SAs without their CHILD_SAs: a standby whose set has differed from the active's since
 	 * sas_differ_ns (0: the same), for DPC_SADB_GRACE_NS, is not eligible until they match. */
 	uint64_t sas_n, sas_sum, peer_sas_n, peer_sas_sum, sas_differ_ns;
+	bool sas_warned;                      /* the difference was logged */
 	/* A push of this node's numbers to the peer, from serve_slot on: a resync the active serves
 	 * (serve_token, the standby's, ends it with DPC_DONE), or this node's own ends after a cut or on
 	 * stepping down (token 0: merged by max, dp_cluster_lease.c) */
@@ -564,7 +565,7 @@ static void serve(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uin
 static void compare_sas(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uint64_t now)
 {
 	uint64_t cnt = 0, sum = 0;
-	bool was = sas_differ(cl, now);
+	bool same;
 
 	for (uint32_t i = 0; i < n; i++)
 		if (rt_ours(v[i])) {
@@ -573,21 +574,24 @@ static void compare_sas(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t 
 		}
 	cl->sas_n = cnt;
 	cl->sas_sum = sum;
+	same = cnt == cl->peer_sas_n && sum == cl->peer_sas_sum;
 	/* only an active peer's set is the reference, and only while it is heard */
-	if (cl->active || !cl->peer_active || !reachable(cl, now) ||
-	    (cnt == cl->peer_sas_n && sum == cl->peer_sas_sum)) {
-		if (was)
+	if (cl->active || !cl->peer_active || !reachable(cl, now) || same) {
+		if (cl->sas_warned && same)
 			dp_log(LOG_NOTICE, "cluster: this node holds the SAs the active %s holds again (%llu)",
 			       cl->peer_str, (unsigned long long)cnt);
 		cl->sas_differ_ns = 0;
+		cl->sas_warned = false;
 		return;
 	}
-	if (!cl->sas_differ_ns)
+	if (!cl->sas_differ_ns) {
 		cl->sas_differ_ns = now;
-	else if (!was && sas_differ(cl, now))
+	} else if (!cl->sas_warned && sas_differ(cl, now)) {
+		cl->sas_warned = true;
 		dp_log(LOG_WARNING, "cluster: this node's %llu covered SAs have differed from the %llu of the "
 		       "active %s for %llu ms: not eligible to take over until they match", (unsigned long long)cnt,
 		       (unsigned long long)cl->peer_sas_n, cl->peer_str, (unsigned long long)(DPC_SADB_GRACE_NS / MS));
+	}
 }
 
 void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)

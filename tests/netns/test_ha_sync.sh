@@ -202,6 +202,9 @@ grep -q "not eligible (it holds 2 covered SAs, the active 3" <<<"$(cl B show clu
 	xt_fail "B's show cluster does not say why it is not eligible"
 extra_sa B add
 wait_field B "j['eligible'] and j['sas_match'] and j['role'] == 'standby'"
+grep -q "covered SAs have differed from the 3 of the active" "$XT_DIR/xipsecd-B.log" &&
+	grep -q "holds the SAs the active .* holds again (3)" "$XT_DIR/xipsecd-B.log" ||
+	xt_fail "B's xipsecd did not log the difference and its end"
 extra_sa A delete
 extra_sa B delete
 xt_log "0: B lacking an SA of the active: not eligible after the grace, active refused; eligible once it held it"
