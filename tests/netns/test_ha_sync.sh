@@ -11,7 +11,8 @@
 # Both nodes carry the gateway's addresses (the VIPs keepalived would move); each has its own inside
 # host, so traffic goes through the node the test chooses. The capture tells the nodes apart by MAC.
 #  0. An SA A holds and B lacks: B is not eligible (show cluster says why), refuses to be made
-#     active, and is eligible again once it holds the SA.
+#     active, and is eligible again once it holds the SA. A reserved SPI (LARVAL) completed into an
+#     SA on A: xipsecd takes the reservation for what it is (no refusal, no warning).
 #  1. A active, B standby: B catches up (eligible); traffic through A.
 #     Inbound ESP into A from scapy (nobody here wrote it) with the inbound SA's keys.
 #  2. A killed (-9) right after a last burst of inbound ESP, `ipsecctl cluster active` on B: B's
@@ -208,6 +209,22 @@ grep -q "covered SAs have differed from the 3 of the active" "$XT_DIR/xipsecd-B.
 extra_sa A delete
 extra_sa B delete
 xt_log "0: B lacking an SA of the active: not eligible after the grace, active refused; eligible once it held it"
+# An SPI reserved for a negotiation (LARVAL: no algorithm, no key) and completed a moment later,
+# as xipsec-iked's backend does for every CHILD_SA whose inbound SPI this node picks (the resync's
+# rekeys among them): a reservation, not an SA the engine refuses, and no counters to lose when
+# the completed SA (a new instance) takes its slot's runtime area
+larval=$(timeout 10 "$CTL" --sadb "$(dp_sadb_of A)" sa allocspi esp from 192.0.2.2 to 192.0.2.1 range 0x3000-0x3000) ||
+	xt_fail "allocspi on A"
+sleep 0.3
+timeout 10 "$CTL" --sadb "$(dp_sadb_of A)" sa update esp tunnel from 192.0.2.2 to 192.0.2.1 spi "$larval" in \
+	enc aes128 auth sha256 key 0x909192939495969798999a9b9c9d9e9f \
+	authkey 0xa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf ikeid 3 || xt_fail "completing $larval on A"
+sleep 0.3
+timeout 10 "$CTL" --sadb "$(dp_sadb_of A)" sa delete esp "$larval" dst 192.0.2.1 || xt_fail "deleting $larval on A"
+sleep 0.3
+! grep -E "engine refuses|belongs to another SA" "$XT_DIR/xipsecd-A.log" ||
+	xt_fail "A's xipsecd warned of the reserved SPI $larval as of a broken SA"
+xt_log "0: a reserved SPI completed into an SA: no engine refusal, no lost counters"
 
 # 1. traffic through A
 send hA 3000
