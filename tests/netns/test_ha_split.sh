@@ -53,9 +53,13 @@ table inet ha_split {
 }
 NFT
 done
-# the peer's packets to the virtual address go to node B from now on (a DPD node A answered would
-# leave B's expected message ID behind the peer's)
-xt_exec gw2 ip neigh replace $HA_VIP lladdr "$MAC_B" dev out2 nud permanent
+# the peer's packets to the virtual address go to node A for its first DPDs (the peer is idle), then
+# to node B: A's answers move the peer's message IDs past the one B expects, as when a split sends
+# the peer's requests to either node; B's xipsec-iked must take up the peer's IDs from its next
+# authentic request (ike/cluster_mid.c), or ignore the peer until it gives up and tears the tunnel
+# down
+dpds_a0=$(grep -c "parsed INFORMATIONAL request" "$XT_DIR/iked-gw1.log")
+xt_exec gw2 ip neigh replace $HA_VIP lladdr "$MAC_A" dev out2 nud permanent
 t0=$(date +%s%N)
 xt_wait 10 ha_is_master gw3 || ha_fail "split: node B did not become master"
 ha_is_master gw1 || ha_fail "split: node A is no longer master"
@@ -68,6 +72,9 @@ for n in gw1 gw3; do
 	xt_wait 5 cluster_is $n "not j['peer_reachable']" || ha_fail "split: node $n's dataplane still hears the other"
 done
 xt_log "split: both nodes master and active $(( ($(date +%s%N) - t0) / 1000000 )) ms after the cut"
+xt_wait 10 sh -c "[ \$(grep -c 'parsed INFORMATIONAL request' '$XT_DIR/iked-gw1.log') -ge $((dpds_a0 + 2)) ]" ||
+	ha_fail "split: node A answered no DPD of the peer"
+xt_exec gw2 ip neigh replace $HA_VIP lladdr "$MAC_B" dev out2 nud permanent
 
 # h1 reaches h2 through A (10.2.0.2) and through B (10.2.0.3)
 xt_exec h2 ip addr add 10.2.0.3/24 dev eth0
@@ -150,6 +157,17 @@ xt_wait 10 cluster_is gw1 "j['peer_reachable'] and j['eligible'] and j['role'] =
 xt_log "heal: one master (node B) $(( ($(date +%s%N) - t0) / 1000000 )) ms after the link returned; node A standby with B's IKE state"
 dp_ping h1 10.2.0.2
 dp_ping h2 10.1.0.2
+# the peer's last request (an idle DPD) answered: B took up the IDs A had answered
+peer_answered() {
+	local last
+	last=$(grep -o "generating INFORMATIONAL request [0-9]*" "$XT_DIR/charon-gw2.log" | tail -1 | awk '{print $4}')
+	[ -n "$last" ] && grep -q "parsed INFORMATIONAL response $last " "$XT_DIR/charon-gw2.log"
+}
+sleep 2
+xt_wait 15 peer_answered || ha_fail "heal: the peer's request $(grep -o "generating INFORMATIONAL request [0-9]*" "$XT_DIR/charon-gw2.log" | tail -1) is not answered: $(grep -c "expected [0-9]*, ignored" "$XT_DIR/iked-gw3.log") ignored by node B"
+grep -q "is authentic while [0-9]* was expected" "$XT_DIR/iked-gw3.log" ||
+	ha_fail "heal: node B never took up the message IDs node A answered"
+xt_log "heal: node B took up the peer's message IDs node A answered: $(grep -o "request [0-9]* is authentic while [0-9]* was expected" "$XT_DIR/iked-gw3.log" | head -1)"
 ha_check_capture "heal"
 
 xt_stop capture
