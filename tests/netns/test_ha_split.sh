@@ -16,6 +16,8 @@
 # PASSIVE, its dataplane standby and caught up. The heal brings the sync link back before the
 # adverts, and node A's notify script runs late: A's IKE_SA must send nothing when it loses the
 # address. Before the split, the IKE_AUTH response (decrypted by tshark) lists no sync-link address.
+# The peer's first DPDs of the split go to node A: node B must take up the message IDs A answered
+# (ike/cluster_mid.c), so that the peer's requests are answered after the heal.
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 . "$top_srcdir/tests/netns/ha_common.sh"
