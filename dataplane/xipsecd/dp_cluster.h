@@ -59,6 +59,30 @@ uint64_t dpc_lease_solo_cap(struct dpc_lease *l, uint64_t budget);
 /* Solo expiry: 1 (soft) once half the budget is used, 3 (hard) once it is all used, else 0. */
 unsigned dpc_lease_solo_expiry(const struct dpc_lease *l, uint64_t reserved, uint64_t budget);
 
+/* ---- dp_cluster_sas.c: whether a standby holds the SAs the active holds ---- */
+
+#define DPC_SADB_GRACE_NS (3000ull * 1000000ull) /* a standby's SAs may differ from the active's this
+                                                   * long before it is no longer eligible */
+
+/* This node's covered SAs (n, sum) and the active peer's from its last heartbeat; differ_ns: since
+ * when they differ (0: the same); warned: the difference was reported. */
+struct dpc_sas {
+	uint64_t n, sum, peer_n, peer_sum, differ_ns;
+	bool warned;
+};
+
+enum dpc_sas_event { DPC_SAS_NONE, DPC_SAS_DIFFER, DPC_SAS_MATCH };
+
+struct dpc_sa_key;
+/* One SA's term of the sum: a 64-bit hash of its cross-node key. */
+uint64_t dpc_key_term(const struct dpc_sa_key *k);
+/* The sets have differed for the grace period. */
+bool dpc_sas_differ(const struct dpc_sas *s, uint64_t now);
+/* Record this node's set (n SAs, sum of their terms) at now; reference: the peer's set is the one to
+ * hold (an active peer, heard, while this node is standby). DPC_SAS_DIFFER once the sets have
+ * differed for the grace, DPC_SAS_MATCH when they match again after that. */
+enum dpc_sas_event dpc_sas_compare(struct dpc_sas *s, uint64_t n, uint64_t sum, bool reference, uint64_t now);
+
 /* ---- dp_cluster_msg.c: the sync channel's messages ---- */
 
 /* An SA across nodes: (SPI, protocol, destination) and a fingerprint of its keys, never the keys. */
