@@ -26,6 +26,7 @@
 #include <plugins/plugin_feature.h>
 
 #include "ike/kernel_sadb.h"
+#include "ike/cluster_mid.h"
 #include "ike/cluster_seg.h"
 #include "ike/maxqm.h"
 #include "sadb/sadb.h"
@@ -338,6 +339,7 @@ int main(int argc, char *argv[])
 	maxqm_t *maxqm;
 	cluster_seg_t *segs = NULL;
 	kernel_sadb_pool_t *pool;
+	cluster_mid_t *mids = NULL;
 	sigset_t set;
 	uint64_t seq_soft = 0;
 	const char *knob;
@@ -428,9 +430,13 @@ int main(int argc, char *argv[])
 	charon->bus->add_listener(charon->bus, &maxqm->listener);
 	maxqm->write_status(maxqm);
 	/* active/active: the ha plugin's segments go to xipsecd, which filters in its place */
-	if (lib->plugins->has_feature(lib->plugins, PLUGIN_PROVIDE(CUSTOM, "ha")))
+	if (lib->plugins->has_feature(lib->plugins, PLUGIN_PROVIDE(CUSTOM, "ha"))) {
 		segs = cluster_seg_create(lib->settings->get_str(lib->settings, "%s.xipsecd_ctl",
 								 IKED_XIPSECD_CTL, lib->ns));
+		/* the peer's requests the other node answered while the two were apart */
+		mids = cluster_mid_create();
+		charon->bus->add_listener(charon->bus, &mids->listener);
+	}
 
 	DBG1(DBG_DMN, "starting xipsec-iked (strongSwan %s), conf %s, VICI %s, SADB %s, maxqm %u", VERSION,
 	     lib->conf, vici, sadb_path, maxqm_limit(NULL));
@@ -452,6 +458,10 @@ int main(int argc, char *argv[])
 	if (segs)
 		segs->destroy(segs);
 	pool->destroy(pool);
+	if (mids) {
+		charon->bus->remove_listener(charon->bus, &mids->listener);
+		mids->destroy(mids);
+	}
 	charon->bus->remove_listener(charon->bus, &maxqm->listener);
 	maxqm->destroy(maxqm);
 	libcharon_deinit();

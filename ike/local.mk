@@ -10,7 +10,7 @@ IKE_SWAN_LINKFLAGS = -L/usr/lib/ipsec -Wl,-rpath,/usr/lib/ipsec
 IKE_SWAN_LIBS = -lcharon -lstrongswan
 
 EXTRA_DIST += ike/swan.h ike/kernel_sadb.h ike/kernel_sadb_int.h ike/maxqm.h ike/lsan.supp \
-	ike/cluster_seg.h
+	ike/cluster_seg.h ike/cluster_mid.h
 
 # The kernel-ipsec backend, also linked whole into its unit test (tests/unit/ike.mk).
 IKE_KERNEL_SADB_SOURCES = ike/kernel_sadb.c ike/kernel_sadb_sa.c ike/kernel_sadb_policy.c \
@@ -20,7 +20,7 @@ IKE_KERNEL_SADB_SOURCES = ike/kernel_sadb.c ike/kernel_sadb_sa.c ike/kernel_sadb
 if HAVE_STRONGSWAN
 sbin_PROGRAMS += ike/xipsec-iked
 ike_xipsec_iked_SOURCES = ike/iked.c $(IKE_KERNEL_SADB_SOURCES) ike/maxqm.c ike/maxqm.h ike/swan.h \
-	ike/cluster_seg.c ike/cluster_seg.h
+	ike/cluster_seg.c ike/cluster_seg.h ike/cluster_mid.c ike/cluster_mid.h
 ike_xipsec_iked_CPPFLAGS = $(AM_CPPFLAGS) $(IKE_SWAN_CPPFLAGS) -DXIPSEC_SYSCONFDIR='"$(sysconfdir)"' \
 	-DXIPSEC_VERSION='"$(PACKAGE_VERSION)"'
 ike_xipsec_iked_LDFLAGS = $(AM_LDFLAGS) $(IKE_SWAN_LINKFLAGS)

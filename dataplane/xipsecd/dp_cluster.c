@@ -33,13 +33,12 @@
 
 #include "dataplane/xipsecd/dp.h"
 #include "dataplane/xipsecd/dp_cluster.h"
+#include "dataplane/xipsecd/dp_cluster_int.h"
 #include "dataplane/xipsecd/dp_sa.h"
 #include "dataplane/xipsecd/dp_segment.h"
 #include "dataplane/xipsecd/dp_seqmark.h"
 
-#define MS 1000000ull
 #define DPC_HELLO_NS (200 * MS)       /* heartbeat */
-#define DPC_DEAD_NS (1000 * MS)       /* the peer is unreachable after this long without a message */
 #define DPC_ASK_RETRY_NS (200 * MS)   /* a lease ask without an answer is sent again */
 #define DPC_RESYNC_RETRY_NS (1000 * MS)
 #define DPC_SEND_MAX 64u
@@ -49,53 +48,6 @@
 #define DPC_SCAN_NS (20 * MS)         /* the SAs are looked at this often (a lease lasts 0.5 s at 1 Mpps
                                        * from its ask; a lookup per SA per 5 ms tick cost 20 % of a CPU
                                        * at 20,000 SAs) */
-
-/* One SA's cluster state, by its cross-node key. */
-struct cent {
-	struct dpc_sa_key key;
-	bool used;
-	unsigned expiry;          /* solo expiry bits raised */
-	bool frozen;              /* outbound, taken over without having caught up: no number until
-	                           * the peer acknowledges a lease, or the SA is replaced by a rekey */
-	struct dpc_lease l;       /* outbound */
-	uint64_t grant_base;      /* outbound: the reservation is raised to this before l.granted */
-	uint64_t ask_ns;          /* outbound: when l.asked was last sent */
-	uint64_t win_top;         /* inbound: standby, the top recorded; active, the top last sent */
-	uint64_t win_ns;          /* inbound, active: when it was sent */
-	uint64_t merge_top, merge_ns; /* outbound, both active: the reservation last sent, when */
-	uint64_t seen_ns;         /* the last tick an SA object or a message had this key */
-};
-
-struct counters {
-	uint64_t sent, received, dropped[DPC_DROP_MAX], leases_asked, leases_acked, leases_refused,
-		 resyncs_asked, resyncs_served, takeovers, solo_soft, solo_hard, send_errors;
-};
-
-struct dp_cluster {
-	struct dp_cluster_cfg cfg;
-	int fd;
-	struct sockaddr_storage peer;
-	socklen_t peer_len;
-	char peer_str[80], local_str[80];
-	unsigned rank;
-	struct dpc_chan chan;
-	bool active, eligible, takeover_due, takeover_blind;
-	bool peer_active, peer_eligible, was_reachable;
-	uint64_t last_rx_ns, last_sync_rx_ns, hello_ns;
-	uint64_t resync_token, resync_ns;     /* standby: the token of the resync it waits for */
-	/* A push of this node's numbers to the peer, from serve_slot on: a resync the active serves
-	 * (serve_token, the standby's, ends it with DPC_DONE), or this node's own ends after a cut or on
-	 * stepping down (token 0: merged by max, dp_cluster_lease.c) */
-	uint64_t serve_token;
-	uint32_t serve_slot;
-	bool serving;
-	struct cent *tab;
-	uint32_t mask, used;
-	uint64_t gc_ns, scan_ns;
-	struct dpc_msg out[DPC_TYPE_MAX];
-	unsigned sends_left;
-	struct counters c;
-};
 
 static struct dp_cluster *cl_of(const struct dp_ctx *ctx)
 {
@@ -116,12 +68,9 @@ int dp_cluster_fd(const struct dp_ctx *ctx)
 
 static uint32_t key_hash(const struct dpc_sa_key *k)
 {
-	uint32_t h = 2166136261u;
-	const uint8_t *p = (const uint8_t *)k;
+	uint64_t h = dpc_key_term(k);
 
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 static bool tab_resize(struct dp_cluster *cl, uint32_t size, uint64_t keep_after)
@@ -148,8 +97,7 @@ static bool tab_resize(struct dp_cluster *cl, uint32_t size, uint64_t keep_after
 	return true;
 }
 
-/* The entry of k; made when missing (NULL only when out of memory). */
-static struct cent *cent_get(struct dp_cluster *cl, const struct dpc_sa_key *k, uint64_t now)
+struct cent *cent_get(struct dp_cluster *cl, const struct dpc_sa_key *k, uint64_t now)
 {
 	uint32_t h;
 
@@ -180,7 +128,11 @@ static void flush(struct dp_cluster *cl, enum dpc_type t)
 		return;
 	m->type = (uint8_t)t;
 	m->role = cl->active;
-	m->eligible = cl->eligible;
+	m->eligible = ready(cl, dp_now_ns());
+	if (t == DPC_HELLO) {
+		m->n = 1;
+		m->e[0] = (struct dpc_entry){ .base = cl->sas.n, .end = cl->sas.sum };
+	}
 	len = dpc_seal(&cl->chan, m, buf, dp_realtime_ns());
 	if (sendto(cl->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&cl->peer, cl->peer_len) == (ssize_t)len)
 		cl->c.sent++;
@@ -215,11 +167,6 @@ static void flush_all(struct dp_cluster *cl)
 	for (unsigned t = DPC_LEASE; t < DPC_TYPE_MAX; t++)
 		if (cl->out[t].n && cl->sends_left)
 			flush(cl, (enum dpc_type)t);
-}
-
-static bool reachable(const struct dp_cluster *cl, uint64_t now)
-{
-	return cl->last_rx_ns && now - cl->last_rx_ns < DPC_DEAD_NS;
 }
 
 /* ---- receiving ---- */
@@ -295,6 +242,12 @@ static void on_msg(struct dp_cluster *cl, const struct dpc_msg *m, uint64_t now)
 	}
 	cl->was_reachable = true;
 	switch (m->type) {
+	case DPC_HELLO:
+		if (m->n) {
+			cl->sas.peer_n = m->e[0].base;
+			cl->sas.peer_sum = m->e[0].end;
+		}
+		return;
 	case DPC_RESYNC:
 		if (cl->active && m->n)
 			push(cl, m->e[0].base);
@@ -356,20 +309,9 @@ static void cas_max(uint64_t *p, uint64_t v)
 		;
 }
 
-static uint64_t rd(const uint64_t *p)
-{
-	return atomic_load_explicit((const _Atomic uint64_t *)p, memory_order_acquire);
-}
-
 static void set_lease(struct dp_sa *s, uint64_t v)
 {
 	atomic_store_explicit((_Atomic uint64_t *)&s->rt->seq_lease, v, memory_order_release);
-}
-
-static bool rt_ours(const struct dp_sa *s)
-{
-	return atomic_load_explicit((const _Atomic uint64_t *)&s->rt->instance, memory_order_acquire) ==
-	       s->sa.instance;
 }
 
 static void raise_expiry(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s, struct cent *c,
@@ -524,6 +466,31 @@ static void serve(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uin
 	}
 }
 
+/* This node's covered SAs against the active's (dp_cluster_sas.c), on every scan. */
+static void compare_sas(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uint64_t now)
+{
+	uint64_t cnt = 0, sum = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (rt_ours(v[i])) {
+			cnt++;
+			sum += dpc_key_term(&v[i]->ckey);
+		}
+	switch (dpc_sas_compare(&cl->sas, cnt, sum, !cl->active && cl->peer_active && reachable(cl, now), now)) {
+	case DPC_SAS_DIFFER:
+		dp_log(LOG_WARNING, "cluster: this node's %llu covered SAs have differed from the %llu of the "
+		       "active %s for %llu ms: not eligible to take over until they match", (unsigned long long)cnt,
+		       (unsigned long long)cl->sas.peer_n, cl->peer_str, (unsigned long long)(DPC_SADB_GRACE_NS / MS));
+		break;
+	case DPC_SAS_MATCH:
+		dp_log(LOG_NOTICE, "cluster: this node holds the SAs the active %s holds again (%llu)",
+		       cl->peer_str, (unsigned long long)cnt);
+		break;
+	default:
+		break;
+	}
+}
+
 void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 {
 	struct dp_cluster *cl = cl_of(ctx);
@@ -539,10 +506,12 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 		cl->peer_active = false;
 	}
 	scan = cl->takeover_due || now - cl->scan_ns >= DPC_SCAN_NS;
-	if (!scan)
+	if (!scan) {
 		n = 0;
-	else
+	} else {
 		cl->scan_ns = now;
+		compare_sas(cl, v, n, now);
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct dp_sa *s = v[i];
 		struct cent *c;
@@ -642,6 +611,12 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 				 "under way; ipsecctl show cluster)", cl->peer_str);
 			return -EAGAIN;
 		}
+		if (dpc_sas_differ(&cl->sas, now) && reachable(cl, now) && cl->peer_active) {
+			snprintf(msg, len, "refused: this node holds %llu covered SAs, the active peer %s %llu "
+				 "or other ones (ipsecctl show cluster)", (unsigned long long)cl->sas.n,
+				 cl->peer_str, (unsigned long long)cl->sas.peer_n);
+			return -EAGAIN;
+		}
 		cl->active = true;
 		cl->takeover_due = true;
 		cl->takeover_blind = !cl->eligible;
@@ -663,157 +638,6 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 		snprintf(msg, len, "standby");
 	}
 	return 0;
-}
-
-/* ---- status ---- */
-
-/* One covered SA as `show cluster` lists it: its reservation (outbound) or window top, the lease
- * its engine may use, what this node recorded, and the headroom between the two first. */
-struct sa_row {
-	bool out;
-	uint64_t top, lease, recorded, headroom;
-};
-
-static void sa_row(struct dp_cluster *cl, struct dp_sa *s, uint64_t now, struct sa_row *r)
-{
-	struct cent *c = cent_get(cl, &s->ckey, now);
-
-	r->out = s->sa.dir == SADB_DIR_OUT;
-	r->top = r->out ? rd(&s->rt->seq_reserved) : rd(&s->rt->replay_top);
-	r->lease = r->out ? rd(&s->rt->seq_lease) : 0;
-	r->recorded = c ? (r->out ? c->l.recorded : c->win_top) : 0;
-	r->headroom = r->out && r->lease > r->top ? r->lease - r->top : 0;
-}
-
-static uint64_t ago_ms(uint64_t then, uint64_t now)
-{
-	return then ? (now - then) / MS : SADB_STATS_NONE;
-}
-
-_Static_assert((int)DPC_DROP_MAX == (int)SADB_CL_DROPS, "the view's drop reasons are the channel's");
-
-void dp_cluster_stats(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, struct sadb_stats_cluster *st)
-{
-	struct dp_cluster *cl = cl_of(ctx);
-	uint64_t now = dp_now_ns();
-	const uint64_t cnt[SADB_CL_COUNTERS] = {
-		[SADB_CL_SENT] = cl ? cl->c.sent : 0, [SADB_CL_RECEIVED] = cl ? cl->c.received : 0,
-		[SADB_CL_SEND_ERRORS] = cl ? cl->c.send_errors : 0,
-		[SADB_CL_LEASES_ASKED] = cl ? cl->c.leases_asked : 0,
-		[SADB_CL_LEASES_ACKED] = cl ? cl->c.leases_acked : 0,
-		[SADB_CL_LEASES_REFUSED] = cl ? cl->c.leases_refused : 0,
-		[SADB_CL_RESYNCS_ASKED] = cl ? cl->c.resyncs_asked : 0,
-		[SADB_CL_RESYNCS_SERVED] = cl ? cl->c.resyncs_served : 0,
-		[SADB_CL_TAKEOVERS] = cl ? cl->c.takeovers : 0, [SADB_CL_SOLO_SOFT] = cl ? cl->c.solo_soft : 0,
-		[SADB_CL_SOLO_HARD] = cl ? cl->c.solo_hard : 0,
-	};
-
-	memset(st, 0, sizeof(*st));
-	dp_segment_stats(ctx, st);
-	if (!cl)
-		return;
-	st->present = 1;
-	st->active = cl->active;
-	st->eligible = cl->eligible;
-	st->peer_reachable = reachable(cl, now);
-	st->peer_active = cl->peer_active;
-	st->last_message_ms = ago_ms(cl->last_rx_ns, now);
-	st->sync_lag_ms = ago_ms(cl->last_sync_rx_ns, now);
-	memcpy(st->counter, cnt, sizeof(cnt));
-	memcpy(st->dropped, cl->c.dropped, sizeof(st->dropped));
-	st->min_headroom = SADB_STATS_NONE;
-	for (uint32_t i = 0; i < n; i++) {
-		struct sa_row r;
-
-		if (!rt_ours(v[i]))
-			continue;
-		st->covered_sas++;
-		sa_row(cl, v[i], now, &r);
-		/* a standby sends on no SA: its leases are 0 by design, not a headroom running out */
-		if (r.out && cl->active && r.headroom < st->min_headroom) {
-			st->min_headroom = r.headroom;
-			st->min_headroom_spi = v[i]->sa.spi;
-			st->min_headroom_slot = v[i]->slot;
-		}
-	}
-}
-
-static long long or_minus_one(uint64_t ms)
-{
-	return ms == SADB_STATS_NONE ? -1LL : (long long)ms;
-}
-
-size_t dp_cluster_status(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n, bool json, char *buf,
-			 size_t len)
-{
-	struct dp_cluster *cl = cl_of(ctx);
-	struct sadb_stats_cluster st;
-	uint64_t now = dp_now_ns();
-	const char *q = json ? "\"" : "";
-	char *p = buf;
-	size_t left = len;
-	bool first = true;
-
-	if (!cl)
-		return (size_t)snprintf(buf, len, json ? "{\"enabled\":false}\n" : "not clustered\n");
-	/* the figures the counters view shows, under the same names (sadb_stats.h) */
-	dp_cluster_stats(ctx, v, n, &st);
-	if (json)
-		dp_put(&p, &left, "{\"enabled\":true,\"role\":\"%s\",\"rank\":%u,\"local\":\"%s\","
-		       "\"peer\":\"%s\",\"peer_reachable\":%s,\"peer_role\":\"%s\",\"eligible\":%s,"
-		       "\"last_message_ms\":%lld,\"sync_lag_ms\":%lld,\"lease\":%llu,\"budget\":%llu,"
-		       "\"sync_packets\":%u,\"sync_ms\":%u,\"covered_sas\":%llu,\"min_headroom\":%lld,"
-		       "\"min_headroom_spi\":\"0x%08x\",\"counters\":{",
-		       st.active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
-		       st.peer_reachable ? "true" : "false", st.peer_active ? "active" : "standby",
-		       st.eligible ? "true" : "false", or_minus_one(st.last_message_ms),
-		       or_minus_one(st.sync_lag_ms), (unsigned long long)cl->cfg.lease,
-		       (unsigned long long)cl->cfg.budget, cl->cfg.sync_packets, cl->cfg.sync_ms,
-		       (unsigned long long)st.covered_sas, or_minus_one(st.min_headroom), st.min_headroom_spi);
-	else
-		dp_put(&p, &left, "role %s (rank %u), local %s, peer %s %s (%s), %s\n"
-		       "last message %lld ms ago, sync lag %lld ms; lease %llu, budget %llu, window sync "
-		       "every %u packets or %u ms\ncounters:",
-		       st.active ? "active" : "standby", cl->rank, cl->local_str, cl->peer_str,
-		       st.peer_reachable ? "reachable" : "unreachable", st.peer_active ? "active" : "standby",
-		       st.eligible ? "eligible" : "not eligible (catching up)", or_minus_one(st.last_message_ms),
-		       or_minus_one(st.sync_lag_ms), (unsigned long long)cl->cfg.lease,
-		       (unsigned long long)cl->cfg.budget, cl->cfg.sync_packets, cl->cfg.sync_ms);
-	for (unsigned i = 0; i < SADB_CL_COUNTERS; i++)
-		dp_put(&p, &left, json ? "%s\"%s\":%llu" : "%s %s %llu", json && i ? "," : "",
-		       sadb_stats_cl_counter_name(i), (unsigned long long)st.counter[i]);
-	dp_put(&p, &left, json ? ",\"dropped\":{" : "\ndropped:");
-	for (unsigned r = 0; r < SADB_CL_DROPS; r++)
-		dp_put(&p, &left, json ? "%s%s%s%s:%llu" : "%s %s%s%s %llu", json && r ? "," : "", q,
-		       sadb_stats_cl_drop_name(r), q, (unsigned long long)st.dropped[r]);
-	dp_put(&p, &left, json ? "}}," : "\n");
-	dp_segment_put(ctx, json, &p, &left);
-	if (json)
-		dp_put(&p, &left, ",\"sas\":[");
-	else
-		dp_put(&p, &left, "%-10s %-3s %20s %20s %20s %20s\n", "spi", "dir", "reserved/top",
-		       "lease", "recorded", "headroom");
-	for (uint32_t i = 0; i < n && left > 256; i++) {
-		struct sa_row r;
-
-		if (!rt_ours(v[i]))
-			continue;
-		sa_row(cl, v[i], now, &r);
-		if (json)
-			dp_put(&p, &left, "%s{\"spi\":\"0x%08x\",\"dir\":\"%s\",\"%s\":%llu,\"lease\":%llu,"
-			       "\"recorded\":%llu,\"headroom\":%llu}", first ? "" : ",", v[i]->sa.spi,
-			       r.out ? "out" : "in", r.out ? "reserved" : "top", (unsigned long long)r.top,
-			       (unsigned long long)r.lease, (unsigned long long)r.recorded,
-			       (unsigned long long)r.headroom);
-		else
-			dp_put(&p, &left, "0x%08x %-3s %20llu %20llu %20llu %20llu\n", v[i]->sa.spi,
-			       r.out ? "out" : "in", (unsigned long long)r.top, (unsigned long long)r.lease,
-			       (unsigned long long)r.recorded, (unsigned long long)r.headroom);
-		first = false;
-	}
-	if (json)
-		dp_put(&p, &left, "]}\n");
-	return (size_t)(p - buf);
 }
 
 /* ---- set-up ---- */

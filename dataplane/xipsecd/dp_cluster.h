@@ -59,6 +59,30 @@ uint64_t dpc_lease_solo_cap(struct dpc_lease *l, uint64_t budget);
 /* Solo expiry: 1 (soft) once half the budget is used, 3 (hard) once it is all used, else 0. */
 unsigned dpc_lease_solo_expiry(const struct dpc_lease *l, uint64_t reserved, uint64_t budget);
 
+/* ---- dp_cluster_sas.c: whether a standby holds the SAs the active holds ---- */
+
+#define DPC_SADB_GRACE_NS (3000ull * 1000000ull) /* a standby's SAs may differ from the active's this
+                                                   * long before it is no longer eligible */
+
+/* This node's covered SAs (n, sum) and the active peer's from its last heartbeat; differ_ns: since
+ * when they differ (0: the same); warned: the difference was reported. */
+struct dpc_sas {
+	uint64_t n, sum, peer_n, peer_sum, differ_ns;
+	bool warned;
+};
+
+enum dpc_sas_event { DPC_SAS_NONE, DPC_SAS_DIFFER, DPC_SAS_MATCH };
+
+struct dpc_sa_key;
+/* One SA's term of the sum: a 64-bit hash of its cross-node key. */
+uint64_t dpc_key_term(const struct dpc_sa_key *k);
+/* The sets have differed for the grace period. */
+bool dpc_sas_differ(const struct dpc_sas *s, uint64_t now);
+/* Record this node's set (n SAs, sum of their terms) at now; reference: the peer's set is the one to
+ * hold (an active peer, heard, while this node is standby). DPC_SAS_DIFFER once the sets have
+ * differed for the grace, DPC_SAS_MATCH when they match again after that. */
+enum dpc_sas_event dpc_sas_compare(struct dpc_sas *s, uint64_t n, uint64_t sum, bool reference, uint64_t now);
+
 /* ---- dp_cluster_msg.c: the sync channel's messages ---- */
 
 /* An SA across nodes: (SPI, protocol, destination) and a fingerprint of its keys, never the keys. */
@@ -70,7 +94,7 @@ struct dpc_sa_key {
 };
 
 enum dpc_type {
-	DPC_HELLO = 1,  /* heartbeat: role, eligible; value of entry 0 unused */
+	DPC_HELLO = 1,  /* heartbeat: role, eligible; entry 0: the sender's covered SAs (below) */
 	DPC_LEASE,      /* active -> standby: record these lease ends */
 	DPC_ACK,        /* standby -> active: these lease ends are recorded */
 	DPC_WINDOW,     /* active -> standby: inbound window tops */
@@ -85,7 +109,8 @@ enum dpc_type {
 #define DPC_KEY_LEN 32u
 #define DPC_SKEW_NS (30ull * 1000000000ull) /* how far a message's counter may be from our clock */
 
-/* LEASE: (base, end] asked; ACK: end recorded (0: refused), base = the standby's recorded top;
+/* HELLO: base = how many SAs the sender's cluster covers, end = the sum of their keys' 64-bit hashes;
+ * LEASE: (base, end] asked; ACK: end recorded (0: refused), base = the standby's recorded top;
  * WINDOW: end = the window's top; MERGE: end = the highest number this node may have used;
  * RESYNC and DONE: base = the standby's resync token in entry 0. */
 struct dpc_entry {

@@ -243,6 +243,14 @@ static struct dp_sa *sa_make(struct dp_ctx *ctx, struct dp_sa_state *st, const s
 		free(s);
 		return NULL;
 	}
+	if (rec->state == SADB_STATE_LARVAL) {
+		/* An SPI the IKE daemon reserved (get_spi) for a CHILD_SA it is negotiating: no
+		 * algorithm and no key until the exchange completes, which makes it a new instance with
+		 * a fresh runtime area (sadb_sa_update). Known, so that its packets count UNSUPPORTED
+		 * rather than BAD_SPI, but no engine to refuse it, no cluster state and no counters. */
+		s->unusable = true;
+		return s;
+	}
 	if ((why = dp_cluster_refuses(ctx, rec))) {
 		char a[64];
 
@@ -645,7 +653,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	for (uint32_t i = 0; i < n_dead; i++) {
 		/* no worker adds to its counters any more, and its slot is not released yet: they
 		 * are final (dp_stats.c) */
-		if (dead[i]->deleted)
+		if (dead[i]->deleted && dead[i]->sa.state != SADB_STATE_LARVAL)
 			dp_stats_gone(ctx, &dead[i]->sa, dead[i]->slot);
 		sa_free(dead[i], ctx->n_workers);
 	}

@@ -22,7 +22,8 @@ dataplane_xipsecd_xipsecd_SOURCES = dataplane/xipsecd/xipsecd.c dataplane/xipsec
 	dataplane/xipsecd/dp_handoff.c dataplane/xipsecd/dp_cpus.h dataplane/xipsecd/dp_acquire.c \
 	dataplane/xipsecd/dp_stats.c dataplane/xipsecd/dp_cluster.h dataplane/xipsecd/dp_cluster.c \
 	dataplane/xipsecd/dp_cluster_cfg.c dataplane/xipsecd/dp_cluster_lease.c dataplane/xipsecd/dp_cluster_msg.c \
-	dataplane/xipsecd/dp_cluster_seg.c \
+	dataplane/xipsecd/dp_cluster_seg.c dataplane/xipsecd/dp_cluster_sas.c dataplane/xipsecd/dp_cluster_status.c \
+	dataplane/xipsecd/dp_cluster_int.h \
 	dataplane/xipsecd/xdp_segment.h dataplane/xipsecd/dp_segment.h dataplane/xipsecd/dp_segment.c
 dataplane_xipsecd_xipsecd_CPPFLAGS = $(AM_CPPFLAGS) -DXIPSEC_PKGLIBDIR='"$(pkglibdir)"' $(XDP_CFLAGS) \
 	$(URCU_CFLAGS)

@@ -96,7 +96,10 @@ ha_conf() { # NODE: strongswan.conf (etc/cluster/strongswan-ha.conf), swanctl.co
 	ike_dirs "$n" "$(dp_sadb_of "$n")"
 	d=$XT_DIR/$n
 	sed -e "s/local = 10.9.9.1/local = 10.9.9.$i/" -e "s/remote = 10.9.9.2/remote = 10.9.9.$o/" \
+		-e "s/^interfaces_ignore = eth2$/interfaces_ignore = sy/" \
 		"$top_srcdir/etc/cluster/strongswan-ha.conf" > "$d/conf/strongswan-ha.conf"
+	grep -q "^interfaces_ignore = sy$" "$d/conf/strongswan-ha.conf" ||
+		xt_fail "etc/cluster/strongswan-ha.conf no longer ignores the sync interface as this test rewrites it"
 	ike_sconf "$n" "include $d/conf/strongswan-ha.conf"
 	ike_swanctl "$n" $HA_VIP 192.0.2.2 conn ha 2 aes128gcm16-prfsha256-ecp256 \
 		child net 10.1.0.0/24 10.2.0.0/24 aes128gcm16
@@ -197,7 +200,12 @@ ha_up() {
 	ha_start gw3
 	xt_wait 10 ha_is_backup gw3 || ha_fail "node B did not become backup"
 	ha_role_is gw3 standby || ha_fail "node B's dataplane is $(ha_role gw3), not standby"
+	# the whole exchange (ha_ike_addresses decrypts it), apart from the outside capture that begins after it
+	# (IKE_SA_INIT and IKE_AUTH, request and response: four packets)
+	xt_bg sw ike-auth tcpdump -i br0 -n --immediate-mode -U -c 4 -w "$XT_DIR/ike-auth.pcap" 'udp port 500 or udp port 4500'
+	xt_wait 5 grep -q "listening on" "$XT_DIR/ike-auth.log" || ha_fail "tcpdump of the IKE_AUTH did not start"
 	ike_ctl gw2 --initiate --ike ha --child net >/dev/null || ha_fail "the peer's initiate failed"
+	xt_wait 5 grep -q "^4 packets captured" "$XT_DIR/ike-auth.log" || ha_fail "tcpdump: $(cat "$XT_DIR/ike-auth.log")"
 	xt_wait 10 ike_nsa gw1 2 || ha_fail "node A's SADB does not hold the CHILD_SA's two SAs"
 	xt_wait 10 ike_nsa gw3 2 || ha_fail "node B's SADB did not get the CHILD_SA from the ha plugin"
 	[ "$(ha_sa_spis gw1)" = "$(ha_sa_spis gw3)" ] || ha_fail "the nodes' SADBs differ: A $(ha_sa_spis gw1), B $(ha_sa_spis gw3)"
@@ -304,6 +312,60 @@ ha_check_capture() {
 	[ "$dup" -eq 0 ] || ha_fail "$1: $dup (SPI, sequence number) pairs sent twice by the cluster, e.g. $(sort "$XT_DIR/esp-out.txt" | uniq -d | head -3 | tr '\n' ' ')"
 	xt_log "$1: $(wc -l < "$XT_DIR/esp-out.txt") ESP packets from the cluster on the outside link, no (SPI, sequence) twice, no IKE_SA_INIT"
 }
+# ha_ike_addresses: the IPv4 addresses the cluster listed to the peer in the IKE_AUTH response
+# (MOBIKE's ADDITIONAL_IP4_ADDRESS), one a line, read by tshark from ike-auth.pcap decrypted with the
+# keys the stock peer logged (IKE_STOCK_IKE_LOG=4 before ha_bed). Fails if tshark fails or cannot
+# decrypt the response (no IDr in it), so an empty list means none was sent.
+ha_ike_addresses() {
+	local ike spi_i spi_r keys
+	ike=$(ha_peer_sas | grep ^IKE) || ha_fail "IKE addresses: the peer holds no IKE_SA"
+	spi_i=$(awk '{sub(/_i\*?$/, "", $2); print $2}' <<<"$ike")
+	spi_r=$(awk '{sub(/_r\*?$/, "", $3); print $3}' <<<"$ike")
+	# charon's hex dumps after "Sk_ei secret => 20 bytes @ ...": "   0: 8A 6C ..  ascii"
+	keys=$("$PYTHON" -c '
+import re, sys
+log = open(sys.argv[1]).read().splitlines()
+def key(name):
+    for i, l in enumerate(log):
+        m = re.search(name + r" secret => (\d+) bytes", l)
+        if m:
+            n, h = int(m.group(1)), ""
+            for d in log[i + 1:]:
+                r = re.search(r"\s(\d+): ((?:[0-9A-F]{2} )+)", d)
+                if not r or len(h) >= 2 * n:
+                    break
+                h += r.group(2).replace(" ", "")
+            return h[:2 * n].lower()
+    sys.exit("no " + name + " in the peer log (IKE_STOCK_IKE_LOG=4?)")
+print(key("Sk_ei"), key("Sk_er"))
+' "$XT_DIR/charon-gw2.log") || ha_fail "IKE addresses: the peer logged no IKE keys"
+	local uat="$spi_i,$spi_r,${keys% *},${keys#* },\"AES-GCM-128 with 16 octet ICV [RFC5282]\",,,\"NONE [RFC4306]\""
+	tshark -r "$XT_DIR/ike-auth.pcap" -o "uat:ikev2_decryption_table:$uat" \
+		-Y "isakmp.exchangetype == 35 && ip.src == $HA_VIP" -T json --no-duplicate-keys > "$XT_DIR/ike-auth.json" 2> "$XT_DIR/tshark.err" || ha_fail "IKE addresses: tshark: $(cat "$XT_DIR/tshark.err")"
+	# ADDITIONAL_IP4_ADDRESS is notify 16397, its data the address's four bytes
+	"$PYTHON" -c '
+import json, sys
+ids, addrs = 0, []
+def walk(o):
+    global ids
+    if isinstance(o, dict):
+        if "isakmp.id.type" in o:
+            ids += 1
+        if o.get("isakmp.notify.msgtype") == "16397":
+            d = o.get("isakmp.notify.data", "").replace(":", "")
+            addrs.append(".".join(str(int(d[i:i + 2], 16)) for i in range(0, 8, 2)))
+        for v in o.values():
+            walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            walk(v)
+walk(json.load(open(sys.argv[1])))
+if ids < 1:
+    sys.exit("tshark did not decrypt the IKE_AUTH response (no IDr)")
+print("\n".join(addrs))
+' "$XT_DIR/ike-auth.json" || ha_fail "IKE addresses (SPIs $spi_i $spi_r)"
+}
+
 # ha_kill NODE: kill -9 every process of the node (xipsecd, xipsec-iked, keepalived)
 ha_kill() {
 	local p

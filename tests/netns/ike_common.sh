@@ -356,6 +356,8 @@ $(if [ $# -gt 0 ]; then printf '  %s\n' "$@"; fi)
   filelog {
     stderr {
       default = 1
+      # 4 logs the IKE keys (Sk_ei, Sk_er) a capture is decrypted with (ha_ike_addresses)
+      ike = ${IKE_STOCK_IKE_LOG:-1}
       ike_name = yes
     }
   }

@@ -13,15 +13,26 @@
 # (SPI, sequence) pair twice and ESP from both nodes. When the link returns, VRRP leaves one master
 # (node B: equal priorities, the higher address wins); node A's notify script restarts its
 # xipsec-iked, whose ha plugin takes B's IKE state: A's SADB holds the new CHILD_SA, its IKE_SA is
-# PASSIVE, its dataplane standby and caught up.
+# PASSIVE, its dataplane standby and caught up. The heal brings the sync link back before the
+# adverts, and node A's notify script runs late: A's IKE_SA must send nothing when it loses the
+# address. Before the split, the IKE_AUTH response (decrypted by tshark) lists no sync-link address.
+# The peer's first DPDs of the split go to node A: node B must take up the message IDs A answered
+# (ike/cluster_mid.c), so that the peer's requests are answered after the heal.
 . "$top_srcdir/tests/netns/lib.sh"
 . "$top_srcdir/tests/netns/ike_common.sh"
 . "$top_srcdir/tests/netns/ha_common.sh"
 xt_require nft
 BUDGET=4096
 HA_DP_ARGS="--cluster-budget $BUDGET"
+IKE_STOCK_IKE_LOG=4
 ha_bed
 xt_wait 10 ha_peer_one_child || ha_fail "the peer holds $(ha_peer_sas | grep -c ^CHILD) CHILD_SAs, want 1"
+# The addresses node A listed to the peer (MOBIKE): its own outside one, never the sync link's
+# (interfaces_ignore in etc/cluster/strongswan-ha.conf)
+addrs=$(ha_ike_addresses | paste -sd ' ')
+grep -qw "192.0.2.11" <<<"$addrs" || ha_fail "IKE_AUTH: node A listed '$addrs', not its outside address"
+! grep -q "10\.9\.9\." <<<"$addrs" || ha_fail "IKE_AUTH: node A listed its sync-link address to the peer: $addrs"
+xt_log "IKE_AUTH: node A listed $addrs to the peer, no sync-link address"
 child0=$(ha_peer_sas | grep ^CHILD)
 mac() { xt_exec "$1" ip -o link show "$2" | sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p'; }
 MAC_A=$(mac gw1 out1)
@@ -34,9 +45,8 @@ cluster_field() {
 cluster_is() { [ "$(cluster_field "$1" "$2")" = True ]; }
 
 # ---- the partition ----
-# Everything on the sync link is dropped, not the link taken down: a link going down changes the
-# node's addresses, and its xipsec-iked would send the peer a MOBIKE address update the other node
-# never hears of (its next request would reuse the message ID).
+# Everything on the sync link is dropped, not the link taken down: the nodes keep the sync
+# addresses the ha plugin and the dataplanes are bound to, as when a switch between them fails.
 for n in gw1 gw3; do
 	xt_exec $n nft -f - <<'NFT' || ha_fail "nft on $n"
 table inet ha_split {
@@ -45,9 +55,13 @@ table inet ha_split {
 }
 NFT
 done
-# the peer's packets to the virtual address go to node B from now on (a DPD node A answered would
-# leave B's expected message ID behind the peer's)
-xt_exec gw2 ip neigh replace $HA_VIP lladdr "$MAC_B" dev out2 nud permanent
+# the peer's packets to the virtual address go to node A for its first DPDs (the peer is idle), then
+# to node B: A's answers move the peer's message IDs past the one B expects, as when a split sends
+# the peer's requests to either node; B's xipsec-iked must take up the peer's IDs from its next
+# authentic request (ike/cluster_mid.c), or ignore the peer until it gives up and tears the tunnel
+# down
+dpds_a0=$(grep -c "parsed INFORMATIONAL request" "$XT_DIR/iked-gw1.log")
+xt_exec gw2 ip neigh replace $HA_VIP lladdr "$MAC_A" dev out2 nud permanent
 t0=$(date +%s%N)
 xt_wait 10 ha_is_master gw3 || ha_fail "split: node B did not become master"
 ha_is_master gw1 || ha_fail "split: node A is no longer master"
@@ -60,6 +74,9 @@ for n in gw1 gw3; do
 	xt_wait 5 cluster_is $n "not j['peer_reachable']" || ha_fail "split: node $n's dataplane still hears the other"
 done
 xt_log "split: both nodes master and active $(( ($(date +%s%N) - t0) / 1000000 )) ms after the cut"
+xt_wait 10 sh -c "[ \$(grep -c 'parsed INFORMATIONAL request' '$XT_DIR/iked-gw1.log') -ge $((dpds_a0 + 2)) ]" ||
+	ha_fail "split: node A answered no DPD of the peer"
+xt_exec gw2 ip neigh replace $HA_VIP lladdr "$MAC_B" dev out2 nud permanent
 
 # h1 reaches h2 through A (10.2.0.2) and through B (10.2.0.3)
 xt_exec h2 ip addr add 10.2.0.3/24 dev eth0
@@ -100,17 +117,21 @@ xt_log "split: ESP from node A $n_a, from node B on the new CHILD_SA $n_b_new"
 xt_exec gw2 ip neigh del $HA_VIP dev out2
 xt_exec h1 ip route del 10.2.0.2/32
 xt_exec h1 ip route del 10.2.0.3/32
-# The adverts first, the sync link a moment later: node A turns backup while its old xipsec-iked
-# cannot reach B. (Healed at once, the IKE_SA A still holds as active would answer the loss of the
-# virtual address with a MOBIKE update and push its message ID to B, behind B's own: B's next
-# request would then reuse a message ID the peer has seen.) Its notify script restarts xipsec-iked
-# once the dataplane hears B again.
+# The sync link first, the adverts a moment later: node A's plugin hears B again while A is still
+# master, and keepalived removes A's virtual address before its notify script makes A's IKE_SA
+# PASSIVE. Whatever A's IKE_SA sends in that moment reaches B through the plugin: a MOBIKE update
+# for the lost address (without roam_events = no in etc/cluster/strongswan-ha.conf) would move B's
+# next message ID to one the peer has already answered, and B's rekey for the resync below would
+# stall. Its notify script restarts xipsec-iked once the dataplane hears B again. The script runs
+# late here, as it can on a loaded machine (its environment file sleeps a second): the IKE_SA stays
+# active for that second after the address went.
+echo "sleep 1" >> "$XT_DIR/gw1/env"
 for n in gw1 gw3; do
-	xt_exec $n nft delete rule inet ha_split out handle "$(xt_exec $n nft -a list chain inet ha_split out | awk '/vrrp/ {print $NF}')"
-	xt_exec $n nft delete rule inet ha_split in handle "$(xt_exec $n nft -a list chain inet ha_split in | awk '/vrrp/ {print $NF}')"
+	for c in out in; do
+		xt_exec $n nft delete rule inet ha_split $c handle "$(xt_exec $n nft -a list chain inet ha_split $c | awk '/"sy"/ {print $NF}')"
+	done
 done
-xt_wait 10 sh -c "! ip -n $(xt_ns gw1) -4 addr show dev out1 | grep -q ' $HA_VIP/'" ||
-	ha_fail "heal: node A kept the virtual address"
+xt_wait 5 cluster_is gw1 "j['peer_reachable']" || ha_fail "heal: node A's dataplane does not hear B over the sync link"
 sleep 1
 for n in gw1 gw3; do xt_exec $n nft delete table inet ha_split; done
 t0=$(date +%s%N)
@@ -138,6 +159,17 @@ xt_wait 10 cluster_is gw1 "j['peer_reachable'] and j['eligible'] and j['role'] =
 xt_log "heal: one master (node B) $(( ($(date +%s%N) - t0) / 1000000 )) ms after the link returned; node A standby with B's IKE state"
 dp_ping h1 10.2.0.2
 dp_ping h2 10.1.0.2
+# the peer's last request (an idle DPD) answered: B took up the IDs A had answered
+peer_answered() {
+	local last
+	last=$(grep -o "generating INFORMATIONAL request [0-9]*" "$XT_DIR/charon-gw2.log" | tail -1 | awk '{print $4}')
+	[ -n "$last" ] && grep -q "parsed INFORMATIONAL response $last " "$XT_DIR/charon-gw2.log"
+}
+sleep 2
+xt_wait 15 peer_answered || ha_fail "heal: the peer's request $(grep -o "generating INFORMATIONAL request [0-9]*" "$XT_DIR/charon-gw2.log" | tail -1) is not answered: $(grep -c "expected [0-9]*, ignored" "$XT_DIR/iked-gw3.log") ignored by node B"
+grep -q "is authentic while [0-9]* was expected" "$XT_DIR/iked-gw3.log" ||
+	ha_fail "heal: node B never took up the message IDs node A answered"
+xt_log "heal: node B took up the peer's message IDs node A answered: $(grep -o "request [0-9]* is authentic while [0-9]* was expected" "$XT_DIR/iked-gw3.log" | head -1)"
 ha_check_capture "heal"
 
 xt_stop capture

@@ -10,6 +10,9 @@
 #
 # Both nodes carry the gateway's addresses (the VIPs keepalived would move); each has its own inside
 # host, so traffic goes through the node the test chooses. The capture tells the nodes apart by MAC.
+#  0. An SA A holds and B lacks: B is not eligible (show cluster says why), refuses to be made
+#     active, and is eligible again once it holds the SA. A reserved SPI (LARVAL) completed into an
+#     SA on A: xipsecd takes the reservation for what it is (no refusal, no warning).
 #  1. A active, B standby: B catches up (eligible); traffic through A.
 #     Inbound ESP into A from scapy (nobody here wrote it) with the inbound SA's keys.
 #  2. A killed (-9) right after a last burst of inbound ESP, `ipsecctl cluster active` on B: B's
@@ -184,6 +187,50 @@ dp_capture_start esp sink eth0
 cl A cluster active || xt_fail "cluster active on A"
 wait_field B "j['eligible'] and j['peer_role'] == 'active' and j['peer_reachable']"
 [ "$(field B "j['role']")" = standby ] || xt_fail "B is not standby"
+
+# 0. an SA the active holds and the standby lacks (as when the ha plugin's resync brought a restarted
+# node an IKE_SA without its CHILD_SAs): after the grace (3 s) B is not eligible, says why and
+# refuses to be made active; once it holds the SA too it is eligible again
+extra_sa() { # NODE add|delete
+	if [ "$2" = add ]; then
+		timeout 10 "$CTL" --sadb "$(dp_sadb_of "$1")" sa add esp tunnel from 192.0.2.1 to 192.0.2.2 \
+			spi 0x2000 out enc aes128 auth sha256 key 0x606162636465666768696a6b6c6d6e6f \
+			authkey 0x707172737475767778797a7b7c7d7e7f808182838485868788898a8b8c8d8e8f ikeid 2
+	else
+		timeout 10 "$CTL" --sadb "$(dp_sadb_of "$1")" sa delete esp 0x2000 dst 192.0.2.2
+	fi || xt_fail "sa $2 on $1"
+}
+extra_sa A add
+wait_field B "not j['eligible'] and not j['sas_match'] and 'waiting for the SAs the active holds' in j['eligibility']"
+! cl B cluster active >"$XT_DIR/refused.txt" 2>&1 || xt_fail "B was made active without an SA the active holds"
+grep -q "refused: this node holds 2 covered SAs, the active peer .* 3" "$XT_DIR/refused.txt" ||
+	xt_fail "B's refusal does not say why: $(cat "$XT_DIR/refused.txt")"
+grep -q "not eligible (it holds 2 covered SAs, the active 3" <<<"$(cl B show cluster)" ||
+	xt_fail "B's show cluster does not say why it is not eligible"
+extra_sa B add
+wait_field B "j['eligible'] and j['sas_match'] and j['role'] == 'standby'"
+grep -q "covered SAs have differed from the 3 of the active" "$XT_DIR/xipsecd-B.log" &&
+	grep -q "holds the SAs the active .* holds again (3)" "$XT_DIR/xipsecd-B.log" ||
+	xt_fail "B's xipsecd did not log the difference and its end"
+extra_sa A delete
+extra_sa B delete
+xt_log "0: B lacking an SA of the active: not eligible after the grace, active refused; eligible once it held it"
+# An SPI reserved for a negotiation (LARVAL: no algorithm, no key) and completed a moment later,
+# as xipsec-iked's backend does for every CHILD_SA whose inbound SPI this node picks (the resync's
+# rekeys among them): a reservation, not an SA the engine refuses, and no counters to lose when
+# the completed SA (a new instance) takes its slot's runtime area
+larval=$(timeout 10 "$CTL" --sadb "$(dp_sadb_of A)" sa allocspi esp from 192.0.2.2 to 192.0.2.1 range 0x3000-0x3000) ||
+	xt_fail "allocspi on A"
+sleep 0.3
+timeout 10 "$CTL" --sadb "$(dp_sadb_of A)" sa update esp tunnel from 192.0.2.2 to 192.0.2.1 spi "$larval" in \
+	enc aes128 auth sha256 key 0x909192939495969798999a9b9c9d9e9f \
+	authkey 0xa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf ikeid 3 || xt_fail "completing $larval on A"
+sleep 0.3
+timeout 10 "$CTL" --sadb "$(dp_sadb_of A)" sa delete esp "$larval" dst 192.0.2.1 || xt_fail "deleting $larval on A"
+sleep 0.3
+! grep -E "engine refuses|belongs to another SA" "$XT_DIR/xipsecd-A.log" ||
+	xt_fail "A's xipsecd warned of the reserved SPI $larval as of a broken SA"
+xt_log "0: a reserved SPI completed into an SA: no engine refusal, no lost counters"
 
 # 1. traffic through A
 send hA 3000
