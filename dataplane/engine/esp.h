@@ -146,6 +146,11 @@ int esp_sa_create(const struct sadb_sa *sa, struct sadb_runtime *rt, const struc
 		  struct esp_sa **out);
 /* Wipe the keys and free the object (NULL is fine). The runtime state is left as it is. */
 void esp_sa_destroy(struct esp_sa *sa);
+/* Outbound: the object's next burst leaves the rest of the block it reserved and reserves above
+ * rt->seq_reserved. Any thread, no lock; call it after raising rt->seq_reserved above numbers the
+ * object must not use (a cluster node taking over: numbers below its takeover block lie below what
+ * the peer has seen, which it would drop as replays). */
+void esp_sa_seq_abandon(struct esp_sa *sa);
 /* Start the inbound window of rt at top with every number up to top marked as received, so that
  * nothing at or below top is ever accepted, however wide the window. Only while no object of the SA
  * updates the window (before any is given packets, or while its ceiling refuses every number). */

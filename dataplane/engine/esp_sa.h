@@ -65,6 +65,9 @@ struct esp_sa {
 	uint16_t enc_alg, auth_alg;
 	/* The backend's session: the transform, the keys and the backend's keyed state. */
 	struct esp_crypto_sa cs;
+	/* outbound: set by esp_sa_seq_abandon (any thread), cleared by the next burst, which drops the
+	 * rest of the block (esp_seq_burst) */
+	_Atomic bool seq_abandon;
 };
 
 /* The lease on disk (outbound numbers, or an inbound window's ceiling) runs low: tell its owner (a

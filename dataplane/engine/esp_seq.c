@@ -60,3 +60,9 @@ bool esp_seq_refill(struct esp_sa *sa)
 		sa->seq_want -= (uint32_t)(want - old) < sa->seq_want ? (uint32_t)(want - old) : sa->seq_want;
 	return true;
 }
+
+void esp_sa_seq_abandon(struct esp_sa *sa)
+{
+	/* release: the raised reservation is seen by the refill that follows the exchange */
+	atomic_store_explicit(&sa->seq_abandon, true, memory_order_release);
+}

@@ -11,14 +11,19 @@
 bool esp_seq_refill(struct esp_sa *sa);
 /* Start of an outbound burst of n packets. A shared SA (esp_sa_opts.seq_share > 1) abandons the
  * numbers left from an earlier burst, which another worker has long since overtaken, and reserves
- * for this one no more than it needs. */
+ * for this one no more than it needs. An unshared one abandons the rest of its block when told to
+ * (esp_sa_seq_abandon): the numbers above it are then the next ones to use. */
 static inline void esp_seq_burst(struct esp_sa *sa, unsigned n)
 {
 	if (sa->seq_shared) {
 		sa->seq_limit = sa->seq_next - 1; /* seq_next >= 1: no wrap */
 		sa->seq_want = n;
+	} else if (ESP_UNLIKELY(atomic_load_explicit(&sa->seq_abandon, memory_order_relaxed)) &&
+		   atomic_exchange_explicit(&sa->seq_abandon, false, memory_order_acquire)) {
+		sa->seq_limit = sa->seq_next - 1;
 	}
 }
+
 /* Take one outbound sequence number; false (drop with sa->seq_why) when none can be had. */
 static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
 {

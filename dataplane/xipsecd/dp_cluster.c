@@ -408,6 +408,11 @@ static void take_over(struct dp_ctx *ctx, struct dp_cluster *cl, struct dp_sa *s
 		dpc_lease_record(&c->l, rd(&s->rt->seq_lease));
 		start = dpc_lease_takeover(&c->l, rd(&s->rt->seq_reserved), cl->cfg.budget, cl->rank);
 		cas_max(&s->rt->seq_reserved, start);
+		/* an engine object that kept part of a block from an earlier active period would spend
+		 * it first, below the peer's window */
+		for (unsigned w = 0; w < ctx->n_workers; w++)
+			if (s->e[w])
+				esp_sa_seq_abandon(s->e[w]);
 		c->l.asked = 0;
 		c->l.solo = false;
 		if (cl->takeover_blind) {
