@@ -19,6 +19,7 @@ static inline void esp_seq_burst(struct esp_sa *sa, unsigned n)
 		sa->seq_want = n;
 	}
 }
+
 /* Take one outbound sequence number; false (drop with sa->seq_why) when none can be had. */
 static inline bool esp_seq_take(struct esp_sa *sa, uint64_t *seq)
 {

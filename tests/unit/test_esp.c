@@ -497,6 +497,59 @@ static bool encap(const struct xf *x, uint8_t mode, int ofam, int ifam, uint32_t
 	return true;
 }
 
+/* An unshared outbound object spends its reserved block unless its next number is at or below the
+ * floor a takeover gives it (esp_sa_seq_floor): a cluster node taking over raises the runtime area's
+ * reservation above every number the other node may have sent (dp_cluster.c, take_over), and the
+ * next burst must start there, not in the rest of an old block (below the peer's replay window).
+ * One row per case; the first burst takes 101 and 102 from the block (100, 1124]. */
+static void test_seq_block_floor(void **state)
+{
+	(void)state;
+	static const struct {
+		uint64_t raise_to;     /* 0: the reservation stays where the object left it */
+		uint64_t floor;        /* 0: no takeover */
+		uint64_t want_first;   /* the second burst's first number */
+	} rows[] = {
+		{ 0, 0, 103 },         /* the block goes on */
+		{ 5000, 0, 103 },      /* raised, no floor: the engine does not look (two workers may) */
+		{ 5000, 5000, 5001 },  /* a takeover: the rest of the block is left */
+		{ 5000, 50, 103 },     /* a floor under the next number: nothing to leave */
+		{ 0, 200, 1125 },      /* a floor without a raise: the next block */
+	};
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		static struct frame f[2];
+		static uint8_t orig[2][1600];
+		struct esp_pkt *pk[2];
+		struct sadb_sa s;
+		struct esp_sa *sa;
+		struct esp_sa_opts o = { .backend = ESP_BACKEND_OPENSSL, .seq_block = 1024 };
+		struct sadb_runtime *rt = rt_new();
+
+		mk_sa(&s, &xforms[0], SADB_MODE_TUNNEL, SADB_DIR_OUT, AF_INET, 0, false, 7);
+		rt->seq_reserved = 100;
+		assert_int_equal(esp_sa_create(&s, rt, &o, &sa), 0);
+		for (int burst = 0; burst < 2; burst++) {
+			for (unsigned i = 0; i < 2; i++) {
+				uint32_t len = mk_udp(orig[i], AF_INET, 100, 0, i);
+				frame_set(&f[i], orig[i], len);
+				pk[i] = &f[i].p;
+			}
+			assert_int_equal(esp_outbound_burst(sa, pk, 2), 2);
+			if (burst == 0) {
+				assert_int_equal(f[0].p.seq, 101);
+				if (rows[r].raise_to)
+					rt->seq_reserved = rows[r].raise_to;
+				if (rows[r].floor)
+					esp_sa_seq_floor(sa, rows[r].floor);
+			}
+		}
+		assert_int_equal(f[0].p.seq, rows[r].want_first);
+		assert_int_equal(f[1].p.seq, rows[r].want_first + 1);
+		esp_sa_destroy(sa);
+		free(rt);
+	}
+}
+
 static void roundtrip_one(const struct xf *x, uint8_t mode, int ofam, int ifam, uint32_t flags, bool natt)
 {
 	static struct frame ref[N_SIZES], got[N_SIZES];
@@ -640,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_kat_cipher),
 		cmocka_unit_test(test_backend_choice),
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_seq_block_floor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
