@@ -89,13 +89,13 @@ esp tunnel from 10.1.0.0/24 to 10.2.0.0/24 local 192.0.2.1 peer 192.0.2.2 \\
     authkey 0x202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f:0x404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f \\
     ikeid 1
 esp tunnel from 10.1.0.0/24 to 10.3.0.0/24 local 192.0.2.1 peer 192.0.2.2 \\
-    spi 0x2000:0x2001 enc aes128gcm16 \\
-    key 0x606162636465666768696a6b6c6d6e6f70717273:0x808182838485868788898a8b8c8d8e8f90919293
+    spi 0x2100:0x2101 enc aes128gcm16 \\
+    key 0xa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3:0xc0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3
 CONF
 # (ikeid: the SAs are flagged negotiated, as the ha plugin's are; a manual inbound SA would keep its
 # window ceiling on disk instead of the cluster's window tops). The second tunnel is manually keyed
 # AES-GCM: a clustered node refuses both its SAs (their numbers and window only its own disk holds,
-# so the other node would repeat them), and nothing may leave on SPI 0x2000.
+# so the other node would repeat them), and nothing may leave on SPI 0x2100.
 for n in A B; do
 	timeout 30 "$CTL" --sadb "$(dp_sadb_of "$n")" -f "$XT_DIR/gw.conf" || xt_fail "ipsecctl load on $n"
 done
@@ -238,7 +238,7 @@ xt_exec hA "$PYTHON" -c "
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(50): s.sendto(b'x' * 64, ('10.3.0.2', 9))" || xt_fail "sending to the manual tunnel"
-for spi in 0x00002000 0x00002001; do
+for spi in 0x00002100 0x00002101; do
 	grep -q "SA spi $spi dst .* refused on a cluster node: a manual" "$XT_DIR/xipsecd-A.log" ||
 		{ cat "$XT_DIR/xipsecd-A.log" >&2; xt_fail "A did not refuse the manual SA $spi"; }
 done
@@ -431,7 +431,7 @@ wait_field B "[s for s in j['sas'] if s['dir'] == 'out'][0]['recorded'] >= $a_to
 dp_capture_stop esp
 
 # not one packet on the refused manual SA, from either node
-timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp.spi == 0x2000" > "$XT_DIR/manual.txt" || xt_fail "tshark (manual SA)"
+timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp.spi == 0x2100" > "$XT_DIR/manual.txt" || xt_fail "tshark (manual SA)"
 [ ! -s "$XT_DIR/manual.txt" ] || xt_fail "ESP on the refused manual SA: $(head -3 "$XT_DIR/manual.txt")"
 # the capture: (node, SPI, sequence)
 timeout 60 tshark -r "$XT_DIR/esp.pcap" -Y "esp && !icmp && ip.src == 192.0.2.1" -T fields -e eth.src -e esp.spi -e esp.sequence \
