@@ -181,6 +181,9 @@ static inline int fz_protect_pkt(const struct sadb_sa *s, const struct fz_xf *x,
 	    (int)o.udp_encap != natt)
 		return 0;
 	uint32_t end = (pkt[0] >> 4) == 4 ? (uint32_t)(pkt[2] << 8 | pkt[3]) : 40u + (uint32_t)(pkt[4] << 8 | pkt[5]);
+	/* ESP in UDP ends where the datagram does (its UDP length, which esp_parse_outer checked) */
+	if (natt)
+		end = o.l4_off - 8 + (uint32_t)(pkt[o.l4_off - 4] << 8 | pkt[o.l4_off - 3]);
 	if (end > len || end <= o.l4_off)
 		return 0;
 	return protect(s, x, pkt + o.l4_off, end - o.l4_off);
