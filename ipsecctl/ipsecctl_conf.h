@@ -192,6 +192,6 @@ int conf_parse_mobile_node(struct ps *p);
  * the router mr, refused when it overlaps a home prefix, another of its own or another router's. */
 int conf_mn_router_prefix(struct ps *p, struct ctl_mn_router *mr, struct ctl_pos kpos);
 /* The policies that record mr's networks, below the router's outbound tunnel policy tun_out. */
-int conf_mn_router_policies(struct ps *p, const struct ctl_mn_router *mr, const struct sadb_policy *tun_out);
+int conf_mn_router_policies(struct ps *p, const struct ctl_mn_router *mr, const struct sadb_policy *tun_policy);
 
 #endif

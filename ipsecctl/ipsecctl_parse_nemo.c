@@ -68,8 +68,11 @@ int conf_mn_router_prefix(struct ps *p, struct ctl_mn_router *mr, struct ctl_pos
 	return 0;
 }
 
-int conf_mn_router_policies(struct ps *p, const struct ctl_mn_router *mr, const struct sadb_policy *tun_out)
+int conf_mn_router_policies(struct ps *p, const struct ctl_mn_router *mr, const struct sadb_policy *tun_policy)
 {
+	/* a copy: tun_policy is an item of the list that conf_item_new below may move */
+	const struct sadb_policy t = *tun_policy, *tun_out = &t;
+
 	if (mr->n && tun_out->priority == UINT32_MAX)
 		return ps_err(p, p->t[0].pos, "a mobile router's priority must be below 4294967294 (its "
 			      "networks' policies come after its tunnel's)");
