@@ -622,10 +622,13 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 		cl->takeover_blind = !cl->eligible;
 		cl->serving = false;
 		cl->c.takeovers++;
+		/* a node with no covered SA has nothing to rekey: it says so rather than a raise of nothing */
 		dp_log(LOG_NOTICE, "cluster: active (peer %s %s)%s", cl->peer_str,
 		       reachable(cl, now) ? "reachable" : "unreachable: solo budgets",
-		       cl->eligible ? "" : "; not caught up: every SA's soft expiry is raised");
-		snprintf(msg, len, "active%s", cl->eligible ? "" : " (not caught up: the SAs are rekeyed)");
+		       cl->eligible ? "" : cl->sas.n ? "; not caught up: every SA's soft expiry is raised" :
+		       "; not caught up, and it holds no covered SA yet");
+		snprintf(msg, len, "active%s", cl->eligible ? "" : cl->sas.n ?
+			 " (not caught up: the SAs are rekeyed)" : " (not caught up; no covered SA yet)");
 	} else {
 		/* it had everything it made; with an active peer (a healed split brain) it catches up */
 		cl->active = false;

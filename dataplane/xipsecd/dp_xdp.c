@@ -36,6 +36,8 @@ struct dp_xdp {
 	uint32_t lspd_conf;          /* local_spd_conf as last written */
 	bool lspd_warned;            /* the table's overflow was logged */
 	struct dp_xdp_addr *own;     /* the addresses local_addrs holds, for local_spd */
+	uint8_t *own_ovf;            /* per own address: policies covering it were left out of
+	                              * local_spd (its local_addrs value has DP_XDP_ADDR_OVERFLOW) */
 	unsigned n_own;
 	int ncpu;
 	struct dp_xdp_local_drops *lbuf;   /* ncpu values of one local_drops key */
@@ -177,8 +179,9 @@ int dp_xdp_load(struct dp_ctx *ctx)
 	}
 	x->ncpu = libbpf_num_possible_cpus();
 	x->own = calloc(DP_LOCAL_ADDR_MAX, sizeof(*x->own));
+	x->own_ovf = calloc(DP_LOCAL_ADDR_MAX, 1);
 	x->lbuf = x->ncpu > 0 ? calloc((size_t)x->ncpu, sizeof(*x->lbuf)) : NULL;
-	if (!x->own || !x->lbuf) {
+	if (!x->own || !x->own_ovf || !x->lbuf) {
 		err = x->ncpu > 0 ? -ENOMEM : x->ncpu;
 		goto fail;
 	}
@@ -223,6 +226,7 @@ fail:
 		close(x->nl_fd);
 	bpf_object__close(x->obj);
 	free(x->own);
+	free(x->own_ovf);
 	free(x->lbuf);
 	free(x);
 	return err;
@@ -271,7 +275,6 @@ int dp_xdp_sync_addrs(struct dp_ctx *ctx)
 	struct dp_xdp *x = ctx->xdp;
 	struct addr_set *s = calloc(1, sizeof(*s));
 	struct dp_xdp_addr key, next;
-	uint32_t one = 1;
 	int err;
 	bool first = true;
 
@@ -294,11 +297,14 @@ int dp_xdp_sync_addrs(struct dp_ctx *ctx)
 	/* on failure ctx->local_spd_stale has the next sync build it again, every policy read afresh */
 	err = dp_xdp_local_spd(ctx);
 	/* Add the new set before removing what is gone, so an address that stays is never missing. */
-	for (unsigned i = 0; i < s->n; i++)
-		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &one, BPF_ANY)) {
+	for (unsigned i = 0; i < s->n; i++) {
+		uint32_t v = 1 | (x->own_ovf[i] ? DP_XDP_ADDR_OVERFLOW : 0);
+
+		if (bpf_map_update_elem(x->addrs_fd, &s->a[i], &v, BPF_ANY)) {
 			err = -errno;
 			goto out;
 		}
+	}
 	for (;;) {
 		bool keep = false;
 
@@ -501,23 +507,43 @@ static void lspd_entry(struct dp_xdp_lspd *r, const struct sadb_policy *p)
 		lspd_prefix(r->dst, r->dmask, &s->dst, s->dst_plen);
 }
 
+/* Whether entry r's destination selector holds address a. */
+static bool lspd_covers(const struct dp_xdp_lspd *r, const struct dp_xdp_addr *a)
+{
+	bool in = !r->family || r->family == a->family;
+
+	for (int w = 0; w < 4 && in; w++) {
+		uint32_t v;
+
+		memcpy(&v, a->addr + 4 * w, 4);
+		in = (v & r->dmask[w]) == r->dst[w];
+	}
+	return in;
+}
+
 /* Whether entry r's destination selector holds one of the gateway's addresses. */
 static bool lspd_covers_own(const struct dp_xdp *x, const struct dp_xdp_lspd *r)
 {
-	for (unsigned i = 0; i < x->n_own; i++) {
-		const struct dp_xdp_addr *a = &x->own[i];
-		bool in = !r->family || r->family == a->family;
-
-		for (int w = 0; w < 4 && in; w++) {
-			uint32_t v;
-
-			memcpy(&v, a->addr + 4 * w, 4);
-			in = (v & r->dmask[w]) == r->dst[w];
-		}
-		if (in)
+	for (unsigned i = 0; i < x->n_own; i++)
+		if (lspd_covers(r, &x->own[i]))
 			return true;
-	}
 	return false;
+}
+
+/* Sets (set) or clears the overflow mark of the own addresses whose want[i] is set (clear: not
+ * set), in the addresses the map holds now (an address of x->own not yet added gets its mark when
+ * dp_xdp_sync_addrs adds it). */
+static int lspd_mark(struct dp_xdp *x, const uint8_t *want, bool set)
+{
+	for (unsigned i = 0; i < x->n_own; i++) {
+		uint32_t v = 1 | (set ? DP_XDP_ADDR_OVERFLOW : 0);
+
+		if (!want[i] != !set)
+			continue;
+		if (bpf_map_update_elem(x->addrs_fd, &x->own[i], &v, BPF_EXIST) && errno != ENOENT)
+			return -errno;
+	}
+	return 0;
 }
 
 /* The SPD's order (sadb_policy_lookup): lower priority value first, then lower id. */
@@ -537,6 +563,9 @@ int dp_xdp_local_spd(struct dp_ctx *ctx)
 	struct dp_xdp_lspd r;
 	size_t n = 0, cap = 0;
 	uint32_t cursor = 0, half, base, conf, zero = 0;
+	uint8_t ovf[DP_LOCAL_ADDR_MAX];
+	unsigned n_ovf = 0;
+	bool flipped = false;
 	int err = 0;
 
 	if (!x || !ctx->db)
@@ -577,21 +606,46 @@ int dp_xdp_local_spd(struct dp_ctx *ctx)
 			goto out;
 		}
 	}
-	conf = (uint32_t)(n < DP_XDP_LSPD_MAX ? n : DP_XDP_LSPD_MAX) | half |
-	       (n > DP_XDP_LSPD_MAX ? DP_XDP_LSPD_FULL : 0);
+	/* The policies left out: the addresses they cover fail closed (a packet to one of them that
+	 * no entry matches may match a policy left out), the others keep the SPD's answer, BYPASS.
+	 * The marks that tighten go in before the flip and those that loosen after it, so the
+	 * program never meets a table with a mark looser than that table needs. */
+	memset(ovf, 0, DP_LOCAL_ADDR_MAX);
+	for (size_t i = DP_XDP_LSPD_MAX; i < n; i++) {
+		lspd_entry(&r, &v[i]);
+		for (unsigned a = 0; a < x->n_own; a++)
+			if (!ovf[a] && lspd_covers(&r, &x->own[a]))
+				ovf[a] = 1, n_ovf++;
+	}
+	err = lspd_mark(x, ovf, true);
+	if (err)
+		goto out;
+	conf = (uint32_t)(n < DP_XDP_LSPD_MAX ? n : DP_XDP_LSPD_MAX) | half;
 	if (bpf_map_update_elem(x->lspd_conf_fd, &zero, &conf, BPF_ANY)) {
 		err = -errno;
 		goto out;
 	}
 	x->lspd_conf = conf;
+	flipped = true;
+	memcpy(x->own_ovf, ovf, DP_LOCAL_ADDR_MAX);
+	/* a mark left on is stricter than needed, never looser: the next sync builds it all again */
+	err = lspd_mark(x, ovf, false);
+	if (err)
+		dp_log(LOG_WARNING, "local SPD: an address's overflow mark not cleared: %s; its plaintext "
+		       "fails closed until the next build", strerror(-err));
 	if (n > DP_XDP_LSPD_MAX && !x->lspd_warned)
 		dp_log(LOG_WARNING, "%zu inbound policies cover the gateway's own addresses, the XDP "
-		       "program holds the first %u: plaintext to the gateway that none of them "
-		       "matches is dropped (policy_mismatch)", n, DP_XDP_LSPD_MAX);
+		       "program holds the first %u: plaintext to the %u address(es) the others cover "
+		       "that none of them matches is dropped (policy_mismatch)", n, DP_XDP_LSPD_MAX, n_ovf);
 	x->lspd_warned = n > DP_XDP_LSPD_MAX;
 out:
-	if (err)
-		dp_log(LOG_WARNING, "local SPD not built: %s; the table in use stays", strerror(-err));
+	if (err) {
+		if (!flipped)
+			dp_log(LOG_WARNING, "local SPD not built: %s; the table in use stays",
+			       strerror(-err));
+		/* an address dp_xdp_sync_addrs adds before the next build fails closed */
+		memset(x->own_ovf, 1, DP_LOCAL_ADDR_MAX);
+	}
 	ctx->local_spd_stale = err != 0;
 	free(v);
 	return err;
@@ -617,6 +671,7 @@ void dp_xdp_unload(struct dp_ctx *ctx)
 		close(x->nl_fd);
 	bpf_object__close(x->obj);
 	free(x->own);
+	free(x->own_ovf);
 	free(x->lbuf);
 	free(x);
 	ctx->xdp = NULL;

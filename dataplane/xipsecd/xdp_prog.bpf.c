@@ -327,8 +327,16 @@ static __always_inline int local_in(struct xdp_md *ctx, const struct dp_xdp_if *
 			break;
 		}
 	}
-	if (!verdict)
-		verdict = *conf & DP_XDP_LSPD_FULL ? DP_XDP_LSPD_PROTECT : DP_XDP_LSPD_BYPASS;
+	if (!verdict) {
+		/* none matched: a policy left out of the table may cover this address (xdp_shared.h);
+		 * an address gone from the map since it was looked up fails closed */
+		struct dp_xdp_addr a = { .family = p->family };
+		__u32 *v;
+
+		__builtin_memcpy(a.addr, p->dst, 16);
+		v = bpf_map_lookup_elem(&local_addrs, &a);
+		verdict = !v || (*v & DP_XDP_ADDR_OVERFLOW) ? DP_XDP_LSPD_PROTECT : DP_XDP_LSPD_BYPASS;
+	}
 	if (verdict == DP_XDP_LSPD_BYPASS)
 		return to_kernel();
 	d = bpf_map_lookup_elem(&local_drops, &key);

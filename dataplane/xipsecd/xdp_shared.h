@@ -85,12 +85,17 @@ struct dp_xdp_lspd {
 	__u8 pad;
 };
 /* local_spd_conf[0]: bits 0-15 the number of entries, bit 16 the half in use (entries at
- * DP_XDP_LSPD_MAX and up), bit 17 set when more policies cover the gateway than the table holds:
- * a packet that matches none of the entries may match a policy left out, and is dropped (fail
- * closed, counted as a PROTECT drop). */
+ * DP_XDP_LSPD_MAX and up). When more policies cover the gateway than the table holds, the first
+ * DP_XDP_LSPD_MAX in the SPD's order go in, and each own address a policy left out covers has
+ * DP_XDP_ADDR_OVERFLOW in its local_addrs value: a packet to it that matches none of the entries
+ * may match a policy left out, and is dropped (fail closed, counted as a PROTECT drop). A packet
+ * to another own address keeps the SPD's answer: no policy covers it but those in the table. So
+ * hundreds of tunnels whose selectors hold the gateway's inside address do not cut its outside
+ * address off (ICMP, management, routing). */
 #define DP_XDP_LSPD_N_MASK 0xffffu
 #define DP_XDP_LSPD_HALF   (1u << 16)
-#define DP_XDP_LSPD_FULL   (1u << 17)
+/* local_addrs values: bit 0 always set, and this when policies covering the address were left out */
+#define DP_XDP_ADDR_OVERFLOW (1u << 1)
 
 /* local_drops[xskmap key], per CPU: frames the table dropped, per interface and RX queue; the
  * control thread adds them to the queue's worker as received and dropped with the reason the

@@ -3,7 +3,8 @@
 # gateway's inbound SPD in the XDP program (RFC 4301 section 5.2): what a PROTECT policy covers is
 # dropped and counted (policy_mismatch) while IKE (UDP 500) and traffic no policy covers still reach
 # the gateway's kernel; a BYPASS policy of higher priority lets it through again; the inside is not
-# concerned. Policies are added while xipsecd runs: it follows the SADB.
+# concerned; with more policies than the program's table holds, only the addresses a policy left out
+# covers fail closed. Policies are added while xipsecd runs: it follows the SADB.
 . "$top_srcdir/tests/netns/lib.sh"
 xt_require ip ethtool socat ping
 . "$top_srcdir/tests/netns/test_dp_common.sh"
@@ -52,5 +53,29 @@ dp_ctl gw1 policy in bypass 192.0.2.2/32 192.0.2.1/32 proto 1 prio 10
 sleep 0.3
 dp_ping gw2 192.0.2.1
 [ "$(mismatch)" -eq "$m1" ] || xt_fail "bypassed pings counted as drops"
+
+# More inbound policies than the XDP program's table holds (256), as hundreds of tunnels to the
+# inside network make: 300 that cover the inside address 10.1.0.1, the last of them (the lowest
+# priority, so left out of the table) protecting gw2's plaintext to it. The address a policy left
+# out covers fails closed; the outside addresses no such policy covers still answer.
+for i in $(seq 0 298); do
+	echo "policy in protect 198.18.$((i / 250)).$((i % 250 + 1))/32 10.1.0.0/24 transport"
+done > "$XT_DIR/many"
+while read -r cmd; do
+	# shellcheck disable=SC2086
+	dp_ctl gw1 $cmd
+done < "$XT_DIR/many"
+dp_ctl gw1 policy in protect 192.0.2.2/32 10.1.0.1/32 transport prio 1000
+# (said once, when the table first overflows)
+xt_wait 5 grep -q "inbound policies cover the gateway's own addresses.*plaintext to the [0-9]* address" \
+	"$XT_DIR/xipsecd-gw1.log" || xt_fail "xipsecd did not say the local SPD's table overflowed"
+sleep 0.3
+m2=$(mismatch)
+dp_ping gw2 192.0.2.11
+dp_ping gw2 192.0.2.1
+xt_exec gw2 ping -q -c 3 -i 0.1 -W 1 10.1.0.1 >/dev/null &&
+	xt_fail "plaintext to the inside address reached the gateway although a policy left out of the XDP table protects it"
+counted2() { [ "$(mismatch)" -ge $((m2 + 3)) ]; }
+xt_wait 5 counted2 || xt_fail "the overflow's drops not counted: policy_mismatch $m2 -> $(mismatch)"
 dp_finish
 exit 0

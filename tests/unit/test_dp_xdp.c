@@ -263,10 +263,10 @@ static uint64_t stat_sum(uint32_t k)
 	return s;
 }
 
-static void add_addr(const char *a)
+/* An own address in local_addrs, with its value (1, or with DP_XDP_ADDR_OVERFLOW). */
+static void set_addr(const char *a, uint32_t one)
 {
 	struct dp_xdp_addr k = { 0 };
-	uint32_t one = 1;
 
 	if (strchr(a, ':')) {
 		k.family = DP_AF_INET6;
@@ -276,6 +276,11 @@ static void add_addr(const char *a)
 		inet_pton(AF_INET, a, k.addr);
 	}
 	assert_int_equal(bpf_map_update_elem(addrs_fd, &k, &one, BPF_ANY), 0);
+}
+
+static void add_addr(const char *a)
+{
+	set_addr(a, 1);
 }
 
 static int setup(void **state)
@@ -668,10 +673,21 @@ static void test_local_spd(void **state)
 	local_case("the last of 256 entries decides", O, f, len, L_PASS);
 	len = icmp4(f, "192.0.2.99", "192.0.2.1");
 	local_case("256 entries, none matches", O, f, len, L_PASS);
-	lspd_conf(DP_XDP_LSPD_MAX | DP_XDP_LSPD_FULL);
-	local_case("more policies than entries, none matches: fail closed", O, f, len, L_PROTECT);
+	/* more policies than entries, some covering 192.0.2.1 and fd00::1 left out (xipsecd marks
+	 * the addresses they cover) */
+	set_addr("192.0.2.1", 1 | DP_XDP_ADDR_OVERFLOW);
+	set_addr("fd00::1", 1 | DP_XDP_ADDR_OVERFLOW);
+	local_case("a policy left out covers it, none matches: fail closed", O, f, len, L_PROTECT);
+	len = icmp4(f, "192.0.2.99", "10.1.0.1");
+	local_case("no policy left out covers this own address: the SPD's answer", O, f, len, L_PASS);
+	o = ip6(f, "fd03::5", "fd00::1", 58, 8); f[o] = 128; len = pad(f, o + 1, 7);
+	local_case("IPv6, a policy left out covers it: fail closed", O, f, len, L_PROTECT);
+	o = ip6(f, "fd03::5", "fd01::1", 58, 8); f[o] = 128; len = pad(f, o + 1, 7);
+	local_case("IPv6, an own address no policy left out covers", O, f, len, L_PASS);
 	len = icmp4(f, "198.51.100.7", "192.0.2.1");
-	local_case("more policies than entries, the last entry still decides", O, f, len, L_PASS);
+	local_case("a policy left out covers it, the last entry still decides", O, f, len, L_PASS);
+	set_addr("192.0.2.1", 1);
+	set_addr("fd00::1", 1);
 	/* the other half, as xipsecd flips to it */
 	lspd_put(DP_XDP_LSPD_MAX, "198.51.100.0/24", "192.0.2.1/32", 0, 0, DP_XDP_LSPD_PROTECT);
 	lspd_conf(1 | DP_XDP_LSPD_HALF);
