@@ -166,6 +166,19 @@ ha_logs() {
 	for f in iked-gw1 iked-gw3 keepalived-gw1 keepalived-gw3 xipsecd-gw1 xipsecd-gw3 charon-gw2; do
 		[ -f "$XT_DIR/$f.log" ] && { echo "----- $f" >&2; tail -40 "$XT_DIR/$f.log" >&2; }
 	done
+	# what each dataplane did: its workers' counters and drops by reason, non-zero ones
+	for f in gw1 gw3; do
+		[ -S "$XT_DIR/$f.sock" ] || continue
+		echo "----- xipsecd-$f counters" >&2
+		timeout 10 "$XIPSECD" --status --ctl "$XT_DIR/$f.sock" 2>/dev/null | "$PYTHON" -c '
+import json, sys
+tot = {}
+for w in json.load(sys.stdin).get("worker", []):
+    for k, v in list(w.items()) + [("drop " + k, v) for k, v in w.get("drops", {}).items()]:
+        if isinstance(v, int) and not isinstance(v, bool):
+            tot[k] = tot.get(k, 0) + v
+print(" ".join("%s=%d" % kv for kv in sorted(tot.items()) if kv[1]))' >&2
+	done
 	return 0
 }
 ha_fail() { ha_logs; xt_fail "$*"; }
