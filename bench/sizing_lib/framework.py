@@ -229,6 +229,23 @@ def cmd_run(args, srcdir):
     ctx.meta.update({"command": " ".join([sys.argv[0]] + sys.argv[1:]), "quick": ctx.quick,
                      "builddir": str(ctx.builddir), "start": datetime.datetime.utcnow().isoformat() + "Z",
                      "sections": {}})
+    again = None
+    if only and (out / "results.json").exists():
+        # --only into an existing run: those sections are measured again, the others' tables kept
+        # (a section's tables are named after it), and the run says which were re-measured when
+        meta, tables = load_run(out)
+        if not meta.get("sections") or bool(meta.get("quick")) != ctx.quick:
+            sys.stderr.write("sizing: %s holds a run of another mode (or none): measure into a new directory\n"
+                             % out)
+            return 2
+        mine = lambda n: any(n == s or n.startswith(s + "_") for s in only)
+        ctx.plots = meta.pop("plots", {})
+        ctx.tables = {k: v for k, v in tables.items() if not mine(k)}
+        meta["expected_rows"] = {k: v for k, v in meta.get("expected_rows", {}).items() if not mine(k)}
+        again = {"sections": only, "command": ctx.meta["command"], "start": ctx.meta["start"],
+                 "builddir": ctx.meta["builddir"]}
+        meta.setdefault("remeasured", []).append(again)
+        ctx.meta = meta
     mods = []
     for name in SECTIONS:
         if only and name not in only:
@@ -269,13 +286,40 @@ def cmd_run(args, srcdir):
         ctx.meta["sections"][m.NAME] = {"status": status, "secs": round(time.monotonic() - t0, 1),
                                         "points": counts[m.NAME]}
         ctx.save_results()
-    ctx.meta["end"] = datetime.datetime.utcnow().isoformat() + "Z"
-    ctx.meta["elapsed_s"] = round(time.monotonic() - ctx.start, 1)
+    end = {"end": datetime.datetime.utcnow().isoformat() + "Z", "elapsed_s": round(time.monotonic() - ctx.start, 1)}
+    (again if again is not None else ctx.meta).update(end)
     ctx.save_results()
+    if again is not None:
+        mods = [m for m in (import_section(n) for n in SECTIONS if n in ctx.meta["sections"]) if m is not None]
     report_mod.write(ctx, mods)
     ctx.save_results()
     ctx.log("done in %s: %s" % (ctx._fmt(time.monotonic() - ctx.start), out / "report.html"))
     return rc
+
+
+def cmd_report(run_dir, srcdir):
+    """`bench/sizing report RUN_DIR`: a model change applied to a stored run. Each section that has a
+    rederive(ctx) recomputes its model's columns from the run's measurements (nothing is measured
+    again, and no measured column changes), then report.md, report.html and the plots are written
+    again; results.json records when. `check` then holds the run to the model as it is now."""
+    from sizing_lib import report as report_mod
+    meta, tables = load_run(run_dir)
+    if not meta.get("sections"):
+        sys.stderr.write("sizing: %s: no sections in results.json\n" % run_dir)
+        return 2
+    ctx = Context(pathlib.Path(run_dir).resolve(), srcdir, meta.get("builddir", "."), quick=meta.get("quick"))
+    ctx.plots = meta.pop("plots", {})
+    ctx.meta, ctx.tables = meta, tables
+    mods = [m for m in (import_section(n) for n in SECTIONS if n in meta["sections"]) if m is not None]
+    for m in mods:
+        if hasattr(m, "rederive"):
+            ctx.section = m.NAME
+            m.rederive(ctx)
+    ctx.meta["rederived"] = datetime.datetime.utcnow().isoformat() + "Z"
+    ctx.log("model columns recomputed from the measurements; report written again")
+    report_mod.write(ctx, mods)
+    ctx.save_results()
+    return 0
 
 
 # ---- check
@@ -392,8 +436,12 @@ bench/sizing: the sizing study of xipsecd and xipsec-iked (run as root).
 
   bench/sizing [--quick | --full] [--out DIR] [--build BUILDDIR] [--only SECTION,...]
   bench/sizing plan RUN_DIR [options]     the sizing calculator (bench/sizing plan --help)
+  bench/sizing --only SECTION,... --out RUN_DIR   into an existing run: those sections measured again,
+                                          the others' tables kept, the report says which and when
   bench/sizing check RUN_DIR              re-verify a run directory: it fails on a table holding fewer
                                           rows than the plan asked for and on a failed sub-run
+  bench/sizing report RUN_DIR             a model change applied to a stored run: the model's columns
+                                          recomputed from its measurements, the report written again
 
 Sections, in this order: dataplane (throughput, CPU and service demand against send size per
 transform, TCP and UDP streams, 1 and 2 workers; request/response rate and latency; one-way versus
@@ -425,6 +473,11 @@ def main(argv):
             print("check: " + e)
         print("check: %s: %s" % (argv[1], "consistent" if not errs else "%d problem(s)" % len(errs)))
         return 1 if errs else 0
+    if argv and argv[0] == "report":
+        if len(argv) != 2:
+            sys.stderr.write("usage: bench/sizing report RUN_DIR\n")
+            return 2
+        return cmd_report(argv[1], srcdir)
     if argv and argv[0] == "plan":
         m = import_section("plan")
         if m is None:

@@ -238,4 +238,9 @@ def check(run_dir):
         if r["exch_s"] <= 0 or r["ha_exch_s"] < r["exch_s"]:
             errs.append("mip6_bu_mem %s %s: the home agent's share (%s/s) is below the whole loop's (%s/s)" % (
                 r["transform"], r["mobile_nodes"], r["ha_exch_s"], r["exch_s"]))
+    # a phase the home agent answered nothing of is a sub-run that failed, not a rate of 0
+    for r in dataplane._dicts(tables.get("mip6_bu_e2e", {"columns": [], "rows": []})):
+        if not r["answered"]:
+            errs.append("mip6_bu_e2e %s mobile node(s), window %s, %s: no Binding Update answered (%s lost)" % (
+                r["mobile_nodes"], r["window"], r["phase"], r["lost"]))
     return errs

@@ -9,7 +9,8 @@
 # give the low and high end), the packet rate is checked against the measured loss-free rates (with
 # the measured scaling from 1 to 2 workers: one SA's from the lossfree section, or, for a tunnel count
 # nearer the scale section's many tunnels than one, the scaling it measured over them; and what beyond
-# 2 workers is extrapolated), Mobile IPv6 nodes
+# 2 workers is extrapolated; and the cost per packet's growth with the tunnels, from the scale
+# section's floods: tunnel_factor), Mobile IPv6 nodes
 # add their Binding Update refreshes, and IPv6 outer headers and NAT-T add their bytes. It prints its
 # arithmetic step by step, so that an operator can check (and redo) every figure; errors name what is
 # wrong with the input.
@@ -217,6 +218,26 @@ def worker_capacity(lossfree_rows, transform, cls, workers):
     return by_w[1] * workers, "one worker's x %d (scaling not measured: linear)" % workers
 
 
+def tunnel_factor(fwd_rows, tunnels):
+    """(factor, note): what one tunnel's packet rate is multiplied by for TUNNELS tunnels, from the
+    scale section's 1-worker floods: the encrypting gateway's CPU per packet over the fewest tunnels
+    flooded, over its CPU per packet at TUNNELS (log-interpolated between the tunnel counts flooded,
+    the largest one's beyond them). The cost per packet grows with the tunnels (each packet's SA, its
+    key schedule and counters are another cache line set once they outgrow the caches), and a rate at
+    one SA does not carry it. The encrypting gateway's figure: the flood saturates it first, where the
+    decrypting one also spends CPU on what the link in front of it dropped. None without two counts."""
+    pts = sorted((int(r["n"]), float(r["ns_per_pkt_gw1"])) for r in fwd_rows
+                 if int(r["workers"]) == 1 and r.get("ns_per_pkt_gw1") not in (None, "") and
+                 float(r["ns_per_pkt_gw1"]) > 0)
+    if len(pts) < 2:
+        return None
+    if tunnels <= pts[0][0]:
+        return 1.0, "%d tunnel(s): as flooded over %d" % (tunnels, pts[0][0])
+    ns, how = interp(pts, tunnels)
+    return pts[0][1] / ns, "x %.2f for %s tunnels (CPU per packet %.0f ns over %d tunnel(s), %.0f ns here: %s)" % (
+        pts[0][1] / ns, "{:,}".format(tunnels), pts[0][1], pts[0][0], ns, how)
+
+
 def many_sa_efficiency(tables, tunnels):
     """(N, efficiency) of the scale section's 2-worker forwarding over N tunnels for a plan of TUNNELS
     tunnels, or None: the measured N nearest TUNNELS on a log scale, used when TUNNELS is nearer it
@@ -265,6 +286,13 @@ def packet_step(p, tables, args, pps, avg):
     elif rows(tables, "scale_workers") and eff is not None and args.tunnels > 0:
         p("  (%s tunnels planned: nearer one SA than the scale section's 2-worker tunnels, one SA's efficiency "
           "is used)" % "{:,}".format(args.tunnels))
+    tf = tunnel_factor(rows(tables, "scale_fwd"), args.tunnels)
+    if tf and tf[0] != 1.0:
+        one *= tf[0]
+        p("  over %s tunnels a packet costs more than over one: %s; 1 worker: %.0f pps" % (
+            "{:,}".format(args.tunnels), tf[1], one))
+    elif not tf:
+        p("  the tunnel count is not in this step (the run flooded fewer than 2 tunnel counts)")
     need = pps / (one * args.headroom)
     if need <= 1:
         p("  %.0f / (%.0f x %.2f headroom) = %.2f of one worker: 1 worker" % (pps, one, args.headroom, need))

@@ -69,6 +69,10 @@ def write(ctx, mods):
         ("build", meta.get("builddir")), ("command", meta.get("command")),
         ("start", meta.get("start")), ("elapsed", "%s s" % meta.get("elapsed_s")),
         ("mode", "quick (reduced matrix)" if ctx.quick else "full")]
+    head += [("re-measured", "%s: %s to %s (%s s)" % (", ".join(r["sections"]), r.get("start"), r.get("end"),
+                                                       r.get("elapsed_s"))) for r in meta.get("remeasured", [])]
+    if meta.get("rederived"):
+        head.append(("model applied again", "%s (bench/sizing report)" % meta["rederived"]))
     # markdown
     md = ["# xipsec sizing study", ""]
     md += ["| | |", "|---|---|"] + ["| %s | %s |" % (k, v) for k, v in head] + [""]
