@@ -83,6 +83,10 @@ struct dp_sa_state {
 	 * lease half by a worker, read every tick: no line of its own needed. */
 	_Atomic uint32_t lease_hint;
 	uint64_t lease_scan_ns;      /* dp_now_ns() of the next look without a hint */
+	/* A test's hook ($XIPSEC_TEST_SYNC_PAUSE_MS, 0 = off): every sync reads every slot and
+	 * pauses this long after each inbound SA it read, so that writers change the SADB in the
+	 * middle of the read, as they do by chance in a full resynchronisation (drop_replaced). */
+	uint64_t test_pause_ms;
 };
 #define DP_LEASE_SCAN_NS 1000000000ull
 
@@ -515,6 +519,7 @@ int dp_sa_init(struct dp_ctx *ctx)
 		pthread_spin_init(&st->in_lock[i].l, PTHREAD_PROCESS_PRIVATE);
 	st->need_full = true;
 	st->state_fd = -1;
+	st->test_pause_ms = dp_env_u64("XIPSEC_TEST_SYNC_PAUSE_MS", 0, 0, 1000);
 	ctx->sa_state = st;
 	return dp_sa_sync(ctx);
 }
@@ -527,6 +532,58 @@ void dp_sa_resync(struct dp_ctx *ctx)
 		st->need_full = true;
 }
 
+/* The slots of a table are read one after another while writers go on: a slot read early may still
+ * hold an SA that a flush and reload deleted a moment later, and a slot read after that its
+ * successor with the same SPI, protocol and destination (a full resynchronisation reads every
+ * slot, and measured at 1,000 reloads in 4 s it mixed two reloads in one table about once a run).
+ * The SADB never holds two such SAs at once, and instances only grow, so of two in one table the
+ * older is already gone: it leaves the table here as if its deletion had been read. Kept, it
+ * would be looked up in place of its successor and, inbound with a manual key, be leased a
+ * replay-window ceiling in the same batch, so that its successor's window started at that
+ * ceiling instead of at its predecessor's exact top (dp_seqmark.c): the peer's next 4,096 packets
+ * refused after a reload that should lose none. An object of the old table goes with the dead,
+ * released after the grace period like any deleted SA; one made in this round was never
+ * published and is freed. Returns the new count of dead. */
+static uint32_t drop_replaced(struct dp_ctx *ctx, struct dp_satab *t, const struct dp_satab *old,
+			      struct dp_sa **dead, uint32_t n_dead)
+{
+	uint32_t n = 0, mask;
+	struct dp_sa **seen;
+
+	for (uint32_t i = 0; i < t->max_sa; i++)
+		n += t->slot[i] != NULL;
+	mask = pow2_above(n) * 2 - 1;
+	seen = calloc((size_t)mask + 1, sizeof(*seen));
+	if (!seen)
+		return n_dead; /* kept: safe, only the successor's first packets are at stake */
+	for (uint32_t i = 0; i < t->max_sa; i++) {
+		struct dp_sa *s = t->slot[i], *gone, **p;
+		uint32_t h;
+
+		if (!s)
+			continue;
+		h = in_key(s->sa.spi, s->sa.proto, &s->sa.dst) & mask;
+		for (p = &seen[h]; *p; p = &seen[h = (h + 1) & mask])
+			if ((*p)->sa.spi == s->sa.spi && (*p)->sa.proto == s->sa.proto &&
+			    sadb_addr_eq(&(*p)->sa.dst, &s->sa.dst))
+				break;
+		if (!*p) {
+			*p = s;
+			continue;
+		}
+		gone = (*p)->sa.instance < s->sa.instance ? *p : s;
+		*p = gone == s ? *p : s;
+		t->slot[gone->slot] = NULL;
+		gone->deleted = true;
+		if (old && old->slot[gone->slot] == gone)
+			dead[n_dead++] = gone;
+		else
+			sa_free(gone, ctx->n_workers);
+	}
+	free(seen);
+	return n_dead;
+}
+
 int dp_sa_sync(struct dp_ctx *ctx)
 {
 	struct dp_sa_state *st = ctx->sa_state;
@@ -534,7 +591,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 	struct dp_sa **dead = NULL;
 	uint32_t n_dead = 0;
 	uint8_t *dirty = NULL;
-	bool full = st->need_full || ctx->local_spd_stale || !old;
+	bool full = st->need_full || ctx->local_spd_stale || !old || st->test_pause_ms;
 	bool pol = full;             /* the XDP program's local SPD is built again */
 	uint64_t gen = sadb_generation(ctx->db);
 	int err = -ENOMEM;
@@ -561,7 +618,10 @@ int dp_sa_sync(struct dp_ctx *ctx)
 						dirty[ch[i].index] = 1;
 					break;
 				case SADB_CHG_FLUSH_SA:
-					memset(dirty, 1, st->max_sa);
+					/* the SAs this process has objects for; one added since has
+					 * an entry of its own */
+					for (uint32_t k = 0; k < st->max_sa; k++)
+						dirty[k] |= old->slot[k] != NULL;
 					break;
 				case SADB_CHG_POL_ADD: case SADB_CHG_POL_DEL: case SADB_CHG_FLUSH_POL:
 					pol = true;
@@ -598,6 +658,8 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		if (!dirty[i])
 			continue;
 		if (sadb_sa_get(ctx->db, i, &rec) == 0) {
+			if (st->test_pause_ms && rec.dir == SADB_DIR_IN)
+				usleep((useconds_t)(st->test_pause_ms * 1000));
 			if (cur && same_record(&cur->sa, &rec))
 				continue;
 			if (cur)
@@ -619,6 +681,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		if (cur)
 			dead[n_dead++] = cur;
 	}
+	n_dead = drop_replaced(ctx, t, old, dead, n_dead);
 	{
 		/* the new persisted SAs' leases, before the table is visible (sa_make) */
 		struct dp_sa **lease = calloc(st->max_sa, sizeof(*lease));

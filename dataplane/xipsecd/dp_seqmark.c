@@ -88,7 +88,11 @@
  * brought down to the exact top (dp_seqmark_release_batch): a flush and reload, a clean restart or
  * an orderly reboot then starts the window exactly where it was, and the peer loses nothing. An SA
  * of a manual key added is leased only after the grace period that retires the SAs it replaces
- * (dp_sa_sync; it accepts nothing meanwhile), so it reads the mark its predecessor brought down. */
+ * (dp_sa_sync; it accepts nothing meanwhile), so it reads the mark its predecessor brought down;
+ * and a table never holds an SA beside its successor of the same SPI, protocol and destination,
+ * which a sync that reads the SADB while a reload changes it could otherwise see (drop_replaced in
+ * dp_sa.c): both would be leased in one batch, the successor's window started at the ceiling of
+ * an SA already gone. */
 #include "config.h"
 
 #include <errno.h>
