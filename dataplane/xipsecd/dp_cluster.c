@@ -12,6 +12,11 @@
  * Bounded: one message holds at most DPC_MAX_ENTRIES entries (DPC_MSG_MAX bytes); a tick sends at
  * most DPC_SEND_MAX messages and reads at most DPC_READ_MAX; a resync is served DPC_RESYNC_STEP SAs
  * a tick; what does not fit waits for the next tick (a lease ask is resent after DPC_ASK_RETRY_NS).
+ * A standby asks for its resync again every DPC_RESYNC_RETRY_NS with the same token until the
+ * active's DPC_DONE echoes it, and the active goes on with a pass under way for that token: at
+ * 20,000 SAs a pass takes about as long as the wait between asks, and a pass begun again at every
+ * ask never ended (the standby stayed ineligible). A new resync (after a cut, after stepping down)
+ * draws a new token, so that no pass begun before it can end it.
  *
  * A standby covered SA's engine limit (rt->seq_lease) is kept at 0: it sends nothing. Inbound
  * window tops go from the active every sync_packets numbers or sync_ms while they move; a node that
@@ -236,8 +241,10 @@ static void on_msg(struct dp_cluster *cl, const struct dpc_msg *m, uint64_t now)
 	/* back in contact after a cut: what the active did meanwhile is not here, so catch up first;
 	 * and tell the peer every number this node may have used alone */
 	if (!was && cl->was_reachable) {
-		if (!cl->active)
+		if (!cl->active) {
 			cl->eligible = false;
+			cl->resync_token = 0; /* a new resync: what was pushed before the cut may be lost */
+		}
 		push(cl, 0);
 	}
 	cl->was_reachable = true;
@@ -249,7 +256,10 @@ static void on_msg(struct dp_cluster *cl, const struct dpc_msg *m, uint64_t now)
 		}
 		return;
 	case DPC_RESYNC:
-		if (cl->active && m->n)
+		/* the standby asks again, with the same token, until DPC_DONE comes: a pass under way for
+		 * that token goes on (a pass over 20,000 SAs takes about a second, as long as the standby
+		 * waits before it asks again: restarted at every ask, it never ended) */
+		if (cl->active && m->n && !(cl->serving && cl->serve_token == m->e[0].base))
 			push(cl, m->e[0].base);
 		return;
 	case DPC_DONE:
@@ -435,7 +445,7 @@ static void serve(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uin
 {
 	unsigned done = 0;
 
-	for (uint32_t i = 0; i < n && done < DPC_RESYNC_STEP; i++) {
+	for (uint32_t i = 0; i < n && done < cl->resync_step; i++) {
 		struct dp_sa *s = v[i];
 		struct cent *c;
 		bool ok;
@@ -452,7 +462,7 @@ static void serve(struct dp_cluster *cl, struct dp_sa *const *v, uint32_t n, uin
 		cl->serve_slot = s->slot + 1;
 		done++;
 	}
-	if (done < DPC_RESYNC_STEP) {
+	if (done < cl->resync_step) {
 		flush_all(cl);
 		if (!cl->sends_left)
 			return;
@@ -539,9 +549,12 @@ void dp_cluster_tick(struct dp_ctx *ctx, struct dp_sa *const *v, uint32_t n)
 	/* with no SA too: a standby that joins before the first tunnel must end its resync */
 	if (cl->serving && scan && reachable(cl, now))
 		serve(cl, v, n, now);
+	/* one token per resync (a fresh one after a cut or a step down: an older pass's DPC_DONE does
+	 * not end it), asked for again every resync_retry_ns until DPC_DONE echoes it */
 	if (!cl->active && !cl->eligible && reachable(cl, now) && cl->peer_active &&
-	    (!cl->resync_token || now - cl->resync_ns >= DPC_RESYNC_RETRY_NS)) {
-		if (getrandom(&cl->resync_token, sizeof(cl->resync_token), 0) == sizeof(cl->resync_token) &&
+	    (!cl->resync_token || now - cl->resync_ns >= cl->resync_retry_ns)) {
+		if ((cl->resync_token || getrandom(&cl->resync_token, sizeof(cl->resync_token), 0) ==
+		     sizeof(cl->resync_token)) &&
 		    cl->resync_token && emit(cl, DPC_RESYNC, NULL, cl->resync_token, 0)) {
 			flush(cl, DPC_RESYNC);
 			cl->resync_ns = now;
@@ -634,6 +647,7 @@ int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len)
 		cl->active = false;
 		cl->scan_ns = 0; /* the next tick withdraws every SA's limit */
 		cl->eligible = !(reachable(cl, now) && cl->peer_active);
+		cl->resync_token = 0;
 		cl->serving = false;
 		cl->serve_token = 0;
 		push(cl, 0);
@@ -662,6 +676,10 @@ int dp_cluster_open(struct dp_ctx *ctx, const struct dp_cluster_cfg *cfg)
 		return -ENOMEM;
 	cl->cfg = *cfg;
 	cl->fd = -1;
+	/* test hooks: a resync of a few SAs that takes several ticks and is asked for again meanwhile,
+	 * as one of 20,000 SAs is (tests/netns/test_ha_failover.sh) */
+	cl->resync_step = (unsigned)dp_env_u64("XIPSEC_TEST_RESYNC_STEP", DPC_RESYNC_STEP, 1, DPC_RESYNC_STEP);
+	cl->resync_retry_ns = dp_env_u64("XIPSEC_TEST_RESYNC_RETRY_MS", DPC_RESYNC_RETRY_NS / MS, 10, 60000) * MS;
 	err = dpc_cfg_addrs(cfg, &local, &local_len, &cl->peer, &cl->peer_len, &cl->rank, msg, sizeof(msg));
 	if (err) {
 		dp_log(LOG_ERR, "%s", msg);

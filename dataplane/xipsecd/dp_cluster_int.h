@@ -50,6 +50,8 @@ struct dp_cluster {
 	bool peer_active, peer_eligible, was_reachable;
 	uint64_t last_rx_ns, last_sync_rx_ns, hello_ns;
 	uint64_t resync_token, resync_ns;     /* standby: the token of the resync it waits for */
+	uint64_t resync_retry_ns;             /* standby: asked again after this long without DPC_DONE */
+	unsigned resync_step;                 /* active: SAs a resync serves per scan */
 	struct dpc_sas sas;                   /* this node's covered SAs and the active's (dp_cluster_sas.c) */
 	/* A push of this node's numbers to the peer, from serve_slot on: a resync the active serves
 	 * (serve_token, the standby's, ends it with DPC_DONE), or this node's own ends after a cut or on

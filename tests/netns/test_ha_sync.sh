@@ -13,7 +13,8 @@
 #  0. An SA A holds and B lacks: B is not eligible (show cluster says why), refuses to be made
 #     active, and is eligible again once it holds the SA. A reserved SPI (LARVAL) completed into an
 #     SA on A: xipsecd takes the reservation for what it is (no refusal, no warning).
-#  1. A active, B standby: B catches up (eligible); traffic through A.
+#  1. A active, B standby: B catches up (eligible; a resync asked for again while it is served goes
+#     on); traffic through A.
 #     Inbound ESP into A from scapy (nobody here wrote it) with the inbound SA's keys.
 #  2. A killed (-9) right after a last burst of inbound ESP, `ipsecctl cluster active` on B: B's
 #     sequence numbers start above A's; B's inbound window starts at the top A last synced: every
@@ -164,6 +165,10 @@ while True:
 }
 rx_seqs() { sort -nu "$XT_DIR/rx-$1.log" | awk -v a="$2" -v b="$3" '$1 >= a && $1 <= b'; }
 
+# Each resync here takes several of A's scans (one SA a scan) and B asks again before it ends, as a
+# resync of 20,000 SAs does with a second between asks: the pass must go on, not start over at each
+# ask (B was never eligible).
+export XIPSEC_TEST_RESYNC_STEP=1 XIPSEC_TEST_RESYNC_RETRY_MS=25
 start A
 start B
 # B's SNMP: a stock snmpd as the AgentX master (v2c on B's loopback), xipsec-snmpd on B's view
