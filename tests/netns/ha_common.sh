@@ -6,7 +6,9 @@
 #                          gw1 sy 10.9.9.1 <-> sy 10.9.9.2 gw3 (the sync link)
 #
 # Each node runs xipsecd + xipsec-iked with strongSwan's ha plugin + keepalived, configured from
-# etc/cluster/; gw2 is stock charon with kernel-libipsec (nothing of ours). Each node's xipsec-iked
+# etc/cluster/; gw2 is stock charon with kernel-libipsec (nothing of ours), or with HA_PEER=xipsec a
+# plain xipsec gateway (xipsecd + xipsec-iked, no cluster): bench/ha-bench's peer for sizes whose
+# traffic kernel-libipsec cannot carry (doc/ha-bench.md). Each node's xipsec-iked
 # and keepalived share a private /run (the plugin's FIFO is /var/run/charon.ha, fixed at build
 # time): keepalived's notify script reaches its own node's plugin only.
 #
@@ -30,6 +32,9 @@ HA_GAP_MAX_MS=${HA_GAP_MAX_MS:-3000}
 HA_DP_ARGS=${HA_DP_ARGS:-}
 # the namespace where the flows and TCP transfers from h1 end (h2; the peer itself if it holds them)
 HA_SITE=${HA_SITE:-h2}
+# the peer: stock (charon with kernel-libipsec) or xipsec
+HA_PEER=${HA_PEER:-stock}
+case $HA_PEER in stock|xipsec) ;; *) echo "HA_PEER must be stock or xipsec, not '$HA_PEER'" >&2; exit 2 ;; esac
 
 ha_require() {
 	xt_require tcpdump tshark socat unshare nsenter sha256sum openssl /usr/lib/ipsec/charon
@@ -78,7 +83,13 @@ ha_net() {
 	xt_exec gw2 ip addr add 10.2.0.1/24 dev in2
 	xt_exec gw2 ip addr add 192.0.2.2/24 dev out2
 	xt_exec gw2 ip route add 10.1.0.0/24 via $HA_VIP
-	xt_exec gw2 sysctl -qw net.ipv4.ip_forward=1
+	if [ "$HA_PEER" = xipsec ]; then
+		# only its xipsecd forwards
+		xt_exec gw2 sysctl -qw net.ipv4.ip_forward=0
+		dp_sadb gw2
+	else
+		xt_exec gw2 sysctl -qw net.ipv4.ip_forward=1
+	fi
 	for n in gw1 gw3; do
 		i=$(ha_id $n); k=${n#gw}
 		xt_exec $n ip addr add 10.1.0.1$i/24 dev in$k
@@ -121,7 +132,7 @@ ha_configure() {
 	# the dataplanes' cluster key (README, "Two-node cluster"): 64 hex digits, root's, mode 0600
 	HA_KEY=$XT_DIR/cluster.key
 	( umask 077; openssl rand -hex 32 > "$HA_KEY" )
-	ike_dirs gw2
+	if [ "$HA_PEER" = xipsec ]; then ike_dirs gw2 "$(dp_sadb_of gw2)"; else ike_dirs gw2; fi
 	ike_swanctl gw2 192.0.2.2 $HA_VIP conn ha 2 aes128gcm16-prfsha256-ecp256 dpd_delay=1s \
 		child net 10.2.0.0/24 10.1.0.0/24 aes128gcm16
 	ha_conf gw1
@@ -163,11 +174,12 @@ ha_is_master() { ip -n "$(xt_ns "$1")" -4 addr show dev "out${1#gw}" | grep -q "
 ha_is_backup() { grep -q "Entering BACKUP STATE" "$XT_DIR/keepalived-$1.log" && ! ha_is_master "$1"; }
 ha_logs() {
 	local f
-	for f in iked-gw1 iked-gw3 keepalived-gw1 keepalived-gw3 xipsecd-gw1 xipsecd-gw3 charon-gw2; do
+	for f in iked-gw1 iked-gw3 keepalived-gw1 keepalived-gw3 xipsecd-gw1 xipsecd-gw3 charon-gw2 \
+		iked-gw2 xipsecd-gw2; do
 		[ -f "$XT_DIR/$f.log" ] && { echo "----- $f" >&2; tail -40 "$XT_DIR/$f.log" >&2; }
 	done
 	# what each dataplane did: its workers' counters and drops by reason, non-zero ones
-	for f in gw1 gw3; do
+	for f in gw1 gw3 gw2; do
 		[ -S "$XT_DIR/$f.sock" ] || continue
 		echo "----- xipsecd-$f counters" >&2
 		timeout 10 "$XIPSECD" --status --ctl "$XT_DIR/$f.sock" 2>/dev/null | "$PYTHON" -c '
@@ -205,8 +217,20 @@ ha_peer_one_child() { [ "$(ha_peer_sas | grep -c ^CHILD)" = 1 ]; }
 ha_sa_spis() { ike_dump "$1" | grep -o "spi=[0-9a-fx]*" | sort | tr '\n' ' '; }
 ha_same_sas() { [ "$(ha_sa_spis gw1)" = "$(ha_sa_spis gw3)" ]; }
 
+# ha_peer_start: the peer's daemons (HA_PEER)
+ha_peer_start() {
+	if [ "$HA_PEER" = xipsec ]; then
+		# an IKE_SA carries all its CHILD_SAs, as the stock peer's does (maxqm, 100 by default,
+		# would rekey it after each 100)
+		ike_sconf gw2 "maxqm = 0"
+		dp_start gw2
+		IKE_ASAN_OPTIONS="detect_leaks=0:check_printf=0" ike_start gw2
+	else
+		ike_start_stock gw2
+	fi
+}
 ha_up() {
-	ike_start_stock gw2
+	ha_peer_start
 	ha_start gw1
 	xt_wait 10 ha_is_master gw1 || ha_fail "node A did not become master"
 	xt_wait 5 ha_role_is gw1 active || ha_fail "keepalived's notify did not make node A's dataplane active"
@@ -302,8 +326,19 @@ ha_tcp_result() {
 	xt_stop "tcp-rx-$name"
 	rm -f "$XT_DIR/tcp-$name.in" "$XT_DIR/tcp-$name.out"
 }
-# ha_check_peer WHAT: the peer's libipsec logged no replay and no ICV failure
+# ha_check_peer WHAT: the peer dropped no ESP packet as a replay and none for its ICV (stock: its
+# libipsec's log; xipsec: its dataplane's drop counters, as ipsecctl shows them)
 ha_peer_drops() {
+	if [ "$HA_PEER" = xipsec ]; then
+		timeout 10 "$IPSECCTL" --sadb "$(dp_sadb_of gw2)" show > "$XT_DIR/peer-show.txt" 2>&1
+		# "  <reason>   COUNT (SAs a, no SA b)"
+		awk 'function n(r) { i = index($0, " (SAs"); if (!i || index($0, "  " r " ") != 1) return 0
+				     v = substr($0, 1, i - 1); sub(/.* /, "", v); return v + 0 }
+		     { rp += n("replayed sequence number") + n("sequence number left of the replay window")
+		       icv += n("ICV verification failed") }
+		     END { printf "replay %d ICV %d\n", rp, icv }' "$XT_DIR/peer-show.txt"
+		return
+	fi
 	echo "replay $(grep -c "sequence number verification failed" "$XT_DIR/charon-gw2.log")" \
 		"ICV $(grep -c "ICV verification failed" "$XT_DIR/charon-gw2.log")"
 }
