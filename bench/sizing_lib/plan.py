@@ -10,7 +10,8 @@
 # the measured scaling from 1 to 2 workers: one SA's from the lossfree section, or, for a tunnel count
 # nearer the scale section's many tunnels than one, the scaling it measured over them; and what beyond
 # 2 workers is extrapolated; and the cost per packet's growth with the tunnels, from the scale
-# section's floods: tunnel_factor), Mobile IPv6 nodes
+# section's floods: tunnel_factor; the same growth, per packet, is added to the CPU of step 3:
+# flood_growth), Mobile IPv6 nodes
 # add their Binding Update refreshes, and IPv6 outer headers and NAT-T add their bytes. It prints its
 # arithmetic step by step, so that an operator can check (and redo) every figure; errors name what is
 # wrong with the input.
@@ -218,6 +219,14 @@ def worker_capacity(lossfree_rows, transform, cls, workers):
     return by_w[1] * workers, "one worker's x %d (scaling not measured: linear)" % workers
 
 
+def _flood_points(fwd_rows, workers):
+    """(tunnels, the encrypting gateway's CPU ns per packet) of the scale section's floods with WORKERS
+    workers, by tunnel count."""
+    return sorted((int(r["n"]), float(r["ns_per_pkt_gw1"])) for r in fwd_rows
+                  if int(r["workers"]) == workers and r.get("ns_per_pkt_gw1") not in (None, "") and
+                  float(r["ns_per_pkt_gw1"]) > 0)
+
+
 def tunnel_factor(fwd_rows, tunnels):
     """(factor, note): what one tunnel's packet rate is multiplied by for TUNNELS tunnels, from the
     scale section's 1-worker floods: the encrypting gateway's CPU per packet over the fewest tunnels
@@ -226,9 +235,7 @@ def tunnel_factor(fwd_rows, tunnels):
     key schedule and counters are another cache line set once they outgrow the caches), and a rate at
     one SA does not carry it. The encrypting gateway's figure: the flood saturates it first, where the
     decrypting one also spends CPU on what the link in front of it dropped. None without two counts."""
-    pts = sorted((int(r["n"]), float(r["ns_per_pkt_gw1"])) for r in fwd_rows
-                 if int(r["workers"]) == 1 and r.get("ns_per_pkt_gw1") not in (None, "") and
-                 float(r["ns_per_pkt_gw1"]) > 0)
+    pts = _flood_points(fwd_rows, 1)
     if len(pts) < 2:
         return None
     if tunnels <= pts[0][0]:
@@ -236,6 +243,65 @@ def tunnel_factor(fwd_rows, tunnels):
     ns, how = interp(pts, tunnels)
     return pts[0][1] / ns, "x %.2f for %s tunnels (CPU per packet %.0f ns over %d tunnel(s), %.0f ns here: %s)" % (
         pts[0][1] / ns, "{:,}".format(tunnels), pts[0][1], pts[0][0], ns, how)
+
+
+def flood_growth(fwd_rows, tunnels, workers=1):
+    """(extra ns, note): what a packet costs the encrypting gateway over TUNNELS tunnels beyond what it
+    costs over the fewest tunnels flooded, from the scale section's floods with WORKERS workers
+    (log-interpolated between the counts flooded; the largest one's beyond them), or None without
+    two counts. The growth is a cost per packet, not per byte: each packet's SA, key schedule and
+    counters are one more set of cache lines once the tunnels outgrow the caches, whatever the
+    packet's size."""
+    pts = _flood_points(fwd_rows, workers)
+    if len(pts) < 2:
+        return None
+    if tunnels <= pts[0][0]:
+        return 0.0, "%d tunnel(s): as flooded over %d" % (tunnels, pts[0][0])
+    ns, how = interp(pts, tunnels)
+    return ns - pts[0][1], "+%.0f ns for %s tunnels (the floods' CPU per packet: %.0f ns over %d tunnel(s), %.0f " \
+        "ns here: %s)" % (ns - pts[0][1], "{:,}".format(tunnels), pts[0][1], pts[0][0], ns, how)
+
+
+def many_sa_workers(fwd_rows, tunnels, workers):
+    """(extra ns, note) for WORKERS > 1 over many tunnels: the 2-worker floods' CPU per packet over
+    the 1-worker floods' at the count flooded with both nearest TUNNELS (used when TUNNELS is nearer
+    it than one tunnel, as many_sa_efficiency), or None. Traffic over many tunnels reaches every
+    worker's queue on its own; the lossfree section's 2-worker figure is one SA's, whose queue's
+    worker hands crypto to the other (dp_handoff) and pays for that."""
+    by = {}
+    for r in fwd_rows:
+        if r.get("ns_per_pkt_gw1") not in (None, "") and float(r["ns_per_pkt_gw1"]) > 0:
+            by.setdefault(int(r["n"]), {})[int(r["workers"])] = float(r["ns_per_pkt_gw1"])
+    both = [n for n, w in by.items() if 1 in w and workers in w]
+    if workers <= 1 or not both or tunnels < 1:
+        return None
+    n = min(both, key=lambda n: abs(math.log(tunnels) - math.log(n)))
+    if math.log(tunnels) < math.log(n) / 2:
+        return None
+    d = by[n][workers] - by[n][1]
+    return d, "%+.0f ns for %d workers over many tunnels (the floods over %s tunnels: %.0f ns with %d, %.0f with " \
+        "1)" % (d, workers, "{:,}".format(n), by[n][workers], workers, by[n][1])
+
+
+def ns_per_packet(lossfree_rows, fwd_rows, transform, cls, workers, tunnels):
+    """The CPU model: the encrypting gateway's CPU ns per packet for TRANSFORM at size class CLS with
+    WORKERS workers over TUNNELS tunnels, as xipsecd chooses its crypto. The lossfree section's at one
+    tunnel (at WORKERS; for several workers over many tunnels one worker's, plus many_sa_workers),
+    plus the floods' growth with the tunnels (flood_growth). (ns, how it was found), or None."""
+    by_w = {int(r["workers"]): float(r["ns_per_pkt_gw1"]) for r in lossfree_rows if r["transform"] == transform and
+            r["size"] == cls and r["bound"] != "none" and r.get("crypto", "auto") == "auto" and
+            r.get("ns_per_pkt_gw1") not in (None, "")}
+    many = many_sa_workers(fwd_rows, tunnels, workers)
+    if many and 1 in by_w:
+        ns, how = by_w[1] + many[0], "%.0f ns measured over one tunnel with 1 worker; %s" % (by_w[1], many[1])
+    elif workers in by_w:
+        ns, how = by_w[workers], "%.0f ns measured over one tunnel with %d worker(s)" % (by_w[workers], workers)
+    else:
+        return None
+    g = flood_growth(fwd_rows, tunnels)
+    if g is None:
+        return ns, how + "; tunnel count not in the model (no floods over 2 tunnel counts)"
+    return ns + g[0], how + "; " + g[1]
 
 
 def many_sa_efficiency(tables, tunnels):
@@ -432,6 +498,21 @@ def plan(args, out):
             data_hi += Bps * frac / 1024 * spread[(size, gw)][1] / 1e6
             p("  %5d bytes (%.1f %% of the bytes), %s: %.1f KB/s x %.3f us/KB = %.4f CPU s/s" %
               (size, frac * 100, role, Bps * frac / 1024, sd[(size, gw)], c))
+    # the cost per packet that grows with the tunnels (step 2's service demand is one tunnel's)
+    g = flood_growth(rows(tables, "scale_fwd"), args.tunnels) if args.tunnels > 1 else None
+    if g and g[0] > 0:
+        sends = Bps / avg
+        c = sends * len(gws) * g[0] * scale / 1e9
+        cpu_data += c
+        data_lo += c
+        data_hi += c
+        # the encrypting gateway's growth, taken for decryption too (the decrypting gateway's floods
+        # also spend CPU on what the link in front of it dropped)
+        p("  over %s tunnels each packet costs more than over one: %s; %.0f packets/s x %d (%s) x %.0f ns = "
+          "%.4f CPU s/s" % ("{:,}".format(args.tunnels), g[1], sends, len(gws),
+                            "encrypted and decrypted" if len(gws) == 2 else "encrypted", g[0] * scale, c))
+    elif args.tunnels > 1 and not rows(tables, "scale_fwd"):
+        p("  (the growth of the cost per packet with the tunnels was not measured in this run: no scale section)")
     nrep = min([sum(1 for r in raw if int(r["send_size"]) == sz) for sz in {int(r["send_size"]) for r in raw}] or [0])
     if not nrep:
         p("  data: %.4f CPU seconds per second (no repetitions recorded in this run: the spread is unknown)" %

@@ -148,6 +148,10 @@ pr = [dict(zip(t["scale_predicted"]["columns"], r)) for r in t["scale_predicted"
 assert len(pr) == 1 and pr[0]["tunnels"] == 1000 and pr[0]["predicted_pps"] > 0 and pr[0]["measured_pps"] > 0, pr
 assert pr[0]["verdict"].startswith(("within 15 %", "outside 15 %")), pr
 assert "for 1,000 tunnels" in pr[0]["basis"], pr  # the tunnel count is in the model (plan.tunnel_factor)
+# the CPU model too, against the CPU per packet of the passing trials (plan.ns_per_packet)
+assert pr[0]["predicted_ns"] > 0 and pr[0]["measured_ns_min"] <= pr[0]["measured_ns"] <= pr[0]["measured_ns_max"], pr
+assert pr[0]["verdict_ns"].startswith(("within 15 %", "outside 15 %")), pr
+assert "for 1,000 tunnels" in pr[0]["ns_basis"], pr
 EOF
 # IKE at scale against stock charon: every IKE SA of the bring-up came up, the CHILD SA rounds and the three
 # operations per group were measured, with CPU on both daemons
@@ -165,6 +169,8 @@ assert all(o["per_s"] > 0 and o["cpu_ms_a"] > 0 and o["cpu_ms_b"] > 0 for o in o
 EOF
 grep -q "1,000 tunnels, 1 worker(s), 1400 B: predicted .* pps, measured .* pps" "$run/report.md" ||
 	fail "the report does not print the 1,000-tunnel prediction next to its measurement"
+grep -q "1,000 tunnels, 1 worker(s), 1400 B: predicted .* ns per packet, measured .* ns" "$run/report.md" ||
+	fail "the report does not print the 1,000-tunnel CPU prediction next to its measurement"
 # a loss-free rate for every packet size, found below the generator's own ceiling (the generator was
 # not the bottleneck), with the IMIX the sink saw between 64 and 1400 bytes; the prediction of IMIX
 # from 64 and 1400 bytes is in the report next to the measurement
@@ -238,7 +244,8 @@ cp "$run"/results.json "$run"/scale_predicted.csv "$broken"/
 import json, sys
 d = sys.argv[1]
 j = json.load(open(d + "/results.json"))
-j["tables"]["scale_predicted"]["rows"][0][3] *= 3
+t = j["tables"]["scale_predicted"]
+t["rows"][0][t["columns"].index("predicted_ns")] *= 3
 json.dump(j, open(d + "/results.json", "w"))
 EOF
 "$PY" "$top_srcdir/bench/sizing" check "$broken" > "$tmp/broken.out" 2>&1 &&
@@ -256,9 +263,9 @@ assert all(a[n] == b[n] for n in a if n != "scale_predicted"), [n for n in a if 
 cols = a["scale_predicted"]["columns"]
 for ra, rb in zip(a["scale_predicted"]["rows"], b["scale_predicted"]["rows"]):
     for c, x, y in zip(cols, ra, rb):
-        if c in ("predicted_pps", "error_pct"):
+        if c in ("predicted_pps", "error_pct", "predicted_ns", "error_ns_pct"):
             assert abs(x - y) <= 1e-3 * max(abs(x), 1.0), (c, x, y)
-        elif c not in ("basis", "verdict"):
+        elif c not in ("basis", "verdict", "ns_basis", "verdict_ns"):
             assert x == y, (c, x, y)
 EOF
 echo "test_sizing: ok ($(grep -c . "$run/dataplane_stream_raw.csv") stream rows)"
