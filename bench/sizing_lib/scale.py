@@ -348,15 +348,17 @@ def predict_one(ctx, rig, n, size, workers, p, trials, raw):
                          model_rate(lf, fwd, n, size, workers), measured)
 
 
-def _verdict(err, bound):
+def _verdict(err, bound, cost=False):
+    """ERR: predicted against measured, in %. A rate predicted above the measurement is optimistic,
+    a cost (COST) predicted below it."""
     if bound != "gateway":
         return "%s-bound" % bound
     if err is None:
         return "not measured"
     if abs(err) <= lossfree.PREDICT_TOLERANCE * 100:
         return "within %d %%" % (lossfree.PREDICT_TOLERANCE * 100)
-    return "outside %d %%, %s" % (lossfree.PREDICT_TOLERANCE * 100,
-                                  "below: conservative" if err < 0 else "above: optimistic")
+    return "outside %d %%, %s: %s" % (lossfree.PREDICT_TOLERANCE * 100, "below" if err < 0 else "above",
+                                      "optimistic" if (err < 0) == cost else "conservative")
 
 
 def predicted_row(n, workers, size, ns_model, model, measured):
@@ -366,7 +368,7 @@ def predicted_row(n, workers, size, ns_model, model, measured):
     reps, ns, ns_lo, ns_hi, pps, pps_lo, pps_hi, bound = measured
     ns_err = (ns_model[0] - ns) / ns * 100 if ns_model and ns else None
     err = (model[0] - pps) / pps * 100 if model and pps else None
-    ns_verdict = _verdict(-ns_err if ns_err is not None else None, bound)
+    ns_verdict = _verdict(ns_err, bound, cost=True)
     return [n, workers, size, reps,
             ns_model[0] if ns_model else None,
             ns_model[1] if ns_model else "no lossfree CPU figure of %s at %s B for 1 worker" % (FWD_XF, size),
