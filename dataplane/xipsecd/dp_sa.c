@@ -584,6 +584,13 @@ static uint32_t drop_replaced(struct dp_ctx *ctx, struct dp_satab *t, const stru
 	return n_dead;
 }
 
+/* The test hook of dp_sa_state.test_pause_ms. */
+static void test_pause(const struct dp_sa_state *st, const struct sadb_sa *rec)
+{
+	if (st->test_pause_ms && rec->dir == SADB_DIR_IN)
+		usleep((useconds_t)(st->test_pause_ms * 1000));
+}
+
 int dp_sa_sync(struct dp_ctx *ctx)
 {
 	struct dp_sa_state *st = ctx->sa_state;
@@ -617,9 +624,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 					if (ch[i].index < st->max_sa)
 						dirty[ch[i].index] = 1;
 					break;
-				case SADB_CHG_FLUSH_SA:
-					/* the SAs this process has objects for; one added since has
-					 * an entry of its own */
+				case SADB_CHG_FLUSH_SA: /* the SAs held; one added since has its own entry */
 					for (uint32_t k = 0; k < st->max_sa; k++)
 						dirty[k] |= old->slot[k] != NULL;
 					break;
@@ -658,8 +663,7 @@ int dp_sa_sync(struct dp_ctx *ctx)
 		if (!dirty[i])
 			continue;
 		if (sadb_sa_get(ctx->db, i, &rec) == 0) {
-			if (st->test_pause_ms && rec.dir == SADB_DIR_IN)
-				usleep((useconds_t)(st->test_pause_ms * 1000));
+			test_pause(st, &rec);
 			if (cur && same_record(&cur->sa, &rec))
 				continue;
 			if (cur)
