@@ -264,10 +264,16 @@ static void collect(uint8_t family, const uint8_t *addr, const struct dp_nl_addr
 
 	if (s->n >= DP_LOCAL_ADDR_MAX)
 		return;
-	k = &s->a[s->n++];
+	k = &s->a[s->n];
 	memset(k, 0, sizeof(*k));
 	k->family = family == AF_INET ? DP_AF_INET : DP_AF_INET6;
 	memcpy(k->addr, addr, family == AF_INET ? 4 : 16);
+	/* once each: an IPv4 address comes as IFA_LOCAL and IFA_ADDRESS, and two interfaces may share
+	 * one; a copy would take a place of the DP_LOCAL_ADDR_MAX (and be counted twice by local_spd) */
+	for (unsigned i = 0; i < s->n; i++)
+		if (!memcmp(&s->a[i], k, sizeof(*k)))
+			return;
+	s->n++;
 }
 
 int dp_xdp_sync_addrs(struct dp_ctx *ctx)
