@@ -677,7 +677,7 @@ int dp_cluster_open(struct dp_ctx *ctx, const struct dp_cluster_cfg *cfg)
 	cl->cfg = *cfg;
 	cl->fd = -1;
 	/* test hooks: a resync of a few SAs that takes several ticks and is asked for again meanwhile,
-	 * as one of 20,000 SAs is (tests/netns/test_ha_failover.sh) */
+	 * as one of 20,000 SAs is (tests/netns/test_ha_sync.sh) */
 	cl->resync_step = (unsigned)dp_env_u64("XIPSEC_TEST_RESYNC_STEP", DPC_RESYNC_STEP, 1, DPC_RESYNC_STEP);
 	cl->resync_retry_ns = dp_env_u64("XIPSEC_TEST_RESYNC_RETRY_MS", DPC_RESYNC_RETRY_NS / MS, 10, 60000) * MS;
 	err = dpc_cfg_addrs(cfg, &local, &local_len, &cl->peer, &cl->peer_len, &cl->rank, msg, sizeof(msg));
