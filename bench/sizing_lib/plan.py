@@ -9,9 +9,10 @@
 # give the low and high end), the packet rate is checked against the measured loss-free rates (with
 # the measured scaling from 1 to 2 workers: one SA's from the lossfree section, or, for a tunnel count
 # nearer the scale section's many tunnels than one, the scaling it measured over them; and what beyond
-# 2 workers is extrapolated; and the cost per packet's growth with the tunnels, from the scale
-# section's floods: tunnel_factor; the same growth, per packet, is added to the CPU of step 3:
-# flood_growth), Mobile IPv6 nodes
+# 2 workers is extrapolated; and the rate the gateways carry over that many tunnels, from the scale
+# section's floods: tunnel_factor). The CPU of step 3 adds what grows with the tunnels, from the scale
+# section's lines of CPU against the packet rate: the cost of a packet over N tunnels beyond one
+# tunnel's, and what each worker spends every second whatever the rate (tunnel_cost). Mobile IPv6 nodes
 # add their Binding Update refreshes, and IPv6 outer headers and NAT-T add their bytes. It prints its
 # arithmetic step by step, so that an operator can check (and redo) every figure; errors name what is
 # wrong with the input.
@@ -100,13 +101,16 @@ def rows(tables, name):
     return [dict(zip(t["columns"], r)) for r in t["rows"]] if t else []
 
 
-def interp(points, x):
-    """Linear interpolation in log(size) between measured (size, value) points; (value, note)."""
+def interp(points, x, what="size"):
+    """Linear interpolation in log(x) between measured (x, value) points; (value, note). WHAT: what x
+    is, for the note (a size, a tunnel count)."""
     pts = sorted(points)
     if x <= pts[0][0]:
-        return pts[0][1], ("below the smallest measured size %d: its value" % pts[0][0]) if x < pts[0][0] else "measured"
+        return pts[0][1], ("below the smallest measured %s %d: its value" % (what, pts[0][0])) if x < pts[0][0] \
+            else "measured"
     if x >= pts[-1][0]:
-        return pts[-1][1], ("above the largest measured size %d: its value" % pts[-1][0]) if x > pts[-1][0] else "measured"
+        return pts[-1][1], ("above the largest measured %s %d: its value" % (what, pts[-1][0])) if x > pts[-1][0] \
+            else "measured"
     for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
         if x0 <= x <= x1:
             if x == x0:
@@ -219,89 +223,125 @@ def worker_capacity(lossfree_rows, transform, cls, workers):
     return by_w[1] * workers, "one worker's x %d (scaling not measured: linear)" % workers
 
 
-def _flood_points(fwd_rows, workers):
-    """(tunnels, the encrypting gateway's CPU ns per packet) of the scale section's floods with WORKERS
-    workers, by tunnel count."""
-    return sorted((int(r["n"]), float(r["ns_per_pkt_gw1"])) for r in fwd_rows
-                  if int(r["workers"]) == workers and r.get("ns_per_pkt_gw1") not in (None, "") and
-                  float(r["ns_per_pkt_gw1"]) > 0)
+FLOOD_TRANSFORM = "esp-aes-gcm-128"   # the scale section's tunnels (its floods and paced trials)
 
 
-def tunnel_factor(fwd_rows, tunnels):
-    """(factor, note): what one tunnel's packet rate is multiplied by for TUNNELS tunnels, from the
-    scale section's 1-worker floods: the encrypting gateway's CPU per packet over the fewest tunnels
-    flooded, over its CPU per packet at TUNNELS (log-interpolated between the tunnel counts flooded,
-    the largest one's beyond them). The cost per packet grows with the tunnels (each packet's SA, its
-    key schedule and counters are another cache line set once they outgrow the caches), and a rate at
-    one SA does not carry it. The encrypting gateway's figure: the flood saturates it first, where the
-    decrypting one also spends CPU on what the link in front of it dropped. None without two counts."""
-    pts = _flood_points(fwd_rows, 1)
-    if len(pts) < 2:
+def tunnel_factor(fwd_rows, lossfree_rows, tunnels):
+    """(factor, note): what one tunnel's loss-free packet rate is multiplied by for TUNNELS tunnels.
+    The rate the gateways carry over N tunnels is the scale section's 1-worker floods' delivered rate
+    (64 B, FLOOD_TRANSFORM; log-interpolated between the counts flooded, the largest one's beyond
+    them): under overload the pair passes what its slower gateway can, and that falls with N as each
+    packet's SA, key schedule and counters leave the caches, for the decrypting gateway more than for
+    the encrypting one. Over one tunnel the floods do not show it: all packets are one flow, and the
+    decrypting gateway passes a small part of a flood over one SA, far below its loss-free rate. So
+    the curve starts at the lossfree section's 64-byte rate over one tunnel, and the factor is the
+    curve at TUNNELS over it. None without that rate or a flood over more than one tunnel."""
+    one = [float(r["lossfree_pps"]) for r in lossfree_rows if r["transform"] == FLOOD_TRANSFORM and
+           r["size"] == "64" and int(r["workers"]) == 1 and r["bound"] != "none" and
+           r.get("crypto", "auto") == "auto" and float(r["lossfree_pps"]) > 0]
+    pts = [(int(r["n"]), float(r["pps"])) for r in fwd_rows if int(r["workers"]) == 1 and int(r["n"]) > 1 and
+           r.get("pps") not in (None, "") and float(r["pps"]) > 0]
+    if not one or not pts:
         return None
-    if tunnels <= pts[0][0]:
-        return 1.0, "%d tunnel(s): as flooded over %d" % (tunnels, pts[0][0])
-    ns, how = interp(pts, tunnels)
-    return pts[0][1] / ns, "x %.2f for %s tunnels (CPU per packet %.0f ns over %d tunnel(s), %.0f ns here: %s)" % (
-        pts[0][1] / ns, "{:,}".format(tunnels), pts[0][1], pts[0][0], ns, how)
+    if tunnels <= 1:
+        return 1.0, "1 tunnel: as measured"
+    pps, how = interp([(1, one[0])] + pts, tunnels, "tunnel count")
+    return pps / one[0], "x %.2f for %s tunnels (the rate the gateways carry over them, 64 B: %.0f pps over one " \
+        "tunnel loss-free, %.0f pps here: %s)" % (pps / one[0], "{:,}".format(tunnels), one[0], pps, how)
 
 
-def flood_growth(fwd_rows, tunnels, workers=1):
-    """(extra ns, note): what a packet costs the encrypting gateway over TUNNELS tunnels beyond what it
-    costs over the fewest tunnels flooded, from the scale section's floods with WORKERS workers
-    (log-interpolated between the counts flooded; the largest one's beyond them), or None without
-    two counts. The growth is a cost per packet, not per byte: each packet's SA, key schedule and
-    counters are one more set of cache lines once the tunnels outgrow the caches, whatever the
-    packet's size."""
-    pts = _flood_points(fwd_rows, workers)
-    if len(pts) < 2:
-        return None
-    if tunnels <= pts[0][0]:
-        return 0.0, "%d tunnel(s): as flooded over %d" % (tunnels, pts[0][0])
-    ns, how = interp(pts, tunnels)
-    return ns - pts[0][1], "+%.0f ns for %s tunnels (the floods' CPU per packet: %.0f ns over %d tunnel(s), %.0f " \
-        "ns here: %s)" % (ns - pts[0][1], "{:,}".format(tunnels), pts[0][1], pts[0][0], ns, how)
+# the mean IP bytes of the loss-free size classes (bench/fwd-gen's IMIX: 64, 576, 1400 B as 7:4:1)
+CLASS_BYTES = {"64": 64.0, "imix": (7 * 64 + 4 * 576 + 1400) / 12.0, "1400": 1400.0}
 
 
-def many_sa_workers(fwd_rows, tunnels, workers):
-    """(extra ns, note) for WORKERS > 1 over many tunnels: the 2-worker floods' CPU per packet over
-    the 1-worker floods' at the count flooded with both nearest TUNNELS (used when TUNNELS is nearer
-    it than one tunnel, as many_sa_efficiency), or None. Traffic over many tunnels reaches every
-    worker's queue on its own; the lossfree section's 2-worker figure is one SA's, whose queue's
-    worker hands crypto to the other (dp_handoff) and pays for that."""
-    by = {}
-    for r in fwd_rows:
-        if r.get("ns_per_pkt_gw1") not in (None, "") and float(r["ns_per_pkt_gw1"]) > 0:
-            by.setdefault(int(r["n"]), {})[int(r["workers"])] = float(r["ns_per_pkt_gw1"])
-    both = [n for n, w in by.items() if 1 in w and workers in w]
-    if workers <= 1 or not both or tunnels < 1:
-        return None
-    n = min(both, key=lambda n: abs(math.log(tunnels) - math.log(n)))
-    if math.log(tunnels) < math.log(n) / 2:
-        return None
-    d = by[n][workers] - by[n][1]
-    return d, "%+.0f ns for %d workers over many tunnels (the floods over %s tunnels: %.0f ns with %d, %.0f with " \
-        "1)" % (d, workers, "{:,}".format(n), by[n][workers], workers, by[n][1])
-
-
-def ns_per_packet(lossfree_rows, fwd_rows, transform, cls, workers, tunnels):
-    """The CPU model: the encrypting gateway's CPU ns per packet for TRANSFORM at size class CLS with
-    WORKERS workers over TUNNELS tunnels, as xipsecd chooses its crypto. The lossfree section's at one
-    tunnel (at WORKERS; for several workers over many tunnels one worker's, plus many_sa_workers),
-    plus the floods' growth with the tunnels (flood_growth). (ns, how it was found), or None."""
-    by_w = {int(r["workers"]): float(r["ns_per_pkt_gw1"]) for r in lossfree_rows if r["transform"] == transform and
-            r["size"] == cls and r["bound"] != "none" and r.get("crypto", "auto") == "auto" and
+def cost_lines(cost_rows, workers=1, size=64):
+    """{N: (ns per packet, ns per second)}: the encrypting gateway's lines of CPU against the packet
+    rate (the scale section's scale_cost) with WORKERS workers and SIZE-byte packets."""
+    return {int(r["n"]): (float(r["ns_per_pkt_gw1"]), float(r["ms_per_s_gw1"]) * 1e6) for r in cost_rows
+            if int(r["workers"]) == workers and int(r.get("size") or 64) == size and
             r.get("ns_per_pkt_gw1") not in (None, "")}
-    many = many_sa_workers(fwd_rows, tunnels, workers)
-    if many and 1 in by_w:
-        ns, how = by_w[1] + many[0], "%.0f ns measured over one tunnel with 1 worker; %s" % (by_w[1], many[1])
-    elif workers in by_w:
-        ns, how = by_w[workers], "%.0f ns measured over one tunnel with %d worker(s)" % (by_w[workers], workers)
-    else:
+
+
+def _line_at(lines, tunnels):
+    """(ns per packet, ns per second, note) of LINES ({N: line}) at TUNNELS, log-interpolated between
+    the counts measured (the nearest one's beyond them)."""
+    a, how = interp([(n, v[0]) for n, v in lines.items()], tunnels, "tunnel count")
+    b, _ = interp([(n, v[1]) for n, v in lines.items()], tunnels, "tunnel count")
+    return a, b, how
+
+
+def size_surcharge(cost_rows, tunnels, ip_bytes):
+    """(extra ns, note): what a packet of IP_BYTES costs the encrypting gateway beyond a 64-byte one
+    over TUNNELS tunnels: the 1400-byte lines' cost of a packet less the 64-byte lines' at the counts
+    measured with both (one worker), log-interpolated in the tunnels, linear in the bytes. It grows
+    with the tunnels: the larger packets' buffers push more of the SAs' state out of the caches. None
+    where no count has both."""
+    big, small = cost_lines(cost_rows, 1, 1400), cost_lines(cost_rows, 1, 64)
+    both = [(n, big[n][0] - small[n][0]) for n in big if n in small]
+    if not both:
         return None
-    g = flood_growth(fwd_rows, tunnels)
-    if g is None:
-        return ns, how + "; tunnel count not in the model (no floods over 2 tunnel counts)"
-    return ns + g[0], how + "; " + g[1]
+    d, how = interp(both, tunnels, "tunnel count")
+    f = (ip_bytes - 64) / (1400 - 64)
+    return f * d, "%+.0f ns for %.0f-byte packets (1400 B over 64 B, %.0f ns, x %.2f: %s)" % (
+        f * d, ip_bytes, d, f, how)
+
+
+def tunnel_cost(cost_rows, tunnels, ip_bytes=64):
+    """(extra ns per packet, extra ns per second, note) over TUNNELS tunnels with one worker beyond over
+    the fewest tunnels measured (one: what step 2's service demand was measured over), from the lines
+    of scale_cost: what a packet of IP_BYTES costs more (each packet's SA, its key schedule and
+    counters are one more set of cache lines once the tunnels outgrow the caches; larger packets push
+    more of them out), and what a worker spends more each second whatever the rate. A term the lines
+    put below one tunnel's is noise between fits, and the plan takes no credit for it: 0. None
+    without two counts."""
+    lines = cost_lines(cost_rows)
+    if len(lines) < 2:
+        return None
+    n0 = min(lines)
+    a, b, how = _line_at(lines, tunnels)
+    pkt, sec = a - lines[n0][0], b - lines[n0][1]
+    note = "%+.0f ns per packet and %+.1f ms per second over %d tunnel(s) (the 64-byte lines of CPU against the " \
+        "rate: %.0f ns per packet + %.1f ms per second over %d tunnel(s), %.0f ns + %.1f ms here: %s)" % (
+            pkt, sec / 1e6, n0, lines[n0][0], lines[n0][1] / 1e6, n0, a, b / 1e6, how)
+    s1, s0 = size_surcharge(cost_rows, tunnels, ip_bytes), size_surcharge(cost_rows, n0, ip_bytes)
+    if ip_bytes > 64 and s1 and s0 and s1[0] != s0[0]:
+        pkt += s1[0] - s0[0]
+        note += "; %+.0f ns for %.0f-byte packets over them beyond over %d (%s)" % (s1[0] - s0[0], ip_bytes, n0,
+                                                                                   s1[1])
+    for v, what in ((pkt, "packet"), (sec, "second")):
+        if v < 0:
+            note += "; the cost of a %s below one tunnel's: taken as 0" % what
+    return max(pkt, 0.0), max(sec, 0.0), note
+
+
+def ns_per_packet(cost_rows, cls, workers, tunnels, rate):
+    """The CPU model: the encrypting gateway's CPU ns per packet of FLOOD_TRANSFORM at size class CLS
+    with WORKERS workers over TUNNELS tunnels at RATE packets per second. A gateway's CPU per second is
+    a line in its packet rate (scale_cost): a cost per packet and a cost per second (the wake-ups a
+    low rate pays for with a few packets each, the timers), so the CPU per packet falls as the rate
+    rises: the 64-byte lines with WORKERS workers at TUNNELS (log-interpolated between the counts
+    measured), their cost of a second spread over RATE, plus what a packet of CLS's mean size costs
+    more than a 64-byte one over that many tunnels (size_surcharge). (ns, how it was found), or None."""
+    lines, how = cost_lines(cost_rows, workers), ""
+    if not lines:
+        one = cost_lines(cost_rows)
+        if not one:
+            return None
+        lines = {n: (a, b * workers) for n, (a, b) in one.items()}
+        how = " (%d workers not measured: one worker's lines, each worker's cost of a second)" % workers
+    if rate <= 0:
+        return None
+    a, b, where = _line_at(lines, tunnels)
+    how = "%.0f ns per packet + %.1f ms per second, the 64-byte lines with %d worker(s) over %s tunnels%s (%s)" % (
+        a, b / 1e6, workers, "{:,}".format(tunnels), how, where)
+    extra = 0.0
+    if cls != "64":
+        sc = size_surcharge(cost_rows, tunnels, CLASS_BYTES[cls])
+        if sc is None:
+            return None
+        extra, how = sc[0], how + "; " + sc[1]
+    ns = a + extra + b / rate
+    return ns, how + "; at %.0f pps: %.0f + %.0f + %.1f ms / %.0f = %.0f ns" % (rate, a, extra, b / 1e6, rate, ns)
 
 
 def many_sa_efficiency(tables, tunnels):
@@ -352,13 +392,14 @@ def packet_step(p, tables, args, pps, avg):
     elif rows(tables, "scale_workers") and eff is not None and args.tunnels > 0:
         p("  (%s tunnels planned: nearer one SA than the scale section's 2-worker tunnels, one SA's efficiency "
           "is used)" % "{:,}".format(args.tunnels))
-    tf = tunnel_factor(rows(tables, "scale_fwd"), args.tunnels)
+    tf = tunnel_factor(rows(tables, "scale_fwd"), rows(tables, "lossfree"), args.tunnels)
     if tf and tf[0] != 1.0:
         one *= tf[0]
-        p("  over %s tunnels a packet costs more than over one: %s; 1 worker: %.0f pps" % (
+        p("  over %s tunnels the gateways carry another rate than over one: %s; 1 worker: %.0f pps" % (
             "{:,}".format(args.tunnels), tf[1], one))
     elif not tf:
-        p("  the tunnel count is not in this step (the run flooded fewer than 2 tunnel counts)")
+        p("  the tunnel count is not in this step (no flood over many tunnels, or no 64-byte loss-free rate of %s, "
+          "in this run)" % FLOOD_TRANSFORM)
     need = pps / (one * args.headroom)
     if need <= 1:
         p("  %.0f / (%.0f x %.2f headroom) = %.2f of one worker: 1 worker" % (pps, one, args.headroom, need))
@@ -498,21 +539,23 @@ def plan(args, out):
             data_hi += Bps * frac / 1024 * spread[(size, gw)][1] / 1e6
             p("  %5d bytes (%.1f %% of the bytes), %s: %.1f KB/s x %.3f us/KB = %.4f CPU s/s" %
               (size, frac * 100, role, Bps * frac / 1024, sd[(size, gw)], c))
-    # the cost per packet that grows with the tunnels (step 2's service demand is one tunnel's)
-    g = flood_growth(rows(tables, "scale_fwd"), args.tunnels) if args.tunnels > 1 else None
-    if g and g[0] > 0:
+    # what grows with the tunnels (step 2's service demand is one tunnel's, at a high rate): the cost of
+    # a packet, and what each worker spends every second whatever the rate
+    g = tunnel_cost(rows(tables, "scale_cost"), args.tunnels, avg + INNER_HDR) if args.tunnels > 1 else None
+    if g:
         sends = Bps / avg
-        c = sends * len(gws) * g[0] * scale / 1e9
+        c = (sends * len(gws) * g[0] + len(gws) * args.workers * g[1]) * scale / 1e9
         cpu_data += c
         data_lo += c
         data_hi += c
-        # the encrypting gateway's growth, taken for decryption too (the decrypting gateway's floods
+        # the encrypting gateway's lines, taken for decryption too (the decrypting gateway's floods
         # also spend CPU on what the link in front of it dropped)
-        p("  over %s tunnels each packet costs more than over one: %s; %.0f packets/s x %d (%s) x %.0f ns = "
-          "%.4f CPU s/s" % ("{:,}".format(args.tunnels), g[1], sends, len(gws),
-                            "encrypted and decrypted" if len(gws) == 2 else "encrypted", g[0] * scale, c))
-    elif args.tunnels > 1 and not rows(tables, "scale_fwd"):
-        p("  (the growth of the cost per packet with the tunnels was not measured in this run: no scale section)")
+        p("  over %s tunnels more than over one: %s;" % ("{:,}".format(args.tunnels), g[2]))
+        p("  %.0f packets/s x %d (%s) x %.0f ns + %d gateway(s) x %d worker(s) x %.1f ms per second = %.4f CPU s/s" % (
+            sends, len(gws), "encrypted and decrypted" if len(gws) == 2 else "encrypted", g[0] * scale, len(gws),
+            args.workers, g[1] * scale / 1e6, c))
+    elif args.tunnels > 1 and not rows(tables, "scale_cost"):
+        p("  (what grows with the tunnels was not measured in this run: no scale section)")
     nrep = min([sum(1 for r in raw if int(r["send_size"]) == sz) for sz in {int(r["send_size"]) for r in raw}] or [0])
     if not nrep:
         p("  data: %.4f CPU seconds per second (no repetitions recorded in this run: the spread is unknown)" %

@@ -14,20 +14,24 @@
 # N, and with two workers over many tunnels (the plan's mw_n, the traffic spread over both workers'
 # queues by its many destinations) next to one worker's over the same N: the 2-worker efficiency with
 # many SAs, which `bench/sizing plan` uses for a large tunnel count (the lossfree section's is one SA's).
-# These tunnels are AES-GCM, the transform the loss-free rates measure in every run; manual keys
+# After each N's floods, paced trials at the plan's ladder of rates: a worker's CPU per packet falls as
+# its rate rises (at a low rate each wake-up carries a few packets; the timers cost the same every
+# second), so the CPU per second against the packet rate is a line (COST, least squares over the
+# floods and the paced trials), whose slope is the cost of a packet and whose intercept the cost of a
+# second. These tunnels are AES-GCM, the transform the loss-free rates measure in every run; manual keys
 # need their sequence and replay marks, so they are loaded with --new-keys (their keys are random)
 # and xipsecd leases the marks in one batch as it starts, in the topology's own state directory. And the
 # study's predictions checked: configurations that were not the calculator's inputs (so many tunnels,
 # the worker count, the mix), each measured with the lossfree section's RFC 2544 search over the
 # loaded tunnels, repeated, and predicted by both of the calculator's models: its CPU model (the
-# CPU per packet that steps 2-3 of `bench/sizing plan` size cores with, plan.ns_per_packet: one
-# tunnel's at that size, times the floods' growth of the CPU per packet from one tunnel to N, and
-# the 2-worker floods' over 1-worker's for two workers over many tunnels), against the encrypting
-# gateway's CPU per packet in the passing trials; and its packet-rate model (plan.worker_capacity:
-# the loss-free rate of one tunnel, scaled by workers; plan.tunnel_factor: times the CPU per
-# packet of the fewest tunnels flooded over that at the tunnels predicted), against the loss-free
-# rate. More than 15 % apart is flagged, and which way. The Mobile IPv6 rows: the home agent's
-# memory per binding (bench/mip6-bench-mem) and its two SAs.
+# CPU per packet that steps 2-3 of `bench/sizing plan` size cores with, plan.ns_per_packet: the 64-byte
+# line at N tunnels with that many workers, what a larger packet costs more over N (from the 1400-byte
+# lines at other counts), and the line's cost of a second spread over the rate), at the rate measured, against the encrypting gateway's CPU per packet
+# in the passing trials; and its packet-rate model (plan.worker_capacity: the loss-free rate of one
+# tunnel; plan.tunnel_factor: times the rate the floods carried over N over the 64-byte loss-free rate
+# of one tunnel; the 2-worker floods' efficiency for several workers), against the loss-free rate. More
+# than 15 % apart is flagged, and which way. The Mobile IPv6 rows: the home agent's memory per binding
+# (bench/mip6-bench-mem) and its two SAs.
 import os
 import subprocess
 import tempfile
@@ -42,24 +46,36 @@ COLS = ["what", "n", "load_s", "sadb_kb", "xipsecd_start_s", "xipsecd_rss_kb"]
 PER = ["what", "per", "sadb_bytes", "xipsecd_bytes"]
 MIP6 = ["mobile_nodes", "ha_bytes"]
 FWD_RAW = ["n", "workers", "size", "rep", "secs", "sent", "received", "protected_gw1", "unprotected_gw2", "cpu_us_gw1",
-           "cpu_us_gw2"]
+           "cpu_us_gw2", "target_pps"]
+# a line through each gateway's CPU seconds per second against the packets per second it handled, over
+# the floods and the paced trials of one (N, workers): the cost of a packet and the cost of a second
+COST = ["n", "workers", "size", "points", "pps_min", "pps_max", "ns_per_pkt_gw1", "ms_per_s_gw1", "ns_per_pkt_gw2",
+        "ms_per_s_gw2"]
 FWD = ["n", "workers", "size", "reps", "pps", "pps_min", "pps_max", "loss_pct", "ns_per_pkt_gw1", "ns_per_pkt_gw2"]
 PREDICTED = ["tunnels", "workers", "size", "reps", "predicted_ns", "ns_basis", "measured_ns", "measured_ns_min",
              "measured_ns_max", "error_ns_pct", "verdict_ns", "predicted_pps", "basis", "measured_pps",
              "measured_pps_min", "measured_pps_max", "bound", "error_pct", "verdict"]
 WORKERS = ["n", "pps_1", "pps_2", "pps_2_min", "pps_2_max", "efficiency", "efficiency_min", "efficiency_max"]
-FWD_XF = "esp-aes-gcm-128"   # the forwarding tunnels' transform (write_conf's with a peer)
+FWD_XF = calc.FLOOD_TRANSFORM   # the forwarding tunnels' transform (write_conf's with a peer)
 
 
 def plan(quick):
+    """The section's plan. ladder: the paced 64-byte trials after each count's floods, in packets per
+    second per worker, from below to above the rates the predictions run at: with the flood they give
+    the line of CPU against the packet rate (COST); ladder_1400: the tunnel counts (of fwd_n) where the
+    same rates are paced with 1400-byte packets too, with one worker: what a large packet costs more
+    than a small one over that many tunnels."""
     if quick:
         # the prediction at 1,000 tunnels stands for the full run's two, in the time the test allows
         return {"n": [1, 1000], "fwd_n": [1, 1000], "mw_n": [1000], "fwd_reps": 1, "fwd_secs": 0.3, "steps": 3,
-                "predict": [(1000, 1, "1400")], "predict_reps": 1}
+                "ladder": [30000, 60000], "ladder_1400": [1], "predict": [(1000, 1, "1400")], "predict_reps": 1}
     # floods at every power of ten the predictions fall between: the cost per packet does not grow
     # evenly in log(N) (the caches are outgrown at one count, not gradually)
-    return {"n": [1, 100, 10000, 100000], "fwd_n": [1, 100, 1000, 10000, 100000], "mw_n": [10000], "fwd_reps": 3,
-            "fwd_secs": 2.0, "steps": 7, "predict": [(1000, 2, "imix"), (10000, 1, "1400")], "predict_reps": 3}
+    # the 1400-byte ladder at tunnel counts either side of the predictions', never at theirs
+    return {"n": [1, 100, 10000, 100000], "fwd_n": [1, 100, 1000, 10000, 100000], "mw_n": [1000, 10000],
+            "fwd_reps": 3, "fwd_secs": 2.0, "steps": 7, "ladder": [25000, 50000, 100000],
+            "ladder_1400": [1, 1000, 100000],
+            "predict": [(1000, 2, "imix"), (10000, 1, "1400")], "predict_reps": 3}
 
 
 def worker_counts(p):
@@ -69,8 +85,8 @@ def worker_counts(p):
 
 def points(ctx):
     p = plan(ctx.quick)
-    return 2 * len(p["n"]) + 1 + (len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"] + len(p["predict"]) * \
-        p["predict_reps"]
+    return 2 * len(p["n"]) + 1 + (len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"] * (1 + len(p["ladder"])) + \
+        len(p["ladder_1400"]) * p["fwd_reps"] * len(p["ladder"]) + len(p["predict"]) * p["predict_reps"]
 
 
 def seconds(ctx):
@@ -78,7 +94,8 @@ def seconds(ctx):
     # the memory rows start xipsecd twice per N; forwarding loads both gateways (and their replay marks)
     loads = sum(4 + n / 2000.0 for n in p["n"]) * 2 + sum(3 + n / 1000.0 for n in p["fwd_n"] + p["mw_n"] +
                                                           [n for n, _, _ in p["predict"]])
-    trials = ((len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"] +
+    trials = ((len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"] * (1 + len(p["ladder"])) +
+              len(p["ladder_1400"]) * p["fwd_reps"] * len(p["ladder"]) +
               len(p["predict"]) * p["predict_reps"] * (p["steps"] + 1)) * (p["fwd_secs"] + 1.2)
     return loads + trials + 8 * (1 + len(worker_counts(p)))
 
@@ -212,10 +229,11 @@ def run(ctx):
               "policy: the difference between the largest and the smallest N over their difference; per SA: a "
               "tunnel's less its two policies, halved; per Mobile IPv6 binding: the home agent's state per mobile "
               "node (the same difference) and its two transport SAs", expect=4)
-    ctx.table("scale_fwd_raw", FWD_RAW, fwd_raw, "each unpaced 64-byte flood spread round-robin over N tunnels: "
-              "packets sent and received, the packets gw1's xipsecd encrypted and gw2's decrypted, and their CPU "
-              "microseconds",
-              expect=(len(p["fwd_n"]) + len(p["mw_n"])) * p["fwd_reps"])
+    ctx.table("scale_fwd_raw", FWD_RAW, fwd_raw, "each 64-byte trial spread round-robin over N tunnels, unpaced "
+              "(a flood: target_pps empty) or paced at target_pps: packets sent and received, the packets gw1's "
+              "xipsecd encrypted and gw2's decrypted, and their CPU microseconds",
+              expect=((len(p["fwd_n"]) + len(p["mw_n"])) * (1 + len(p["ladder"])) +
+                      len(p["ladder_1400"]) * len(p["ladder"])) * p["fwd_reps"])
     ctx.table("scale_fwd", FWD, derive_fwd(dataplane._dicts(ctx.tables["scale_fwd_raw"])), "forwarding with the "
               "traffic spread evenly over N tunnels (N SA pairs and 2N policies, %s): packets per second the workers "
               "forward under an unpaced flood (median, min-max), the loss, and each gateway's xipsecd CPU ns per "
@@ -224,6 +242,12 @@ def run(ctx):
               "1 and 2 workers over the same N tunnels in this run: the 2-worker rate and its efficiency, the "
               "2-worker rate over twice one worker's (median; min-max over the 2-worker repetitions against the "
               "1-worker median)", expect=len(p["mw_n"]))
+    ctx.table("scale_cost", COST, derive_cost(dataplane._dicts(ctx.tables["scale_fwd_raw"])), "per N tunnels, "
+              "worker count and packet size, the line through each gateway's xipsecd CPU per second against the packets per "
+              "second it encrypted (gw1) or decrypted (gw2), over the floods and the paced trials: ns_per_pkt, its "
+              "slope, is what a packet costs; ms_per_s, its intercept, what the workers spend each second whatever "
+              "the rate (wake-ups, timers); CPU per packet at a rate R is ns_per_pkt + ms_per_s x 1e6 / R",
+              expect=len(p["fwd_n"]) + len(p["mw_n"]) + len(p["ladder_1400"]))
     ctx.table("scale_predict_trials", ["tunnels"] + lossfree.TRIALS, trials, "every trial of the binary searches "
               "over the loaded tunnels (the lossfree section's columns)",
               expect=2 * len(p["predict"]) * p["predict_reps"])
@@ -273,16 +297,21 @@ def forwarding(ctx, rig, ipsecctl, cap, tmp, raw, pred, trials):
             load_tunnels(ctx, rig, ipsecctl, cap, tmp, n)
             loaded = n
         if kind == "flood":
+            # the floods, then the ladder's paced trials: the packets each gateway's xipsecd handled
+            # (its status), not only those h2 received: under a flood a gateway also works on packets
+            # the next hop drops
             for rep in range(1, p["fwd_reps"] + 1):
-                # the packets each gateway's xipsecd handled (its status), not only those h2 received:
-                # under a flood a gateway also works on packets the next hop drops
-                c0 = [worked(t, gw) for gw in ("gw1", "gw2")]
-                r = rig.trial("64", p["fwd_secs"])
-                c1 = [worked(t, gw) for gw in ("gw1", "gw2")]
-                raw.append([n, w, 64, rep, p["fwd_secs"], r["sent"], r["received"], c1[0][0] - c0[0][0],
-                            c1[1][1] - c0[1][1], r["cpu_us_gw1"], r["cpu_us_gw2"]])
-                ctx.tick("scale: 64 B over %d tunnel(s), %d worker(s), rep %d: %.0f pps forwarded, %.1f %% lost" % (
-                    n, w, rep, r["delivered"], r["loss"] * 100))
+                steps = [(64, None)] + [(64, x * w) for x in p["ladder"]]
+                steps += [(1400, x) for x in p["ladder"] if w == 1 and n in p["ladder_1400"]]
+                for size, pps in steps:
+                    c0 = [worked(t, gw) for gw in ("gw1", "gw2")]
+                    r = rig.trial(str(size), p["fwd_secs"], pps)
+                    c1 = [worked(t, gw) for gw in ("gw1", "gw2")]
+                    raw.append([n, w, size, rep, p["fwd_secs"], r["sent"], r["received"], c1[0][0] - c0[0][0],
+                                c1[1][1] - c0[1][1], r["cpu_us_gw1"], r["cpu_us_gw2"], pps])
+                    ctx.tick("scale: %d B over %d tunnel(s), %d worker(s), %s, rep %d: %.0f pps forwarded, %.1f %% "
+                             "lost" % (size, n, w, "paced at %d pps" % pps if pps else "flood", rep, r["delivered"],
+                                       r["loss"] * 100))
             continue
         size, pw = arg
         pred.append(predict_one(ctx, rig, n, size, pw, p, trials, raw))
@@ -303,33 +332,49 @@ def _raw_dicts(raw):
     return [dict(zip(FWD_RAW, r)) for r in raw]
 
 
-def model_rate(lf, fwd, n, size, workers):
-    """The calculator's rate for (FWD_XF, SIZE, WORKERS) over N tunnels: the lossfree table's (one
-    tunnel) times plan.tunnel_factor of the 1-worker floods FWD (derive_fwd rows); (pps, basis) or None."""
-    model = calc.worker_capacity(lf, FWD_XF, size, workers)
+def model_rate(lf, fwd, wk, n, size, workers):
+    """The calculator's packet-rate model (step 7 of `bench/sizing plan`) for (FWD_XF, SIZE, WORKERS)
+    over N tunnels: the lossfree table's rate (one tunnel) times plan.tunnel_factor (the rate the 1-worker
+    floods FWD, derive_fwd rows, carried over N); for several workers over many tunnels one worker's
+    times the workers at the efficiency the 2-worker floods WK (derive_workers rows) measured over many
+    tunnels, else the lossfree table's at that worker count. (pps, basis) or None."""
+    eff = calc.many_sa_efficiency({"scale_workers": {"columns": WORKERS, "rows": [[r[c] for c in WORKERS]
+                                                                                  for r in wk]}}, n)
+    many = workers > 1 and eff is not None
+    model = calc.worker_capacity(lf, FWD_XF, size, 1 if many else workers)
     if model is None:
         return None
-    f = calc.tunnel_factor(fwd, n)
+    pps, basis = model
+    if many:
+        pps *= workers * eff[1]
+        basis += " x %d workers at the efficiency %.2f of the floods over %s tunnels" % (workers, eff[1],
+                                                                                     "{:,}".format(eff[0]))
+    f = calc.tunnel_factor(fwd, lf, n)
     if f is None:
-        return model[0], model[1] + "; tunnel count not in the model (no floods over 2 tunnel counts)"
-    return model[0] * f[0], model[1] + "; " + f[1]
+        return pps, basis + "; tunnel count not in the model (no flood over many tunnels)"
+    return pps * f[0], basis + "; " + f[1]
 
 
-def model_ns(lf, fwd, n, size, workers):
+def model_ns(cost, n, size, workers, rate):
     """The calculator's CPU per packet of the encrypting gateway for (FWD_XF, SIZE, WORKERS) over N
-    tunnels (plan.ns_per_packet); (ns, basis) or None."""
-    return calc.ns_per_packet(lf, fwd, FWD_XF, size, workers, n)
+    tunnels at RATE packets per second (plan.ns_per_packet, from the lines COST, derive_cost rows);
+    (ns, basis) or None."""
+    return calc.ns_per_packet(cost, size, workers, n, rate) if rate else None
 
 
 def predict_one(ctx, rig, n, size, workers, p, trials, raw):
-    """One PREDICTED row: the calculator's CPU per packet and rate for (FWD_XF, SIZE, WORKERS) from the
-    lossfree table and the floods so far (RAW), and the loss-free rate searched predict_reps times over
-    the N tunnels loaded on RIG, with the encrypting gateway's CPU per packet in each passing trial."""
+    """One PREDICTED row: the loss-free rate searched predict_reps times over the N tunnels loaded on
+    RIG, with the encrypting gateway's CPU per packet in each passing trial, and the calculator's
+    rate for (FWD_XF, SIZE, WORKERS) and its CPU per packet at the rate measured, from the lossfree
+    table and the trials so far (RAW)."""
     lf = dataplane._dicts(ctx.tables.get("lossfree", {"columns": [], "rows": []}))
-    # the floods as their tables will hold them (raw rows rounded, then derived and rounded), so that
+    # the trials as their tables will hold them (raw rows rounded, then derived and rounded), so that
     # check and report, which start from the stored raw rows, find the same figures
     rnd = lambda rows: [[framework._round(v) for v in r] for r in rows]
-    fwd = [dict(zip(FWD, r)) for r in rnd(derive_fwd(_raw_dicts(rnd(raw))))]
+    rd = _raw_dicts(rnd(raw))
+    fwd = [dict(zip(FWD, r)) for r in rnd(derive_fwd(rd))]
+    cost = [dict(zip(COST, r)) for r in rnd(derive_cost(rd))]
+    wk = [dict(zip(WORKERS, r)) for r in rnd(derive_workers(rd))]
     runs = []
     for rep in range(1, p["predict_reps"] + 1):
         mine = []
@@ -344,8 +389,8 @@ def predict_one(ctx, rig, n, size, workers, p, trials, raw):
         "none" if dataplane._med(rates) == 0 else "gateway")
     measured = [len(runs), dataplane._med(nss) if nss else None, min(nss) if nss else None,
                 max(nss) if nss else None, dataplane._med(rates), min(rates), max(rates), bound]
-    return predicted_row(n, workers, size, model_ns(lf, fwd, n, size, workers),
-                         model_rate(lf, fwd, n, size, workers), measured)
+    return predicted_row(n, workers, size, model_ns(cost, n, size, workers, measured[4]),
+                         model_rate(lf, fwd, wk, n, size, workers), measured)
 
 
 def _verdict(err, bound, cost=False):
@@ -371,7 +416,7 @@ def predicted_row(n, workers, size, ns_model, model, measured):
     ns_verdict = _verdict(ns_err, bound, cost=True)
     return [n, workers, size, reps,
             ns_model[0] if ns_model else None,
-            ns_model[1] if ns_model else "no lossfree CPU figure of %s at %s B for 1 worker" % (FWD_XF, size),
+            ns_model[1] if ns_model else "no lines of CPU against the rate (scale_cost) for %s" % size,
             ns, ns_lo, ns_hi, ns_err, ns_verdict if ns_model else "not predicted",
             model[0] if model else None,
             model[1] if model else "no lossfree rate of %s at %s B for 1 worker" % (FWD_XF, size),
@@ -390,16 +435,23 @@ def rederive(ctx):
     if not t:
         return
     lf = dataplane._dicts(ctx.tables.get("lossfree", {"columns": [], "rows": []}))
-    fwd = dataplane._dicts(ctx.tables.get("scale_fwd", {"columns": [], "rows": []}))
+    fwd, cost, wk = [dataplane._dicts(ctx.tables.get(n, {"columns": [], "rows": []}))
+                     for n in ("scale_fwd", "scale_cost", "scale_workers")]
     out = [predicted_row(r["tunnels"], r["workers"], r["size"],
-                         model_ns(lf, fwd, r["tunnels"], r["size"], r["workers"]),
-                         model_rate(lf, fwd, r["tunnels"], r["size"], r["workers"]), _measured(r))
+                         model_ns(cost, r["tunnels"], r["size"], r["workers"], r["measured_pps"]),
+                         model_rate(lf, fwd, wk, r["tunnels"], r["size"], r["workers"]), _measured(r))
            for r in dataplane._dicts(t)]
     ctx.table("scale_predicted", PREDICTED, out, t.get("caption", ""),
               expect=ctx.meta.get("expected_rows", {}).get("scale_predicted"))
 
 
+def floods(raw):
+    """The unpaced rows of RAW (dicts of FWD_RAW)."""
+    return [r for r in raw if r.get("target_pps") in (None, "", 0)]
+
+
 def derive_fwd(raw):
+    raw = floods(raw)
     out = []
     for n, w in sorted({(r["n"], r["workers"]) for r in raw}):
         rs = [r for r in raw if (r["n"], r["workers"]) == (n, w)]
@@ -413,8 +465,39 @@ def derive_fwd(raw):
     return out
 
 
+def derive_cost(raw):
+    """COST rows: per (N, workers, packet size), the least-squares line through each gateway's xipsecd
+    CPU per second (ns/s) against the packets per second it encrypted (gw1) or decrypted (gw2), over
+    the floods and the paced trials: its slope is what a packet costs, its intercept what the workers
+    spend per second whatever the rate (the wake-ups that a low rate pays for a few packets each, the
+    timers). Only with two rates or more."""
+    out = []
+    for n, w, size in sorted({(r["n"], r["workers"], int(r["size"])) for r in raw}):
+        rs = [r for r in raw if (r["n"], r["workers"], int(r["size"])) == (n, w, size) and r["secs"]]
+        row, rates = [], []
+        for g, k in ((1, "protected_gw1"), (2, "unprotected_gw2")):
+            pts = [(r[k] / r["secs"], r["cpu_us_gw%d" % g] * 1e3 / r["secs"]) for r in rs if r[k]]
+            fit = _line(pts)
+            row += [fit[0], fit[1] / 1e6] if fit else [None, None]
+            if g == 1:
+                rates = [x for x, _ in pts]
+        if rates and row[0] is not None:
+            out.append([n, w, size, len(rates), min(rates), max(rates)] + row)
+    return out
+
+
+def _line(pts):
+    """(slope, intercept) of the least-squares line through PTS [(x, y)], or None without two x."""
+    if len({x for x, _ in pts}) < 2:
+        return None
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    a = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return a, my - a * mx
+
+
 def derive_workers(raw):
     """WORKERS rows: every N forwarded with both 1 and 2 workers."""
+    raw = floods(raw)
     out = []
     for n in sorted({r["n"] for r in raw if r["workers"] == 2}):
         one = [r["received"] / r["secs"] for r in raw if (r["n"], r["workers"]) == (n, 1)]
@@ -549,6 +632,7 @@ def report_fwd(ctx, rep):
                          "{:,}".format(r["n"]), "{:,.0f}".format(r["pps_1"]), "{:,.0f}".format(r["pps_2"]),
                          r["efficiency"], r["efficiency_min"], r["efficiency_max"]) for r in wk))
         rep.table("scale_workers")
+    report_cost(ctx, rep)
     pr = dataplane._dicts(ctx.tables.get("scale_predicted", {"columns": [], "rows": []}))
     if pr:
         def what(r):
@@ -559,16 +643,21 @@ def report_fwd(ctx, rep):
             return "%+.0f %%" % v if plotting.ok(v) else "no error"
         rep.para("The predictions checked: configurations that were not the calculator's inputs, each measured "
                  "over that many tunnels by %s RFC 2544 search(es) of %s steps (median, min-max). The CPU model "
-                 "(what `bench/sizing plan` sizes cores with: one tunnel's CPU per packet at that size from the "
-                 "lossfree section, times the floods' growth of the CPU per packet from one tunnel to N, and for "
-                 "two workers over many tunnels the 2-worker floods' over the 1-worker's) against the encrypting "
+                 "(what `bench/sizing plan` sizes cores with): a worker's CPU per second is a line in its packet "
+                 "rate (`scale_cost`), so the CPU per packet is the cost of a packet plus the cost of a second "
+                 "spread over the rate: the 64-byte line with that worker count over N tunnels (log-interpolated "
+                 "between the counts measured), plus what a packet of the size's mean costs more than a 64-byte one "
+                 "over N tunnels (the 1400-byte lines' cost of a packet over the 64-byte lines' at the counts "
+                 "measured with both, log-interpolated in N, linear in the bytes; never at the predictions' "
+                 "counts), and the line's cost of a second spread over the rate measured. Against the encrypting "
                  "gateway's CPU per packet in the passing trials:\n" % (p.get("predict_reps", 1), p.get("steps")) +
                  "\n".join("- %s: predicted %s ns per packet, measured %s ns (%s-%s; %s: %s)" % (
                      what(r), _ns(r["predicted_ns"]), _ns(r["measured_ns"]), _ns(r["measured_ns_min"]),
                      _ns(r["measured_ns_max"]), err(r["error_ns_pct"]), r["verdict_ns"]) for r in pr) +
-                 "\n\nThe packet-rate model (step 7 of the plan: the lossfree section's rates for one tunnel, times "
-                 "the CPU per packet of the fewest tunnels flooded over that at the tunnels predicted) against the "
-                 "loss-free rate:\n" + "\n".join(
+                 "\n\nThe packet-rate model (step 7 of the plan: the lossfree section's rate for one tunnel at that "
+                 "size, times the rate the 1-worker floods carried over N tunnels over the 64-byte loss-free rate "
+                 "of one tunnel, and for two workers over many tunnels one worker's times two at the 2-worker "
+                 "floods' efficiency) against the loss-free rate:\n" + "\n".join(
                      "- %s: predicted %s pps, measured %s pps (%s-%s; %s: %s)" % (
                          what(r), "{:,.0f}".format(r["predicted_pps"]) if plotting.ok(r["predicted_pps"]) else "n/a",
                          "{:,.0f}".format(r["measured_pps"]), "{:,.0f}".format(r["measured_pps_min"]),
@@ -578,6 +667,59 @@ def report_fwd(ctx, rep):
     rep.table("scale_fwd")
     rep.table("scale_fwd_raw")
     rep.table("scale_predict_trials")
+
+
+def report_cost(ctx, rep):
+    """The lines of CPU against the packet rate (scale_cost), drawn through the trials they fit."""
+    cost = dataplane._dicts(ctx.tables.get("scale_cost", {"columns": [], "rows": []}))
+    raw = dataplane._dicts(ctx.tables.get("scale_fwd_raw", {"columns": [], "rows": []}))
+    if not cost:
+        return
+    rep.para("CPU against the packet rate: after each tunnel count's floods, 64-byte trials paced at %s packets/s "
+             "per worker, and with one worker over %s tunnel(s) 1400-byte trials at the same rates. A worker's CPU per second is close to a line in the packets it handles: the slope is "
+             "what a packet costs, the intercept what the workers spend each second whatever the rate (a wake-up "
+             "at a low rate carries a few packets; the timers tick the same). So the CPU per packet falls as the "
+             "rate rises, and a CPU per packet measured at one rate is not the one at another; `bench/sizing "
+             "plan` and the CPU model of the predictions take both terms:\n" % (", ".join(
+                 "{:,}".format(x) for x in ctx.meta.get("scale_plan", {}).get("ladder", [])), ", ".join(
+                 "{:,}".format(x) for x in ctx.meta.get("scale_plan", {}).get("ladder_1400", []))) + "\n".join(
+                 "- %s tunnel(s), %d worker(s), %d B: %s ns per packet + %s ms per second (gw1, encrypting); %s ns + %s "
+                 "ms (gw2, decrypting); %d trials from %s to %s packets/s" % (
+                     "{:,}".format(r["n"]), r["workers"], r["size"], _ns(r["ns_per_pkt_gw1"]), _ms(r["ms_per_s_gw1"]),
+                     _ns(r["ns_per_pkt_gw2"]), _ms(r["ms_per_s_gw2"]), r["points"], "{:,.0f}".format(r["pps_min"]),
+                     "{:,.0f}".format(r["pps_max"])) for r in cost))
+    plt = plotting.pyplot()
+    fig, ax = plt.subplots(1, 1, figsize=(8, 5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(cost):
+        c = colours[i % len(colours)]
+        pts = [(x["protected_gw1"] / x["secs"], x["cpu_us_gw1"] / x["secs"] / 1e3) for x in raw
+               if (x["n"], x["workers"], int(x["size"])) == (r["n"], r["workers"], r["size"]) and x["secs"] and
+               x["protected_gw1"]]
+        lab = "%s tunnel(s), %d worker(s), %d B" % ("{:,}".format(r["n"]), r["workers"], r["size"])
+        ax.scatter([x for x, _ in pts], [y for _, y in pts], s=12, color=c,
+                   marker="o" if r["workers"] == 1 else "^" if r["size"] == 64 else "s")
+        xs = [0, r["pps_max"]]
+        ax.plot(xs, [(r["ns_per_pkt_gw1"] * x / 1e6 + r["ms_per_s_gw1"]) for x in xs], color=c,
+                linestyle=":" if r["workers"] > 1 else "-" if r["size"] == 64 else "--", label=lab + ": %.0f ns/pkt + %.0f ms/s" % (
+                    r["ns_per_pkt_gw1"], r["ms_per_s_gw1"]))
+    ax.set_xlabel("packets per second gw1 encrypted")
+    ax.set_ylabel("gw1 xipsecd CPU, ms per second")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_xlim(left=0)
+    plotting.from_zero(ax)
+    fig.suptitle("CPU against the packet rate over N tunnels (floods and paced trials; lines: least squares)",
+                 fontsize=10)
+    fig.tight_layout()
+    ctx.savefig(fig, "scale_cost")
+    rep.plot("scale_cost", "the encrypting gateway's CPU per second against its packet rate, each trial a point, "
+             "per tunnel count and worker count, with the line fitted through them")
+    rep.table("scale_cost")
+
+
+def _ms(v):
+    return "%.1f" % v if plotting.ok(v) else "n/a"
 
 
 def _log_axes(axes, ylabels, xlabel):
@@ -613,20 +755,24 @@ def check(run_dir):
     if "scale_workers" in tables:
         want = [[framework._round(v) for v in r] for r in derive_workers(dataplane._dicts(tables["scale_fwd_raw"]))]
         errs += dataplane._compare("scale_workers", tables["scale_workers"]["rows"], want, 1)
+    if "scale_cost" in tables:
+        want = [[framework._round(v) for v in r] for r in derive_cost(dataplane._dicts(tables["scale_fwd_raw"]))]
+        errs += dataplane._compare("scale_cost", tables["scale_cost"]["rows"], want, 3)
     # a tunnel count nothing crossed is a dead tunnel, not a figure
     errs += ["scale_fwd: nothing forwarded over %s tunnel(s)" % r["n"] for r in dataplane._dicts(tables["scale_fwd"])
              if not r["pps"]]
     lf = dataplane._dicts(tables.get("lossfree", {"columns": [], "rows": []}))
     trials = dataplane._dicts(tables["scale_predict_trials"])
     fwd = dataplane._dicts(tables["scale_fwd"])
+    cost, wk = [dataplane._dicts(tables.get(n, {"columns": [], "rows": []})) for n in ("scale_cost", "scale_workers")]
     for r in dataplane._dicts(tables["scale_predicted"]):
-        model = model_rate(lf, fwd, r["tunnels"], r["size"], r["workers"])
+        model = model_rate(lf, fwd, wk, r["tunnels"], r["size"], r["workers"])
         if model is None:
             errs.append("scale_predicted %s tunnels: no lossfree rate to predict from" % r["tunnels"])
             continue
         want = [framework._round(v) for v in predicted_row(
-            r["tunnels"], r["workers"], r["size"], model_ns(lf, fwd, r["tunnels"], r["size"], r["workers"]), model,
-            _measured(r))]
+            r["tunnels"], r["workers"], r["size"],
+            model_ns(cost, r["tunnels"], r["size"], r["workers"], r["measured_pps"]), model, _measured(r))]
         errs += dataplane._compare("scale_predicted", [list(r.values())], [want], 4)
         # generator-bound: a lower bound, said so by the verdict; none: no rate passed at all
         if r["bound"] == "none":

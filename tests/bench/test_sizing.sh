@@ -151,7 +151,12 @@ assert "for 1,000 tunnels" in pr[0]["basis"], pr  # the tunnel count is in the m
 # the CPU model too, against the CPU per packet of the passing trials (plan.ns_per_packet)
 assert pr[0]["predicted_ns"] > 0 and pr[0]["measured_ns_min"] <= pr[0]["measured_ns"] <= pr[0]["measured_ns_max"], pr
 assert pr[0]["verdict_ns"].startswith(("within 15 %", "outside 15 %")), pr
-assert "for 1,000 tunnels" in pr[0]["ns_basis"], pr
+assert "over 1,000 tunnels" in pr[0]["ns_basis"] and "at %.0f pps" % pr[0]["measured_pps"] in pr[0]["ns_basis"], pr
+# the lines of CPU against the packet rate it predicts from: per tunnel count, worker count and size,
+# through the flood and the paced trials, each a cost per packet above zero
+cost = {(r[0], r[1], r[2]): dict(zip(t["scale_cost"]["columns"], r)) for r in t["scale_cost"]["rows"]}
+assert sorted(cost) == [(1, 1, 64), (1, 1, 1400), (1000, 1, 64), (1000, 2, 64)], cost
+assert all(c["ns_per_pkt_gw1"] > 0 and c["points"] >= 2 for c in cost.values()), cost
 EOF
 # IKE at scale against stock charon: every IKE SA of the bring-up came up, the CHILD SA rounds and the three
 # operations per group were measured, with CPU on both daemons

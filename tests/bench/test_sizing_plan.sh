@@ -2,9 +2,10 @@
 # tests/bench/test_sizing_plan.sh: golden test of `bench/sizing plan`, the sizing calculator, on a stored
 # run directory (tests/bench/sizing-plan/run/: results.json and CSVs of a quick bench/sizing run,
 # trimmed, with the loss-free rates of a quick lossfree run at 1 and 2 workers, the home agent's
-# in-memory Binding Update rates of another quick run, and a quick scale run's 1- and 2-worker forwarding
-# over 1,000 tunnels (scale_workers, the many-SA efficiency) and a full run's 1-worker floods over 1 to
-# 100,000 tunnels (scale_fwd: the cost per packet's growth with the tunnels) added). Each case tests/bench/sizing-plan/cases/NAME.args holds the calculator's arguments after
+# in-memory Binding Update rates of another quick run, and a full scale run's forwarding tables added:
+# the floods over 1 to 100,000 tunnels (scale_fwd: the rate carried over N tunnels), 1 and 2 workers over
+# 1,000 and 10,000 (scale_workers, the many-SA efficiency) and the lines of CPU against the packet rate
+# (scale_cost: what grows with the tunnels)). Each case tests/bench/sizing-plan/cases/NAME.args holds the calculator's arguments after
 # the run directory (run/, or the directory NAME.dir names: no-dataplane/ is a run without the
 # dataplane's tables); NAME.out is the expected output (stdout, then stderr) and NAME.rc the expected exit
 # status. The error cases check that bad input is refused with a message naming the problem. No root.
