@@ -230,6 +230,10 @@ struct dp_ctx {
 	 * dp_sa_sync reads every record and builds it again (control thread only). */
 	bool local_spd_stale;
 	_Atomic uint32_t seg_state;  /* dp_segment.h: the segments this node owns */
+	/* dp_segment.c (control thread): segments given to this node that the other node still
+	 * forwards, taken once it lets them go or at seg_wait_until */
+	uint32_t seg_wait;
+	uint64_t seg_wait_until;
 	/* dp_stats.c (control thread): the counters view, when one could be made */
 	struct sadb_stats_writer *stats;
 	uint64_t stats_at, stats_gen;  /* when the last reading was published, of which generation */

@@ -135,8 +135,9 @@ static void flush(struct dp_cluster *cl, enum dpc_type t)
 	m->role = cl->active;
 	m->eligible = ready(cl, dp_now_ns());
 	if (t == DPC_HELLO) {
-		m->n = 1;
+		m->n = 2;
 		m->e[0] = (struct dpc_entry){ .base = cl->sas.n, .end = cl->sas.sum };
+		m->e[1] = (struct dpc_entry){ .base = DPC_SEG_SAID | cl->segments };
 	}
 	len = dpc_seal(&cl->chan, m, buf, dp_realtime_ns());
 	if (sendto(cl->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&cl->peer, cl->peer_len) == (ssize_t)len)
@@ -254,6 +255,10 @@ static void on_msg(struct dp_cluster *cl, const struct dpc_msg *m, uint64_t now)
 			cl->sas.peer_n = m->e[0].base;
 			cl->sas.peer_sum = m->e[0].end;
 		}
+		if (m->n >= 2 && (m->e[1].base & DPC_SEG_SAID)) {
+			cl->peer_segments = (uint32_t)m->e[1].base;
+			cl->peer_seg_ns = now;
+		}
 		return;
 	case DPC_RESYNC:
 		/* the standby asks again, with the same token, until DPC_DONE comes: a pass under way for
@@ -274,6 +279,27 @@ static void on_msg(struct dp_cluster *cl, const struct dpc_msg *m, uint64_t now)
 		for (unsigned i = 0; i < m->n; i++)
 			on_entry(cl, m, &m->e[i], now);
 	}
+}
+
+uint32_t dp_cluster_peer_segments(const struct dp_ctx *ctx, uint64_t now)
+{
+	const struct dp_cluster *cl = ctx->cluster ? cl_of(ctx) : NULL;
+
+	return cl && cl->peer_seg_ns && now - cl->peer_seg_ns < DPC_SEG_FRESH_NS ? cl->peer_segments : 0;
+}
+
+void dp_cluster_say_segments(struct dp_ctx *ctx, uint32_t owned)
+{
+	struct dp_cluster *cl = ctx->cluster ? cl_of(ctx) : NULL;
+
+	if (!cl || cl->segments == owned)
+		return;
+	cl->segments = owned;
+	/* outside the ticks' budget: one message, when ownership changes */
+	if (!cl->sends_left)
+		cl->sends_left = 1;
+	flush(cl, DPC_HELLO);
+	cl->hello_ns = dp_now_ns();
 }
 
 void dp_cluster_read(struct dp_ctx *ctx)

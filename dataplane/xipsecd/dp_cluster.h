@@ -108,8 +108,12 @@ enum dpc_type {
 #define DPC_MSG_MAX 1600u
 #define DPC_KEY_LEN 32u
 #define DPC_SKEW_NS (30ull * 1000000000ull) /* how far a message's counter may be from our clock */
+#define DPC_SEG_SAID (1ull << 32)   /* HELLO's entry 1: the segments below are the sender's */
+#define DPC_SEG_FRESH_NS (600ull * 1000000ull) /* a peer's segments count for three heartbeats */
 
 /* HELLO: base = how many SAs the sender's cluster covers, end = the sum of their keys' 64-bit hashes;
+ * its entry 1, base = DPC_SEG_SAID | the active/active segments the sender owns (a sender that does
+ * not say them, an older one, sends entry 0 alone);
  * LEASE: (base, end] asked; ACK: end recorded (0: refused), base = the standby's recorded top;
  * WINDOW: end = the window's top; MERGE: end = the highest number this node may have used;
  * RESYNC and DONE: base = the standby's resync token in entry 0. */
@@ -217,6 +221,14 @@ void dp_cluster_take_sa(struct dp_ctx *ctx, struct dp_sa *s);
  * workers see the new ownership: dp_cluster_take_sa for each SA of those segments
  * (dp_cluster_seg.c). */
 void dp_cluster_segments_gained(struct dp_ctx *ctx, uint32_t mask);
+/* Active/active: the segments the other node's dataplane owns, as its last heartbeat said, when that
+ * heartbeat came within DPC_SEG_FRESH_NS of now (0 otherwise: no peer, a silent one, or one that
+ * does not say). dp_segment.c takes a segment the other node still forwards only once it has let
+ * it go. */
+uint32_t dp_cluster_peer_segments(const struct dp_ctx *ctx, uint64_t now);
+/* Active/active: this node's owned segments changed to owned: said to the other node at once (a
+ * heartbeat now) and in every heartbeat after. */
+void dp_cluster_say_segments(struct dp_ctx *ctx, uint32_t owned);
 /* `cluster active` / `cluster standby` from the control socket: 0, or a refusal written to msg. */
 int dp_cluster_set_role(struct dp_ctx *ctx, bool active, char *msg, size_t len);
 /* The control socket's `cluster` answer (JSON, one line) or `cluster text`, with the lease headroom

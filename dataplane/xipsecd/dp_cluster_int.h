@@ -49,6 +49,8 @@ struct dp_cluster {
 	bool active, eligible, takeover_due, takeover_blind;
 	bool peer_active, peer_eligible, was_reachable;
 	uint64_t last_rx_ns, last_sync_rx_ns, hello_ns;
+	uint32_t segments, peer_segments;     /* active/active: owned here, and there as last said */
+	uint64_t peer_seg_ns;                 /* when the peer last said its segments */
 	uint64_t resync_token, resync_ns;     /* standby: the token of the resync it waits for */
 	uint64_t resync_retry_ns;             /* standby: asked again after this long without DPC_DONE */
 	unsigned resync_step;                 /* active: SAs a resync serves per scan */

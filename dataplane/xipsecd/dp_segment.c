@@ -8,7 +8,22 @@
  * netfilter here (ESP and ESP-in-UDP go from the XDP program straight to the workers), and the
  * target is deprecated and gone from current kernels. A node starts owning nothing: two nodes that
  * both processed a segment would decrypt and forward its packets twice, and one that owned none
- * of a segment loses its packets only until the plugin (heartbeat loss, autobalance) hands it over. */
+ * of a segment loses its packets only until the plugin (heartbeat loss, autobalance) hands it over.
+ *
+ * A segment moved between two live nodes (the plugin's FIFO, autobalance) reaches the two
+ * dataplanes by two paths: the releasing node's plugin logs the change and its xipsec-iked tells its
+ * xipsecd, and the same plugin tells the other node's plugin, whose xipsec-iked tells the other
+ * xipsecd. The gaining one can hear first. Both would then send on the segment's outbound SAs: no
+ * number twice (each node's block is its own, dp_cluster_lease.c), but the gainer's numbers are the
+ * higher, so the peer refuses the releaser's as replays, and an inside packet both nodes received
+ * leaves twice. So a segment given to this node that the other node's dataplane still owns, as its
+ * last heartbeat on the authenticated sync channel said (at most DPC_SEG_FRESH_NS old), is held back
+ * (ctx->seg_wait) until the other's heartbeat says it let it go (it sends one at once when its
+ * ownership changes), or for at most DP_SEG_HANDOVER_NS: a peer whose plugin is dead never lets go,
+ * but its dataplane still forwards the segment meanwhile. A peer that is silent (killed, cut off)
+ * holds nothing back. The residual: a heartbeat replayed into a restarted node delays a take by at
+ * most DP_SEG_HANDOVER_NS; a node whose heartbeats stop after it let a segment go is not waited
+ * for. */
 #include "config.h"
 
 #include <errno.h>
@@ -25,6 +40,8 @@
 #include "dataplane/xipsecd/dp_segment.h"
 
 _Static_assert(DP_SEG_MAX == SADB_STATS_SEGMENTS, "the counters view holds every segment");
+
+#define DP_SEG_HANDOVER_NS (1000ull * 1000000ull) /* the longest a take waits for the other node */
 
 enum dp_seg_jhash dp_segment_jhash(const char *release)
 {
@@ -85,7 +102,51 @@ static int map_write(struct dp_ctx *ctx, uint32_t owned)
 		return -errno;
 	st = (st & ~DP_SEG_OWNED_MASK) | owned;
 	atomic_store_explicit(&ctx->seg_state, st, memory_order_relaxed);
+	dp_cluster_say_segments(ctx, owned);
 	return 0;
+}
+
+/* The segments of mask as the plugin writes them, "1,3" ("none" for none), into buf. */
+static const char *seg_list(uint32_t mask, char *buf, size_t len)
+{
+	char *p = buf;
+	size_t left = len;
+
+	buf[0] = 0;
+	for (unsigned s = 1; s <= DP_SEG_MAX; s++)
+		if (mask & (1u << (s - 1)))
+			dp_put(&p, &left, "%s%u", p == buf ? "" : ",", s);
+	return mask ? buf : "none";
+}
+
+/* Owning owned | gained from now on: the SAs of gained taken over first (dp_cluster_seg.c), then
+ * the map the XDP program and the workers read. */
+static int own(struct dp_ctx *ctx, uint32_t owned, uint32_t gained)
+{
+	dp_cluster_segments_gained(ctx, gained & ~owned);
+	return map_write(ctx, owned | gained);
+}
+
+void dp_segment_tick(struct dp_ctx *ctx, uint64_t now)
+{
+	uint32_t owned, held, go;
+	char l[64];
+
+	if (!ctx->seg_wait)
+		return;
+	held = dp_cluster_peer_segments(ctx, now);
+	go = now >= ctx->seg_wait_until ? ctx->seg_wait : ctx->seg_wait & ~held;
+	if (!go)
+		return;
+	owned = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) & DP_SEG_OWNED_MASK;
+	ctx->seg_wait &= ~go;
+	if (own(ctx, owned, go)) {
+		dp_log(LOG_ERR, "active/active: cannot take segments %s: the XDP program's cluster map",
+		       seg_list(go, l, sizeof(l)));
+		return;
+	}
+	dp_log(go & held ? LOG_WARNING : LOG_NOTICE, "active/active: segments %s taken: %s", seg_list(go, l, sizeof(l)),
+	       go & held ? "the other node did not let them go within 1 s" : "the other node let them go");
 }
 
 /* --cluster-segments and --cluster-address, else their variables (an empty one, as a unit's
@@ -229,20 +290,28 @@ size_t dp_segment_ctl(struct dp_ctx *ctx, const char *req, char *buf, size_t len
 			return (size_t)snprintf(buf, len, "error: '%s' is not a list of segments "
 						"1..%u, none or all\n", list, ctx->cfg.cluster_segments);
 		/* xipsec-iked repeats the plugin's list every second: only a change is news */
-		bool changed = mask != (atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) &
-					DP_SEG_OWNED_MASK);
+		uint32_t owned = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) & DP_SEG_OWNED_MASK;
+		uint64_t now = dp_now_ns();
+		/* what the other node still forwards waits for it to let go (above); the rest, and
+		 * every segment given up, takes effect now */
+		uint32_t held = mask & ~owned & dp_cluster_peer_segments(ctx, now);
+		char l[64];
 
-		/* the SAs of a segment gained start above every number the other node may have used
-		 * before a worker may send for them (dp_cluster.c) */
-		dp_cluster_segments_gained(ctx, mask & ~(atomic_load_explicit(&ctx->seg_state,
-									       memory_order_relaxed) &
-							   DP_SEG_OWNED_MASK));
-		err = map_write(ctx, mask);
+		uint32_t before = ctx->seg_wait;
+
+		if (held && !before)
+			ctx->seg_wait_until = now + DP_SEG_HANDOVER_NS;
+		ctx->seg_wait = held;
+		err = own(ctx, owned & mask, mask & ~held);
 		if (err)
 			return (size_t)snprintf(buf, len, "error: the XDP program's cluster map: %s\n",
 						strerror(-err));
-		if (changed)
-			dp_log(LOG_NOTICE, "active/active: now owning segments %s", list);
+		if ((mask & ~held) != owned)
+			dp_log(LOG_NOTICE, "active/active: now owning segments %s",
+			       seg_list(mask & ~held, l, sizeof(l)));
+		if (held & ~before)
+			dp_log(LOG_NOTICE, "active/active: segments %s given here: waiting for the other node "
+			       "to let them go", seg_list(held, l, sizeof(l)));
 	} else if (strcmp(req, "segments") && strcmp(req, "segments\n")) {
 		return (size_t)snprintf(buf, len, "error: segments [set LIST]\n");
 	}

@@ -18,7 +18,7 @@
 /* ctx->seg_state, one word the workers read relaxed per outbound packet: the owned mask in bits
  * 0-15, the segment count in bits 16-20 (0: no cluster), the jhash variant in bits 21-22. Written
  * by the control thread only; a worker that reads the old word for one more packet sends what the
- * old owner would have (the plugin moves a segment only after the other node has let it go). */
+ * old owner would have (a segment is taken only after the other node has let it go, dp_segment.c). */
 #define DP_SEG_OWNED_MASK 0xffffu
 #define DP_SEG_COUNT_SHIFT 16
 #define DP_SEG_JHASH_SHIFT 21
@@ -71,5 +71,9 @@ void dp_segment_stats(struct dp_ctx *ctx, struct sadb_stats_cluster *st);
 /* The control socket's "segments" requests (control thread): "segments" shows, "segments set LIST"
  * sets the owned segments; the answer (JSON or "error: ...") is written to buf. */
 size_t dp_segment_ctl(struct dp_ctx *ctx, const char *req, char *buf, size_t len);
+
+/* Control thread, every round of its loop: a segment given to this node and still held by the other
+ * one (ctx->seg_wait) is taken once the other's heartbeat says it let it go, or at the deadline. */
+void dp_segment_tick(struct dp_ctx *ctx, uint64_t now);
 
 #endif

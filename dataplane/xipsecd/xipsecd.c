@@ -426,6 +426,7 @@ static void control_loop(struct dp_ctx *ctx, int sfd, int nlfd)
 			dp_cluster_read(ctx);
 		/* the generation check is one load: poll the SADB every round */
 		now = dp_now_ns();
+		dp_segment_tick(ctx, now);
 		if (now - last_sync >= 5000000) {
 			int err = dp_sa_sync(ctx);
 

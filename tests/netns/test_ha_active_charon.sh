@@ -11,7 +11,9 @@
 #  1. Each node protects and decrypts exactly the tunnels of its segment (per-SA counters of both
 #     nodes against a segment computed apart, tests/netns/ha_segment.py); the sums are what was sent.
 #  2. A segment moved while both nodes live (the plugin's FIFO: "-N" on its owner hands it to the
-#     other, "+N" takes it back) under UDP flows: no gap over 3 s, no (SPI, sequence) pair twice.
+#     other, "+N" takes it back) under UDP flows: no gap over 3 s, no (SPI, sequence) pair twice, no
+#     replay refused by the peer; before it, the gaining node's xipsecd given the segment first (by
+#     hand) does not take it while the other still forwards it.
 #  3. kill -9 of one node's daemons under UDP flows and a TCP transfer: its segment moves to the
 #     survivor within 3 s (measured), traffic resumes within 3 s, the TCP transfer arrives intact,
 #     the peer's IKE_SAs and CHILD_SAs are the same (SPIs, no IKE_SA_INIT on the wire), the peer
@@ -130,6 +132,23 @@ owns() { [ "$(owned "$1")" = "$2" ]; }
 fifo() { # NODE CMD: the plugin's segment control ("+N" take, "-N" hand to the other node)
 	xt_exec "$1" timeout 5 nsenter --mount="/proc/$(ha_iked_pid "$1")/ns/mnt" \
 		sh -c "printf '%s\n' '$2' > /var/run/charon.ha" || ha_fail "writing $2 to $1's ha FIFO"
+}
+# plugin_move NODE CMD WHO LIST: CMD on NODE's FIFO until WHO owns LIST. The plugin also settles
+# ownership from every heartbeat (strongSwan's ha_segments.c, handle_status: a segment that neither
+# or both nodes' heartbeats show goes to the node of its parity), so a heartbeat that crosses the
+# take or the drop can undo a move, and says so in its log ("was not handled", "was handled
+# twice"): only then is CMD given once more.
+reconciled() { cat "$XT_DIR/iked-gw1.log" "$XT_DIR/iked-gw3.log" | grep -c "was not handled\|was handled twice"; }
+plugin_move() {
+	local n0
+	n0=$(reconciled)
+	fifo "$1" "$2"
+	xt_wait 5 owns "$3" "$4" && return 0
+	[ "$(reconciled)" -gt "$n0" ] || return 1
+	xt_log "the plugin's heartbeat crossed '$2' and undid it (its log: $(grep -h "was not handled\|was handled twice" \
+		"$XT_DIR/iked-gw1.log" "$XT_DIR/iked-gw3.log" | tail -1)): once more"
+	fifo "$1" "$2"
+	xt_wait 5 owns "$3" "$4"
 }
 cluster_active() { timeout 10 "$IPSECCTL" --ctl "$XT_DIR/$1.sock" cluster active >/dev/null 2>&1; }
 ike_start_stock gw2
@@ -253,14 +272,22 @@ flows_check() { # WHAT NAME...: every flow's longest gap within HA_GAP_MAX_MS
 ha_flow_start mvA 6 "10.2.0.$a1"
 ha_flow_start mvB 6 "10.2.0.$b1"
 sleep 1.5
-fifo gw3 "-$S3"
-xt_wait 5 owns gw1 "$(printf '%s\n' "$S1" "$S3" | sort -n | paste -sd,)" ||
-	ha_fail "move: gw1 did not take segment $S3 (owns $(owned gw1))"
+# the gaining dataplane told first: the plugins' word reaches the two xipsecds by two paths, and the
+# gainer may hear first (dp_segment.c). gw1's xipsecd is given gw3's segment by hand while gw3 still
+# forwards it: it must wait for gw3 to let it go, or the peer gets that segment's packets from both
+# nodes (and refuses the lower numbers as replays)
+both=$(printf '%s\n' "$S1" "$S3" | sort -n | paste -sd,)
+timeout 10 "$IPSECCTL" --ctl "$XT_DIR/gw1.sock" cluster segments "$both" >/dev/null ||
+	ha_fail "move: ipsecctl cluster segments $both on gw1"
+owns gw1 "$S1" || ha_fail "move: gw1 took segment $S3 while gw3 still forwarded it (owns $(owned gw1))"
+grep -q "segments $S3 given here: waiting for the other node to let them go" "$XT_DIR/xipsecd-gw1.log" ||
+	ha_fail "move: gw1's xipsecd does not say it waits for gw3"
+sleep 0.3
+plugin_move gw3 "-$S3" gw1 "$both" || ha_fail "move: gw1 did not take segment $S3 (owns $(owned gw1))"
 xt_wait 5 owns gw3 none || ha_fail "move: gw3 still owns $(owned gw3)"
 xt_log "2. segment $S3 moved to gw1 with both nodes live"
 sleep 1.5
-fifo gw3 "+$S3"
-xt_wait 5 owns gw3 "$S3" || ha_fail "move back: gw3 did not take segment $S3 back (owns $(owned gw3))"
+plugin_move gw3 "+$S3" gw3 "$S3" || ha_fail "move back: gw3 did not take segment $S3 back (owns $(owned gw3))"
 xt_wait 5 owns gw1 "$S1" || ha_fail "move back: gw1 still owns $(owned gw1)"
 flows_check "move" mvA mvB
 ha_check_peer "move"

@@ -5,7 +5,8 @@
  * that strongSwan's ha plugin imitates maps a source address to a node; the jhash variant is chosen
  * from the kernel release as the plugin chooses it. Then the segment lists, which outbound SAs a
  * node keeps, and the control requests against a real BPF array map (needs root; skipped
- * otherwise), with the segments gained handed to the cluster before the map shows them. */
+ * otherwise), with the segments gained handed to the cluster before the map shows them, and a
+ * segment the other node still says it owns taken only once it lets go, or at the deadline. */
 #include "config.h"
 
 #include <errno.h>
@@ -169,6 +170,23 @@ void dp_cluster_segments_gained(struct dp_ctx *ctx, uint32_t mask)
 	owned_at_gain = atomic_load(&ctx->seg_state) & DP_SEG_OWNED_MASK;
 }
 
+/* The other node, as its heartbeats say it (dp_cluster.c): the segments it owns, and what this node
+ * last said it owns. */
+static uint32_t peer_holds, said = 0xdead;
+
+uint32_t dp_cluster_peer_segments(const struct dp_ctx *ctx, uint64_t now)
+{
+	(void)ctx;
+	(void)now;
+	return peer_holds;
+}
+
+void dp_cluster_say_segments(struct dp_ctx *ctx, uint32_t owned)
+{
+	(void)ctx;
+	said = owned;
+}
+
 static void test_ctl(void **state)
 {
 	static struct dp_ctx ctx;
@@ -234,6 +252,56 @@ static void test_ctl(void **state)
 	assert_non_null(strstr(buf, "\"count\":2,\"address\":\"192.0.2.1\",\"jhash\":\"lookup3"));
 	dp_segment_ctl(&ctx, "segments what", buf, sizeof(buf));
 	assert_non_null(strstr(buf, "error: segments [set LIST]"));
+	assert_int_equal(said, 0x3);
+
+	/* a segment the other node still says it owns is taken only once it lets go */
+	dp_segment_ctl(&ctx, "segments set 2", buf, sizeof(buf));
+	assert_int_equal(said, 0x2);
+	gained = 0;
+	peer_holds = 0x1;
+	dp_segment_ctl(&ctx, "segments set all", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"owned\":[2]"));                     /* not yet */
+	assert_int_equal(ctx.seg_wait, 0x1);
+	assert_int_equal(gained, 0);
+	assert_int_equal(bpf_map_lookup_elem(cluster_fd, &zero, &c), 0);
+	assert_int_equal(c.owned, 0x2);
+	uint64_t until = ctx.seg_wait_until;
+	dp_segment_tick(&ctx, until - 1);                                  /* still held there */
+	assert_int_equal(atomic_load(&ctx.seg_state) & DP_SEG_OWNED_MASK, 0x2);
+	dp_segment_ctl(&ctx, "segments set all", buf, sizeof(buf));        /* the resend: same deadline */
+	assert_int_equal(ctx.seg_wait_until, until);
+	peer_holds = 0;                                                    /* its heartbeat: let go */
+	dp_segment_tick(&ctx, until - 1);
+	assert_int_equal(ctx.seg_wait, 0);
+	assert_int_equal(gained, 0x1);
+	assert_int_equal(owned_at_gain, 0x2);                              /* taken over before the map */
+	assert_int_equal(bpf_map_lookup_elem(cluster_fd, &zero, &c), 0);
+	assert_int_equal(c.owned, 0x3);
+	assert_int_equal(said, 0x3);
+
+	/* a peer that never lets go: taken at the deadline */
+	dp_segment_ctl(&ctx, "segments set 2", buf, sizeof(buf));
+	gained = 0;
+	peer_holds = 0x1;
+	dp_segment_ctl(&ctx, "segments set 1,2", buf, sizeof(buf));
+	assert_int_equal(ctx.seg_wait, 0x1);
+	dp_segment_tick(&ctx, ctx.seg_wait_until);
+	assert_int_equal(ctx.seg_wait, 0);
+	assert_int_equal(atomic_load(&ctx.seg_state) & DP_SEG_OWNED_MASK, 0x3);
+	assert_int_equal(gained, 0x1);
+
+	/* taken back from this node while it waits: the wait ends, nothing is taken */
+	dp_segment_ctl(&ctx, "segments set 2", buf, sizeof(buf));
+	gained = 0;
+	dp_segment_ctl(&ctx, "segments set all", buf, sizeof(buf));
+	assert_int_equal(ctx.seg_wait, 0x1);
+	dp_segment_ctl(&ctx, "segments set none", buf, sizeof(buf));
+	assert_int_equal(ctx.seg_wait, 0);
+	dp_segment_tick(&ctx, ctx.seg_wait_until + 1);
+	assert_int_equal(atomic_load(&ctx.seg_state) & DP_SEG_OWNED_MASK, 0);
+	assert_int_equal(gained, 0);
+	assert_int_equal(said, 0);
+	peer_holds = 0;
 	close(cluster_fd);
 	close(stats_fd);
 }
