@@ -254,12 +254,14 @@ def tunnel_factor(fwd_rows, lossfree_rows, tunnels):
 CLASS_BYTES = {"64": 64.0, "imix": (7 * 64 + 4 * 576 + 1400) / 12.0, "1400": 1400.0}
 
 
-def cost_lines(cost_rows, workers=1, size=64):
-    """{N: (ns per packet, ns per second)}: the encrypting gateway's lines of CPU against the packet
-    rate (the scale section's scale_cost) with WORKERS workers and SIZE-byte packets."""
-    return {int(r["n"]): (float(r["ns_per_pkt_gw1"]), float(r["ms_per_s_gw1"]) * 1e6) for r in cost_rows
+def cost_lines(cost_rows, workers=1, size=64, gw=1):
+    """{N: (ns per packet, ns per second)}: a gateway's lines of CPU against the packet rate (the scale
+    section's scale_cost) with WORKERS workers and SIZE-byte packets; GW 1: the encrypting one, 2:
+    the decrypting one."""
+    a, b = "ns_per_pkt_gw%d" % gw, "ms_per_s_gw%d" % gw
+    return {int(r["n"]): (float(r[a]), float(r[b]) * 1e6) for r in cost_rows
             if int(r["workers"]) == workers and int(r.get("size") or 64) == size and
-            r.get("ns_per_pkt_gw1") not in (None, "")}
+            r.get(a) not in (None, "") and r.get(b) not in (None, "")}
 
 
 def _line_at(lines, tunnels):
@@ -270,13 +272,13 @@ def _line_at(lines, tunnels):
     return a, b, how
 
 
-def size_surcharge(cost_rows, tunnels, ip_bytes):
-    """(extra ns, note): what a packet of IP_BYTES costs the encrypting gateway beyond a 64-byte one
+def size_surcharge(cost_rows, tunnels, ip_bytes, gw=1):
+    """(extra ns, note): what a packet of IP_BYTES costs gateway GW (cost_lines) beyond a 64-byte one
     over TUNNELS tunnels: the 1400-byte lines' cost of a packet less the 64-byte lines' at the counts
     measured with both (one worker), log-interpolated in the tunnels, linear in the bytes. It grows
     with the tunnels: the larger packets' buffers push more of the SAs' state out of the caches. None
     where no count has both."""
-    big, small = cost_lines(cost_rows, 1, 1400), cost_lines(cost_rows, 1, 64)
+    big, small = cost_lines(cost_rows, 1, 1400, gw), cost_lines(cost_rows, 1, 64, gw)
     both = [(n, big[n][0] - small[n][0]) for n in big if n in small]
     if not both:
         return None
@@ -286,15 +288,15 @@ def size_surcharge(cost_rows, tunnels, ip_bytes):
         f * d, ip_bytes, d, f, how)
 
 
-def tunnel_cost(cost_rows, tunnels, ip_bytes=64):
+def tunnel_cost(cost_rows, tunnels, ip_bytes=64, gw=1):
     """(extra ns per packet, extra ns per second, note) over TUNNELS tunnels with one worker beyond over
-    the fewest tunnels measured (one: what step 2's service demand was measured over), from the lines
-    of scale_cost: what a packet of IP_BYTES costs more (each packet's SA, its key schedule and
+    the fewest tunnels measured (one: what step 2's service demand was measured over), from gateway
+    GW's lines of scale_cost (1 encrypting, 2 decrypting): what a packet of IP_BYTES costs more (each packet's SA, its key schedule and
     counters are one more set of cache lines once the tunnels outgrow the caches; larger packets push
     more of them out), and what a worker spends more each second whatever the rate. A term the lines
     put below one tunnel's is noise between fits, and the plan takes no credit for it: 0. None
     without two counts."""
-    lines = cost_lines(cost_rows)
+    lines = cost_lines(cost_rows, gw=gw)
     if len(lines) < 2:
         return None
     n0 = min(lines)
@@ -303,7 +305,7 @@ def tunnel_cost(cost_rows, tunnels, ip_bytes=64):
     note = "%+.0f ns per packet and %+.1f ms per second over %d tunnel(s) (the 64-byte lines of CPU against the " \
         "rate: %.0f ns per packet + %.1f ms per second over %d tunnel(s), %.0f ns + %.1f ms here: %s)" % (
             pkt, sec / 1e6, n0, lines[n0][0], lines[n0][1] / 1e6, n0, a, b / 1e6, how)
-    s1, s0 = size_surcharge(cost_rows, tunnels, ip_bytes), size_surcharge(cost_rows, n0, ip_bytes)
+    s1, s0 = size_surcharge(cost_rows, tunnels, ip_bytes, gw), size_surcharge(cost_rows, n0, ip_bytes, gw)
     if ip_bytes > 64 and s1 and s0 and s1[0] != s0[0]:
         pkt += s1[0] - s0[0]
         note += "; %+.0f ns for %.0f-byte packets over them beyond over %d (%s)" % (s1[0] - s0[0], ip_bytes, n0,
@@ -541,19 +543,23 @@ def plan(args, out):
               (size, frac * 100, role, Bps * frac / 1024, sd[(size, gw)], c))
     # what grows with the tunnels (step 2's service demand is one tunnel's, at a high rate): the cost of
     # a packet, and what each worker spends every second whatever the rate
-    g = tunnel_cost(rows(tables, "scale_cost"), args.tunnels, avg + INNER_HDR) if args.tunnels > 1 else None
-    if g:
+    grow = [(gw, role, tunnel_cost(rows(tables, "scale_cost"), args.tunnels, avg + INNER_HDR, int(gw[-1])))
+            for gw, role in gws] if args.tunnels > 1 else []
+    for gw, role, g in grow:
+        if not g:
+            continue
+        # each gateway's own lines: over many tunnels decryption grows far more than encryption
         sends = Bps / avg
-        c = (sends * len(gws) * g[0] + len(gws) * args.workers * g[1]) * scale / 1e9
+        c = (sends * g[0] + args.workers * g[1]) * scale / 1e9
         cpu_data += c
         data_lo += c
         data_hi += c
-        # the encrypting gateway's lines, taken for decryption too (the decrypting gateway's floods
-        # also spend CPU on what the link in front of it dropped)
-        p("  over %s tunnels more than over one: %s;" % ("{:,}".format(args.tunnels), g[2]))
-        p("  %.0f packets/s x %d (%s) x %.0f ns + %d gateway(s) x %d worker(s) x %.1f ms per second = %.4f CPU s/s" % (
-            sends, len(gws), "encrypted and decrypted" if len(gws) == 2 else "encrypted", g[0] * scale, len(gws),
-            args.workers, g[1] * scale / 1e6, c))
+        p("  over %s tunnels, %s, more than over one: %s;" % ("{:,}".format(args.tunnels), role, g[2]))
+        p("  %.0f packets/s x %.0f ns + %d worker(s) x %.1f ms per second = %.4f CPU s/s" % (
+            sends, g[0] * scale, args.workers, g[1] * scale / 1e6, c))
+    if args.tunnels > 1 and not any(g for _, _, g in grow) and rows(tables, "scale_cost"):
+        p("  (what grows with the tunnels: the run's lines of CPU against the rate cover fewer than 2 tunnel "
+          "counts)")
     elif args.tunnels > 1 and not rows(tables, "scale_cost"):
         p("  (what grows with the tunnels was not measured in this run: no scale section)")
     nrep = min([sum(1 for r in raw if int(r["send_size"]) == sz) for sz in {int(r["send_size"]) for r in raw}] or [0])
