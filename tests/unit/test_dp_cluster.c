@@ -479,6 +479,18 @@ static void test_restart_nonce(void **state)
 	assert_memory_not_equal(b1 + 13, b2 + 13, 15);  /* different salt */
 }
 
+/* test_key_file's directory, removed by its teardown whether the test passed or failed */
+static char key_dir[] = "/tmp/test_dp_cluster.XXXXXX", key_path[96], key_lnk[96];
+
+static int key_file_teardown(void **state)
+{
+	(void)state;
+	unlink(key_path);
+	unlink(key_lnk);
+	rmdir(key_dir);
+	return 0;
+}
+
 static void test_key_file(void **state)
 {
 	static const struct {
@@ -496,13 +508,13 @@ static void test_key_file(void **state)
 		{ "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff00\n", 0600, false, -EINVAL },
 		{ "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", 0600, true, -ELOOP },
 	};
-	char dir[] = "/tmp/test_dp_cluster.XXXXXX", path[96], lnk[96], msg[256];
+	char *path = key_path, *lnk = key_lnk, msg[256];
 	uint8_t key[DPC_KEY_LEN];
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/key", dir);
-	snprintf(lnk, sizeof(lnk), "%s/link", dir);
+	assert_non_null(mkdtemp(key_dir));
+	snprintf(key_path, sizeof(key_path), "%s/key", key_dir);
+	snprintf(key_lnk, sizeof(key_lnk), "%s/link", key_dir);
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
 		int fd;
 
@@ -525,9 +537,6 @@ static void test_key_file(void **state)
 			assert_non_null(strstr(msg, "cluster key"));
 		}
 	}
-	unlink(path);
-	unlink(lnk);
-	rmdir(dir);
 }
 
 static void test_sa_key(void **state)
@@ -567,7 +576,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_restart_nonce),
-		cmocka_unit_test(test_key_file),
+		cmocka_unit_test_teardown(test_key_file, key_file_teardown),
 		cmocka_unit_test(test_sa_key),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
