@@ -291,11 +291,11 @@ def size_surcharge(cost_rows, tunnels, ip_bytes, gw=1):
 def tunnel_cost(cost_rows, tunnels, ip_bytes=64, gw=1):
     """(extra ns per packet, extra ns per second, note) over TUNNELS tunnels with one worker beyond over
     the fewest tunnels measured (one: what step 2's service demand was measured over), from gateway
-    GW's lines of scale_cost (1 encrypting, 2 decrypting): what a packet of IP_BYTES costs more (each packet's SA, its key schedule and
-    counters are one more set of cache lines once the tunnels outgrow the caches; larger packets push
-    more of them out), and what a worker spends more each second whatever the rate. A term the lines
-    put below one tunnel's is noise between fits, and the plan takes no credit for it: 0. None
-    without two counts."""
+    GW's lines of scale_cost (1 encrypting, 2 decrypting): what a packet of IP_BYTES costs more (each
+    packet's SA, its key schedule and counters are one more set of cache lines once the tunnels outgrow
+    the caches; larger packets push more of them out), and what a worker spends more each second
+    whatever the rate. A term the lines put below one tunnel's is noise between fits, and the plan
+    takes no credit for it: 0. None without two counts."""
     lines = cost_lines(cost_rows, gw=gw)
     if len(lines) < 2:
         return None

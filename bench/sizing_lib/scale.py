@@ -24,13 +24,14 @@
 # study's predictions checked: configurations that were not the calculator's inputs (so many tunnels,
 # the worker count, the mix), each measured with the lossfree section's RFC 2544 search over the
 # loaded tunnels, repeated, and predicted by both of the calculator's models: its CPU model (the
-# CPU per packet that steps 2-3 of `bench/sizing plan` size cores with, plan.ns_per_packet: the 64-byte
-# line at N tunnels with that many workers, what a larger packet costs more over N (from the 1400-byte
-# lines at other counts), and the line's cost of a second spread over the rate), at the rate measured, against the encrypting gateway's CPU per packet
-# in the passing trials; and its packet-rate model (plan.worker_capacity: the loss-free rate of one
-# tunnel; plan.tunnel_factor: times the rate the floods carried over N over the 64-byte loss-free rate
-# of one tunnel; the 2-worker floods' efficiency for several workers), against the loss-free rate. More
-# than 15 % apart is flagged, and which way. The Mobile IPv6 rows: the home agent's memory per binding
+# CPU per packet that steps 2-3 of `bench/sizing plan` size cores with, plan.ns_per_packet: the
+# 64-byte line at N tunnels with that many workers, what a larger packet costs more over N (from the
+# 1400-byte lines at other counts), and the line's cost of a second spread over the rate), at the
+# rate measured, against the encrypting gateway's CPU per packet in the passing trials; and its
+# packet-rate model (plan.worker_capacity: the loss-free rate of one tunnel; plan.tunnel_factor:
+# times the rate the floods carried over N over the 64-byte loss-free rate of one tunnel; the
+# 2-worker floods' efficiency for several workers), against the loss-free rate. More than 15 % apart
+# is flagged, and which way. The Mobile IPv6 rows: the home agent's memory per binding
 # (bench/mip6-bench-mem) and its two SAs.
 import os
 import subprocess
@@ -61,6 +62,7 @@ COST_CAPTION = ("per N tunnels, worker count and packet size, the line through e
                 "decrypted (gw2: the paced trials with less than 1 % loss): ns_per_pkt, its slope, is what a packet "
                 "costs; ms_per_s, its intercept, what the workers spend each second whatever the rate (wake-ups, "
                 "timers); CPU per packet at a rate R is ns_per_pkt + ms_per_s x 1e6 / R")
+COST_LOSS_MAX = 0.01   # the decrypting gateway's lines: paced trials that lost less than this
 FWD_XF = calc.FLOOD_TRANSFORM   # the forwarding tunnels' transform (write_conf's with a peer)
 
 
@@ -474,9 +476,9 @@ def derive_fwd(raw):
 def derive_cost(raw):
     """COST rows: per (N, workers, packet size), the least-squares line through each gateway's xipsecd
     CPU per second (ns/s) against the packets per second it encrypted (gw1: the floods and the paced
-    trials) or decrypted (gw2: the paced trials with less than 1 % loss): its slope is what a packet costs, its intercept what the workers
-    spend per second whatever the rate (the wake-ups that a low rate pays for a few packets each, the
-    timers). Only with two rates or more."""
+    trials) or decrypted (gw2: the paced trials with less than COST_LOSS_MAX loss): its slope is what
+    a packet costs, its intercept what the workers spend per second whatever the rate (the wake-ups
+    that a low rate pays for a few packets each, the timers). Only with two rates or more."""
     out = []
     for n, w, size in sorted({(r["n"], r["workers"], int(r["size"])) for r in raw}):
         rs = [r for r in raw if (r["n"], r["workers"], int(r["size"])) == (n, w, size) and r["secs"]]
@@ -485,8 +487,8 @@ def derive_cost(raw):
             # the decrypting gateway only where it lost nothing: under overload its CPU also pays for
             # packets it then drops (a flood over one tunnel costs it 4 us a decrypted packet, the
             # loss-free trials 2.7)
-            pts = [(r[k] / r["secs"], r["cpu_us_gw%d" % g] * 1e3 / r["secs"]) for r in rs if r[k] and
-                   (g == 1 or (r.get("target_pps") not in (None, "", 0) and r["received"] >= r["sent"] * 0.99))]
+            pts = [(r[k] / r["secs"], r["cpu_us_gw%d" % g] * 1e3 / r["secs"]) for r in rs
+                   if r[k] and (g == 1 or _paced_loss_free(r))]
             fit = _line(pts)
             row += [fit[0], fit[1] / 1e6] if fit else [None, None]
             if g == 1:
@@ -494,6 +496,11 @@ def derive_cost(raw):
         if rates and row[0] is not None:
             out.append([n, w, size, len(rates), min(rates), max(rates)] + row)
     return out
+
+
+def _paced_loss_free(r):
+    """A paced trial (of FWD_RAW) that lost less than COST_LOSS_MAX."""
+    return r.get("target_pps") not in (None, "", 0) and r["received"] >= r["sent"] * (1 - COST_LOSS_MAX)
 
 
 def _line(pts):
@@ -685,17 +692,19 @@ def report_cost(ctx, rep):
     raw = dataplane._dicts(ctx.tables.get("scale_fwd_raw", {"columns": [], "rows": []}))
     if not cost:
         return
-    rep.para("CPU against the packet rate: after each tunnel count's floods, 64-byte trials paced at %s packets/s "
-             "per worker, and with one worker over %s tunnel(s) 1400-byte trials at the same rates. A worker's CPU per second is close to a line in the packets it handles: the slope is "
-             "what a packet costs, the intercept what the workers spend each second whatever the rate (a wake-up "
-             "at a low rate carries a few packets; the timers tick the same). So the CPU per packet falls as the "
+    p = ctx.meta.get("scale_plan", {})
+    rates = lambda k: ", ".join("{:,}".format(x) for x in p.get(k, []))
+    rep.para("CPU against the packet rate: after each tunnel count's floods, 64-byte trials paced at %s "
+             "packets/s per worker, and with one worker over %s tunnel(s) 1400-byte trials at the same rates. "
+             "A worker's CPU per second is close to a line in the packets it handles: the slope is what a "
+             "packet costs, the intercept what the workers spend each second whatever the rate (a wake-up at a "
+             "low rate carries a few packets; the timers tick the same). So the CPU per packet falls as the "
              "rate rises, and a CPU per packet measured at one rate is not the one at another; `bench/sizing "
              "plan` and the CPU model of the predictions take both terms (the decrypting gateway's lines only "
-             "through the trials with less than 1 %% loss: under overload it also spends CPU on what it drops):\n" % (", ".join(
-                 "{:,}".format(x) for x in ctx.meta.get("scale_plan", {}).get("ladder", [])), ", ".join(
-                 "{:,}".format(x) for x in ctx.meta.get("scale_plan", {}).get("ladder_1400", []))) + "\n".join(
-                 "- %s tunnel(s), %d worker(s), %d B: %s ns per packet + %s ms per second (gw1, encrypting); %s ns + %s "
-                 "ms (gw2, decrypting); %d trials from %s to %s packets/s" % (
+             "through the trials with less than %.0f %% loss: under overload it also spends CPU on what it "
+             "drops):\n" % (rates("ladder"), rates("ladder_1400"), COST_LOSS_MAX * 100) + "\n".join(
+                 "- %s tunnel(s), %d worker(s), %d B: %s ns per packet and %s ms per second (gw1, encrypting); "
+                 "%s ns and %s ms (gw2, decrypting); %d trials from %s to %s packets/s" % (
                      "{:,}".format(r["n"]), r["workers"], r["size"], _ns(r["ns_per_pkt_gw1"]), _ms(r["ms_per_s_gw1"]),
                      _ns(r["ns_per_pkt_gw2"]), _ms(r["ms_per_s_gw2"]), r["points"], "{:,.0f}".format(r["pps_min"]),
                      "{:,.0f}".format(r["pps_max"])) for r in cost))
@@ -712,8 +721,8 @@ def report_cost(ctx, rep):
                    marker="o" if r["workers"] == 1 else "^" if r["size"] == 64 else "s")
         xs = [0, r["pps_max"]]
         ax.plot(xs, [(r["ns_per_pkt_gw1"] * x / 1e6 + r["ms_per_s_gw1"]) for x in xs], color=c,
-                linestyle=":" if r["workers"] > 1 else "-" if r["size"] == 64 else "--", label=lab + ": %.0f ns/pkt + %.0f ms/s" % (
-                    r["ns_per_pkt_gw1"], r["ms_per_s_gw1"]))
+                linestyle=":" if r["workers"] > 1 else "-" if r["size"] == 64 else "--",
+                label=lab + ": %.0f ns/pkt + %.0f ms/s" % (r["ns_per_pkt_gw1"], r["ms_per_s_gw1"]))
     ax.set_xlabel("packets per second gw1 encrypted")
     ax.set_ylabel("gw1 xipsecd CPU, ms per second")
     ax.grid(alpha=0.3)

@@ -21,9 +21,11 @@
  * (ctx->seg_wait) until the other's heartbeat says it let it go (it sends one at once when its
  * ownership changes), or for at most DP_SEG_HANDOVER_NS: a peer whose plugin is dead never lets go,
  * but its dataplane still forwards the segment meanwhile. A peer that is silent (killed, cut off)
- * holds nothing back. The residual: a heartbeat replayed into a restarted node delays a take by at
- * most DP_SEG_HANDOVER_NS; a node whose heartbeats stop after it let a segment go is not waited
- * for. */
+ * holds nothing back. The residuals: a heartbeat replayed into a restarted node delays a take by
+ * at most DP_SEG_HANDOVER_NS; a node that has not yet heard the other's first heartbeat (within
+ * DPC_HELLO_NS of its start) takes what it is given at once, as before this wait existed. Neither
+ * can make a sequence number repeat: each node numbers in blocks of its own (dp_cluster_lease.c),
+ * and the wait only delays the takeover, which then starts above an even later report. */
 #include "config.h"
 
 #include <errno.h>
@@ -106,16 +108,24 @@ static int map_write(struct dp_ctx *ctx, uint32_t owned)
 	return 0;
 }
 
-/* The segments of mask as the plugin writes them, "1,3" ("none" for none), into buf. */
+/* The segments of mask as the plugin writes them, "1,3" (nothing for none), at *p (dp_put). */
+static void put_mask(uint32_t mask, char **p, size_t *left)
+{
+	for (unsigned s = 1, first = 1; s <= DP_SEG_MAX; s++)
+		if (mask & (1u << (s - 1))) {
+			dp_put(p, left, "%s%u", first ? "" : ",", s);
+			first = 0;
+		}
+}
+
+/* The same for a log line, into buf: "none" for none. */
 static const char *seg_list(uint32_t mask, char *buf, size_t len)
 {
 	char *p = buf;
 	size_t left = len;
 
 	buf[0] = 0;
-	for (unsigned s = 1; s <= DP_SEG_MAX; s++)
-		if (mask & (1u << (s - 1)))
-			dp_put(&p, &left, "%s%u", p == buf ? "" : ",", s);
+	put_mask(mask, &p, &left);
 	return mask ? buf : "none";
 }
 
@@ -204,13 +214,7 @@ int dp_segment_init(struct dp_ctx *ctx)
 /* The owned segments, "1,2" (nothing for none). */
 static void put_owned(struct dp_ctx *ctx, char **p, size_t *left)
 {
-	uint32_t st = atomic_load_explicit(&ctx->seg_state, memory_order_relaxed);
-
-	for (unsigned s = 1, first = 1; s <= ctx->cfg.cluster_segments; s++)
-		if (st & (1u << (s - 1))) {
-			dp_put(p, left, "%s%u", first ? "" : ",", s);
-			first = 0;
-		}
+	put_mask(atomic_load_explicit(&ctx->seg_state, memory_order_relaxed) & DP_SEG_OWNED_MASK, p, left);
 }
 
 void dp_segment_put(struct dp_ctx *ctx, bool json, char **p, size_t *left)
